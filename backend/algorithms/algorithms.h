@@ -1,0 +1,59 @@
+// Entry points of the collective algorithms. Each runs synchronously on the
+// calling thread (the group's communication thread) over a Collective, and is
+// written against the transport interface only. One file per algorithm; the
+// file opens with how the algorithm works.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "backend/algorithms/collective.h"
+#include "backend/common/types.h"
+
+namespace ringx::algorithms {
+
+// Knobs shared by the algorithms (see tuning notes in the files).
+struct Tuning {
+  // Pipelining unit of the ring and chain algorithms.
+  size_t segmentBytes = 1 << 20;
+  // Allreduce switches from the direct exchange to the ring above this size.
+  size_t directAllreduceMaxBytes = 32 << 10;
+};
+
+// data[count] of `dtype`, reduced in place on every rank.
+void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
+               const Tuning& tuning);
+void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
+                   size_t segmentBytes);
+void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op);
+
+// input[size * countPerRank] reduced; rank r gets elements [r*countPerRank, (r+1)*countPerRank).
+void ringReduceScatter(Collective& c, const void* input, void* output, size_t countPerRank,
+                       DataType dtype, ReduceOp op, size_t segmentBytes);
+
+// Every rank contributes `bytes` from input; output[size * bytes] holds rank r's at r*bytes.
+void ringAllgather(Collective& c, const void* input, void* output, size_t bytes,
+                   size_t segmentBytes);
+
+// data[bytes] of root copied to every rank, pipelined along a chain.
+void chainBroadcast(Collective& c, void* data, size_t bytes, int root, size_t segmentBytes);
+
+// data[count] reduced into root's data; other ranks' data is left unchanged.
+void chainReduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op, int root,
+                 size_t segmentBytes);
+
+// Root receives every rank's `bytes` into output[size * bytes] (output used on root only).
+void gather(Collective& c, const void* input, void* output, size_t bytes, int root);
+// Root sends input[r*bytes, (r+1)*bytes) to rank r (input used on root only).
+void scatter(Collective& c, const void* input, void* output, size_t bytes, int root);
+
+// Rank r sends sendBytes[p] from input at sendOffsets[p] to each p, and receives
+// recvBytes[p] into output at recvOffsets[p].
+void alltoall(Collective& c, const void* input, const std::vector<size_t>& sendOffsets,
+              const std::vector<size_t>& sendBytes, void* output,
+              const std::vector<size_t>& recvOffsets, const std::vector<size_t>& recvBytes);
+
+// Returns once every rank of the group has entered the barrier.
+void barrier(Collective& c);
+
+}  // namespace ringx::algorithms

@@ -1,0 +1,103 @@
+// One collective call as seen by the algorithms: the peers' pairs, the deadline,
+// and the handshake that catches mismatched calls.
+//
+// Every collective opens with a small header on each connection it uses, sent
+// ahead of the data and checked before any data is trusted: sequence number,
+// kind, dtype, reduce op, root, and the byte count the sender is about to send.
+// When two ranks disagree (one calls allreduce on 4 KiB, the other on 8 KiB, or
+// one has skipped a call) both sides raise a MismatchError that shows both
+// calls, instead of reducing garbage or hanging.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/common/error.h"
+#include "backend/common/types.h"
+#include "backend/transport/context.h"
+
+namespace ringx::algorithms {
+
+using transport::Deadline;
+
+enum class CollectiveKind : uint8_t {
+  kAllreduce,
+  kBroadcast,
+  kReduce,
+  kAllgather,
+  kReduceScatter,
+  kGather,
+  kScatter,
+  kAlltoall,
+  kBarrier,
+};
+const char* collectiveName(CollectiveKind kind);
+
+// Two ranks called different collectives, or the same one with other arguments.
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
+// What this rank believes the call is; compared field by field with each peer.
+struct CallSignature {
+  CollectiveKind kind = CollectiveKind::kBarrier;
+  uint64_t seq = 0;
+  DataType dtype = DataType::kUInt8;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = -1;
+};
+
+// The header on the wire (fixed layout: it is part of the protocol).
+struct CollectiveHeader {
+  uint32_t magic;
+  uint8_t kind;
+  uint8_t dtype;
+  uint8_t op;
+  uint8_t version;
+  int32_t root;
+  uint32_t reserved;
+  uint64_t seq;
+  uint64_t bytes;  // what the sender will send to the receiver in this call
+};
+static_assert(sizeof(CollectiveHeader) == 32, "CollectiveHeader is part of the wire format");
+
+class Collective {
+ public:
+  Collective(transport::Context& context, const CallSignature& call, Deadline deadline);
+
+  int rank() const { return context_.rank(); }
+  int size() const { return context_.size(); }
+  const CallSignature& call() const { return call_; }
+  Deadline deadline() const { return deadline_; }
+
+  // Handshake: tell `peer` how many bytes we will send it; record how many we
+  // expect from it. Call both before posting data for that peer.
+  void announce(int peer, uint64_t bytes);
+  void expect(int peer, uint64_t bytes);
+
+  uint64_t send(int peer, const void* data, size_t bytes);
+  uint64_t recv(int peer, void* data, size_t bytes);
+  // Progress until the receive ending at `offset` (from recv()) has arrived;
+  // checks `peer`'s header first.
+  void waitRecv(int peer, uint64_t offset);
+  void waitSend(int peer, uint64_t offset);
+  // Waits for everything queued and checks every expected header.
+  void finish();
+
+ private:
+  void checkHeader(int peer);
+
+  transport::Context& context_;
+  const CallSignature call_;
+  const Deadline deadline_;
+  // One header per peer in each direction: they must stay in place until the
+  // transport has sent or filled them.
+  std::vector<CollectiveHeader> outgoing_;
+  std::vector<CollectiveHeader> incoming_;
+  std::vector<uint64_t> expectedBytes_;
+  std::vector<uint64_t> headerEnd_;  // recv offset at which the peer's header is complete
+  std::vector<char> headerState_;    // 0 none, 1 expected, 2 checked
+};
+
+}  // namespace ringx::algorithms

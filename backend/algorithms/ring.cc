@@ -1,0 +1,93 @@
+#include "backend/algorithms/ring.h"
+
+#include <algorithm>
+
+#include "backend/reduce/reduce.h"
+
+namespace ringx::algorithms {
+namespace {
+int mod(int a, int n) { return ((a % n) + n) % n; }
+}  // namespace
+
+void splitEvenly(size_t count, size_t elementSize, int n, std::vector<size_t>* offsets,
+                 std::vector<size_t>* bytes) {
+  offsets->assign(n, 0);
+  bytes->assign(n, 0);
+  size_t base = count / n, extra = count % n, at = 0;
+  for (int i = 0; i < n; ++i) {
+    size_t elements = base + (static_cast<size_t>(i) < extra ? 1 : 0);
+    (*offsets)[i] = at * elementSize;
+    (*bytes)[i] = elements * elementSize;
+    at += elements;
+  }
+}
+
+void runRingFlow(Collective& c, const RingFlow& flow) {
+  const int n = c.size();
+  const int r = c.rank();
+  if (n == 1 || flow.steps == 0) return;
+  const int next = mod(r + 1, n);
+  const int prev = mod(r - 1, n);
+
+  // Handshake with both neighbours: the byte count every rank must agree on is
+  // the whole buffer.
+  uint64_t total = 0;
+  for (size_t b : flow.chunkBytes) total += b;
+  c.announce(next, total);
+  c.expect(prev, total);
+  if (prev != next) {
+    c.announce(prev, total);
+    c.expect(next, total);
+  }
+
+  // K segments per chunk; segment j of chunk c covers elements [len*j/K, len*(j+1)/K).
+  const size_t largestChunk = *std::max_element(flow.chunkBytes.begin(), flow.chunkBytes.end());
+  const size_t segmentBytes = std::max(flow.segmentBytes, flow.elementSize);
+  const int K =
+      static_cast<int>(std::max<size_t>(1, (largestChunk + segmentBytes - 1) / segmentBytes));
+  auto segment = [&](int chunk, int j, size_t* offset, size_t* bytes) {
+    size_t elements = flow.chunkBytes[chunk] / flow.elementSize;
+    size_t begin = elements * j / K, end = elements * (j + 1) / K;
+    *offset = flow.chunkOffset[chunk] + begin * flow.elementSize;
+    *bytes = (end - begin) * flow.elementSize;
+  };
+  auto sendChunk = [&](int u) { return mod(r - u - flow.shift, n); };
+  auto recvChunk = [&](int u) { return mod(r - u - 1 - flow.shift, n); };
+
+  // Reducing steps receive into one of two slots; copying steps straight into place.
+  const size_t slotBytes = (largestChunk / flow.elementSize + K - 1) / K * flow.elementSize;
+  std::vector<char> slots(flow.reduceSteps > 0 ? 2 * slotBytes : 0);
+  const int units = flow.steps * K;  // unit = (step u, segment j) = u*K + j
+  uint64_t recvEnd[2] = {0, 0};
+  auto postRecv = [&](int unit) {
+    int u = unit / K, j = unit % K;
+    size_t offset, bytes;
+    segment(recvChunk(u), j, &offset, &bytes);
+    char* into =
+        u < flow.reduceSteps ? slots.data() + (unit % 2) * slotBytes : flow.buffer + offset;
+    recvEnd[unit % 2] = c.recv(prev, into, bytes);
+  };
+
+  // Step 0: the whole first chunk goes out at once; the stream cuts it up.
+  int first = sendChunk(0);
+  c.send(next, flow.buffer + flow.chunkOffset[first], flow.chunkBytes[first]);
+  for (int unit = 0; unit < std::min(units, 2); ++unit) postRecv(unit);
+
+  for (int unit = 0; unit < units; ++unit) {
+    const int u = unit / K, j = unit % K;
+    c.waitRecv(prev, recvEnd[unit % 2]);
+    size_t offset, bytes;
+    segment(recvChunk(u), j, &offset, &bytes);
+    if (u < flow.reduceSteps) {
+      reduce::reduceInPlace(flow.op, flow.dtype, flow.buffer + offset,
+                            slots.data() + (unit % 2) * slotBytes, bytes / flow.elementSize);
+    }
+    // The slot is free again: keep two receives in flight.
+    if (unit + 2 < units) postRecv(unit + 2);
+    // This segment is final for step u: forward it at step u+1.
+    if (u + 1 < flow.steps) c.send(next, flow.buffer + offset, bytes);
+  }
+  c.finish();
+}
+
+}  // namespace ringx::algorithms

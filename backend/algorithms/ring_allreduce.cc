@@ -1,0 +1,46 @@
+// Ring allreduce = ring reduce-scatter followed by ring all-gather.
+//
+// The buffer of `count` elements is cut into n chunks (sizes differ by at most
+// one element, so any count works, including 0 and counts smaller than n).
+// During n-1 reducing steps each chunk travels around the ring collecting every
+// rank's contribution; rank r ends up owning the fully reduced chunk r+1. During
+// n-1 copying steps the reduced chunks travel around once more so that every
+// rank has all of them. Each rank sends and receives 2(n-1)/n of the buffer,
+// which is optimal for bandwidth; the segment pipelining lives in ring.cc.
+//
+// Every chunk is reduced in the same order on its way around the ring and then
+// copied verbatim, so all ranks end with bit-identical results.
+#include "backend/algorithms/algorithms.h"
+#include "backend/algorithms/ring.h"
+#include "backend/common/error.h"
+
+namespace ringx::algorithms {
+
+void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
+                   size_t segmentBytes) {
+  const int n = c.size();
+  RingFlow flow;
+  flow.buffer = static_cast<char*>(data);
+  flow.elementSize = elementSize(dtype);
+  splitEvenly(count, flow.elementSize, n, &flow.chunkOffset, &flow.chunkBytes);
+  flow.steps = 2 * (n - 1);
+  flow.reduceSteps = n - 1;
+  flow.shift = 0;
+  flow.dtype = dtype;
+  flow.op = op;
+  flow.segmentBytes = segmentBytes;
+  runRingFlow(c, flow);
+}
+
+void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
+               const Tuning& tuning) {
+  if (c.size() == 1) return;
+  // Small buffers: one round of messages beats 2(n-1) ring steps.
+  if (count * elementSize(dtype) <= tuning.directAllreduceMaxBytes) {
+    directAllreduce(c, data, count, dtype, op);
+  } else {
+    ringAllreduce(c, data, count, dtype, op, tuning.segmentBytes);
+  }
+}
+
+}  // namespace ringx::algorithms

@@ -1,0 +1,146 @@
+#include "backend/group/group.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "backend/common/error.h"
+#include "backend/transport/tcp/mesh.h"
+
+namespace ringx {
+namespace {
+
+constexpr const char* kTokenKey = "ringx/token";
+constexpr const char* kFailureKey = "ringx/failure";
+
+std::string randomToken() {
+  unsigned char bytes[16];
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
+    std::random_device device;
+    for (auto& b : bytes) b = static_cast<unsigned char>(device());
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token += hex[b >> 4];
+    token += hex[b & 15];
+  }
+  return token;
+}
+
+size_t sizeFromEnvironment(const char* name, size_t fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  RINGX_CHECK(end && *end == '\0', "ringx: ", name, "='", text,
+              "' is not a byte count; give a plain integer such as 1048576");
+  return static_cast<size_t>(value);
+}
+
+}  // namespace
+
+algorithms::Tuning tuningFromEnvironment() {
+  algorithms::Tuning tuning;
+  tuning.segmentBytes =
+      std::max<size_t>(4096, sizeFromEnvironment("RINGX_SEGMENT_BYTES", tuning.segmentBytes));
+  tuning.directAllreduceMaxBytes =
+      sizeFromEnvironment("RINGX_DIRECT_ALLREDUCE_MAX_BYTES", tuning.directAllreduceMaxBytes);
+  return tuning;
+}
+
+Group::Group(GroupOptions options) : options_(std::move(options)) {
+  RINGX_CHECK(options_.size >= 1 && options_.rank >= 0 && options_.rank < options_.size,
+              "ringx: rank ", options_.rank, " is not within a group of size ", options_.size);
+  RINGX_CHECK(options_.store != nullptr, "ringx: a store is required");
+  Store& store = *options_.store;
+  const auto deadline = transport::Clock::now() + options_.timeout;
+  // Rank 0 draws the group's token; only members can read it from the store.
+  if (options_.rank == 0) store.setString(kTokenKey, randomToken());
+  const std::string token = store.getString(kTokenKey, options_.timeout);
+  context_ = std::make_unique<transport::Context>(
+      options_.rank, options_.size,
+      transport::tcp::connectMesh(store, options_.rank, options_.size, "coll", token, deadline));
+  p2p_ = std::make_unique<PointToPoint>(
+      options_.rank, options_.size,
+      transport::tcp::connectMesh(store, options_.rank, options_.size, "p2p", token, deadline));
+}
+
+Group::~Group() = default;
+
+std::string Group::failureReportedByOthers() {
+  try {
+    if (options_.store->check(kFailureKey)) {
+      return options_.store->getString(kFailureKey, std::chrono::seconds(5));
+    }
+  } catch (const std::exception&) {
+    // The store may have died with the failed rank; the local error stands alone.
+  }
+  return "";
+}
+
+void Group::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(brokenMutex_);
+    if (!broken_.empty()) return;
+    broken_ = reason;
+  }
+  // Publish first, then break the connections: a peer that sees the break finds the reason.
+  try {
+    if (!options_.store->check(kFailureKey)) options_.store->setString(kFailureKey, reason);
+  } catch (const std::exception&) {
+  }
+  context_->shutdown();
+  p2p_->abort(reason);
+}
+
+void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
+                std::chrono::milliseconds timeout,
+                const std::function<void(algorithms::Collective&)>& body) {
+  const uint64_t seq = nextSeq_++;
+  const char* name = algorithms::collectiveName(kind);
+  {
+    std::lock_guard<std::mutex> lock(brokenMutex_);
+    if (!broken_.empty()) {
+      RINGX_THROW(Error, "ringx: ", name, " #", seq, " cannot run on rank ", rank(),
+                  ": this process group failed earlier and cannot be used again (", broken_,
+                  "). Destroy it and create a new one, or restart the job.");
+    }
+  }
+  if (timeout.count() <= 0) timeout = options_.timeout;
+  algorithms::CallSignature call;
+  call.kind = kind;
+  call.seq = seq;
+  call.dtype = dtype;
+  call.op = op;
+  call.root = root;
+  auto fail = [&](const std::exception& e) {
+    return strCat("ringx: ", name, " #", seq, " failed on rank ", rank(), " of ", size(),
+                  " (group '", options_.name, "', timeout ", timeout.count(), " ms): ", e.what());
+  };
+  try {
+    algorithms::Collective c(*context_, call, transport::Clock::now() + timeout);
+    body(c);
+  } catch (const algorithms::MismatchError& e) {
+    std::string message = fail(e);
+    abort(message);
+    throw algorithms::MismatchError(message);
+  } catch (const TimeoutError& e) {
+    std::string message = fail(e);
+    abort(message);
+    throw TimeoutError(message);
+  } catch (const PeerError& e) {
+    std::string message = fail(e);
+    std::string theirs = failureReportedByOthers();
+    if (!theirs.empty()) message += " <- reported first: " + theirs;
+    abort(message);
+    throw PeerError(message);
+  } catch (const std::exception& e) {
+    std::string message = fail(e);
+    abort(message);
+    throw Error(message);
+  }
+}
+
+}  // namespace ringx

@@ -1,0 +1,75 @@
+// A process group as the torch-free core sees it: the ranks' connections, the
+// collective sequence number, point-to-point, and what happens on failure.
+//
+// Collectives are run synchronously by the caller, which is the group's
+// communication thread (see WorkQueue); the c10d layer only adapts tensors to
+// pointers and sizes. When a collective fails, the group is aborted: the reason
+// is published in the Store for the other ranks, every connection is closed so
+// that peers blocked on this rank fail at once instead of at their timeout, and
+// later calls raise the same reason. A peer that sees the connection drop reads
+// the published reason, so the error on every rank names the rank that died.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/algorithms/algorithms.h"
+#include "backend/group/p2p.h"
+#include "backend/store/store.h"
+#include "backend/transport/context.h"
+
+namespace ringx {
+
+struct GroupOptions {
+  int rank = 0;
+  int size = 1;
+  std::shared_ptr<Store> store;
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  algorithms::Tuning tuning;
+  // Shown in error messages ("group 'default'").
+  std::string name = "default";
+};
+
+// Reads RINGX_SEGMENT_BYTES and RINGX_DIRECT_ALLREDUCE_MAX_BYTES over the defaults.
+algorithms::Tuning tuningFromEnvironment();
+
+class Group {
+ public:
+  // Connects to every other rank (collective and point-to-point meshes).
+  explicit Group(GroupOptions options);
+  ~Group();
+
+  int rank() const { return options_.rank; }
+  int size() const { return options_.size; }
+  std::chrono::milliseconds timeout() const { return options_.timeout; }
+  const algorithms::Tuning& tuning() const { return options_.tuning; }
+
+  // Runs one collective: assigns the next sequence number, builds the
+  // Collective with a deadline of `timeout` (the group's when zero) and calls
+  // body(c). Errors are rethrown with the collective's name, sequence number and
+  // this rank, after aborting the group. Call from the communication thread.
+  void run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
+           std::chrono::milliseconds timeout,
+           const std::function<void(algorithms::Collective&)>& body);
+
+  PointToPoint& p2p() { return *p2p_; }
+
+  // Fails the group for good; safe to call from any thread.
+  void abort(const std::string& reason);
+  uint64_t collectivesIssued() const { return nextSeq_; }
+
+ private:
+  std::string failureReportedByOthers();
+
+  GroupOptions options_;
+  std::unique_ptr<transport::Context> context_;
+  std::unique_ptr<PointToPoint> p2p_;
+  uint64_t nextSeq_ = 0;
+  std::mutex brokenMutex_;
+  std::string broken_;
+};
+
+}  // namespace ringx

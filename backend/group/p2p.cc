@@ -1,0 +1,251 @@
+#include "backend/group/p2p.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "backend/common/error.h"
+
+namespace ringx {
+namespace {
+constexpr uint32_t kFrameMagic = 0x52475850;  // "RGXP"
+
+std::exception_ptr peerError(const std::string& text) {
+  return std::make_exception_ptr(PeerError(text));
+}
+}  // namespace
+
+PointToPoint::PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs)
+    : rank_(rank), size_(size), pairs_(std::move(pairs)), inbound_(size) {
+  static_assert(sizeof(FrameHeader) == 24, "FrameHeader is part of the wire format");
+  wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  RINGX_SYSCHECK(wakeFd_, "eventfd");
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    Inbound& in = inbound_[peer];
+    in.headerEnd = pairs_[peer]->postRecv(&in.header, sizeof(FrameHeader));
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+PointToPoint::~PointToPoint() {
+  stopping_ = true;
+  wakeUp();
+  thread_.join();
+  abort("the process group was destroyed before this point-to-point operation finished");
+  ::close(wakeFd_);
+}
+
+void PointToPoint::wakeUp() {
+  uint64_t one = 1;
+  ssize_t ignored = ::write(wakeFd_, &one, sizeof(one));
+  (void)ignored;
+}
+
+void PointToPoint::send(int dst, int64_t tag, const void* data, size_t bytes, Callback done) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Inbound& peer = inbound_[dst];
+  if (!abortReason_.empty() || peer.dead) {
+    std::string why = abortReason_.empty() ? peer.deathReason : abortReason_;
+    lock.unlock();
+    done(peerError(strCat("send to rank ", dst, " failed: ", why)), dst);
+    return;
+  }
+  peer.sends.push_back(PendingSend{FrameHeader{kFrameMagic, 0, tag, bytes}, 0, std::move(done)});
+  PendingSend& pending = peer.sends.back();
+  pairs_[dst]->postSend(&pending.header, sizeof(FrameHeader));
+  pending.end = pairs_[dst]->postSend(data, bytes);
+  lock.unlock();
+  wakeUp();
+}
+
+void PointToPoint::recv(int src, int64_t tag, void* data, size_t bytes, Callback done) {
+  auto posted = std::make_unique<PostedRecv>(
+      PostedRecv{src, tag, static_cast<char*>(data), bytes, std::move(done)});
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!abortReason_.empty() || (src != kAnySource && inbound_[src].dead)) {
+    std::string why = abortReason_.empty() ? inbound_[src].deathReason : abortReason_;
+    lock.unlock();
+    posted->done(peerError(strCat("recv from rank ", src, " failed: ", why)), src);
+    return;
+  }
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    Unexpected& message = **it;
+    if (message.claimedBy || !matches(*posted, message.src, message.tag)) continue;
+    if (!message.complete) {
+      message.claimedBy = std::move(posted);
+      return;
+    }
+    auto owned = std::move(*it);
+    unexpected_.erase(it);
+    lock.unlock();
+    completeRecv(std::move(posted), owned->payload.data(), owned->payload.size(), owned->src);
+    return;
+  }
+  posted_.push_back(std::move(posted));
+}
+
+void PointToPoint::completeRecv(std::unique_ptr<PostedRecv> recv, const char* from, size_t bytes,
+                                int src) {
+  if (bytes != recv->bytes) {
+    recv->done(std::make_exception_ptr(InvalidArgument(
+                   strCat("recv from rank ", src, " with tag ", recv->tag, " expected ",
+                          recv->bytes, " bytes but rank ", src, " sent ", bytes,
+                          " bytes; the tensors passed to send and recv must have the same size"))),
+               src);
+    return;
+  }
+  if (from != nullptr && from != recv->data) std::memcpy(recv->data, from, bytes);
+  recv->done(nullptr, src);
+}
+
+void PointToPoint::handleInbound(int peer) {
+  Inbound& in = inbound_[peer];
+  transport::Pair& pair = *pairs_[peer];
+  for (;;) {
+    if (!in.inPayload) {
+      if (pair.recvCompleted() < in.headerEnd) return;
+      if (in.header.magic != kFrameMagic) {
+        failPeer(peer, "received a malformed point-to-point frame (stream out of step)");
+        return;
+      }
+      const int64_t tag = in.header.tag;
+      const size_t bytes = in.header.bytes;
+      char* into = nullptr;
+      for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+        if (!matches(**it, peer, tag)) continue;
+        in.matched = std::move(*it);
+        posted_.erase(it);
+        break;
+      }
+      if (in.matched && in.matched->bytes != bytes) {
+        completeRecv(std::move(in.matched), nullptr, bytes, peer);  // reports the mismatch
+        in.discard.resize(bytes);
+        into = in.discard.data();
+      } else if (in.matched) {
+        into = in.matched->data;
+      } else {
+        auto message = std::make_unique<Unexpected>();
+        message->src = peer;
+        message->tag = tag;
+        message->payload.resize(bytes);
+        into = message->payload.data();
+        in.unexpected = message.get();
+        unexpected_.push_back(std::move(message));
+      }
+      in.inPayload = true;
+      in.payloadEnd = pair.postRecv(into, bytes);
+    }
+    if (pair.recvCompleted() < in.payloadEnd) return;
+    // A whole message has arrived.
+    if (in.matched) {
+      in.matched->done(nullptr, peer);
+      in.matched.reset();
+    } else if (in.unexpected) {
+      in.unexpected->complete = true;
+      if (in.unexpected->claimedBy) {
+        for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+          if (it->get() != in.unexpected) continue;
+          auto owned = std::move(*it);
+          unexpected_.erase(it);
+          completeRecv(std::move(owned->claimedBy), owned->payload.data(), owned->payload.size(),
+                       peer);
+          break;
+        }
+      }
+      in.unexpected = nullptr;
+    }
+    in.discard.clear();
+    in.inPayload = false;
+    in.headerEnd = pair.postRecv(&in.header, sizeof(FrameHeader));
+  }
+}
+
+void PointToPoint::failPeer(int peer, const std::string& reason) {
+  Inbound& in = inbound_[peer];
+  if (in.dead) return;
+  in.dead = true;
+  in.deathReason = reason;
+  auto error = [&](const char* what) {
+    return peerError(strCat(what, " rank ", peer, " failed: ", reason));
+  };
+  for (auto& pending : in.sends) pending.done(error("send to"), peer);
+  in.sends.clear();
+  if (in.matched) in.matched->done(error("recv from"), peer);
+  in.matched.reset();
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    if ((*it)->src == peer) {
+      (*it)->done(error("recv from"), peer);
+      it = posted_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = unexpected_.begin(); it != unexpected_.end();) {
+    Unexpected& message = **it;
+    if (message.src == peer && !message.complete) {
+      if (message.claimedBy) message.claimedBy->done(error("recv from"), peer);
+      it = unexpected_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  in.unexpected = nullptr;
+}
+
+void PointToPoint::abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (abortReason_.empty()) abortReason_ = reason;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    pairs_[peer]->shutdown();
+    failPeer(peer, abortReason_);
+  }
+  for (auto& recv : posted_) {
+    recv->done(peerError(strCat("recv failed: ", abortReason_)), recv->src);
+  }
+  posted_.clear();
+}
+
+void PointToPoint::loop() {
+  std::vector<pollfd> fds;
+  while (!stopping_) {
+    bool moved = false;
+    fds.clear();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int peer = 0; peer < size_; ++peer) {
+        Inbound& in = inbound_[peer];
+        if (peer == rank_ || in.dead) continue;
+        transport::Pair& pair = *pairs_[peer];
+        try {
+          moved |= pair.progress();
+        } catch (const std::exception& e) {
+          failPeer(peer, e.what());
+          continue;
+        }
+        while (!in.sends.empty() && in.sends.front().end <= pair.sendCompleted()) {
+          in.sends.front().done(nullptr, peer);
+          in.sends.pop_front();
+        }
+        handleInbound(peer);
+        if (in.dead) continue;
+        short events = POLLIN;
+        if (pair.hasPendingSend()) events |= POLLOUT;
+        if (pair.pollFd() >= 0) fds.push_back(pollfd{pair.pollFd(), events, 0});
+      }
+    }
+    if (moved) continue;
+    fds.push_back(pollfd{wakeFd_, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 100);
+    if (fds.back().revents & POLLIN) {
+      uint64_t count;
+      ssize_t ignored = ::read(wakeFd_, &count, sizeof(count));
+      (void)ignored;
+    }
+  }
+}
+
+}  // namespace ringx

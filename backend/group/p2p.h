@@ -1,0 +1,111 @@
+// Point-to-point messages (send, recv, recv from any source) with tags.
+//
+// Point-to-point runs on its own connections and its own progress thread, apart
+// from the collectives: a send must not wait for the peer to post its receive
+// (torch's isend/irecv and batch_isend_irecv rely on that), and a blocking
+// receive must not stall the group's collective stream.
+//
+// Each message is a 24-byte frame header (tag, byte count) and the payload.
+// Arriving messages are matched to posted receives in arrival order (source or
+// any source, and tag). A message that arrives before its receive is posted is
+// kept in an "unexpected" buffer and copied out when the receive comes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/transport/pair.h"
+
+namespace ringx {
+
+class PointToPoint {
+ public:
+  static constexpr int kAnySource = -1;
+  // Called once on the progress thread: error (or null) and the source rank.
+  using Callback = std::function<void(std::exception_ptr error, int source)>;
+
+  PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs);
+  // Fails everything still pending and stops the progress thread.
+  ~PointToPoint();
+
+  // `data` must stay valid until `done` is called.
+  void send(int dst, int64_t tag, const void* data, size_t bytes, Callback done);
+  void recv(int src, int64_t tag, void* data, size_t bytes, Callback done);
+
+  // Breaks all connections and fails every pending operation with `reason`.
+  void abort(const std::string& reason);
+
+ private:
+  struct FrameHeader {
+    uint32_t magic;
+    uint32_t reserved;
+    int64_t tag;
+    uint64_t bytes;
+  };
+  struct PostedRecv {
+    int src;
+    int64_t tag;
+    char* data;
+    size_t bytes;
+    Callback done;
+  };
+  struct Unexpected {
+    int src;
+    int64_t tag;
+    std::vector<char> payload;
+    bool complete = false;
+    std::unique_ptr<PostedRecv> claimedBy;  // a receive posted while it was arriving
+  };
+  struct PendingSend {
+    FrameHeader header;
+    uint64_t end;  // sendCompleted() offset at which the payload is out
+    Callback done;
+  };
+  // Receive side of one peer's stream.
+  struct Inbound {
+    FrameHeader header{};
+    uint64_t headerEnd = 0;
+    bool inPayload = false;
+    uint64_t payloadEnd = 0;
+    std::unique_ptr<PostedRecv> matched;  // payload goes straight into its buffer
+    Unexpected* unexpected = nullptr;     // or into an unexpected buffer
+    std::vector<char> discard;            // or nowhere (size mismatch already reported)
+    std::deque<PendingSend> sends;
+    bool dead = false;
+    std::string deathReason;
+  };
+
+  void loop();
+  void wakeUp();
+  void handleInbound(int peer);
+  void completeRecv(std::unique_ptr<PostedRecv> recv, const char* from, size_t bytes, int src);
+  void failPeer(int peer, const std::string& reason);
+  bool matches(const PostedRecv& recv, int src, int64_t tag) const {
+    return (recv.src == kAnySource || recv.src == src) && recv.tag == tag;
+  }
+
+  const int rank_;
+  const int size_;
+  std::vector<std::unique_ptr<transport::Pair>> pairs_;
+
+  std::mutex mutex_;  // guards everything below, held by the thread while it works
+  std::vector<Inbound> inbound_;
+  std::list<std::unique_ptr<PostedRecv>> posted_;
+  std::list<std::unique_ptr<Unexpected>> unexpected_;
+  std::string abortReason_;
+
+  int wakeFd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace ringx

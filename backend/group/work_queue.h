@@ -1,0 +1,33 @@
+// The communication thread of a process group: runs submitted jobs one at a
+// time in submission order. This is the CPU "communication stream": collectives
+// of one group never overlap and always run in the order the program issued
+// them, which is what keeps the ranks' sequence numbers in step.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace ringx {
+
+class WorkQueue {
+ public:
+  WorkQueue();
+  // Runs the jobs already queued, then stops the thread.
+  ~WorkQueue();
+
+  void submit(std::function<void()> job);
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ringx

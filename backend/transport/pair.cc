@@ -1,0 +1,55 @@
+#include "backend/transport/pair.h"
+
+#include "backend/common/error.h"
+
+namespace ringx::transport {
+
+uint64_t Pair::postSend(const void* data, size_t bytes) {
+  sendPosted_ += bytes;
+  if (bytes > 0) {
+    sends_.push_back(Op{static_cast<char*>(const_cast<void*>(data)), bytes, 0});
+  }
+  return sendPosted_;
+}
+
+uint64_t Pair::postRecv(void* data, size_t bytes) {
+  recvPosted_ += bytes;
+  if (bytes > 0) {
+    recvs_.push_back(Op{static_cast<char*>(data), bytes, 0});
+  }
+  return recvPosted_;
+}
+
+void Pair::advanceSend(size_t n) {
+  Op& op = sends_.front();
+  op.done += n;
+  sendCompleted_ += n;
+  RINGX_ENFORCE_LE(op.done, op.size);
+  if (op.done == op.size) {
+    sends_.pop_front();
+  }
+}
+
+void Pair::advanceRecv(size_t n) {
+  Op& op = recvs_.front();
+  op.done += n;
+  recvCompleted_ += n;
+  RINGX_ENFORCE_LE(op.done, op.size);
+  if (op.done == op.size) {
+    recvs_.pop_front();
+  }
+}
+
+std::string Pair::describePending() const {
+  std::string out;
+  if (!recvs_.empty()) {
+    out += strCat("receiving (", recvPosted_ - recvCompleted_, " bytes outstanding)");
+  }
+  if (!sends_.empty()) {
+    out += strCat(out.empty() ? "" : ", ", "sending (", sendPosted_ - sendCompleted_,
+                  " bytes outstanding)");
+  }
+  return out;
+}
+
+}  // namespace ringx::transport

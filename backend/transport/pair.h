@@ -1,0 +1,78 @@
+// The transport interface: one Pair per peer, driven by a Context.
+//
+// A Pair is a full-duplex byte stream to one peer. Algorithms never block on a
+// Pair directly: they post sends and receives (which complete in the order they
+// were posted, like a stream) and then ask the Context to make progress until
+// what they need has arrived. Because nothing blocks on one direction, a rank can
+// push a segment to its right neighbour while pulling one from its left, which is
+// what the ring algorithms need.
+//
+// Completion is tracked with cumulative byte counters: postSend/postRecv return
+// the stream offset at which that operation is complete, so "has segment j
+// arrived?" is one comparison and no per-operation objects are allocated.
+//
+// Implementations live in folders named after the transport (tcp/ now; shm/ and
+// cuda/ later) and only implement progress(), pollFd() and shutdown().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+
+namespace ringx::transport {
+
+class Pair {
+ public:
+  explicit Pair(int peer) : peer_(peer) {}
+  virtual ~Pair() = default;
+  Pair(const Pair&) = delete;
+  Pair& operator=(const Pair&) = delete;
+
+  int peer() const { return peer_; }
+
+  // Queue `bytes` from `data` for sending. The memory must stay valid and
+  // unchanged until sendCompleted() reaches the returned offset.
+  uint64_t postSend(const void* data, size_t bytes);
+  // Queue a receive of exactly `bytes` into `data`.
+  uint64_t postRecv(void* data, size_t bytes);
+
+  uint64_t sendCompleted() const { return sendCompleted_; }
+  uint64_t recvCompleted() const { return recvCompleted_; }
+  bool hasPendingSend() const { return !sends_.empty(); }
+  bool hasPendingRecv() const { return !recvs_.empty(); }
+  bool hasPending() const { return hasPendingSend() || hasPendingRecv(); }
+  // Human-readable pending state for timeout messages ("receive 0 of 4096 bytes").
+  std::string describePending() const;
+
+  // Moves as many queued bytes as possible without blocking. Returns whether any
+  // byte moved. Throws PeerError when the peer closed or broke the connection.
+  virtual bool progress() = 0;
+  // A file descriptor to poll() while waiting for this pair, or -1 when the
+  // transport cannot be polled (the Context then spins briefly instead).
+  virtual int pollFd() const = 0;
+  // Closes the connection so that the peer notices at once (used on abort).
+  virtual void shutdown() = 0;
+
+ protected:
+  struct Op {
+    char* data;
+    size_t size;
+    size_t done;
+  };
+  // Called by implementations when `n` bytes of the front op moved.
+  void advanceSend(size_t n);
+  void advanceRecv(size_t n);
+
+  std::deque<Op> sends_;
+  std::deque<Op> recvs_;
+
+ private:
+  const int peer_;
+  uint64_t sendPosted_ = 0;
+  uint64_t recvPosted_ = 0;
+  uint64_t sendCompleted_ = 0;
+  uint64_t recvCompleted_ = 0;
+};
+
+}  // namespace ringx::transport

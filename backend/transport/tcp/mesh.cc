@@ -1,0 +1,272 @@
+#include "backend/transport/tcp/mesh.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "backend/common/error.h"
+#include "backend/transport/host_identity.h"
+#include "backend/transport/tcp/pair.h"
+
+namespace ringx::transport::tcp {
+namespace {
+
+constexpr char kHelloMagic[4] = {'R', 'G', 'X', '1'};
+constexpr size_t kTokenBytes = 32;
+constexpr size_t kChannelBytes = 16;
+
+// The first bytes on every new connection.
+struct Hello {
+  char magic[4];
+  int32_t rank;
+  char channel[kChannelBytes];
+  char token[kTokenBytes];
+};
+static_assert(sizeof(Hello) == 56, "hello layout is part of the wire format");
+
+// Closes the fd unless released.
+class FdGuard {
+ public:
+  explicit FdGuard(int fd) : fd_(fd) {}
+  ~FdGuard() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+int millisUntil(Deadline deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<long long>(0, left.count()));
+}
+
+// Waits for `events` on fd; false when the deadline passed.
+bool pollOne(int fd, short events, Deadline deadline) {
+  for (;;) {
+    pollfd pfd{fd, events, 0};
+    int rc = ::poll(&pfd, 1, millisUntil(deadline));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) RINGX_THROW(IoError, "poll failed: ", std::strerror(errno));
+  }
+}
+
+// Reads exactly n bytes from a blocking-mode socket before the deadline.
+bool readFull(int fd, void* data, size_t n, Deadline deadline) {
+  char* out = static_cast<char*>(data);
+  while (n > 0) {
+    if (!pollOne(fd, POLLIN, deadline)) return false;
+    ssize_t got = ::recv(fd, out, n, MSG_DONTWAIT);
+    if (got == 0) return false;
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return false;
+    }
+    out += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+bool writeFull(int fd, const void* data, size_t n) {
+  const char* in = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t put = ::send(fd, in, n, MSG_NOSIGNAL);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    in += put;
+    n -= static_cast<size_t>(put);
+  }
+  return true;
+}
+
+Hello makeHello(int rank, const std::string& channel, const std::string& token) {
+  Hello hello{};
+  std::memcpy(hello.magic, kHelloMagic, sizeof(kHelloMagic));
+  hello.rank = rank;
+  std::memcpy(hello.channel, channel.data(), std::min(channel.size(), kChannelBytes - 1));
+  std::memcpy(hello.token, token.data(), std::min(token.size(), kTokenBytes));
+  return hello;
+}
+
+struct PeerAddress {
+  std::string host;
+  std::vector<std::string> addresses;
+  int port = 0;
+};
+
+std::string storeKey(const std::string& channel, int rank) {
+  return strCat("ringx/tcp/", channel, "/", rank);
+}
+
+PeerAddress parseAddress(const std::string& text) {
+  std::istringstream in(text);
+  PeerAddress out;
+  std::string list, port;
+  std::getline(in, out.host);
+  std::getline(in, list);
+  std::getline(in, port);
+  std::istringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) out.addresses.push_back(item);
+  out.port = std::stoi(port);
+  return out;
+}
+
+int listenAnyPort(int* port) {
+  FdGuard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  RINGX_SYSCHECK(fd.get(), "socket");
+  int one = 1;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  RINGX_SYSCHECK(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), "bind");
+  RINGX_SYSCHECK(::listen(fd.get(), 128), "listen");
+  socklen_t len = sizeof(addr);
+  RINGX_SYSCHECK(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
+  *port = ntohs(addr.sin_port);
+  return fd.release();
+}
+
+// One connect attempt with a short timeout; -1 on failure.
+int tryConnect(const std::string& ip, int port, Deadline deadline) {
+  FdGuard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  RINGX_SYSCHECK(fd.get(), "socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) return -1;
+  int flags = ::fcntl(fd.get(), F_GETFL, 0);
+  ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  if (rc == -1 && errno != EINPROGRESS) return -1;
+  if (rc == -1) {
+    auto attemptDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+    if (!pollOne(fd.get(), POLLOUT, attemptDeadline)) return -1;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return -1;
+  }
+  ::fcntl(fd.get(), F_SETFL, flags);
+  return fd.release();
+}
+
+int connectToPeer(const PeerAddress& peer, int peerRank, Deadline deadline) {
+  // Same host: loopback always works and never leaves the machine.
+  std::vector<std::string> candidates =
+      peer.host == hostIdentity() ? std::vector<std::string>{"127.0.0.1"} : peer.addresses;
+  for (;;) {
+    for (const auto& ip : candidates) {
+      int fd = tryConnect(ip, peer.port, deadline);
+      if (fd >= 0) return fd;
+    }
+    if (Clock::now() >= deadline) {
+      std::string tried;
+      for (const auto& ip : candidates) tried += strCat(tried.empty() ? "" : ", ", ip);
+      RINGX_THROW(TimeoutError, "could not connect to rank ", peerRank, " at ", tried, " port ",
+                  peer.port,
+                  " before the timeout; is a firewall in the way, or set "
+                  "RINGX_SOCKET_ADDR to an address the other hosts can reach");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
+                                               const std::string& channel, const std::string& token,
+                                               Deadline deadline) {
+  RINGX_CHECK(channel.size() < kChannelBytes, "channel name too long: ", channel);
+  std::vector<std::unique_ptr<Pair>> pairs(size);
+  if (size == 1) return pairs;
+
+  int port = 0;
+  FdGuard listener(listenAnyPort(&port));
+  std::string addresses;
+  for (const auto& ip : advertisedAddresses())
+    addresses += strCat(addresses.empty() ? "" : ",", ip);
+  store.setString(storeKey(channel, rank), strCat(hostIdentity(), "\n", addresses, "\n", port));
+
+  const Hello mine = makeHello(rank, channel, token);
+  auto storeTimeout = [&] { return std::chrono::milliseconds(std::max(1, millisUntil(deadline))); };
+
+  // 1. Connect to every higher rank and say hello (connect() completes from the
+  //    peer's listen backlog, so nobody has to be accepting yet).
+  std::vector<int> connected(size, -1);
+  for (int peer = rank + 1; peer < size; ++peer) {
+    PeerAddress address = parseAddress(store.getString(storeKey(channel, peer), storeTimeout()));
+    int fd = connectToPeer(address, peer, deadline);
+    if (!writeFull(fd, &mine, sizeof(mine))) {
+      ::close(fd);
+      RINGX_THROW(PeerError, "rank ", peer, " dropped the connection during the hello");
+    }
+    connected[peer] = fd;
+  }
+
+  // 2. Accept one connection from every lower rank; drop strangers.
+  int expected = rank;
+  while (expected > 0) {
+    if (!pollOne(listener.get(), POLLIN, deadline)) {
+      std::string missing;
+      for (int peer = 0; peer < rank; ++peer) {
+        if (!pairs[peer]) missing += strCat(missing.empty() ? "" : ", ", peer);
+      }
+      RINGX_THROW(TimeoutError, "timed out waiting for rank(s) ", missing, " to connect (channel '",
+                  channel, "')");
+    }
+    FdGuard fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (fd.get() < 0) continue;
+    Hello theirs{};
+    auto helloDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(10));
+    if (!readFull(fd.get(), &theirs, sizeof(theirs), helloDeadline)) continue;
+    bool valid = std::memcmp(theirs.magic, kHelloMagic, sizeof(kHelloMagic)) == 0 &&
+                 std::memcmp(theirs.channel, mine.channel, kChannelBytes) == 0 &&
+                 std::memcmp(theirs.token, mine.token, kTokenBytes) == 0 && theirs.rank >= 0 &&
+                 theirs.rank < rank && !pairs[theirs.rank];
+    if (!valid) {
+      std::cerr << "ringx: rank " << rank << " rejected a connection that did not carry this "
+                << "group's token (a stranger, or a rank of another job)\n";
+      continue;
+    }
+    const char ack[4] = {'O', 'K', '!', '!'};
+    if (!writeFull(fd.get(), ack, sizeof(ack))) continue;
+    pairs[theirs.rank] = std::make_unique<TcpPair>(theirs.rank, fd.release());
+    --expected;
+  }
+
+  // 3. Collect the acks of the higher ranks.
+  for (int peer = rank + 1; peer < size; ++peer) {
+    char ack[4];
+    if (!readFull(connected[peer], ack, sizeof(ack), deadline) || ack[0] != 'O') {
+      ::close(connected[peer]);
+      RINGX_THROW(PeerError, "rank ", peer, " did not accept the connection from rank ", rank,
+                  " (different group token? are two jobs sharing one store?)");
+    }
+    pairs[peer] = std::make_unique<TcpPair>(peer, connected[peer]);
+  }
+  return pairs;
+}
+
+}  // namespace ringx::transport::tcp

@@ -1,0 +1,77 @@
+#include "backend/transport/tcp/pair.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "backend/common/error.h"
+
+namespace ringx::transport::tcp {
+
+TcpPair::TcpPair(int peer, int fd) : Pair(peer), fd_(fd) {
+  int flags = ::fcntl(fd_, F_GETFL, 0);
+  RINGX_SYSCHECK(::fcntl(fd_, F_SETFL, flags | O_NONBLOCK), "fcntl(O_NONBLOCK)");
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+TcpPair::~TcpPair() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TcpPair::shutdown() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+bool TcpPair::progress() {
+  bool moved = progressSends();
+  moved |= progressRecvs();
+  return moved;
+}
+
+bool TcpPair::progressSends() {
+  bool moved = false;
+  while (!sends_.empty()) {
+    Op& op = sends_.front();
+    ssize_t n = ::send(fd_, op.data + op.done, op.size - op.done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      advanceSend(static_cast<size_t>(n));
+      moved = true;
+      continue;
+    }
+    if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n == -1 && errno == EINTR) continue;
+    RINGX_THROW(PeerError, "connection to rank ", peer(), " broke while sending (",
+                std::strerror(errno), "); rank ", peer(), " probably exited or crashed");
+  }
+  return moved;
+}
+
+bool TcpPair::progressRecvs() {
+  bool moved = false;
+  while (!recvs_.empty()) {
+    Op& op = recvs_.front();
+    ssize_t n = ::recv(fd_, op.data + op.done, op.size - op.done, MSG_DONTWAIT);
+    if (n > 0) {
+      advanceRecv(static_cast<size_t>(n));
+      moved = true;
+      continue;
+    }
+    if (n == 0) {
+      RINGX_THROW(PeerError, "rank ", peer(),
+                  " closed its connection (the process exited, crashed or aborted)");
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+    if (errno == EINTR) continue;
+    RINGX_THROW(PeerError, "connection to rank ", peer(), " broke while receiving (",
+                std::strerror(errno), "); rank ", peer(), " probably exited or crashed");
+  }
+  return moved;
+}
+
+}  // namespace ringx::transport::tcp

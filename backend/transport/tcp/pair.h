@@ -1,0 +1,25 @@
+// TCP implementation of transport::Pair: one non-blocking, TCP_NODELAY socket.
+#pragma once
+
+#include "backend/transport/pair.h"
+
+namespace ringx::transport::tcp {
+
+class TcpPair : public Pair {
+ public:
+  // Takes ownership of a connected socket; makes it non-blocking.
+  TcpPair(int peer, int fd);
+  ~TcpPair() override;
+
+  bool progress() override;
+  int pollFd() const override { return fd_; }
+  void shutdown() override;
+
+ private:
+  bool progressSends();
+  bool progressRecvs();
+
+  int fd_;
+};
+
+}  // namespace ringx::transport::tcp

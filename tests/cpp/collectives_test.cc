@@ -1,0 +1,352 @@
+// Every collective algorithm x world size (1..8) x element counts, ranks as
+// threads over TCP loopback; results compared with a reference computed here.
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <cstring>
+#include <numeric>
+
+#include "backend/reduce/reduce.h"
+#include "tests/cpp/rank_threads.h"
+
+namespace ringx {
+namespace {
+
+using algorithms::Collective;
+using algorithms::CollectiveKind;
+using testing::runGroup;
+
+// Writes small integers (exact in every dtype) into a buffer of `type`.
+void fill(DataType type, void* data, size_t count, const std::function<int(size_t)>& value) {
+  for (size_t i = 0; i < count; ++i) {
+    int v = value(i);
+    switch (type) {
+      case DataType::kFloat32:
+        static_cast<float*>(data)[i] = v;
+        break;
+      case DataType::kFloat64:
+        static_cast<double*>(data)[i] = v;
+        break;
+      case DataType::kFloat16:
+        static_cast<_Float16*>(data)[i] = static_cast<_Float16>(v);
+        break;
+      case DataType::kBFloat16: {
+        float f = static_cast<float>(v);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(bits >> 16);
+        break;
+      }
+      case DataType::kComplex64:
+        static_cast<std::complex<float>*>(data)[i] = {static_cast<float>(v),
+                                                      static_cast<float>(v % 2)};
+        break;
+      case DataType::kComplex128:
+        static_cast<std::complex<double>*>(data)[i] = {static_cast<double>(v),
+                                                       static_cast<double>(v % 2)};
+        break;
+      case DataType::kInt8:
+        static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v);
+        break;
+      case DataType::kInt16:
+        static_cast<int16_t*>(data)[i] = static_cast<int16_t>(v);
+        break;
+      case DataType::kInt32:
+        static_cast<int32_t*>(data)[i] = v;
+        break;
+      case DataType::kInt64:
+        static_cast<int64_t*>(data)[i] = v;
+        break;
+      case DataType::kUInt8:
+        static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v);
+        break;
+      case DataType::kBool:
+        static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v & 1);
+        break;
+    }
+  }
+}
+
+// Rank r's input value at element i, chosen per op so that any reduction order is exact.
+int inputValue(ReduceOp op, int rank, size_t i) {
+  if (op == ReduceOp::kProduct) {
+    static const int factors[] = {1, -1, 2, 1, 1};
+    return factors[(rank * 7 + i * 3) % 5];
+  }
+  return static_cast<int>((rank * 5 + i * 3) % 7) - 3;
+}
+
+std::vector<char> makeInput(DataType type, ReduceOp op, int rank, size_t count) {
+  std::vector<char> buffer(count * elementSize(type) + 1);
+  fill(type, buffer.data(), count, [&](size_t i) { return inputValue(op, rank, i); });
+  buffer.resize(count * elementSize(type));
+  return buffer;
+}
+
+std::vector<char> expectedReduction(DataType type, ReduceOp op, int size, size_t count) {
+  std::vector<char> acc = makeInput(type, op, 0, count);
+  for (int r = 1; r < size; ++r) {
+    std::vector<char> next = makeInput(type, op, r, count);
+    reduce::reduceInPlace(op, type, acc.data(), next.data(), count);
+  }
+  return acc;
+}
+
+const int kWorldSizes[] = {1, 2, 3, 4, 5, 8};
+const size_t kCounts[] = {0, 1, 2, 7, 13, 1009, 65537};
+
+enum class AllreduceAlgorithm { kDirect, kRingSmallSegments, kRing };
+
+void checkAllreduce(int size, size_t count, DataType type, ReduceOp op,
+                    AllreduceAlgorithm algorithm) {
+  const std::vector<char> expected = expectedReduction(type, op, size, count);
+  runGroup(size, [&](Group& group) {
+    std::vector<char> data = makeInput(type, op, group.rank(), count);
+    group.run(CollectiveKind::kAllreduce, type, op, -1, {}, [&](Collective& c) {
+      switch (algorithm) {
+        case AllreduceAlgorithm::kDirect:
+          algorithms::directAllreduce(c, data.data(), count, type, op);
+          break;
+        case AllreduceAlgorithm::kRingSmallSegments:
+          algorithms::ringAllreduce(c, data.data(), count, type, op, 64);
+          break;
+        case AllreduceAlgorithm::kRing:
+          algorithms::ringAllreduce(c, data.data(), count, type, op, 1 << 20);
+          break;
+      }
+    });
+    ASSERT_EQ(data, expected) << "rank " << group.rank() << " of " << size << ", count " << count
+                              << ", " << dataTypeName(type) << " " << reduceOpName(op);
+  });
+}
+
+TEST(Allreduce, Float32SumEveryWorldSizeAndCount) {
+  for (int size : kWorldSizes) {
+    for (size_t count : kCounts) {
+      for (auto algorithm : {AllreduceAlgorithm::kDirect, AllreduceAlgorithm::kRingSmallSegments,
+                             AllreduceAlgorithm::kRing}) {
+        if (size == 1 && algorithm != AllreduceAlgorithm::kRing) continue;
+        checkAllreduce(size, count, DataType::kFloat32, ReduceOp::kSum, algorithm);
+      }
+    }
+  }
+}
+
+TEST(Allreduce, EveryOpAndDtype) {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    for (int o = 0; o < kNumReduceOps; ++o) {
+      auto type = static_cast<DataType>(t);
+      auto op = static_cast<ReduceOp>(o);
+      if (!reduceOpSupports(op, type)) continue;
+      for (auto algorithm : {AllreduceAlgorithm::kDirect, AllreduceAlgorithm::kRingSmallSegments}) {
+        checkAllreduce(3, 37, type, op, algorithm);
+      }
+    }
+  }
+}
+
+TEST(Allreduce, RanksEndBitIdenticalOnRandomFloats) {
+  const int size = 5;
+  const size_t count = 300007;
+  std::vector<std::vector<float>> results(size);
+  runGroup(size, [&](Group& group) {
+    std::vector<float> data(count);
+    uint32_t state = 12345 + group.rank();
+    for (auto& x : data) {
+      state = state * 1664525u + 1013904223u;
+      x = static_cast<float>(state) / 4294967296.0f - 0.5f;
+    }
+    group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
+              [&](Collective& c) {
+                algorithms::ringAllreduce(c, data.data(), count, DataType::kFloat32, ReduceOp::kSum,
+                                          4096);
+              });
+    results[group.rank()] = data;
+  });
+  for (int r = 1; r < size; ++r) {
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[r].data(), count * sizeof(float)));
+  }
+}
+
+TEST(Allreduce, DispatchPicksDirectOrRingBySize) {
+  runGroup(3, [&](Group& group) {
+    for (size_t count : {size_t{10}, size_t{100000}}) {
+      std::vector<int32_t> data(count, group.rank() + 1);
+      group.run(CollectiveKind::kAllreduce, DataType::kInt32, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::allreduce(c, data.data(), count, DataType::kInt32, ReduceOp::kSum,
+                                        group.tuning());
+                });
+      for (int32_t v : data) ASSERT_EQ(v, 6);
+    }
+  });
+}
+
+TEST(ReduceScatter, EveryWorldSizeAndCount) {
+  for (int size : kWorldSizes) {
+    for (size_t perRank : {size_t{0}, size_t{1}, size_t{13}, size_t{20011}}) {
+      const size_t count = perRank * size;
+      const auto expected = expectedReduction(DataType::kFloat64, ReduceOp::kSum, size, count);
+      runGroup(size, [&](Group& group) {
+        const auto input = makeInput(DataType::kFloat64, ReduceOp::kSum, group.rank(), count);
+        const auto inputCopy = input;
+        std::vector<char> output(perRank * sizeof(double));
+        group.run(CollectiveKind::kReduceScatter, DataType::kFloat64, ReduceOp::kSum, -1, {},
+                  [&](Collective& c) {
+                    algorithms::ringReduceScatter(c, input.data(), output.data(), perRank,
+                                                  DataType::kFloat64, ReduceOp::kSum, 256);
+                  });
+        ASSERT_EQ(
+            0, std::memcmp(output.data(), expected.data() + group.rank() * perRank * sizeof(double),
+                           output.size()));
+        ASSERT_EQ(input, inputCopy) << "reduce-scatter must not modify its input";
+      });
+    }
+  }
+}
+
+TEST(Allgather, EveryWorldSizeAndSize) {
+  for (int size : kWorldSizes) {
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{31}, size_t{300001}}) {
+      runGroup(size, [&](Group& group) {
+        std::vector<char> input(bytes);
+        for (size_t i = 0; i < bytes; ++i) input[i] = static_cast<char>(group.rank() * 31 + i);
+        std::vector<char> output(bytes * size);
+        group.run(CollectiveKind::kAllgather, DataType::kUInt8, ReduceOp::kSum, -1, {},
+                  [&](Collective& c) {
+                    algorithms::ringAllgather(c, input.data(), output.data(), bytes, 4096);
+                  });
+        for (int r = 0; r < size; ++r) {
+          for (size_t i = 0; i < bytes; ++i) {
+            ASSERT_EQ(output[r * bytes + i], static_cast<char>(r * 31 + i));
+          }
+        }
+      });
+    }
+  }
+}
+
+TEST(Broadcast, EveryRootWorldSizeAndSize) {
+  for (int size : kWorldSizes) {
+    for (int root = 0; root < size; ++root) {
+      for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{1 << 20}}) {
+        runGroup(size, [&](Group& group) {
+          std::vector<char> data(bytes, static_cast<char>(group.rank()));
+          if (group.rank() == root) {
+            for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
+          }
+          group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, root, {},
+                    [&](Collective& c) {
+                      algorithms::chainBroadcast(c, data.data(), bytes, root, 1000);
+                    });
+          for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(data[i], static_cast<char>(i * 7 + 1));
+        });
+      }
+    }
+  }
+}
+
+TEST(Reduce, EveryRootWorldSizeAndCount) {
+  for (int size : kWorldSizes) {
+    for (int root = 0; root < size; ++root) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{1009}}) {
+        const auto expected = expectedReduction(DataType::kInt32, ReduceOp::kMax, size, count);
+        runGroup(size, [&](Group& group) {
+          auto data = makeInput(DataType::kInt32, ReduceOp::kMax, group.rank(), count);
+          const auto original = data;
+          group.run(CollectiveKind::kReduce, DataType::kInt32, ReduceOp::kMax, root, {},
+                    [&](Collective& c) {
+                      algorithms::chainReduce(c, data.data(), count, DataType::kInt32,
+                                              ReduceOp::kMax, root, 64);
+                    });
+          if (group.rank() == root) {
+            ASSERT_EQ(data, expected);
+          } else {
+            ASSERT_EQ(data, original) << "reduce must leave non-root buffers alone";
+          }
+        });
+      }
+    }
+  }
+}
+
+TEST(GatherScatter, EveryRootAndWorldSize) {
+  for (int size : kWorldSizes) {
+    for (int root = 0; root < size; ++root) {
+      const size_t bytes = 1001;
+      runGroup(size, [&](Group& group) {
+        std::vector<char> input(bytes, static_cast<char>(group.rank() + 1));
+        std::vector<char> gathered(bytes * size, 0);
+        group.run(CollectiveKind::kGather, DataType::kUInt8, ReduceOp::kSum, root, {},
+                  [&](Collective& c) {
+                    algorithms::gather(c, input.data(), gathered.data(), bytes, root);
+                  });
+        if (group.rank() == root) {
+          for (int r = 0; r < size; ++r) ASSERT_EQ(gathered[r * bytes + 5], r + 1);
+        }
+        std::vector<char> pieces(bytes * size);
+        for (int r = 0; r < size; ++r) std::fill_n(pieces.begin() + r * bytes, bytes, r + 10);
+        std::vector<char> mine(bytes, 0);
+        group.run(CollectiveKind::kScatter, DataType::kUInt8, ReduceOp::kSum, root, {},
+                  [&](Collective& c) {
+                    algorithms::scatter(c, pieces.data(), mine.data(), bytes, root);
+                  });
+        for (char v : mine) ASSERT_EQ(v, group.rank() + 10);
+      });
+    }
+  }
+}
+
+TEST(Alltoall, UnevenSplits) {
+  for (int size : kWorldSizes) {
+    runGroup(size, [&](Group& group) {
+      const int r = group.rank();
+      // Rank r sends (r + p + 1) * 3 bytes to rank p, each byte = r * 16 + p.
+      std::vector<size_t> sendOffsets, sendBytes, recvOffsets, recvBytes;
+      size_t sendTotal = 0, recvTotal = 0;
+      for (int p = 0; p < size; ++p) {
+        sendOffsets.push_back(sendTotal);
+        sendBytes.push_back((r + p + 1) * 3);
+        sendTotal += sendBytes.back();
+        recvOffsets.push_back(recvTotal);
+        recvBytes.push_back((p + r + 1) * 3);
+        recvTotal += recvBytes.back();
+      }
+      std::vector<char> input(sendTotal), output(recvTotal, -1);
+      for (int p = 0; p < size; ++p) {
+        std::fill_n(input.begin() + sendOffsets[p], sendBytes[p], static_cast<char>(r * 16 + p));
+      }
+      group.run(CollectiveKind::kAlltoall, DataType::kUInt8, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::alltoall(c, input.data(), sendOffsets, sendBytes, output.data(),
+                                       recvOffsets, recvBytes);
+                });
+      for (int p = 0; p < size; ++p) {
+        for (size_t i = 0; i < recvBytes[p]; ++i) {
+          ASSERT_EQ(output[recvOffsets[p] + i], static_cast<char>(p * 16 + r));
+        }
+      }
+    });
+  }
+}
+
+TEST(Barrier, ManyBackToBackMixedCollectives) {
+  runGroup(4, [&](Group& group) {
+    for (int round = 0; round < 50; ++round) {
+      group.run(CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, -1, {},
+                [](Collective& c) { algorithms::barrier(c); });
+      size_t count = (round * 977) % 5000;
+      std::vector<int64_t> data(count, group.rank());
+      group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::allreduce(c, data.data(), count, DataType::kInt64, ReduceOp::kSum,
+                                        group.tuning());
+                });
+      for (auto v : data) ASSERT_EQ(v, 6);
+    }
+    EXPECT_EQ(group.collectivesIssued(), 100u);
+  });
+}
+
+}  // namespace
+}  // namespace ringx

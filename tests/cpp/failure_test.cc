@@ -1,0 +1,137 @@
+// Failure behaviour: mismatched calls, timeouts and dead peers become errors on
+// every rank that name the collective, its sequence number and the peer.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "backend/transport/tcp/mesh.h"
+#include "tests/cpp/rank_threads.h"
+
+namespace ringx {
+namespace {
+
+using algorithms::Collective;
+using algorithms::CollectiveKind;
+using testing::runThreads;
+using testing::testOptions;
+
+void allreduceFloats(Group& group, std::vector<float>& data,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, timeout,
+            [&](Collective& c) {
+              algorithms::allreduce(c, data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
+                                    group.tuning());
+            });
+}
+
+std::string messageOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Failure, SizeMismatchIsAnErrorOnBothSides) {
+  auto store = std::make_shared<InMemoryStore>();
+  std::vector<std::string> messages(2);
+  runThreads(2, [&](int rank) {
+    Group group(testOptions(rank, 2, store));
+    std::vector<float> data(rank == 0 ? 16 : 32, 1.0f);
+    messages[rank] = messageOf([&] { allreduceFloats(group, data); });
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_NE(messages[rank].find("allreduce #0"), std::string::npos) << messages[rank];
+    EXPECT_NE(messages[rank].find("mismatch"), std::string::npos) << messages[rank];
+    EXPECT_NE(messages[rank].find("64 bytes"), std::string::npos) << messages[rank];
+    EXPECT_NE(messages[rank].find("128 bytes"), std::string::npos) << messages[rank];
+  }
+}
+
+TEST(Failure, DifferentCollectivesAreAMismatch) {
+  auto store = std::make_shared<InMemoryStore>();
+  std::vector<std::string> messages(2);
+  runThreads(2, [&](int rank) {
+    Group group(testOptions(rank, 2, store));
+    std::vector<char> data(64);
+    messages[rank] = messageOf([&] {
+      if (rank == 0) {
+        group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, 0, {},
+                  [&](Collective& c) { algorithms::chainBroadcast(c, data.data(), 64, 0, 4096); });
+      } else {
+        group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, 0, {},
+                  [&](Collective& c) { algorithms::chainBroadcast(c, data.data(), 32, 0, 4096); });
+      }
+    });
+  });
+  // Only the receiving side can see the sender's header in a broadcast.
+  EXPECT_NE(messages[1].find("mismatch"), std::string::npos) << messages[1];
+  EXPECT_NE(messages[1].find("broadcast #0"), std::string::npos) << messages[1];
+}
+
+TEST(Failure, StuckPeerIsATimeoutNamingIt) {
+  auto store = std::make_shared<InMemoryStore>();
+  std::string message;
+  std::atomic<bool> done{false};
+  runThreads(2, [&](int rank) {
+    Group group(testOptions(rank, 2, store));
+    if (rank == 1) {  // never calls the collective, stays alive
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    std::vector<float> data(1000, 1.0f);
+    auto start = std::chrono::steady_clock::now();
+    message = messageOf([&] { allreduceFloats(group, data, std::chrono::milliseconds(300)); });
+    auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_LT(took, std::chrono::seconds(5));
+    done = true;
+  });
+  EXPECT_NE(message.find("timed out"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
+  EXPECT_NE(message.find("allreduce #0"), std::string::npos) << message;
+}
+
+TEST(Failure, DeadPeerIsNamedOnEverySurvivingRank) {
+  auto store = std::make_shared<InMemoryStore>();
+  const int size = 4;
+  std::vector<std::string> messages(size);
+  runThreads(size, [&](int rank) {
+    auto group = std::make_unique<Group>(testOptions(rank, size, store));
+    std::vector<float> data(1 << 18, 1.0f);
+    allreduceFloats(*group, data);  // #0 succeeds everywhere
+    if (rank == 2) {
+      group.reset();  // "dies": all its connections close
+      return;
+    }
+    messages[rank] = messageOf([&] { allreduceFloats(*group, data); });
+    // A failed group refuses further work with the original reason.
+    std::string again = messageOf([&] { allreduceFloats(*group, data); });
+    EXPECT_NE(again.find("cannot be used again"), std::string::npos) << again;
+  });
+  for (int rank : {0, 1, 3}) {
+    EXPECT_NE(messages[rank].find("allreduce #1"), std::string::npos) << messages[rank];
+    EXPECT_NE(messages[rank].find("rank 2"), std::string::npos) << messages[rank];
+  }
+}
+
+TEST(Failure, ConnectionWithTheWrongTokenIsRefused) {
+  auto store = std::make_shared<InMemoryStore>();
+  std::vector<std::string> messages(2);
+  runThreads(2, [&](int rank) {
+    const std::string token = rank == 0 ? "right-token" : "wrong-token";
+    messages[rank] = messageOf([&] {
+      transport::tcp::connectMesh(*store, rank, 2, "coll", token,
+                                  transport::Clock::now() + std::chrono::milliseconds(1500));
+    });
+  });
+  // Rank 1 drops rank 0's hello and keeps waiting for a member; rank 0 is refused.
+  EXPECT_NE(messages[0].find("did not accept"), std::string::npos) << messages[0];
+  EXPECT_NE(messages[1].find("timed out waiting for rank(s) 0"), std::string::npos) << messages[1];
+}
+
+}  // namespace
+}  // namespace ringx

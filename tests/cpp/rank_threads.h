@@ -1,0 +1,57 @@
+// Test harness: runs every rank of a group as a thread of this process, over an
+// in-memory store and real TCP loopback connections (gloo's test style).
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "backend/group/group.h"
+#include "backend/store/store.h"
+
+namespace ringx::testing {
+
+inline GroupOptions testOptions(int rank, int size, std::shared_ptr<Store> store) {
+  GroupOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.store = std::move(store);
+  options.timeout = std::chrono::seconds(60);
+  options.name = "test";
+  return options;
+}
+
+// Calls body(rank) on `size` threads; rethrows the first exception of any rank.
+inline void runThreads(int size, const std::function<void(int rank)>& body) {
+  std::vector<std::exception_ptr> errors(size);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < size; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        body(rank);
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+// Creates a connected Group per rank and calls body(group).
+inline void runGroup(int size, const std::function<void(Group& group)>& body,
+                     const std::function<void(GroupOptions&)>& configure = nullptr) {
+  auto store = std::make_shared<InMemoryStore>();
+  runThreads(size, [&](int rank) {
+    GroupOptions options = testOptions(rank, size, store);
+    if (configure) configure(options);
+    Group group(options);
+    body(group);
+  });
+}
+
+}  // namespace ringx::testing
