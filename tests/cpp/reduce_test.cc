@@ -278,7 +278,49 @@ bool sameFloat(ReduceOp op, T expected, T actual) {
   return std::memcmp(&expected, &actual, sizeof(T)) == 0;
 }
 
-bool sameElement(ReduceOp op, DataType type, const uint8_t* expected, const uint8_t* actual) {
+// Where the compiler may fuse multiply-adds (-mfma with GCC's default -ffp-contract=fast in gnu++
+// modes, or targets where FMA is the norm), the kernel's and this file's (ac - bd) may be rounded
+// differently; the complex product is then checked to within a few ulps of its terms instead.
+#if defined(__FP_FAST_FMA) || defined(__FP_FAST_FMAF) || defined(__FMA__)
+constexpr bool kMayContract = true;
+#else
+constexpr bool kMayContract = false;
+#endif
+
+template <typename T>
+bool closeComplexProduct(const uint8_t* x, const uint8_t* y, const uint8_t* expected,
+                         const uint8_t* actual) {
+  const T a = load<T>(x), b = load<T>(x + sizeof(T));
+  const T c = load<T>(y), d = load<T>(y + sizeof(T));
+  const T terms[2] = {std::fabs(a * c) + std::fabs(b * d), std::fabs(a * d) + std::fabs(b * c)};
+  for (int k = 0; k < 2; ++k) {
+    const T e = load<T>(expected + k * sizeof(T));
+    const T got = load<T>(actual + k * sizeof(T));
+    if (!std::isfinite(terms[k])) {
+      continue;  // an intermediate overflowed: fused and unfused results legitimately differ
+    }
+    if (std::isnan(e) || std::isnan(got) || std::isinf(e) || std::isinf(got)) {
+      if (!sameFloat(ReduceOp::kProduct, e, got)) {
+        return false;
+      }
+    } else if (std::fabs(e - got) > 4 * std::numeric_limits<T>::epsilon() * terms[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// `x` and `y` are the operands, for the FMA-tolerant complex product check.
+bool sameElement(ReduceOp op, DataType type, const uint8_t* x, const uint8_t* y,
+                 const uint8_t* expected, const uint8_t* actual) {
+  if (kMayContract && op == ReduceOp::kProduct) {
+    if (type == DataType::kComplex64) {
+      return closeComplexProduct<float>(x, y, expected, actual);
+    }
+    if (type == DataType::kComplex128) {
+      return closeComplexProduct<double>(x, y, expected, actual);
+    }
+  }
   switch (type) {
     case DataType::kFloat32:
       return sameFloat(op, load<float>(expected), load<float>(actual));
@@ -448,7 +490,8 @@ void expectMatches(ReduceOp op, DataType type, const std::vector<uint8_t>& a,
   const size_t size = elementSize(type);
   int failures = 0;
   for (size_t i = 0; i < expected.size(); i += size) {
-    if (!sameElement(op, type, expected.data() + i, actual.data() + i)) {
+    if (!sameElement(op, type, a.data() + i, b.data() + i, expected.data() + i,
+                     actual.data() + i)) {
       ADD_FAILURE() << what << ": element " << i / size << " of " << expected.size() / size
                     << ": op(" << hexBytes(a.data() + i, size) << ", "
                     << hexBytes(b.data() + i, size) << ") expected "
