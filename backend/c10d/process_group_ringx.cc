@@ -1,0 +1,590 @@
+#include "backend/c10d/process_group_ringx.h"
+
+#include <Python.h>
+
+#include <cstring>
+#include <deque>
+
+#include "backend/c10d/store_adapter.h"
+#include "backend/c10d/tensor_utils.h"
+
+namespace ringx::c10d_glue {
+
+using algorithms::Collective;
+using algorithms::CollectiveKind;
+using ::c10d::OpType;
+
+ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
+                                     int size, std::chrono::milliseconds timeout)
+    : BackendBase(rank, size) {
+  GroupOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.store = std::make_shared<C10dStore>(store);
+  options.timeout = timeout;
+  options.tuning = tuningFromEnvironment();
+  group_ = std::make_unique<Group>(options);
+  queue_ = std::make_unique<WorkQueue>();
+}
+
+ProcessGroupRingx::~ProcessGroupRingx() {
+  // Python drops the last reference with the GIL held. Our threads may be
+  // releasing tensors that Python owns, which needs the GIL: joining them while
+  // holding it would deadlock, so let go of it while they finish.
+  PyThreadState* released = nullptr;
+  if (Py_IsInitialized() && PyGILState_Check()) released = PyEval_SaveThread();
+  queue_.reset();  // finish what was issued while the group still exists
+  group_.reset();
+  if (released) PyEval_RestoreThread(released);
+}
+
+std::chrono::milliseconds ProcessGroupRingx::callTimeout(
+    std::chrono::milliseconds requested) const {
+  // kUnsetTimeout (-1) and 0 both mean "the group's timeout".
+  return requested.count() > 0 ? requested : group_->timeout();
+}
+
+void ProcessGroupRingx::checkRoot(int64_t root, const char* collective) const {
+  TORCH_CHECK(root >= 0 && root < size_, "ringx: ", collective, ": root rank ", root,
+              " is not in this group of ", size_, " ranks");
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const char* title,
+                                                            std::vector<at::Tensor> outputs,
+                                                            Job job) {
+  collectivesIssued_++;
+  auto work = c10::make_intrusive<RingxWork>(rank_, type, title, std::move(outputs),
+                                             std::chrono::milliseconds(0));
+  queue_->submit([work, job = std::move(job)] {
+    try {
+      job();
+    } catch (...) {
+      work->markFailed(std::current_exception());
+      return;
+    }
+    work->markSuccess();
+  });
+  return work;
+}
+
+// ---- allreduce family --------------------------------------------------------------------------
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
+    std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
+  at::Tensor tensor = checkSingle(tensors, "allreduce", "tensors");
+  bool average = false;
+  const ReduceOp op = toReduceOp(opts.reduceOp, tensor, "allreduce", &average);
+  const DataType dtype = toDataType(tensor, "allreduce");
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::ALLREDUCE, "ringx:all_reduce", tensors, [=] {
+    Staged staged(tensor);
+    group_->run(CollectiveKind::kAllreduce, dtype, op, -1, timeout, [&](Collective& c) {
+      algorithms::allreduce(c, staged.data(), tensor.numel(), dtype, op, group_->tuning());
+    });
+    if (average) staged.tensor().div_(size_);
+    staged.copyBack();
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "ringx: allreduce_coalesced needs at least one tensor");
+  bool average = false;
+  const ReduceOp op = toReduceOp(opts.reduceOp, tensors[0], "allreduce_coalesced", &average);
+  const DataType dtype = toDataType(tensors[0], "allreduce_coalesced");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    checkTensor(tensors[i], "allreduce_coalesced", "tensors");
+    TORCH_CHECK(tensors[i].scalar_type() == tensors[0].scalar_type(),
+                "ringx: allreduce_coalesced: all tensors must have the same dtype, but tensor ", i,
+                " is ", tensors[i].scalar_type(), " and tensor 0 is ", tensors[0].scalar_type());
+  }
+  const auto timeout = callTimeout(opts.timeout);
+  // Flatten, run once, copy back into the caller's tensors.
+  return enqueue(OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, [=]() mutable {
+    at::Tensor flat = flattenBytes(tensors);
+    const size_t count = byteSize(flat) / elementSize(dtype);
+    group_->run(CollectiveKind::kAllreduce, dtype, op, -1, timeout, [&](Collective& c) {
+      algorithms::allreduce(c, flat.data_ptr(), count, dtype, op, group_->tuning());
+    });
+    unflattenBytes(flat, tensors);
+    if (average) {
+      for (auto& t : tensors) t.div_(size_);
+    }
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tensor>& tensors,
+                                                           const ::c10d::ReduceOptions& opts) {
+  at::Tensor tensor = checkSingle(tensors, "reduce", "tensors");
+  checkRoot(opts.rootRank, "reduce");
+  bool average = false;
+  const ReduceOp op = toReduceOp(opts.reduceOp, tensor, "reduce", &average);
+  const DataType dtype = toDataType(tensor, "reduce");
+  const int root = static_cast<int>(opts.rootRank);
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::REDUCE, "ringx:reduce", tensors, [=] {
+    Staged staged(tensor);
+    group_->run(CollectiveKind::kReduce, dtype, op, root, timeout, [&](Collective& c) {
+      algorithms::chainReduce(c, staged.data(), tensor.numel(), dtype, op, root,
+                              group_->tuning().segmentBytes);
+    });
+    if (rank_ == root) {
+      if (average) staged.tensor().div_(size_);
+      staged.copyBack();
+    }
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const ::c10d::ReduceScatterOptions& opts) {
+  at::Tensor output = checkSingle(outputs, "reduce_scatter", "output_tensors");
+  TORCH_CHECK(inputs.size() == 1, "ringx: reduce_scatter expects one input list per process");
+  TORCH_CHECK(static_cast<int>(inputs[0].size()) == size_,
+              "ringx: reduce_scatter: the input "
+              "list must hold one tensor per rank (",
+              size_, "), got ", inputs[0].size());
+  for (int i = 0; i < size_; ++i) {
+    checkLike(inputs[0][i], output, "reduce_scatter", "input_list[" + std::to_string(i) + "]");
+  }
+  bool average = false;
+  const ReduceOp op = toReduceOp(opts.reduceOp, output, "reduce_scatter", &average);
+  const DataType dtype = toDataType(output, "reduce_scatter");
+  const auto timeout = callTimeout(opts.timeout);
+  std::vector<at::Tensor> inputList = inputs[0];
+  return enqueue(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, [=] {
+    at::Tensor flat = flattenBytes(inputList);
+    Staged staged(output);
+    group_->run(CollectiveKind::kReduceScatter, dtype, op, -1, timeout, [&](Collective& c) {
+      algorithms::ringReduceScatter(c, flat.data_ptr(), staged.data(), output.numel(), dtype, op,
+                                    group_->tuning().segmentBytes);
+    });
+    if (average) staged.tensor().div_(size_);
+    staged.copyBack();
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
+  checkTensor(output, "_reduce_scatter_base", "output");
+  checkTensor(input, "_reduce_scatter_base", "input");
+  TORCH_CHECK(input.scalar_type() == output.scalar_type(),
+              "ringx: _reduce_scatter_base: input "
+              "dtype ",
+              input.scalar_type(), " differs from output dtype ", output.scalar_type());
+  TORCH_CHECK(input.numel() == output.numel() * size_,
+              "ringx: _reduce_scatter_base: the input "
+              "must have world_size (",
+              size_, ") times the output's elements (", output.numel(), "), got ", input.numel());
+  bool average = false;
+  const ReduceOp op = toReduceOp(opts.reduceOp, output, "_reduce_scatter_base", &average);
+  const DataType dtype = toDataType(output, "_reduce_scatter_base");
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", {output}, [=] {
+    Staged in(input);
+    Staged out(output);
+    group_->run(CollectiveKind::kReduceScatter, dtype, op, -1, timeout, [&](Collective& c) {
+      algorithms::ringReduceScatter(c, in.data(), out.data(), output.numel(), dtype, op,
+                                    group_->tuning().segmentBytes);
+    });
+    if (average) out.tensor().div_(size_);
+    out.copyBack();
+  });
+}
+
+// ---- broadcast ----------------------------------------------------------------------------------
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::broadcast(
+    std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
+  at::Tensor tensor = checkSingle(tensors, "broadcast", "tensors");
+  checkRoot(opts.rootRank, "broadcast");
+  const DataType dtype = toDataType(tensor, "broadcast");
+  const int root = static_cast<int>(opts.rootRank);
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::BROADCAST, "ringx:broadcast", tensors, [=] {
+    Staged staged(tensor);
+    group_->run(CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, root, timeout,
+                [&](Collective& c) {
+                  algorithms::chainBroadcast(c, staged.data(), byteSize(tensor), root,
+                                             group_->tuning().segmentBytes);
+                });
+    if (rank_ != root) staged.copyBack();
+  });
+}
+
+void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int src,
+                                           int64_t bucketBytes) {
+  checkRoot(src, "broadcast_coalesced");
+  TORCH_CHECK(bucketBytes > 0, "ringx: broadcast_coalesced: bucket_bytes must be positive, got ",
+              bucketBytes);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    checkTensor(tensors[i], "broadcast_coalesced", ("tensors[" + std::to_string(i) + "]").c_str());
+    toDataType(tensors[i], "broadcast_coalesced");
+  }
+  // Buckets: consecutive tensors of one dtype up to bucketBytes (a larger tensor
+  // gets a bucket of its own).
+  std::vector<std::vector<at::Tensor>> buckets;
+  size_t filled = 0;
+  for (auto& t : tensors) {
+    bool fits = !buckets.empty() && buckets.back()[0].scalar_type() == t.scalar_type() &&
+                filled + byteSize(t) <= static_cast<size_t>(bucketBytes);
+    if (!fits) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(t);
+    filled += byteSize(t);
+  }
+  // Flatten bucket k+1 while bucket k is on the wire; never more than two in flight.
+  struct InFlight {
+    std::vector<at::Tensor>* bucket;
+    at::Tensor flat;
+    c10::intrusive_ptr<::c10d::Work> work;
+  };
+  std::deque<InFlight> inFlight;
+  auto drainOne = [&] {
+    InFlight& front = inFlight.front();
+    front.work->wait();
+    if (rank_ != src) unflattenBytes(front.flat, *front.bucket);
+    inFlight.pop_front();
+  };
+  for (auto& bucket : buckets) {
+    if (inFlight.size() == 2) drainOne();
+    at::Tensor flat =
+        rank_ == src ? flattenBytes(bucket) : at::empty({static_cast<int64_t>(0)}, at::kByte);
+    if (rank_ != src) {
+      size_t total = 0;
+      for (auto& t : bucket) total += byteSize(t);
+      flat = at::empty({static_cast<int64_t>(total)}, at::kByte);
+    }
+    std::vector<at::Tensor> one{flat};
+    ::c10d::BroadcastOptions opts;
+    opts.rootRank = src;
+    inFlight.push_back(InFlight{&bucket, flat, broadcast(one, opts)});
+  }
+  while (!inFlight.empty()) drainOne();
+}
+
+// ---- gather family ------------------------------------------------------------------------------
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  at::Tensor input = checkSingle(inputs, "allgather", "input_tensor");
+  TORCH_CHECK(outputs.size() == 1, "ringx: allgather expects one output list per process, got ",
+              outputs.size());
+  TORCH_CHECK(static_cast<int>(outputs[0].size()) == size_,
+              "ringx: allgather: the output list "
+              "must hold one tensor per rank (",
+              size_, "), got ", outputs[0].size());
+  for (int i = 0; i < size_; ++i) {
+    checkLike(outputs[0][i], input, "allgather", "tensor_list[" + std::to_string(i) + "]");
+  }
+  toDataType(input, "allgather");
+  const auto timeout = callTimeout(opts.timeout);
+  std::vector<at::Tensor> outputList = outputs[0];
+  return enqueue(OpType::ALLGATHER, "ringx:all_gather", outputList, [=]() mutable {
+    Staged in(input);
+    const size_t bytes = byteSize(input);
+    at::Tensor flat = at::empty({static_cast<int64_t>(bytes * size_)}, at::kByte);
+    group_->run(CollectiveKind::kAllgather, toDataType(input, "allgather"), ReduceOp::kSum, -1,
+                timeout, [&](Collective& c) {
+                  algorithms::ringAllgather(c, in.data(), flat.data_ptr(), bytes,
+                                            group_->tuning().segmentBytes);
+                });
+    unflattenBytes(flat, outputList);
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
+  checkTensor(output, "_allgather_base", "output");
+  checkTensor(input, "_allgather_base", "input");
+  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: _allgather_base: input dtype ",
+              input.scalar_type(), " differs from output dtype ", output.scalar_type());
+  TORCH_CHECK(output.numel() == input.numel() * size_,
+              "ringx: _allgather_base: the output must "
+              "have world_size (",
+              size_, ") times the input's elements (", input.numel(), "), got ", output.numel());
+  const DataType dtype = toDataType(input, "_allgather_base");
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", {output}, [=] {
+    Staged in(input);
+    Staged out(output);
+    group_->run(CollectiveKind::kAllgather, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
+      algorithms::ringAllgather(c, in.data(), out.data(), byteSize(input),
+                                group_->tuning().segmentBytes);
+    });
+    out.copyBack();
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(static_cast<int>(outputLists.size()) == size_,
+              "ringx: allgather_coalesced: "
+              "expected one output list per rank (",
+              size_, "), got ", outputLists.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkTensor(inputs[i], "allgather_coalesced", "input_tensor_list");
+  }
+  for (int r = 0; r < size_; ++r) {
+    TORCH_CHECK(outputLists[r].size() == inputs.size(), "ringx: allgather_coalesced: output list ",
+                r, " holds ", outputLists[r].size(), " tensors but there are ", inputs.size(),
+                " inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      checkLike(outputLists[r][i], inputs[i], "allgather_coalesced",
+                "output_tensor_lists[" + std::to_string(r) + "][" + std::to_string(i) + "]");
+    }
+  }
+  const auto timeout = callTimeout(opts.timeout);
+  std::vector<at::Tensor> flatOutputs;
+  for (auto& list : outputLists) flatOutputs.insert(flatOutputs.end(), list.begin(), list.end());
+  // Any mix of dtypes: gathering moves bytes.
+  return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_coalesced", flatOutputs,
+                 [=]() mutable {
+                   at::Tensor in = flattenBytes(inputs);
+                   const size_t bytes = byteSize(in);
+                   at::Tensor flat = at::empty({static_cast<int64_t>(bytes * size_)}, at::kByte);
+                   group_->run(CollectiveKind::kAllgather, DataType::kUInt8, ReduceOp::kSum, -1,
+                               timeout, [&](Collective& c) {
+                                 algorithms::ringAllgather(c, in.data_ptr(), flat.data_ptr(), bytes,
+                                                           group_->tuning().segmentBytes);
+                               });
+                   unflattenBytes(flat, flatOutputs);
+                 });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::GatherOptions& opts) {
+  at::Tensor input = checkSingle(inputs, "gather", "tensor");
+  checkRoot(opts.rootRank, "gather");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> outputList;
+  if (rank_ == root) {
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
+                "ringx: gather: the root needs gather_list with one tensor per rank (", size_, ")");
+    for (int i = 0; i < size_; ++i) {
+      checkLike(outputs[0][i], input, "gather", "gather_list[" + std::to_string(i) + "]");
+    }
+    outputList = outputs[0];
+  } else {
+    TORCH_CHECK(outputs.empty() || outputs[0].empty(), "ringx: gather: only the root (rank ", root,
+                ") may pass gather_list");
+  }
+  const DataType dtype = toDataType(input, "gather");
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::GATHER, "ringx:gather", outputList, [=]() mutable {
+    Staged in(input);
+    const size_t bytes = byteSize(input);
+    at::Tensor flat =
+        at::empty({static_cast<int64_t>(rank_ == root ? bytes * size_ : 0)}, at::kByte);
+    group_->run(CollectiveKind::kGather, dtype, ReduceOp::kSum, root, timeout, [&](Collective& c) {
+      algorithms::gather(c, in.data(), flat.data_ptr(), bytes, root);
+    });
+    if (rank_ == root) unflattenBytes(flat, outputList);
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const ::c10d::ScatterOptions& opts) {
+  at::Tensor output = checkSingle(outputs, "scatter", "tensor");
+  checkRoot(opts.rootRank, "scatter");
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> inputList;
+  if (rank_ == root) {
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+                "ringx: scatter: the root needs scatter_list with one tensor per rank (", size_,
+                ")");
+    for (int i = 0; i < size_; ++i) {
+      checkLike(inputs[0][i], output, "scatter", "scatter_list[" + std::to_string(i) + "]");
+    }
+    inputList = inputs[0];
+  } else {
+    TORCH_CHECK(inputs.empty() || inputs[0].empty(), "ringx: scatter: only the root (rank ", root,
+                ") may pass scatter_list");
+  }
+  const DataType dtype = toDataType(output, "scatter");
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::SCATTER, "ringx:scatter", outputs, [=] {
+    at::Tensor flat = rank_ == root ? flattenBytes(inputList) : at::empty({0}, at::kByte);
+    Staged out(output);
+    group_->run(CollectiveKind::kScatter, dtype, ReduceOp::kSum, root, timeout, [&](Collective& c) {
+      algorithms::scatter(c, flat.data_ptr(), out.data(), byteSize(output), root);
+    });
+    out.copyBack();
+  });
+}
+
+// ---- all-to-all ---------------------------------------------------------------------------------
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplitSizes,
+    std::vector<int64_t>& inputSplitSizes, const ::c10d::AllToAllOptions& opts) {
+  checkTensor(output, "alltoall_base", "output");
+  checkTensor(input, "alltoall_base", "input");
+  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: alltoall_base: input dtype ",
+              input.scalar_type(), " differs from output dtype ", output.scalar_type());
+  const DataType dtype = toDataType(input, "alltoall_base");
+  // Split sizes count rows of dim 0; empty means equal splits.
+  auto layout = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* what,
+                    std::vector<size_t>* offsets, std::vector<size_t>* bytes) {
+    const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const size_t rowBytes = rows == 0 ? 0 : byteSize(t) / rows;
+    offsets->clear();
+    bytes->clear();
+    if (splits.empty()) {
+      TORCH_CHECK(rows % size_ == 0, "ringx: alltoall_base: ", what, " has ", rows,
+                  " rows, which do not split evenly over ", size_, " ranks; pass split sizes");
+      for (int i = 0; i < size_; ++i) {
+        offsets->push_back(i * (rows / size_) * rowBytes);
+        bytes->push_back((rows / size_) * rowBytes);
+      }
+      return;
+    }
+    TORCH_CHECK(static_cast<int>(splits.size()) == size_, "ringx: alltoall_base: ", what,
+                " split sizes must have one entry per rank (", size_, "), got ", splits.size());
+    int64_t sum = 0;
+    for (int64_t s : splits) {
+      TORCH_CHECK(s >= 0, "ringx: alltoall_base: negative split size ", s, " in ", what);
+      offsets->push_back(sum * rowBytes);
+      bytes->push_back(s * rowBytes);
+      sum += s;
+    }
+    TORCH_CHECK(sum == rows, "ringx: alltoall_base: ", what, " split sizes add up to ", sum,
+                " but the tensor has ", rows, " rows");
+  };
+  std::vector<size_t> sendOffsets, sendBytes, recvOffsets, recvBytes;
+  layout(input, inputSplitSizes, "input", &sendOffsets, &sendBytes);
+  layout(output, outputSplitSizes, "output", &recvOffsets, &recvBytes);
+  TORCH_CHECK(sendBytes[rank_] == recvBytes[rank_], "ringx: alltoall_base: rank ", rank_, " sends ",
+              sendBytes[rank_], " bytes to itself but its output expects ", recvBytes[rank_]);
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::ALLTOALL_BASE, "ringx:all_to_all", {output}, [=] {
+    Staged in(input);
+    Staged out(output);
+    group_->run(CollectiveKind::kAlltoall, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
+      algorithms::alltoall(c, in.data(), sendOffsets, sendBytes, out.data(), recvOffsets,
+                           recvBytes);
+    });
+    out.copyBack();
+  });
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Tensor>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
+                                                             const ::c10d::AllToAllOptions& opts) {
+  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+              "ringx: alltoall needs one input and one output tensor per rank (", size_, "), got ",
+              inputs.size(), " and ", outputs.size());
+  for (int i = 0; i < size_; ++i) {
+    checkTensor(inputs[i], "alltoall", "input_tensor_list");
+    checkTensor(outputs[i], "alltoall", "output_tensor_list");
+    TORCH_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type() &&
+                    outputs[i].scalar_type() == inputs[0].scalar_type(),
+                "ringx: alltoall: all tensors must have the same dtype");
+  }
+  TORCH_CHECK(inputs[rank_].numel() == outputs[rank_].numel(), "ringx: alltoall: rank ", rank_,
+              " sends ", inputs[rank_].numel(), " elements to itself but expects ",
+              outputs[rank_].numel());
+  const DataType dtype = toDataType(inputs[0], "alltoall");
+  std::vector<size_t> sendOffsets, sendBytes, recvOffsets, recvBytes;
+  size_t sendTotal = 0, recvTotal = 0;
+  for (int i = 0; i < size_; ++i) {
+    sendOffsets.push_back(sendTotal);
+    sendBytes.push_back(byteSize(inputs[i]));
+    sendTotal += sendBytes.back();
+    recvOffsets.push_back(recvTotal);
+    recvBytes.push_back(byteSize(outputs[i]));
+    recvTotal += recvBytes.back();
+  }
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::ALLTOALL, "ringx:all_to_all", outputs, [=]() mutable {
+    at::Tensor in = flattenBytes(inputs);
+    at::Tensor out = at::empty({static_cast<int64_t>(recvTotal)}, at::kByte);
+    group_->run(CollectiveKind::kAlltoall, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
+      algorithms::alltoall(c, in.data_ptr(), sendOffsets, sendBytes, out.data_ptr(), recvOffsets,
+                           recvBytes);
+    });
+    unflattenBytes(out, outputs);
+  });
+}
+
+// ---- barrier ------------------------------------------------------------------------------------
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::barrier(const ::c10d::BarrierOptions& opts) {
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::BARRIER, "ringx:barrier", {}, [=] {
+    group_->run(CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, -1, timeout,
+                [&](Collective& c) { algorithms::barrier(c); });
+  });
+}
+
+// ---- point-to-point -----------------------------------------------------------------------------
+
+namespace {
+// Completes a point-to-point Work from the engine's callback; keeps the tensor alive.
+PointToPoint::Callback completeWork(c10::intrusive_ptr<RingxWork> work, at::Tensor staging,
+                                    at::Tensor target) {
+  return [work, staging, target](std::exception_ptr error, int source) mutable {
+    if (error) {
+      work->markFailed(error);
+      return;
+    }
+    if (!staging.is_same(target)) target.copy_(staging);
+    work->markSuccess(source);
+  };
+}
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::send(std::vector<at::Tensor>& tensors,
+                                                         int dstRank, int tag) {
+  at::Tensor tensor = checkSingle(tensors, "send", "tensor");
+  TORCH_CHECK(dstRank >= 0 && dstRank < size_ && dstRank != rank_,
+              "ringx: send: destination "
+              "rank ",
+              dstRank, " is invalid (this is rank ", rank_, " of ", size_, ")");
+  at::Tensor contiguous = tensor.contiguous();
+  auto work =
+      c10::make_intrusive<RingxWork>(rank_, OpType::SEND, "ringx:send", tensors, group_->timeout());
+  group_->p2p().send(dstRank, tag, contiguous.data_ptr(), byteSize(contiguous),
+                     completeWork(work, contiguous, contiguous));
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::recv(std::vector<at::Tensor>& tensors,
+                                                         int srcRank, int tag) {
+  at::Tensor tensor = checkSingle(tensors, "recv", "tensor");
+  TORCH_CHECK(srcRank >= 0 && srcRank < size_ && srcRank != rank_, "ringx: recv: source rank ",
+              srcRank, " is invalid (this is rank ", rank_, " of ", size_, ")");
+  at::Tensor staging =
+      tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
+  auto work =
+      c10::make_intrusive<RingxWork>(rank_, OpType::RECV, "ringx:recv", tensors, group_->timeout());
+  group_->p2p().recv(srcRank, tag, staging.data_ptr(), byteSize(staging),
+                     completeWork(work, staging, tensor));
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                                  int tag) {
+  at::Tensor tensor = checkSingle(tensors, "recv", "tensor");
+  at::Tensor staging =
+      tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
+  auto work = c10::make_intrusive<RingxWork>(rank_, OpType::RECVANYSOURCE, "ringx:recv_anysource",
+                                             tensors, group_->timeout());
+  group_->p2p().recv(PointToPoint::kAnySource, tag, staging.data_ptr(), byteSize(staging),
+                     completeWork(work, staging, tensor));
+  return work;
+}
+
+c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
+    const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+    std::chrono::milliseconds timeout) {
+  return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout);
+}
+
+}  // namespace ringx::c10d_glue

@@ -1,0 +1,103 @@
+// ProcessGroupRingx: the c10d face of ringx.
+//
+// Every collective has three phases (as in torch's ProcessGroupGloo):
+//   1. on the caller's thread: check the arguments and raise a clear error for
+//      anything that cannot work, then return a Work at once;
+//   2. on the group's communication thread, in issue order: stage the tensors
+//      into contiguous buffers and run the torch-free algorithm (ringx::Group);
+//   3. finish: copy results back into the caller's tensors, complete the Work
+//      and its Future (or fail them with the error).
+// Point-to-point operations bypass the communication thread and go straight to
+// the point-to-point engine, so a blocking recv never stalls collectives.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "backend/c10d/torch_compat.h"
+#include "backend/c10d/work.h"
+#include "backend/group/group.h"
+#include "backend/group/work_queue.h"
+
+namespace ringx::c10d_glue {
+
+class ProcessGroupRingx : public BackendBase {
+ public:
+  ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                    std::chrono::milliseconds timeout);
+  ~ProcessGroupRingx() override;
+
+  const std::string getBackendName() const override { return "ringx"; }
+
+  c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                             const ::c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                          const ::c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                             std::vector<at::Tensor>& inputs,
+                                             const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                   const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const ::c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                           const ::c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+      const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                 std::vector<int64_t>& outputSplitSizes,
+                                                 std::vector<int64_t>& inputSplitSizes,
+                                                 const ::c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                            std::vector<at::Tensor>& inputs,
+                                            const ::c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                        int tag) override;
+  c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                        int tag) override;
+  c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                                 int tag) override;
+  c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
+
+  void setSequenceNumberForGroup() override {}  // every rank starts at 0
+  uint64_t getSequenceNumberForGroup() override { return collectivesIssued_.load(); }
+
+  // Broadcasts many tensors from `src` as few flat buckets of at most
+  // `bucketBytes` (one dtype per bucket), at most two buckets in flight.
+  // Blocks until every tensor holds src's values.
+  void broadcastCoalesced(std::vector<at::Tensor>& tensors, int src, int64_t bucketBytes);
+
+  std::chrono::milliseconds timeout() const { return group_->timeout(); }
+
+ private:
+  using Job = std::function<void()>;
+  // Phase 2 and 3: queue `job` on the communication thread and complete `work`.
+  c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* title,
+                                           std::vector<at::Tensor> outputs, Job job);
+  std::chrono::milliseconds callTimeout(std::chrono::milliseconds requested) const;
+  void checkRoot(int64_t root, const char* collective) const;
+
+  std::unique_ptr<Group> group_;
+  std::atomic<uint64_t> collectivesIssued_{0};
+  // Declared last: destroyed first, so queued jobs finish while group_ lives.
+  std::unique_ptr<WorkQueue> queue_;
+};
+
+// The creator handed to torch.distributed.Backend.register_backend.
+c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
+    const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+    std::chrono::milliseconds timeout);
+
+}  // namespace ringx::c10d_glue

@@ -1,0 +1,45 @@
+// The Python extension ringx._C: the process group class and the creator that
+// python/ringx/__init__.py registers with torch.distributed.Backend.
+#include <pybind11/chrono.h>
+#include <torch/extension.h>
+
+#include "backend/c10d/process_group_ringx.h"
+
+namespace py = pybind11;
+using ringx::c10d_glue::BackendBase;
+using ringx::c10d_glue::ProcessGroupRingx;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "ringx: a c10d backend with its own ring collectives";
+  // The base class must be registered with pybind before we derive from it.
+  py::module::import("torch.distributed");
+
+  py::class_<ProcessGroupRingx, BackendBase, c10::intrusive_ptr<ProcessGroupRingx>>(
+      m, "ProcessGroupRingx",
+      "A ringx process group. Create it with torch.distributed.init_process_group("
+      "backend='ringx') or new_group(..., backend='ringx').")
+      .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                       std::chrono::milliseconds timeout) {
+             return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout);
+           }),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "broadcast_coalesced",
+          [](ProcessGroupRingx& self, std::vector<at::Tensor> tensors, int src,
+             int64_t bucketBytes) { self.broadcastCoalesced(tensors, src, bucketBytes); },
+          py::arg("tensors"), py::arg("src"), py::arg("bucket_bytes"),
+          py::call_guard<py::gil_scoped_release>(),
+          "Broadcast many tensors from src in flat buckets (at most two in flight).")
+      .def_property_readonly("timeout", &ProcessGroupRingx::timeout);
+
+  m.def(
+      "create_process_group",
+      [](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+         std::chrono::milliseconds timeout) {
+        return ringx::c10d_glue::createProcessGroupRingx(store, rank, size, timeout);
+      },
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::call_guard<py::gil_scoped_release>(),
+      "The creator given to torch.distributed.Backend.register_backend.");
+}

@@ -1,0 +1,52 @@
+#include "backend/c10d/work.h"
+
+#include "backend/common/error.h"
+
+namespace ringx::c10d_glue {
+
+RingxWork::RingxWork(int rank, ::c10d::OpType opType, const char* profilingTitle,
+                     std::vector<at::Tensor> outputs, std::chrono::milliseconds waitLimit)
+    : ::c10d::Work(rank, opType, profilingTitle),
+      outputs_(std::move(outputs)),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      waitLimit_(waitLimit) {}
+
+void RingxWork::markSuccess(int sourceRank) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sourceRank_ = sourceRank;
+  }
+  finish();
+  future_->markCompleted(c10::IValue(outputs_));
+}
+
+void RingxWork::markFailed(std::exception_ptr error) {
+  finish(error);
+  future_->setError(error);
+}
+
+int RingxWork::sourceRank() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(completed_, "ringx: sourceRank() is only known once the receive has completed");
+  return sourceRank_;
+}
+
+bool RingxWork::wait(std::chrono::milliseconds timeout) {
+  const bool userLimit = timeout != kNoTimeout;
+  const auto limit = userLimit ? timeout : waitLimit_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (limit.count() > 0) {
+    if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
+      RINGX_THROW(TimeoutError, "ringx: ", ::c10d::opTypeToString(opType_), " on rank ", rank_,
+                  " did not complete within ", limit.count(), " ms",
+                  userLimit ? " (the timeout given to wait())" : " (the process group's timeout)");
+    }
+  } else {
+    cv_.wait(lock, [&] { return completed_; });
+  }
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+}  // namespace ringx::c10d_glue

@@ -1,0 +1,39 @@
+// The Work returned by every ringx call.
+//
+// It completes on the communication thread (collectives) or the point-to-point
+// thread (send/recv) and carries a Future holding the output tensors, which is
+// what DDP's communication hooks chain on. wait() without a timeout still ends:
+// collectives carry their own deadline, and point-to-point waits are bounded by
+// the group's timeout, like gloo's.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <chrono>
+#include <vector>
+
+namespace ringx::c10d_glue {
+
+class RingxWork : public ::c10d::Work {
+ public:
+  RingxWork(int rank, ::c10d::OpType opType, const char* profilingTitle,
+            std::vector<at::Tensor> outputs, std::chrono::milliseconds waitLimit);
+
+  // Called exactly once from the thread that ran the operation.
+  void markSuccess(int sourceRank = -1);
+  void markFailed(std::exception_ptr error);
+
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  int sourceRank() const override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  const std::chrono::milliseconds waitLimit_;
+  int sourceRank_ = -1;
+};
+
+}  // namespace ringx::c10d_glue

@@ -1,0 +1,73 @@
+"""ringx: a c10d backend for torch.distributed with its own ring collectives.
+
+    import ringx                      # registers backend "ringx"
+    import torch.distributed as dist
+    dist.init_process_group(backend="ringx", init_method=..., rank=..., world_size=...)
+
+Everything torch.distributed offers on CPU tensors (all_reduce, broadcast, all_gather,
+reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
+
+    ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
+"""
+
+import torch
+import torch.distributed as dist
+
+from . import _C
+from ._C import ProcessGroupRingx
+
+__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
+
+BACKEND_NAME = "ringx"
+# PyTorch's DDP syncs module state in 250 MiB buckets; smaller buckets pipeline better.
+DEFAULT_BUCKET_BYTES = 16 * 1024 * 1024
+
+
+def _register():
+    if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
+        return
+    if torch.__version__.startswith("1."):
+        dist.Backend.register_backend(BACKEND_NAME, _C.create_process_group)
+    else:  # torch 2.x: a Backend for the CPU device
+        dist.Backend.register_backend(BACKEND_NAME, _C.create_process_group, devices=["cpu"])
+
+
+_register()
+
+
+def _ringx_group(group):
+    """The ProcessGroupRingx behind `group` (None = the default group), or None."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if isinstance(pg, ProcessGroupRingx):
+        return pg
+    get_backend = getattr(pg, "_get_backend", None)  # torch 2.x wraps backends
+    if get_backend is not None:
+        try:
+            backend = get_backend(torch.device("cpu"))
+        except RuntimeError:
+            return None
+        if isinstance(backend, ProcessGroupRingx):
+            return backend
+    return None
+
+
+def broadcast_coalesced(tensors, src, group=None, bucket_bytes=DEFAULT_BUCKET_BYTES):
+    """Broadcast a list of tensors from rank `src` (a rank of `group`) in place.
+
+    Tensors are packed into flat buckets of at most `bucket_bytes` (one dtype per
+    bucket), each bucket is broadcast pipelined in segments along a chain of ranks, and
+    at most two buckets are in flight, so packing one overlaps sending the other. On a
+    group of another backend this falls back to torch's own coalesced broadcast.
+    Blocks until every tensor holds src's values.
+    """
+    tensors = list(tensors)
+    if bucket_bytes <= 0:
+        raise ValueError(f"bucket_bytes must be positive, got {bucket_bytes}")
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise TypeError("broadcast_coalesced expects a list of tensors")
+    pg = _ringx_group(group)
+    if pg is not None:
+        pg.broadcast_coalesced(tensors, src, bucket_bytes)
+        return
+    target = group if group is not None else dist.distributed_c10d._get_default_group()
+    dist._broadcast_coalesced(target, tensors, bucket_bytes, src)
