@@ -1,0 +1,72 @@
+"""Runs a function on every rank of a real multi-process ringx group.
+
+    results = run_ranks(fn, world_size=3)          # fn(rank, world_size) -> picklable
+
+Each rank is a fresh process (spawn), joins a file:// rendezvous with backend="ringx",
+runs fn, and sends back its return value or the text of its exception. A rank that does
+not finish within `timeout` seconds is killed and reported: tests never hang.
+"""
+
+import multiprocessing as mp
+import os
+import tempfile
+import time
+import traceback
+
+
+class RankFailed(Exception):
+    pass
+
+
+def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env):
+    os.environ.update(env)
+    import torch.distributed as dist
+    import datetime
+    import ringx  # noqa: F401  registers the backend
+
+    try:
+        dist.init_process_group(
+            "ringx", init_method=init_method, rank=rank, world_size=world_size,
+            timeout=datetime.timedelta(seconds=timeout_s))
+        result = fn(rank, world_size)
+        queue.put((rank, "ok", result))
+        dist.destroy_process_group()
+    except BaseException as e:  # report everything, including assertion failures
+        queue.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+
+
+def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False):
+    """Returns [result of rank 0, ...]. With allow_errors, a failed rank's entry is
+    ("error", text) and a killed/vanished rank's entry is ("missing", None)."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        init_method = "file://" + os.path.join(tmp, "rendezvous")
+        procs = [
+            ctx.Process(target=_rank_main,
+                        args=(fn, r, world_size, init_method, queue, group_timeout_s, env or {}))
+            for r in range(world_size)
+        ]
+        for p in procs:
+            p.start()
+        results = {}
+        deadline = time.monotonic() + timeout
+        while len(results) < world_size and time.monotonic() < deadline:
+            try:
+                rank, status, value = queue.get(timeout=0.2)
+                results[rank] = (status, value)
+            except Exception:
+                if all(not p.is_alive() for p in procs) and queue.empty():
+                    break
+        for p in procs:
+            p.join(timeout=max(0.1, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join()
+    out = []
+    for r in range(world_size):
+        status, value = results.get(r, ("missing", None))
+        if not allow_errors and status != "ok":
+            raise RankFailed(f"rank {r} {status}: {value}")
+        out.append(value if (status == "ok" and not allow_errors) else (status, value))
+    return out
