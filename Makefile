@@ -1,0 +1,37 @@
+# ringx — the two commands:
+#   make demo   install what is missing, build, run a 2-rank training job on backend="ringx"
+#   make test   install, build, run every test suite; non-zero exit on any failure
+# and `make` alone builds (programs in build/bin/, the Python package in build/python/ringx).
+
+PYTHON := $(shell scripts/find_python.sh)
+BUILD_DIR ?= build
+JOBS ?= 2
+export RINGX_PYTHON := $(PYTHON)
+
+.PHONY: all setup build test demo bench format clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD_DIR)/CMakeCache.txt: | setup
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
+
+build: setup $(BUILD_DIR)/CMakeCache.txt
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@scripts/run_tests.sh
+
+demo: build
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2
+
+bench: build
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
+
+format:
+	@clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(BUILD_DIR)
