@@ -10,6 +10,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 PYTHON=${RINGX_PYTHON:-$(scripts/find_python.sh)}
 export PYTHONPATH="$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+# A test that gloo passes and a plugin can reach, but that does not pass for ringx, fails the run.
+export STRICT_BASELINE=1
 
 passed=()
 failed=()
