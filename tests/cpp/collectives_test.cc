@@ -92,7 +92,7 @@ std::vector<char> expectedReduction(DataType type, ReduceOp op, int size, size_t
   return acc;
 }
 
-const int kWorldSizes[] = {1, 2, 3, 4, 5, 8};
+const int kWorldSizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
 const size_t kCounts[] = {0, 1, 2, 7, 13, 1009, 65537};
 
 enum class AllreduceAlgorithm { kDirect, kRingSmallSegments, kRing };

@@ -37,6 +37,16 @@ static_assert(sizeof(Hello) == 56, "hello layout is part of the wire format");
 class FdGuard {
  public:
   explicit FdGuard(int fd) : fd_(fd) {}
+  FdGuard(FdGuard&& other) noexcept : fd_(other.release()) {}
+  FdGuard& operator=(FdGuard&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = other.release();
+    }
+    return *this;
+  }
+  FdGuard(const FdGuard&) = delete;
+  FdGuard& operator=(const FdGuard&) = delete;
   ~FdGuard() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -214,7 +224,10 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
 
   // 1. Connect to every higher rank and say hello (connect() completes from the
   //    peer's listen backlog, so nobody has to be accepting yet).
-  std::vector<int> connected(size, -1);
+  // Sockets to higher ranks, closed by their guards if anything below throws.
+  std::vector<FdGuard> connected;
+  connected.reserve(size);
+  for (int i = 0; i < size; ++i) connected.emplace_back(-1);
   for (int peer = rank + 1; peer < size; ++peer) {
     PeerAddress address = parseAddress(store.getString(storeKey(channel, peer), storeTimeout()));
     int fd = connectToPeer(address, peer, deadline);
@@ -222,7 +235,7 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
       ::close(fd);
       RINGX_THROW(PeerError, "rank ", peer, " dropped the connection during the hello");
     }
-    connected[peer] = fd;
+    connected[peer] = FdGuard(fd);
   }
 
   // 2. Accept one connection from every lower rank; drop strangers.
@@ -259,12 +272,11 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
   // 3. Collect the acks of the higher ranks.
   for (int peer = rank + 1; peer < size; ++peer) {
     char ack[4];
-    if (!readFull(connected[peer], ack, sizeof(ack), deadline) || ack[0] != 'O') {
-      ::close(connected[peer]);
+    if (!readFull(connected[peer].get(), ack, sizeof(ack), deadline) || ack[0] != 'O') {
       RINGX_THROW(PeerError, "rank ", peer, " did not accept the connection from rank ", rank,
                   " (different group token? are two jobs sharing one store?)");
     }
-    pairs[peer] = std::make_unique<TcpPair>(peer, connected[peer]);
+    pairs[peer] = std::make_unique<TcpPair>(peer, connected[peer].release());
   }
   return pairs;
 }
