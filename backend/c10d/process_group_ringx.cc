@@ -23,6 +23,7 @@ ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& st
   options.store = std::make_shared<C10dStore>(store);
   options.timeout = timeout;
   options.tuning = tuningFromEnvironment();
+  options.mesh = transport::meshOptionsFromEnvironment();
   group_ = std::make_unique<Group>(options);
   queue_ = std::make_unique<WorkQueue>();
 }

@@ -80,6 +80,8 @@ class ProcessGroupRingx : public BackendBase {
   void broadcastCoalesced(std::vector<at::Tensor>& tensors, int src, int64_t bucketBytes);
 
   std::chrono::milliseconds timeout() const { return group_->timeout(); }
+  // Per peer: "shm", "tcp", or "self".
+  std::vector<std::string> transports() const { return group_->transports(); }
 
  private:
   using Job = std::function<void()>;

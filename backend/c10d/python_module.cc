@@ -31,7 +31,9 @@ PYBIND11_MODULE(_C, m) {
           py::arg("tensors"), py::arg("src"), py::arg("bucket_bytes"),
           py::call_guard<py::gil_scoped_release>(),
           "Broadcast many tensors from src in flat buckets (at most two in flight).")
-      .def_property_readonly("timeout", &ProcessGroupRingx::timeout);
+      .def_property_readonly("timeout", &ProcessGroupRingx::timeout)
+      .def("transports", &ProcessGroupRingx::transports,
+           "The transport to each rank of the group: 'shm', 'tcp', or 'self'.");
 
   m.def(
       "create_process_group",

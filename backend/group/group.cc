@@ -61,13 +61,24 @@ Group::Group(GroupOptions options) : options_(std::move(options)) {
   const std::string token = store.getString(kTokenKey, options_.timeout);
   context_ = std::make_unique<transport::Context>(
       options_.rank, options_.size,
-      transport::tcp::connectMesh(store, options_.rank, options_.size, "coll", token, deadline));
+      transport::connectMesh(store, options_.rank, options_.size, "coll", token, deadline,
+                             options_.mesh));
+  // Point-to-point stays on TCP: its progress thread sleeps in poll(), and its
+  // traffic is not where the bandwidth goes.
   p2p_ = std::make_unique<PointToPoint>(
       options_.rank, options_.size,
       transport::tcp::connectMesh(store, options_.rank, options_.size, "p2p", token, deadline));
 }
 
 Group::~Group() = default;
+
+std::vector<std::string> Group::transports() const {
+  std::vector<std::string> out;
+  for (int peer = 0; peer < size(); ++peer) {
+    out.push_back(peer == rank() ? "self" : context_->pair(peer).transportName());
+  }
+  return out;
+}
 
 std::string Group::failureReportedByOthers() {
   try {

@@ -20,6 +20,7 @@
 #include "backend/group/p2p.h"
 #include "backend/store/store.h"
 #include "backend/transport/context.h"
+#include "backend/transport/mesh.h"
 
 namespace ringx {
 
@@ -29,6 +30,8 @@ struct GroupOptions {
   std::shared_ptr<Store> store;
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   algorithms::Tuning tuning;
+  // Which transports collectives may use (shared memory within a host by default).
+  transport::MeshOptions mesh;
   // Shown in error messages ("group 'default'").
   std::string name = "default";
 };
@@ -60,6 +63,8 @@ class Group {
   // Fails the group for good; safe to call from any thread.
   void abort(const std::string& reason);
   uint64_t collectivesIssued() const { return nextSeq_; }
+  // The transport of each peer's collective connection ("shm", "tcp"; "self" for this rank).
+  std::vector<std::string> transports() const;
 
  private:
   std::string failureReportedByOthers();

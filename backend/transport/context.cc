@@ -4,9 +4,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "backend/common/error.h"
+#include "backend/transport/doorbell.h"
 
 namespace ringx::transport {
 
@@ -34,43 +34,55 @@ bool Context::progressAll() {
 
 void Context::sleepUntilReady(Deadline deadline) {
   std::vector<pollfd> fds;
-  bool unpollable = false;
+  Doorbell* bell = nullptr;
   for (auto& pair : pairs_) {
-    if (!pair || !pair->hasPending()) {
-      continue;
-    }
-    int fd = pair->pollFd();
-    if (fd < 0) {
-      unpollable = true;
+    if (!pair || !pair->hasPending()) continue;
+    if (Doorbell* b = pair->doorbell()) {
+      bell = b;
       continue;
     }
     short events = 0;
     if (pair->hasPendingRecv()) events |= POLLIN;
     if (pair->hasPendingSend()) events |= POLLOUT;
-    fds.push_back(pollfd{fd, events, 0});
+    fds.push_back(pollfd{pair->pollFd(), events, 0});
   }
   auto now = Clock::now();
   if (now >= deadline) {
     std::string pending;
     for (auto& pair : pairs_) {
       if (pair && pair->hasPending()) {
-        pending += strCat(pending.empty() ? "" : "; ", "rank ", pair->peer(), ": ",
-                          pair->describePending());
+        pending += strCat(pending.empty() ? "" : "; ", "rank ", pair->peer(), " (",
+                          pair->transportName(), "): ", pair->describePending());
       }
     }
     RINGX_THROW(TimeoutError, "timed out waiting for ", pending.empty() ? "peers" : pending);
   }
-  // Never sleep past the deadline; wake up at least every 100 ms for
-  // transports that cannot be polled.
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
-  int timeoutMs = static_cast<int>(std::min<long long>(left, unpollable ? 0 : 1000));
-  if (fds.empty()) {
-    if (unpollable) {
-      std::this_thread::yield();
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now);
+  if (bell) {
+    // Shared memory: spin a little (a peer is usually just about to publish),
+    // then sleep on our doorbell. Wake up now and then to look for dead peers
+    // and, in a mixed job, for TCP traffic.
+    const auto spinUntil = now + std::chrono::microseconds(kSpinMicros);
+    while (Clock::now() < spinUntil) {
+      if (progressAll()) return;
+    }
+    uint32_t armed = bell->arm();
+    if (progressAll()) {
+      bell->disarm();
       return;
     }
+    auto nap = std::chrono::microseconds(fds.empty() ? 20000 : 500);
+    bell->sleep(armed, std::min(nap, left + std::chrono::microseconds(1)));
+    for (auto& pair : pairs_) {
+      if (pair && pair->hasPending() && pair->doorbell()) pair->checkAlive();
+    }
+    return;
+  }
+  if (fds.empty()) {
     RINGX_THROW(Error, "ringx internal error: waiting with nothing queued on any connection");
   }
+  // Never sleep past the deadline.
+  int timeoutMs = static_cast<int>(std::min<long long>(left.count() / 1000 + 1, 1000));
   int rc = ::poll(fds.data(), fds.size(), timeoutMs);
   if (rc == -1 && errno != EINTR) {
     RINGX_THROW(IoError, "poll failed: ", std::strerror(errno));

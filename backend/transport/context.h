@@ -43,6 +43,7 @@ class Context {
   void shutdown();
 
  private:
+  static constexpr int kSpinMicros = 20;
   bool progressAll();
   void sleepUntilReady(Deadline deadline);
 

@@ -22,6 +22,8 @@
 
 namespace ringx::transport {
 
+struct Doorbell;
+
 class Pair {
  public:
   explicit Pair(int peer) : peer_(peer) {}
@@ -53,6 +55,14 @@ class Pair {
   virtual int pollFd() const = 0;
   // Closes the connection so that the peer notices at once (used on abort).
   virtual void shutdown() = 0;
+  // Transports that cannot be polled (shared memory) return the doorbell that
+  // their peer rings after making progress for us; the Context sleeps on it.
+  virtual Doorbell* doorbell() const { return nullptr; }
+  // Throws PeerError when the peer is known to be gone. Called while waiting on
+  // transports whose data path cannot notice a dead peer by itself.
+  virtual void checkAlive() {}
+  // "tcp", "shm", ...: shown in diagnostics and tests.
+  virtual const char* transportName() const = 0;
 
  protected:
   struct Op {

@@ -9,6 +9,7 @@ not finish within `timeout` seconds is killed and reported: tests never hang.
 
 import multiprocessing as mp
 import os
+import queue as queue_module
 import tempfile
 import time
 import traceback
@@ -19,7 +20,7 @@ class RankFailed(Exception):
 
 
 def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env):
-    os.environ.update(env)
+    os.environ.update(env(rank) if callable(env) else env)
     import torch.distributed as dist
     import datetime
     import ringx  # noqa: F401  registers the backend
@@ -36,7 +37,9 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env):
 
 
 def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False):
-    """Returns [result of rank 0, ...]. With allow_errors, a failed rank's entry is
+    """Returns [result of rank 0, ...] (results must pickle by value: return
+    tensor.numpy(), not tensors, which torch would send as shared-memory handles). `env` is a dict, or a function of the rank
+    returning one, applied in each rank before it joins. With allow_errors, a failed rank's entry is
     ("error", text) and a killed/vanished rank's entry is ("missing", None)."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -55,7 +58,7 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
             try:
                 rank, status, value = queue.get(timeout=0.2)
                 results[rank] = (status, value)
-            except Exception:
+            except queue_module.Empty:
                 if all(not p.is_alive() for p in procs) and queue.empty():
                     break
         for p in procs:
@@ -66,6 +69,8 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
     out = []
     for r in range(world_size):
         status, value = results.get(r, ("missing", None))
+        if status == "missing" and not allow_errors:
+            value = f"no report; process exit code {procs[r].exitcode}"
         if not allow_errors and status != "ok":
             raise RankFailed(f"rank {r} {status}: {value}")
         out.append(value if (status == "ok" and not allow_errors) else (status, value))

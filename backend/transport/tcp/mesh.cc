@@ -77,37 +77,6 @@ bool pollOne(int fd, short events, Deadline deadline) {
   }
 }
 
-// Reads exactly n bytes from a blocking-mode socket before the deadline.
-bool readFull(int fd, void* data, size_t n, Deadline deadline) {
-  char* out = static_cast<char*>(data);
-  while (n > 0) {
-    if (!pollOne(fd, POLLIN, deadline)) return false;
-    ssize_t got = ::recv(fd, out, n, MSG_DONTWAIT);
-    if (got == 0) return false;
-    if (got < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return false;
-    }
-    out += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-bool writeFull(int fd, const void* data, size_t n) {
-  const char* in = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t put = ::send(fd, in, n, MSG_NOSIGNAL);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    in += put;
-    n -= static_cast<size_t>(put);
-  }
-  return true;
-}
-
 Hello makeHello(int rank, const std::string& channel, const std::string& token) {
   Hello hello{};
   std::memcpy(hello.magic, kHelloMagic, sizeof(kHelloMagic));
@@ -205,12 +174,46 @@ int connectToPeer(const PeerAddress& peer, int peerRank, Deadline deadline) {
 
 }  // namespace
 
-std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
-                                               const std::string& channel, const std::string& token,
-                                               Deadline deadline) {
+// Reads exactly n bytes from a blocking-mode socket before the deadline.
+bool readFull(int fd, void* data, size_t n, Deadline deadline) {
+  char* out = static_cast<char*>(data);
+  while (n > 0) {
+    if (!pollOne(fd, POLLIN, deadline)) return false;
+    ssize_t got = ::recv(fd, out, n, MSG_DONTWAIT);
+    if (got == 0) return false;
+    if (got < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return false;
+    }
+    out += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+bool writeFull(int fd, const void* data, size_t n) {
+  const char* in = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t put = ::send(fd, in, n, MSG_NOSIGNAL);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    in += put;
+    n -= static_cast<size_t>(put);
+  }
+  return true;
+}
+
+std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::string& channel,
+                                   const std::string& token, Deadline deadline) {
   RINGX_CHECK(channel.size() < kChannelBytes, "channel name too long: ", channel);
-  std::vector<std::unique_ptr<Pair>> pairs(size);
-  if (size == 1) return pairs;
+  std::vector<Socket> sockets(size);
+  if (size == 1) return sockets;
+  // Accepted sockets, closed by their guards if anything below throws.
+  std::vector<FdGuard> accepted;
+  accepted.reserve(size);
+  for (int i = 0; i < size; ++i) accepted.emplace_back(-1);
 
   int port = 0;
   FdGuard listener(listenAnyPort(&port));
@@ -218,6 +221,7 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
   for (const auto& ip : advertisedAddresses())
     addresses += strCat(addresses.empty() ? "" : ",", ip);
   store.setString(storeKey(channel, rank), strCat(hostIdentity(), "\n", addresses, "\n", port));
+  std::vector<std::string> hosts(size);
 
   const Hello mine = makeHello(rank, channel, token);
   auto storeTimeout = [&] { return std::chrono::milliseconds(std::max(1, millisUntil(deadline))); };
@@ -230,6 +234,7 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
   for (int i = 0; i < size; ++i) connected.emplace_back(-1);
   for (int peer = rank + 1; peer < size; ++peer) {
     PeerAddress address = parseAddress(store.getString(storeKey(channel, peer), storeTimeout()));
+    hosts[peer] = address.host;
     int fd = connectToPeer(address, peer, deadline);
     if (!writeFull(fd, &mine, sizeof(mine))) {
       ::close(fd);
@@ -244,7 +249,7 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
     if (!pollOne(listener.get(), POLLIN, deadline)) {
       std::string missing;
       for (int peer = 0; peer < rank; ++peer) {
-        if (!pairs[peer]) missing += strCat(missing.empty() ? "" : ", ", peer);
+        if (accepted[peer].get() < 0) missing += strCat(missing.empty() ? "" : ", ", peer);
       }
       RINGX_THROW(TimeoutError, "timed out waiting for rank(s) ", missing, " to connect (channel '",
                   channel, "')");
@@ -257,7 +262,7 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
     bool valid = std::memcmp(theirs.magic, kHelloMagic, sizeof(kHelloMagic)) == 0 &&
                  std::memcmp(theirs.channel, mine.channel, kChannelBytes) == 0 &&
                  std::memcmp(theirs.token, mine.token, kTokenBytes) == 0 && theirs.rank >= 0 &&
-                 theirs.rank < rank && !pairs[theirs.rank];
+                 theirs.rank < rank && accepted[theirs.rank].get() < 0;
     if (!valid) {
       std::cerr << "ringx: rank " << rank << " rejected a connection that did not carry this "
                 << "group's token (a stranger, or a rank of another job)\n";
@@ -265,7 +270,7 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
     }
     const char ack[4] = {'O', 'K', '!', '!'};
     if (!writeFull(fd.get(), ack, sizeof(ack))) continue;
-    pairs[theirs.rank] = std::make_unique<TcpPair>(theirs.rank, fd.release());
+    accepted[theirs.rank] = FdGuard(fd.release());
     --expected;
   }
 
@@ -276,7 +281,26 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
       RINGX_THROW(PeerError, "rank ", peer, " did not accept the connection from rank ", rank,
                   " (different group token? are two jobs sharing one store?)");
     }
-    pairs[peer] = std::make_unique<TcpPair>(peer, connected[peer].release());
+  }
+  // Everyone published its identity before connecting, so the lower ranks' are there.
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    if (peer < rank) {
+      hosts[peer] = parseAddress(store.getString(storeKey(channel, peer), storeTimeout())).host;
+    }
+    sockets[peer].host = hosts[peer];
+    sockets[peer].fd = peer < rank ? accepted[peer].release() : connected[peer].release();
+  }
+  return sockets;
+}
+
+std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
+                                               const std::string& channel, const std::string& token,
+                                               Deadline deadline) {
+  std::vector<std::unique_ptr<Pair>> pairs(size);
+  auto sockets = connectSockets(store, rank, size, channel, token, deadline);
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer != rank) pairs[peer] = std::make_unique<TcpPair>(peer, sockets[peer].fd);
   }
   return pairs;
 }

@@ -15,8 +15,22 @@
 
 namespace ringx::transport::tcp {
 
-// Returns pairs[peer] for every peer (pairs[rank] is null). `channel` keeps
-// several meshes of one group apart (collectives and point-to-point).
+// Blocking helpers for set-up messages on a connected socket.
+bool readFull(int fd, void* data, size_t n, Deadline deadline);
+bool writeFull(int fd, const void* data, size_t n);
+
+// A connected, authenticated socket to one peer, and the peer's host identity.
+struct Socket {
+  int fd = -1;
+  std::string host;
+};
+
+// Returns sockets[peer] for every peer (sockets[rank] is empty); the caller owns the fds.
+std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::string& channel,
+                                   const std::string& token, Deadline deadline);
+
+// TCP pairs over connectSockets(). Returns pairs[peer] for every peer (pairs[rank] is null).
+// `channel` keeps several meshes of one group apart (collectives and point-to-point).
 std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
                                                const std::string& channel, const std::string& token,
                                                Deadline deadline);

@@ -14,6 +14,7 @@ class TcpPair : public Pair {
   bool progress() override;
   int pollFd() const override { return fd_; }
   void shutdown() override;
+  const char* transportName() const override { return "tcp"; }
 
  private:
   bool progressSends();

@@ -1,0 +1,111 @@
+#include "backend/transport/shm/pair.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/common/error.h"
+
+namespace ringx::transport::shm {
+namespace {
+// Publish progress at least this often, so the peer works on one chunk while we
+// fill the next (and the chunk stays in cache between the two copies).
+constexpr size_t kChunkBytes = 256 << 10;
+}  // namespace
+
+ShmPair::ShmPair(int peer, bool lowerRank, int socketFd, Segment segment, size_t capacity,
+                 std::shared_ptr<Segment> localBell, Segment peerBell)
+    : Pair(peer),
+      segment_(std::move(segment)),
+      localBellSegment_(std::move(localBell)),
+      peerBellSegment_(std::move(peerBell)),
+      capacity_(capacity),
+      out_(lowerRank ? 0 : 1),
+      in_(lowerRank ? 1 : 0),
+      socketFd_(socketFd),
+      localBell_(static_cast<Doorbell*>(localBellSegment_->data())),
+      peerBell_(static_cast<Doorbell*>(peerBellSegment_.data())) {}
+
+ShmPair::~ShmPair() {
+  if (socketFd_ >= 0) ::close(socketFd_);
+}
+
+ChannelHeader* ShmPair::channel(int index) const {
+  char* base = static_cast<char*>(segment_.data()) + index * (sizeof(ChannelHeader) + capacity_);
+  return reinterpret_cast<ChannelHeader*>(base);
+}
+
+char* ShmPair::ring(int index) const {
+  return reinterpret_cast<char*>(channel(index)) + sizeof(ChannelHeader);
+}
+
+bool ShmPair::progress() {
+  bool moved = false;
+  ChannelHeader* out = channel(out_);
+  if (out->closed.load(std::memory_order_acquire)) {
+    RINGX_THROW(PeerError, "the connection to rank ", peer(),
+                " was shut down (one of the two ranks aborted the group)");
+  }
+  char* outRing = ring(out_);
+  while (!sends_.empty()) {
+    Op& op = sends_.front();
+    const uint64_t tail = out->tail.load(std::memory_order_relaxed);
+    const uint64_t head = out->head.load(std::memory_order_acquire);
+    const size_t space = capacity_ - static_cast<size_t>(tail - head);
+    if (space == 0) break;
+    const size_t n = std::min({space, op.size - op.done, kChunkBytes});
+    const size_t at = static_cast<size_t>(tail % capacity_);
+    const size_t first = std::min(n, capacity_ - at);
+    std::memcpy(outRing + at, op.data + op.done, first);
+    std::memcpy(outRing, op.data + op.done + first, n - first);
+    out->tail.store(tail + n, std::memory_order_release);
+    peerBell_->ring();
+    advanceSend(n);
+    moved = true;
+  }
+  ChannelHeader* in = channel(in_);
+  char* inRing = ring(in_);
+  while (!recvs_.empty()) {
+    Op& op = recvs_.front();
+    const uint64_t head = in->head.load(std::memory_order_relaxed);
+    const uint64_t tail = in->tail.load(std::memory_order_acquire);
+    const size_t available = static_cast<size_t>(tail - head);
+    if (available == 0) break;
+    const size_t n = std::min({available, op.size - op.done, kChunkBytes});
+    const size_t at = static_cast<size_t>(head % capacity_);
+    const size_t first = std::min(n, capacity_ - at);
+    std::memcpy(op.data + op.done, inRing + at, first);
+    std::memcpy(op.data + op.done + first, inRing, n - first);
+    in->head.store(head + n, std::memory_order_release);
+    peerBell_->ring();
+    advanceRecv(n);
+    moved = true;
+  }
+  return moved;
+}
+
+void ShmPair::checkAlive() {
+  pollfd pfd{socketFd_, POLLIN | POLLRDHUP, 0};
+  if (::poll(&pfd, 1, 0) <= 0) return;
+  if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+    // A peer that finished its part may exit with its last bytes still in the
+    // ring (as TCP keeps them in the socket): take them before calling it dead.
+    if (progress() || !hasPending()) return;
+    RINGX_THROW(PeerError, "rank ", peer(),
+                " is gone (its process exited, crashed or aborted; detected through its "
+                "connection while waiting on shared memory)");
+  }
+}
+
+void ShmPair::shutdown() {
+  // Both directions: the peer sees it at its next progress, whichever way it waits.
+  channel(out_)->closed.store(1, std::memory_order_release);
+  channel(in_)->closed.store(1, std::memory_order_release);
+  peerBell_->ring();
+  if (socketFd_ >= 0) ::shutdown(socketFd_, SHUT_RDWR);
+}
+
+}  // namespace ringx::transport::shm

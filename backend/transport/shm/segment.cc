@@ -1,0 +1,111 @@
+#include "backend/transport/shm/segment.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "backend/common/error.h"
+
+namespace ringx::transport::shm {
+
+Segment Segment::create(const std::string& name, size_t bytes) {
+  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  RINGX_SYSCHECK(fd, strCat("shm_open(", name, ") for creating"));
+  Segment segment;
+  segment.name_ = name;
+  segment.linked_ = true;
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) == -1) {
+    int err = errno;
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    RINGX_THROW(IoError, "ftruncate of shared memory segment ", name, " to ", bytes,
+                " bytes failed: ", std::strerror(err), " (is /dev/shm large enough?)");
+  }
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (data == MAP_FAILED) {
+    ::shm_unlink(name.c_str());
+    RINGX_THROW(IoError, "mmap of ", name, " failed: ", std::strerror(errno));
+  }
+  segment.data_ = data;
+  segment.size_ = bytes;
+  return segment;
+}
+
+Segment Segment::open(const std::string& name, size_t bytes) {
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  RINGX_SYSCHECK(fd, strCat("shm_open(", name, ") for mapping a peer's segment"));
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (data == MAP_FAILED) RINGX_THROW(IoError, "mmap of ", name, " failed: ", std::strerror(errno));
+  Segment segment;
+  segment.name_ = name;
+  segment.data_ = data;
+  segment.size_ = bytes;
+  return segment;
+}
+
+Segment::Segment(Segment&& other) noexcept { *this = std::move(other); }
+
+Segment& Segment::operator=(Segment&& other) noexcept {
+  if (this != &other) {
+    this->~Segment();
+    name_ = std::move(other.name_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    linked_ = std::exchange(other.linked_, false);
+  }
+  return *this;
+}
+
+Segment::~Segment() {
+  unlink();
+  if (data_) ::munmap(data_, size_);
+  data_ = nullptr;
+}
+
+void Segment::unlink() {
+  if (linked_) ::shm_unlink(name_.c_str());
+  linked_ = false;
+}
+
+std::string segmentName(const std::string& token, const std::string& what) {
+  return strCat("/ringx-", ::getpid(), "-", token.substr(0, 12), "-", what);
+}
+
+void removeStaleSegments() {
+  DIR* dir = ::opendir("/dev/shm");
+  if (!dir) return;
+  while (dirent* entry = ::readdir(dir)) {
+    const char* name = entry->d_name;
+    if (std::strncmp(name, "ringx-", 6) != 0) continue;
+    long pid = std::strtol(name + 6, nullptr, 10);
+    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) == -1 && errno != ESRCH)) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0) continue;  // creator still running
+    struct stat info;
+    std::string path = std::string("/dev/shm/") + name;
+    if (::stat(path.c_str(), &info) == 0 && info.st_uid == ::getuid()) {
+      ::shm_unlink((std::string("/") + name).c_str());
+    }
+  }
+  ::closedir(dir);
+}
+
+bool sharedMemoryUsable() {
+  try {
+    Segment probe = Segment::create(segmentName("probe", strCat("probe", ::gettid())), 4096);
+    static_cast<char*>(probe.data())[0] = 1;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace ringx::transport::shm

@@ -1,0 +1,141 @@
+// The shared-memory transport with ranks as real processes: ring wrap-around,
+// odd sizes, many collectives back to back, mixed hosts, clean-up, dead peers.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include "backend/group/group.h"
+#include "tests/cpp/process_ranks.h"
+
+namespace ringx {
+namespace {
+
+using algorithms::Collective;
+using algorithms::CollectiveKind;
+using testing::runProcesses;
+
+GroupOptions processOptions(int rank, int size, std::shared_ptr<Store> store) {
+  GroupOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.store = std::move(store);
+  options.timeout = std::chrono::seconds(30);
+  return options;
+}
+
+void expect(bool condition, const std::string& what) {
+  if (!condition) throw std::runtime_error(what);
+}
+
+void allreduceInts(Group& group, std::vector<int64_t>& data) {
+  group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
+            [&](Collective& c) {
+              algorithms::allreduce(c, data.data(), data.size(), DataType::kInt64, ReduceOp::kSum,
+                                    group.tuning());
+            });
+}
+
+TEST(SharedMemory, WrapAroundOddSizesManyCollectivesBackToBack) {
+  auto errors = runProcesses(3, [](int rank, std::shared_ptr<Store> store) {
+    GroupOptions options = processOptions(rank, 3, store);
+    options.mesh.shmCapacity = 4099;  // tiny and odd: every transfer wraps around the ring
+    options.tuning.segmentBytes = 1000;
+    Group group(options);
+    for (int peer = 0; peer < 3; ++peer) {
+      if (peer != rank) expect(group.transports()[peer] == "shm", "expected shm to every peer");
+    }
+    for (int round = 0; round < 200; ++round) {
+      size_t count = (round * 7919) % 20011;  // 0, odd, prime-ish, up to 160 KB
+      std::vector<int64_t> data(count);
+      for (size_t i = 0; i < count; ++i) data[i] = rank * 1000 + static_cast<int64_t>(i) + round;
+      allreduceInts(group, data);
+      for (size_t i = 0; i < count; ++i) {
+        int64_t want = 3 * (static_cast<int64_t>(i) + round) + 3000;
+        if (data[i] != want) {
+          throw std::runtime_error(
+              strCat("round ", round, " element ", i, ": ", data[i], " != ", want));
+        }
+      }
+      std::vector<char> bytes(count % 5000, static_cast<char>(rank == round % 3 ? round : 0));
+      group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, round % 3, {},
+                [&](Collective& c) {
+                  algorithms::chainBroadcast(c, bytes.data(), bytes.size(), round % 3, 700);
+                });
+      for (char b : bytes) expect(b == static_cast<char>(round), "broadcast result");
+    }
+  });
+  for (auto& e : errors) EXPECT_EQ(e, "");
+}
+
+TEST(SharedMemory, MixedHostsUseTcpBetweenAndShmWithin) {
+  auto errors = runProcesses(4, [](int rank, std::shared_ptr<Store> store) {
+    ::setenv("RINGX_HOST_ID", rank < 2 ? "host-a" : "host-b", 1);
+    Group group(processOptions(rank, 4, store));
+    auto transports = group.transports();
+    for (int peer = 0; peer < 4; ++peer) {
+      if (peer == rank) continue;
+      bool sameHost = (peer < 2) == (rank < 2);
+      expect(transports[peer] == (sameHost ? "shm" : "tcp"),
+             strCat("rank ", rank, " to ", peer, " uses ", transports[peer]));
+    }
+    std::vector<int64_t> data(300001, rank + 1);
+    allreduceInts(group, data);
+    for (auto v : data) expect(v == 10, "mixed-transport allreduce result");
+  });
+  for (auto& e : errors) EXPECT_EQ(e, "");
+}
+
+TEST(SharedMemory, NoSegmentNamesRemainWhileTheGroupRuns) {
+  auto errors = runProcesses(2, [](int rank, std::shared_ptr<Store> store) {
+    Group group(processOptions(rank, 2, store));
+    std::vector<int64_t> data(10, 1);
+    allreduceInts(group, data);  // both ranks are past set-up here
+    for (const auto& name : testing::ringxShmEntries()) {
+      expect(name.find("-" + std::to_string(::getpid()) + "-") == std::string::npos &&
+                 name.rfind("ringx-" + std::to_string(::getpid()) + "-", 0) != 0,
+             "segment name left in /dev/shm: " + name);
+    }
+  });
+  for (auto& e : errors) EXPECT_EQ(e, "");
+}
+
+TEST(SharedMemory, TcpOnlyWhenSharedMemoryIsOff) {
+  auto errors = runProcesses(2, [](int rank, std::shared_ptr<Store> store) {
+    GroupOptions options = processOptions(rank, 2, store);
+    options.mesh.sharedMemory = false;
+    Group group(options);
+    expect(group.transports()[1 - rank] == "tcp", "expected tcp");
+  });
+  for (auto& e : errors) EXPECT_EQ(e, "");
+}
+
+TEST(SharedMemory, KilledPeerIsNamedWithinTheTimeout) {
+  auto errors = runProcesses(3, [](int rank, std::shared_ptr<Store> store) {
+    GroupOptions options = processOptions(rank, 3, store);
+    options.timeout = std::chrono::seconds(10);
+    Group group(options);
+    std::vector<int64_t> data(1 << 20, 1);
+    allreduceInts(group, data);
+    if (rank == 2) std::raise(SIGKILL);
+    auto start = std::chrono::steady_clock::now();
+    try {
+      allreduceInts(group, data);
+    } catch (const PeerError& e) {
+      std::string text = e.what();
+      expect(text.find("rank 2") != std::string::npos, "error does not name rank 2: " + text);
+      expect(text.find("allreduce #1") != std::string::npos, "error does not name the call");
+      expect(std::chrono::steady_clock::now() - start < std::chrono::seconds(10),
+             "took longer than the timeout");
+      return;
+    }
+    throw std::runtime_error("no error after the peer died");
+  });
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(errors[2], "killed by signal 9");
+  EXPECT_TRUE(testing::ringxShmEntries().empty());
+}
+
+}  // namespace
+}  // namespace ringx
