@@ -84,6 +84,10 @@ uint64_t Collective::recv(int peer, void* data, size_t bytes) {
   return context_.pair(peer).postRecv(data, bytes);
 }
 
+uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op) {
+  return context_.pair(peer).postRecvReduce(data, count, dtype, op);
+}
+
 void Collective::checkHeader(int peer) {
   if (headerState_[peer] != 1) return;
   context_.waitRecv(peer, headerEnd_[peer], deadline_);

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "backend/reduce/reduce.h"
-
 namespace ringx::algorithms {
 namespace {
 int mod(int a, int n) { return ((a % n) + n) % n; }
@@ -54,18 +52,19 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
   auto sendChunk = [&](int u) { return mod(r - u - flow.shift, n); };
   auto recvChunk = [&](int u) { return mod(r - u - 1 - flow.shift, n); };
 
-  // Reducing steps receive into one of two slots; copying steps straight into place.
-  const size_t slotBytes = (largestChunk / flow.elementSize + K - 1) / K * flow.elementSize;
-  std::vector<char> slots(flow.reduceSteps > 0 ? 2 * slotBytes : 0);
+  // Every receive goes straight to its place in the buffer: reducing steps
+  // combine the incoming segment into it (shared memory reduces right out of
+  // the neighbour's ring), copying steps overwrite it.
   const int units = flow.steps * K;  // unit = (step u, segment j) = u*K + j
   uint64_t recvEnd[2] = {0, 0};
   auto postRecv = [&](int unit) {
     int u = unit / K, j = unit % K;
     size_t offset, bytes;
     segment(recvChunk(u), j, &offset, &bytes);
-    char* into =
-        u < flow.reduceSteps ? slots.data() + (unit % 2) * slotBytes : flow.buffer + offset;
-    recvEnd[unit % 2] = c.recv(prev, into, bytes);
+    recvEnd[unit % 2] = u < flow.reduceSteps
+                            ? c.recvReduce(prev, flow.buffer + offset, bytes / flow.elementSize,
+                                           flow.dtype, flow.op)
+                            : c.recv(prev, flow.buffer + offset, bytes);
   };
 
   // Step 0: the whole first chunk goes out at once; the stream cuts it up.
@@ -76,16 +75,14 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
   for (int unit = 0; unit < units; ++unit) {
     const int u = unit / K, j = unit % K;
     c.waitRecv(prev, recvEnd[unit % 2]);
-    size_t offset, bytes;
-    segment(recvChunk(u), j, &offset, &bytes);
-    if (u < flow.reduceSteps) {
-      reduce::reduceInPlace(flow.op, flow.dtype, flow.buffer + offset,
-                            slots.data() + (unit % 2) * slotBytes, bytes / flow.elementSize);
-    }
-    // The slot is free again: keep two receives in flight.
+    // Keep two receives in flight.
     if (unit + 2 < units) postRecv(unit + 2);
     // This segment is final for step u: forward it at step u+1.
-    if (u + 1 < flow.steps) c.send(next, flow.buffer + offset, bytes);
+    if (u + 1 < flow.steps) {
+      size_t offset, bytes;
+      segment(recvChunk(u), j, &offset, &bytes);
+      c.send(next, flow.buffer + offset, bytes);
+    }
   }
   c.finish();
 }

@@ -11,7 +11,9 @@
 // segment is forwarded to the next rank as soon as it has been received and
 // reduced, without waiting for the rest of its chunk. Two receives are always
 // posted ahead, so while one segment is being reduced the next one is already
-// streaming in (and the kernel's socket buffers keep the wire busy).
+// streaming in (and the kernel's socket buffers or the shared-memory ring keep
+// the link busy). Received segments are reduced in place as they arrive
+// (Pair::postRecvReduce), with no staging buffer.
 //
 // Variable names follow this text: n ranks, chunk c, step u, segment j of K.
 #pragma once

@@ -1,6 +1,9 @@
 #include "backend/transport/pair.h"
 
+#include <cstring>
+
 #include "backend/common/error.h"
+#include "backend/reduce/reduce.h"
 
 namespace ringx::transport {
 
@@ -18,6 +21,26 @@ uint64_t Pair::postRecv(void* data, size_t bytes) {
     recvs_.push_back(Op{static_cast<char*>(data), bytes, 0});
   }
   return recvPosted_;
+}
+
+uint64_t Pair::postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op) {
+  const size_t element = elementSize(dtype);
+  const size_t bytes = count * element;
+  recvPosted_ += bytes;
+  if (bytes > 0) {
+    recvs_.push_back(Op{static_cast<char*>(data), bytes, 0, true, dtype, op, element});
+  }
+  return recvPosted_;
+}
+
+void Pair::deliver(const char* from, size_t n) {
+  Op& op = recvs_.front();
+  if (op.reduce) {
+    reduce::reduceInPlace(op.op, op.dtype, op.data + op.done, from, n / op.elementSize);
+  } else {
+    std::memcpy(op.data + op.done, from, n);
+  }
+  advanceRecv(n);
 }
 
 void Pair::advanceSend(size_t n) {

@@ -20,6 +20,8 @@
 #include <deque>
 #include <string>
 
+#include "backend/common/types.h"
+
 namespace ringx::transport {
 
 struct Doorbell;
@@ -38,6 +40,10 @@ class Pair {
   uint64_t postSend(const void* data, size_t bytes);
   // Queue a receive of exactly `bytes` into `data`.
   uint64_t postRecv(void* data, size_t bytes);
+  // Queue a receive of `count` elements that are combined into `data`
+  // (data[i] = op(data[i], incoming[i])) instead of overwriting it. Shared
+  // memory reduces straight out of the peer's ring, saving a pass over memory.
+  uint64_t postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op);
 
   uint64_t sendCompleted() const { return sendCompleted_; }
   uint64_t recvCompleted() const { return recvCompleted_; }
@@ -69,7 +75,15 @@ class Pair {
     char* data;
     size_t size;
     size_t done;
+    // A reducing receive: combine with op(dtype) instead of copying.
+    bool reduce = false;
+    DataType dtype = DataType::kUInt8;
+    ReduceOp op = ReduceOp::kSum;
+    size_t elementSize = 1;
   };
+  // Delivers `n` bytes from `from` into the front receive (copy or reduce);
+  // for a reducing receive `n` must be whole elements.
+  void deliver(const char* from, size_t n);
   // Called by implementations when `n` bytes of the front op moved.
   void advanceSend(size_t n);
   void advanceRecv(size_t n);

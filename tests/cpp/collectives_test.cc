@@ -98,26 +98,32 @@ const size_t kCounts[] = {0, 1, 2, 7, 13, 1009, 65537};
 enum class AllreduceAlgorithm { kDirect, kRingSmallSegments, kRing };
 
 void checkAllreduce(int size, size_t count, DataType type, ReduceOp op,
-                    AllreduceAlgorithm algorithm) {
+                    AllreduceAlgorithm algorithm, bool sharedMemory = true) {
   const std::vector<char> expected = expectedReduction(type, op, size, count);
-  runGroup(size, [&](Group& group) {
-    std::vector<char> data = makeInput(type, op, group.rank(), count);
-    group.run(CollectiveKind::kAllreduce, type, op, -1, {}, [&](Collective& c) {
-      switch (algorithm) {
-        case AllreduceAlgorithm::kDirect:
-          algorithms::directAllreduce(c, data.data(), count, type, op);
-          break;
-        case AllreduceAlgorithm::kRingSmallSegments:
-          algorithms::ringAllreduce(c, data.data(), count, type, op, 64);
-          break;
-        case AllreduceAlgorithm::kRing:
-          algorithms::ringAllreduce(c, data.data(), count, type, op, 1 << 20);
-          break;
-      }
-    });
-    ASSERT_EQ(data, expected) << "rank " << group.rank() << " of " << size << ", count " << count
-                              << ", " << dataTypeName(type) << " " << reduceOpName(op);
-  });
+  runGroup(
+      size,
+      [&](Group& group) {
+        std::vector<char> data = makeInput(type, op, group.rank(), count);
+        group.run(CollectiveKind::kAllreduce, type, op, -1, {}, [&](Collective& c) {
+          switch (algorithm) {
+            case AllreduceAlgorithm::kDirect:
+              algorithms::directAllreduce(c, data.data(), count, type, op);
+              break;
+            case AllreduceAlgorithm::kRingSmallSegments:
+              algorithms::ringAllreduce(c, data.data(), count, type, op, 64);
+              break;
+            case AllreduceAlgorithm::kRing:
+              algorithms::ringAllreduce(c, data.data(), count, type, op, 1 << 20);
+              break;
+          }
+        });
+        ASSERT_EQ(data, expected) << "rank " << group.rank() << " of " << size << ", count "
+                                  << count << ", " << dataTypeName(type) << " " << reduceOpName(op);
+      },
+      [&](GroupOptions& options) {
+        options.mesh.sharedMemory = sharedMemory;
+        options.mesh.shmCapacity = 4099;  // odd: elements straddle the end of the ring
+      });
 }
 
 TEST(Allreduce, Float32SumEveryWorldSizeAndCount) {
@@ -141,6 +147,17 @@ TEST(Allreduce, EveryOpAndDtype) {
       for (auto algorithm : {AllreduceAlgorithm::kDirect, AllreduceAlgorithm::kRingSmallSegments}) {
         checkAllreduce(3, 37, type, op, algorithm);
       }
+    }
+  }
+}
+
+TEST(Allreduce, EveryOpAndDtypeOverTcp) {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    for (int o = 0; o < kNumReduceOps; ++o) {
+      auto type = static_cast<DataType>(t);
+      auto op = static_cast<ReduceOp>(o);
+      if (!reduceOpSupports(op, type)) continue;
+      checkAllreduce(3, 50021, type, op, AllreduceAlgorithm::kRingSmallSegments, false);
     }
   }
 }

@@ -70,18 +70,34 @@ bool ShmPair::progress() {
   char* inRing = ring(in_);
   while (!recvs_.empty()) {
     Op& op = recvs_.front();
+    const bool reducing = op.reduce;
+    const size_t element = op.elementSize;
     const uint64_t head = in->head.load(std::memory_order_relaxed);
     const uint64_t tail = in->tail.load(std::memory_order_acquire);
     const size_t available = static_cast<size_t>(tail - head);
-    if (available == 0) break;
-    const size_t n = std::min({available, op.size - op.done, kChunkBytes});
+    size_t n = std::min({available, op.size - op.done, kChunkBytes});
+    if (reducing) n -= n % element;  // reduce whole elements only; the rest comes later
+    if (n == 0) break;
     const size_t at = static_cast<size_t>(head % capacity_);
     const size_t first = std::min(n, capacity_ - at);
-    std::memcpy(op.data + op.done, inRing + at, first);
-    std::memcpy(op.data + op.done + first, inRing, n - first);
+    if (!reducing || first % element == 0) {
+      // Copies, or reduces straight out of the ring (no staging copy).
+      deliver(inRing + at, first);
+      if (n > first) deliver(inRing, n - first);
+    } else {
+      // One element straddles the end of the ring: combine it from a copy.
+      const size_t whole = first - first % element;
+      const size_t split = first - whole;
+      if (whole > 0) deliver(inRing + at, whole);
+      char straddler[16];
+      std::memcpy(straddler, inRing + at + whole, split);
+      std::memcpy(straddler + split, inRing, element - split);
+      deliver(straddler, element);
+      if (n > first + element - split)
+        deliver(inRing + element - split, n - first - element + split);
+    }
     in->head.store(head + n, std::memory_order_release);
     peerBell_->ring();
-    advanceRecv(n);
     moved = true;
   }
   return moved;

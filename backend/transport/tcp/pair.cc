@@ -56,10 +56,23 @@ bool TcpPair::progressRecvs() {
   bool moved = false;
   while (!recvs_.empty()) {
     Op& op = recvs_.front();
-    ssize_t n = ::recv(fd_, op.data + op.done, op.size - op.done, MSG_DONTWAIT);
+    // A reducing receive lands in scratch first; whole elements are then
+    // combined into place and a split element waits there for its rest.
+    char* into = op.reduce ? scratch_.data() + scratchHeld_ : op.data + op.done;
+    size_t want = op.size - op.done - scratchHeld_;
+    if (op.reduce) want = std::min(want, scratch_.size() - scratchHeld_);
+    ssize_t n = ::recv(fd_, into, want, MSG_DONTWAIT);
     if (n > 0) {
-      advanceRecv(static_cast<size_t>(n));
       moved = true;
+      if (!op.reduce) {
+        advanceRecv(static_cast<size_t>(n));
+        continue;
+      }
+      const size_t held = scratchHeld_ + static_cast<size_t>(n);
+      const size_t whole = held - held % op.elementSize;
+      scratchHeld_ = held - whole;
+      if (whole > 0) deliver(scratch_.data(), whole);
+      std::memmove(scratch_.data(), scratch_.data() + whole, scratchHeld_);
       continue;
     }
     if (n == 0) {

@@ -1,6 +1,8 @@
 // TCP implementation of transport::Pair: one non-blocking, TCP_NODELAY socket.
 #pragma once
 
+#include <vector>
+
 #include "backend/transport/pair.h"
 
 namespace ringx::transport::tcp {
@@ -21,6 +23,9 @@ class TcpPair : public Pair {
   bool progressRecvs();
 
   int fd_;
+  // Staging for reducing receives (see progressRecvs).
+  std::vector<char> scratch_ = std::vector<char>(256 << 10);
+  size_t scratchHeld_ = 0;
 };
 
 }  // namespace ringx::transport::tcp
