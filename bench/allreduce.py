@@ -25,6 +25,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 KIB, MIB = 1 << 10, 1 << 20
+# memcpy reference: copy a buffer too big for the caches (GB/s of bytes copied).
+MEMCPY_BYTES = 256 * MIB
 FULL_SIZES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB,
               256 * MIB]
 QUICK_SIZES = [4 * KIB, 64 * KIB, 1 * MIB]
@@ -42,9 +44,10 @@ def timed_block(fn, group, iters):
     return (time.perf_counter() - start) / iters
 
 
-def measure(make_op, groups, size, rounds, budget_s):
-    """Median seconds per op for each backend name in `groups`, interleaved."""
-    ops = {name: make_op(group) for name, group in groups.items()}
+def measure(make_op, groups, size, rounds, budget_s, only=None):
+    """Median seconds per op for each backend name in `groups` (or `only` those),
+    interleaved."""
+    ops = {name: make_op(group) for name, group in groups.items() if not only or name in only}
     for op in ops.values():  # warm up connections and caches
         op()
     probe = torch.tensor([max(timed_block(op, groups[name], 1) for name, op in ops.items())])
@@ -56,7 +59,7 @@ def measure(make_op, groups, size, rounds, budget_s):
         for name, op in ops.items():
             samples[name].append(timed_block(op, groups[name], iters))
     # Every rank must agree on the figure: take the slowest rank's median.
-    out = {}
+    out = {name: None for name in groups}
     for name in ops:
         t = torch.tensor([statistics.median(samples[name])], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
@@ -75,6 +78,26 @@ def broadcast_op(size):
     def make(group):
         t = torch.ones(size // 4, dtype=torch.float32)
         return lambda: dist.broadcast(t, src=0, group=group)
+    return make
+
+
+def allgather_op(size):
+    """`size` is the gathered (output) size."""
+    def make(group):
+        world = dist.get_world_size(group)
+        inp = torch.ones(size // 4 // world)
+        out = [torch.empty_like(inp) for _ in range(world)]
+        return lambda: dist.all_gather(out, inp, group=group)
+    return make
+
+
+def reduce_scatter_op(size):
+    """`size` is the input size; gloo in torch 1.13 has no reduce_scatter."""
+    def make(group):
+        world = dist.get_world_size(group)
+        inputs = [torch.ones(size // 4 // world) for _ in range(world)]
+        out = torch.empty_like(inputs[0])
+        return lambda: dist.reduce_scatter(out, inputs, group=group)
     return make
 
 
@@ -117,21 +140,28 @@ def worker(rank, world, init, sizes, rounds, budget_s, results):
     for size in sizes:
         t = measure(allreduce_op(size), groups, size, rounds, budget_s)
         rows.append(("allreduce", size, world, t, 2 * (world - 1) / world))
+    ring_factor = (world - 1) / world
     for size in [s for s in (1 * MIB, 64 * MIB) if s <= max(sizes)]:
+        t = measure(allgather_op(size), groups, size, rounds, budget_s)
+        rows.append(("all_gather", size, world, t, ring_factor))
+        t = measure(reduce_scatter_op(size), {"gloo": groups["gloo"], "ringx": groups["ringx"]},
+                    size, rounds, budget_s, only=("ringx",))
+        rows.append(("reduce_scatter", size, world, t, ring_factor))
         t = measure(broadcast_op(size), groups, size, rounds, budget_s)
         rows.append(("broadcast", size, world, t, 1.0))
         make, count = coalesced_broadcast_op(size)
         t = measure(make, groups, size, rounds, budget_s)
         rows.append((f"broadcast_coalesced ({count} tensors)", size, world, t, 1.0))
     if rank == 0:
-        results.put((rows, memcpy_gbps(min(max(sizes), 64 * MIB))))
+        results.put((rows, memcpy_gbps(MEMCPY_BYTES if max(sizes) >= 64 * MIB else max(sizes))))
     dist.destroy_process_group()
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 3])
+    parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 3, 4],
+                        help="4 ranks on this 2-core machine is oversubscribed")
     parser.add_argument("--quick", action="store_true", help="small sizes, short runs (smoke test)")
     parser.add_argument("--rounds", type=int, default=5, help="gloo/ringx alternations per size")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per size, roughly")
@@ -159,12 +189,16 @@ def main():
                 sys.exit(f"a rank failed at world size {world}")
         print(f"\n## world size {world} (memcpy {memcpy:.1f} GB/s in this run)\n")
         print("| collective | size | gloo time (us) | ringx time (us) | gloo busbw (GB/s) "
-              "| ringx busbw (GB/s) | ringx/gloo |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+              "| ringx busbw (GB/s) | ringx/gloo | ringx busbw / memcpy |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for name, size, n, t, factor in rows:
-            bus = {k: size / v / 1e9 * factor for k, v in t.items()}
-            print(f"| {name} | {human(size)} | {t['gloo'] * 1e6:.0f} | {t['ringx'] * 1e6:.0f} "
-                  f"| {bus['gloo']:.2f} | {bus['ringx']:.2f} | {bus['ringx'] / bus['gloo']:.2f} |")
+            bus = {k: (size / v / 1e9 * factor if v else None) for k, v in t.items()}
+            gloo_time = f"{t['gloo'] * 1e6:.0f}" if t["gloo"] else "n/a"
+            gloo_bus = f"{bus['gloo']:.2f}" if t["gloo"] else "n/a"
+            ratio = f"{bus['ringx'] / bus['gloo']:.2f}" if t["gloo"] else "n/a"
+            print(f"| {name} | {human(size)} | {gloo_time} | {t['ringx'] * 1e6:.0f} "
+                  f"| {gloo_bus} | {bus['ringx']:.2f} | {ratio} "
+                  f"| {bus['ringx'] / memcpy:.0%} |")
         sys.stdout.flush()
 
 

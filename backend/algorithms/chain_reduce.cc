@@ -37,10 +37,10 @@ void chainReduce(Collective& c, void* data, size_t count, DataType dtype, Reduce
   const size_t segmentElements = std::max<size_t>(1, segmentBytes / elementBytes);
   const size_t segments = std::max<size_t>(1, (count + segmentElements - 1) / segmentElements);
   const size_t slotBytes = segmentElements * elementBytes;
-  std::vector<char> slots(2 * std::min(slotBytes, bytes));
-  const size_t slotStride = slots.size() / 2;
+  const size_t slotStride = std::min(slotBytes, bytes);
+  char* slots = c.scratch(2 * slotStride, 0);
   // Partial results that are still being sent must stay intact: a whole-size buffer.
-  std::vector<char> partial(isRoot ? 0 : bytes);
+  char* partial = isRoot ? nullptr : c.scratch(bytes, 1);
   auto range = [&](size_t j, size_t* offset, size_t* length) {
     *offset = j * slotBytes;
     *length = std::min(bytes, (j + 1) * slotBytes) - *offset;
@@ -49,16 +49,16 @@ void chainReduce(Collective& c, void* data, size_t count, DataType dtype, Reduce
   auto postRecv = [&](size_t j) {
     size_t offset, length;
     range(j, &offset, &length);
-    recvEnd[j % 2] = c.recv(prev, slots.data() + (j % 2) * slotStride, length);
+    recvEnd[j % 2] = c.recv(prev, slots + (j % 2) * slotStride, length);
   };
   for (size_t j = 0; j < std::min<size_t>(segments, 2); ++j) postRecv(j);
   for (size_t j = 0; j < segments; ++j) {
     c.waitRecv(prev, recvEnd[j % 2]);
     size_t offset, length;
     range(j, &offset, &length);
-    const char* incoming = slots.data() + (j % 2) * slotStride;
+    const char* incoming = slots + (j % 2) * slotStride;
     // Operand order (incoming partial first) is the same on every rank.
-    char* out = isRoot ? buffer + offset : partial.data() + offset;
+    char* out = isRoot ? buffer + offset : partial + offset;
     reduce::reduce(op, dtype, out, incoming, buffer + offset, length / elementBytes);
     if (j + 2 < segments) postRecv(j + 2);
     if (!isRoot) c.send(next, out, length);

@@ -45,8 +45,10 @@ const char* collectiveName(CollectiveKind kind) {
   return "unknown";
 }
 
-Collective::Collective(transport::Context& context, const CallSignature& call, Deadline deadline)
+Collective::Collective(transport::Context& context, const CallSignature& call, Deadline deadline,
+                       Workspace* workspace)
     : context_(context),
+      workspace_(workspace ? workspace : &ownWorkspace_),
       call_(call),
       deadline_(deadline),
       outgoing_(context.size()),

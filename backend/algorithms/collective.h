@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/algorithms/workspace.h"
 #include "backend/common/error.h"
 #include "backend/common/types.h"
 #include "backend/transport/context.h"
@@ -64,12 +65,16 @@ static_assert(sizeof(CollectiveHeader) == 32, "CollectiveHeader is part of the w
 
 class Collective {
  public:
-  Collective(transport::Context& context, const CallSignature& call, Deadline deadline);
+  // `workspace` (optional) lends scratch memory that outlives the call.
+  Collective(transport::Context& context, const CallSignature& call, Deadline deadline,
+             Workspace* workspace = nullptr);
 
   int rank() const { return context_.rank(); }
   int size() const { return context_.size(); }
   const CallSignature& call() const { return call_; }
   Deadline deadline() const { return deadline_; }
+  // Uninitialised scratch of `bytes` (slot 0 or 1), from the group's workspace.
+  char* scratch(size_t bytes, int slot = 0) { return workspace_->get(bytes, slot); }
 
   // Handshake: tell `peer` how many bytes we will send it; record how many we
   // expect from it. Call both before posting data for that peer.
@@ -91,6 +96,8 @@ class Collective {
   void checkHeader(int peer);
 
   transport::Context& context_;
+  Workspace ownWorkspace_;  // used when the caller lends none
+  Workspace* workspace_;
   const CallSignature call_;
   const Deadline deadline_;
   // One header per peer in each direction: they must stay in place until the

@@ -17,8 +17,8 @@ void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, Re
   const int n = c.size();
   const int r = c.rank();
   const size_t bytes = count * elementSize(dtype);
-  std::vector<char> all(bytes * n);
-  std::memcpy(all.data() + r * bytes, data, bytes);
+  char* all = c.scratch(bytes * n);
+  std::memcpy(all + r * bytes, data, bytes);
 
   std::vector<uint64_t> recvEnd(n, 0);
   for (int i = 1; i < n; ++i) {
@@ -26,7 +26,7 @@ void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, Re
     c.announce(peer, bytes);
     c.expect(peer, bytes);
     c.send(peer, data, bytes);
-    recvEnd[peer] = c.recv(peer, all.data() + peer * bytes, bytes);
+    recvEnd[peer] = c.recv(peer, all + peer * bytes, bytes);
   }
   for (int peer = 0; peer < n; ++peer) {
     if (peer != r) c.waitRecv(peer, recvEnd[peer]);
@@ -34,9 +34,9 @@ void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, Re
   // Sends read `data`: they must be out before the result overwrites it.
   c.finish();
   char* out = static_cast<char*>(data);
-  std::memcpy(out, all.data(), bytes);
+  std::memcpy(out, all, bytes);
   for (int peer = 1; peer < n; ++peer) {
-    reduce::reduceInPlace(op, dtype, out, all.data() + peer * bytes, count);
+    reduce::reduceInPlace(op, dtype, out, all + peer * bytes, count);
   }
 }
 

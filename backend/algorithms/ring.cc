@@ -7,14 +7,14 @@ namespace {
 int mod(int a, int n) { return ((a % n) + n) % n; }
 }  // namespace
 
-void splitEvenly(size_t count, size_t elementSize, int n, std::vector<size_t>* offsets,
+void splitEvenly(char* data, size_t count, size_t elementSize, int n, std::vector<char*>* chunks,
                  std::vector<size_t>* bytes) {
-  offsets->assign(n, 0);
+  chunks->assign(n, nullptr);
   bytes->assign(n, 0);
   size_t base = count / n, extra = count % n, at = 0;
   for (int i = 0; i < n; ++i) {
     size_t elements = base + (static_cast<size_t>(i) < extra ? 1 : 0);
-    (*offsets)[i] = at * elementSize;
+    (*chunks)[i] = data + at * elementSize;
     (*bytes)[i] = elements * elementSize;
     at += elements;
   }
@@ -43,10 +43,10 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
   const size_t segmentBytes = std::max(flow.segmentBytes, flow.elementSize);
   const int K =
       static_cast<int>(std::max<size_t>(1, (largestChunk + segmentBytes - 1) / segmentBytes));
-  auto segment = [&](int chunk, int j, size_t* offset, size_t* bytes) {
+  auto segment = [&](int chunk, int j, char** at, size_t* bytes) {
     size_t elements = flow.chunkBytes[chunk] / flow.elementSize;
     size_t begin = elements * j / K, end = elements * (j + 1) / K;
-    *offset = flow.chunkOffset[chunk] + begin * flow.elementSize;
+    *at = flow.chunkData[chunk] + begin * flow.elementSize;
     *bytes = (end - begin) * flow.elementSize;
   };
   auto sendChunk = [&](int u) { return mod(r - u - flow.shift, n); };
@@ -59,17 +59,17 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
   uint64_t recvEnd[2] = {0, 0};
   auto postRecv = [&](int unit) {
     int u = unit / K, j = unit % K;
-    size_t offset, bytes;
-    segment(recvChunk(u), j, &offset, &bytes);
+    char* at;
+    size_t bytes;
+    segment(recvChunk(u), j, &at, &bytes);
     recvEnd[unit % 2] = u < flow.reduceSteps
-                            ? c.recvReduce(prev, flow.buffer + offset, bytes / flow.elementSize,
-                                           flow.dtype, flow.op)
-                            : c.recv(prev, flow.buffer + offset, bytes);
+                            ? c.recvReduce(prev, at, bytes / flow.elementSize, flow.dtype, flow.op)
+                            : c.recv(prev, at, bytes);
   };
 
   // Step 0: the whole first chunk goes out at once; the stream cuts it up.
   int first = sendChunk(0);
-  c.send(next, flow.buffer + flow.chunkOffset[first], flow.chunkBytes[first]);
+  c.send(next, flow.chunkData[first], flow.chunkBytes[first]);
   for (int unit = 0; unit < std::min(units, 2); ++unit) postRecv(unit);
 
   for (int unit = 0; unit < units; ++unit) {
@@ -79,9 +79,10 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
     if (unit + 2 < units) postRecv(unit + 2);
     // This segment is final for step u: forward it at step u+1.
     if (u + 1 < flow.steps) {
-      size_t offset, bytes;
-      segment(recvChunk(u), j, &offset, &bytes);
-      c.send(next, flow.buffer + offset, bytes);
+      char* at;
+      size_t bytes;
+      segment(recvChunk(u), j, &at, &bytes);
+      c.send(next, at, bytes);
     }
   }
   c.finish();

@@ -26,9 +26,8 @@
 namespace ringx::algorithms {
 
 struct RingFlow {
-  char* buffer = nullptr;           // all chunks live here
-  std::vector<size_t> chunkOffset;  // bytes, one per rank
-  std::vector<size_t> chunkBytes;   // bytes, multiples of the element size
+  std::vector<char*> chunkData;    // where each rank's chunk lives (need not be adjacent)
+  std::vector<size_t> chunkBytes;  // bytes, multiples of the element size
   size_t elementSize = 1;
   int steps = 0;        // ring steps to run
   int reduceSteps = 0;  // the first reduceSteps steps reduce, the rest copy
@@ -38,9 +37,9 @@ struct RingFlow {
   size_t segmentBytes = 1 << 20;
 };
 
-// Splits `count` elements into n chunks whose sizes differ by at most one
-// element, returned as byte offsets and sizes.
-void splitEvenly(size_t count, size_t elementSize, int n, std::vector<size_t>* offsets,
+// Splits `count` elements at `data` into n chunks whose sizes differ by at most
+// one element.
+void splitEvenly(char* data, size_t count, size_t elementSize, int n, std::vector<char*>* chunks,
                  std::vector<size_t>* bytes);
 
 void runRingFlow(Collective& c, const RingFlow& flow);

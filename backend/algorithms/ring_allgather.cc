@@ -1,9 +1,11 @@
 // Ring all-gather: the second half of ring allreduce on its own.
 //
-// Rank r places its input at chunk r of the output; during n-1 copying steps
-// each chunk travels around the ring, received straight into its final place
-// and forwarded segment by segment.
+// Rank r places its input in block r of the output; during n-1 copying steps
+// each block travels around the ring, received straight into its final place
+// and forwarded segment by segment. The blocks need not be adjacent, so the
+// caller's output tensors can be filled without a staging buffer.
 #include <cstring>
+#include <vector>
 
 #include "backend/algorithms/algorithms.h"
 #include "backend/algorithms/ring.h"
@@ -12,14 +14,20 @@ namespace ringx::algorithms {
 
 void ringAllgather(Collective& c, const void* input, void* output, size_t bytes,
                    size_t segmentBytes) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < c.size(); ++i) blocks.push_back(static_cast<char*>(output) + i * bytes);
+  ringAllgatherInto(c, input, blocks, bytes, segmentBytes);
+}
+
+void ringAllgatherInto(Collective& c, const void* input, const std::vector<void*>& outputs,
+                       size_t bytes, size_t segmentBytes) {
   const int n = c.size();
-  char* out = static_cast<char*>(output);
-  if (out + c.rank() * bytes != input) std::memcpy(out + c.rank() * bytes, input, bytes);
+  char* mine = static_cast<char*>(outputs[c.rank()]);
+  if (mine != input) std::memmove(mine, input, bytes);
   RingFlow flow;
-  flow.buffer = out;
   flow.elementSize = 1;
   for (int i = 0; i < n; ++i) {
-    flow.chunkOffset.push_back(i * bytes);
+    flow.chunkData.push_back(static_cast<char*>(outputs[i]));
     flow.chunkBytes.push_back(bytes);
   }
   flow.steps = n - 1;

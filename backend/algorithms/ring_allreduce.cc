@@ -20,9 +20,9 @@ void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, Redu
                    size_t segmentBytes) {
   const int n = c.size();
   RingFlow flow;
-  flow.buffer = static_cast<char*>(data);
   flow.elementSize = elementSize(dtype);
-  splitEvenly(count, flow.elementSize, n, &flow.chunkOffset, &flow.chunkBytes);
+  splitEvenly(static_cast<char*>(data), count, flow.elementSize, n, &flow.chunkData,
+              &flow.chunkBytes);
   flow.steps = 2 * (n - 1);
   flow.reduceSteps = n - 1;
   flow.shift = 0;

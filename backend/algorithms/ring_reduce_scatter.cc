@@ -2,7 +2,8 @@
 //
 // The input holds n equal chunks; after n-1 reducing steps rank r owns the fully
 // reduced chunk r (shift = 1 in ring.h's numbering makes the ring end there).
-// The input is left untouched: the ring runs in a scratch copy.
+// ringReduceScatter leaves its input untouched (the ring runs in a scratch
+// copy); ringReduceScatterInPlace works in a buffer the caller gives up.
 #include <cstring>
 #include <vector>
 
@@ -13,19 +14,21 @@ namespace ringx::algorithms {
 
 void ringReduceScatter(Collective& c, const void* input, void* output, size_t countPerRank,
                        DataType dtype, ReduceOp op, size_t segmentBytes) {
+  const size_t bytes = countPerRank * elementSize(dtype) * c.size();
+  char* scratch = c.scratch(bytes);
+  std::memcpy(scratch, input, bytes);
+  ringReduceScatterInPlace(c, scratch, output, countPerRank, dtype, op, segmentBytes);
+}
+
+void ringReduceScatterInPlace(Collective& c, void* data, void* output, size_t countPerRank,
+                              DataType dtype, ReduceOp op, size_t segmentBytes) {
   const int n = c.size();
   const size_t chunk = countPerRank * elementSize(dtype);
-  if (n == 1) {
-    std::memcpy(output, input, chunk);
-    return;
-  }
-  std::vector<char> scratch(chunk * n);
-  std::memcpy(scratch.data(), input, scratch.size());
+  char* buffer = static_cast<char*>(data);
   RingFlow flow;
-  flow.buffer = scratch.data();
   flow.elementSize = elementSize(dtype);
   for (int i = 0; i < n; ++i) {
-    flow.chunkOffset.push_back(i * chunk);
+    flow.chunkData.push_back(buffer + i * chunk);
     flow.chunkBytes.push_back(chunk);
   }
   flow.steps = n - 1;
@@ -35,7 +38,7 @@ void ringReduceScatter(Collective& c, const void* input, void* output, size_t co
   flow.op = op;
   flow.segmentBytes = segmentBytes;
   runRingFlow(c, flow);
-  std::memcpy(output, scratch.data() + c.rank() * chunk, chunk);
+  std::memcpy(output, buffer + c.rank() * chunk, chunk);
 }
 
 }  // namespace ringx::algorithms

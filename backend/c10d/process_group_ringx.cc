@@ -50,6 +50,14 @@ void ProcessGroupRingx::checkRoot(int64_t root, const char* collective) const {
               " is not in this group of ", size_, " ranks");
 }
 
+at::Tensor ProcessGroupRingx::scratch(int slot, size_t bytes) {
+  at::Tensor& buffer = scratch_[slot];
+  if (!buffer.defined() || static_cast<size_t>(buffer.numel()) < bytes) {
+    buffer = at::empty({static_cast<int64_t>(bytes)}, at::kByte);
+  }
+  return buffer.narrow(0, 0, static_cast<int64_t>(bytes));
+}
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const char* title,
                                                             std::vector<at::Tensor> outputs,
                                                             Job job) {
@@ -102,7 +110,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
   const auto timeout = callTimeout(opts.timeout);
   // Flatten, run once, copy back into the caller's tensors.
   return enqueue(OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, [=]() mutable {
-    at::Tensor flat = flattenBytes(tensors);
+    at::Tensor flat = flattenBytes(tensors, &scratch_[0]);
     const size_t count = byteSize(flat) / elementSize(dtype);
     group_->run(CollectiveKind::kAllreduce, dtype, op, -1, timeout, [&](Collective& c) {
       algorithms::allreduce(c, flat.data_ptr(), count, dtype, op, group_->tuning());
@@ -154,11 +162,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
   const auto timeout = callTimeout(opts.timeout);
   std::vector<at::Tensor> inputList = inputs[0];
   return enqueue(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, [=] {
-    at::Tensor flat = flattenBytes(inputList);
+    at::Tensor flat = flattenBytes(inputList, &scratch_[0]);
     Staged staged(output);
     group_->run(CollectiveKind::kReduceScatter, dtype, op, -1, timeout, [&](Collective& c) {
-      algorithms::ringReduceScatter(c, flat.data_ptr(), staged.data(), output.numel(), dtype, op,
-                                    group_->tuning().segmentBytes);
+      // `flat` is our own copy of the inputs: the ring may work in it.
+      algorithms::ringReduceScatterInPlace(c, flat.data_ptr(), staged.data(), output.numel(), dtype,
+                                           op, group_->tuning().segmentBytes);
     });
     if (average) staged.tensor().div_(size_);
     staged.copyBack();
@@ -287,13 +296,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
   return enqueue(OpType::ALLGATHER, "ringx:all_gather", outputList, [=]() mutable {
     Staged in(input);
     const size_t bytes = byteSize(input);
-    at::Tensor flat = at::empty({static_cast<int64_t>(bytes * size_)}, at::kByte);
+    // Straight into the caller's tensors when they are contiguous.
+    std::vector<Staged> outs(outputList.begin(), outputList.end());
+    std::vector<void*> blocks;
+    for (auto& out : outs) blocks.push_back(out.data());
     group_->run(CollectiveKind::kAllgather, toDataType(input, "allgather"), ReduceOp::kSum, -1,
                 timeout, [&](Collective& c) {
-                  algorithms::ringAllgather(c, in.data(), flat.data_ptr(), bytes,
-                                            group_->tuning().segmentBytes);
+                  algorithms::ringAllgatherInto(c, in.data(), blocks, bytes,
+                                                group_->tuning().segmentBytes);
                 });
-    unflattenBytes(flat, outputList);
+    for (auto& out : outs) out.copyBack();
   });
 }
 
@@ -345,9 +357,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
   // Any mix of dtypes: gathering moves bytes.
   return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_coalesced", flatOutputs,
                  [=]() mutable {
-                   at::Tensor in = flattenBytes(inputs);
+                   at::Tensor in = flattenBytes(inputs, &scratch_[1]);
                    const size_t bytes = byteSize(in);
-                   at::Tensor flat = at::empty({static_cast<int64_t>(bytes * size_)}, at::kByte);
+                   at::Tensor flat = scratch(0, bytes * size_);
                    group_->run(CollectiveKind::kAllgather, DataType::kUInt8, ReduceOp::kSum, -1,
                                timeout, [&](Collective& c) {
                                  algorithms::ringAllgather(c, in.data_ptr(), flat.data_ptr(), bytes,
@@ -380,8 +392,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
   return enqueue(OpType::GATHER, "ringx:gather", outputList, [=]() mutable {
     Staged in(input);
     const size_t bytes = byteSize(input);
-    at::Tensor flat =
-        at::empty({static_cast<int64_t>(rank_ == root ? bytes * size_ : 0)}, at::kByte);
+    at::Tensor flat = scratch(0, rank_ == root ? bytes * size_ : 0);
     group_->run(CollectiveKind::kGather, dtype, ReduceOp::kSum, root, timeout, [&](Collective& c) {
       algorithms::gather(c, in.data(), flat.data_ptr(), bytes, root);
     });
@@ -411,7 +422,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
   const DataType dtype = toDataType(output, "scatter");
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::SCATTER, "ringx:scatter", outputs, [=] {
-    at::Tensor flat = rank_ == root ? flattenBytes(inputList) : at::empty({0}, at::kByte);
+    at::Tensor flat = rank_ == root ? flattenBytes(inputList, &scratch_[0]) : scratch(0, 0);
     Staged out(output);
     group_->run(CollectiveKind::kScatter, dtype, ReduceOp::kSum, root, timeout, [&](Collective& c) {
       algorithms::scatter(c, flat.data_ptr(), out.data(), byteSize(output), root);
@@ -504,8 +515,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
   }
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::ALLTOALL, "ringx:all_to_all", outputs, [=]() mutable {
-    at::Tensor in = flattenBytes(inputs);
-    at::Tensor out = at::empty({static_cast<int64_t>(recvTotal)}, at::kByte);
+    at::Tensor in = flattenBytes(inputs, &scratch_[1]);
+    at::Tensor out = scratch(0, recvTotal);
     group_->run(CollectiveKind::kAlltoall, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
       algorithms::alltoall(c, in.data_ptr(), sendOffsets, sendBytes, out.data_ptr(), recvOffsets,
                            recvBytes);

@@ -90,9 +90,13 @@ class ProcessGroupRingx : public BackendBase {
                                            std::vector<at::Tensor> outputs, Job job);
   std::chrono::milliseconds callTimeout(std::chrono::milliseconds requested) const;
   void checkRoot(int64_t root, const char* collective) const;
+  // Byte buffers reused across calls (fresh large allocations cost page faults
+  // on every call): `bytes` of slot 0 or 1. Communication thread only.
+  at::Tensor scratch(int slot, size_t bytes);
 
   std::unique_ptr<Group> group_;
   std::atomic<uint64_t> collectivesIssued_{0};
+  at::Tensor scratch_[2];
   // Declared last: destroyed first, so queued jobs finish while group_ lives.
   std::unique_ptr<WorkQueue> queue_;
 };

@@ -122,13 +122,19 @@ size_t byteSize(const at::Tensor& tensor) {
   return static_cast<size_t>(tensor.numel()) * tensor.element_size();
 }
 
-at::Tensor flattenBytes(const std::vector<at::Tensor>& tensors) {
+at::Tensor flattenBytes(const std::vector<at::Tensor>& tensors, at::Tensor* reuse) {
   size_t total = 0;
   for (const auto& t : tensors) total += byteSize(t);
-  at::Tensor flat = at::empty({static_cast<int64_t>(total)}, at::kByte);
+  at::Tensor flat;
+  if (reuse && reuse->defined() && static_cast<size_t>(reuse->numel()) >= total) {
+    flat = reuse->narrow(0, 0, static_cast<int64_t>(total));
+  } else {
+    flat = at::empty({static_cast<int64_t>(total)}, at::kByte);
+    if (reuse) *reuse = flat;
+  }
   char* out = static_cast<char*>(flat.data_ptr());
   for (const auto& t : tensors) {
-    at::Tensor dense = t.contiguous();
+    const at::Tensor dense = t.contiguous();
     std::memcpy(out, dense.data_ptr(), byteSize(dense));
     out += byteSize(dense);
   }

@@ -47,8 +47,9 @@ class Staged {
   at::Tensor buffer_;
 };
 
-// Concatenates the raw bytes of tensors into one uint8 tensor, and back.
-at::Tensor flattenBytes(const std::vector<at::Tensor>& tensors);
+// Concatenates the raw bytes of tensors into one uint8 tensor (inside `reuse`
+// when it is defined and large enough), and back.
+at::Tensor flattenBytes(const std::vector<at::Tensor>& tensors, at::Tensor* reuse = nullptr);
 void unflattenBytes(const at::Tensor& flat, std::vector<at::Tensor>& tensors, size_t offset = 0);
 
 }  // namespace ringx::c10d_glue

@@ -131,7 +131,7 @@ void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, in
                   " (group '", options_.name, "', timeout ", timeout.count(), " ms): ", e.what());
   };
   try {
-    algorithms::Collective c(*context_, call, transport::Clock::now() + timeout);
+    algorithms::Collective c(*context_, call, transport::Clock::now() + timeout, &workspace_);
     body(c);
   } catch (const algorithms::MismatchError& e) {
     std::string message = fail(e);

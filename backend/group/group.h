@@ -73,6 +73,7 @@ class Group {
   std::unique_ptr<transport::Context> context_;
   std::unique_ptr<PointToPoint> p2p_;
   uint64_t nextSeq_ = 0;
+  algorithms::Workspace workspace_;  // only touched by the communication thread
   std::mutex brokenMutex_;
   std::string broken_;
 };

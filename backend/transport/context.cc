@@ -3,12 +3,25 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/common/error.h"
 #include "backend/transport/doorbell.h"
 
 namespace ringx::transport {
+namespace {
+// How long a rank waiting on shared memory polls before it sleeps on its
+// doorbell (RINGX_SPIN_MICROS). Short: on a machine with fewer cores than ranks
+// a spinning rank takes the core from the one it waits for.
+std::chrono::microseconds spinTime() {
+  static const std::chrono::microseconds value = [] {
+    const char* text = std::getenv("RINGX_SPIN_MICROS");
+    return std::chrono::microseconds(text && *text ? std::atol(text) : 20);
+  }();
+  return value;
+}
+}  // namespace
 
 Context::Context(int rank, int size, std::vector<std::unique_ptr<Pair>> pairs)
     : rank_(rank), size_(size), pairs_(std::move(pairs)) {
@@ -62,7 +75,7 @@ void Context::sleepUntilReady(Deadline deadline) {
     // Shared memory: spin a little (a peer is usually just about to publish),
     // then sleep on our doorbell. Wake up now and then to look for dead peers
     // and, in a mixed job, for TCP traffic.
-    const auto spinUntil = now + std::chrono::microseconds(kSpinMicros);
+    const auto spinUntil = now + spinTime();
     while (Clock::now() < spinUntil) {
       if (progressAll()) return;
     }

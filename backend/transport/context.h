@@ -43,7 +43,6 @@ class Context {
   void shutdown();
 
  private:
-  static constexpr int kSpinMicros = 20;
   bool progressAll();
   void sleepUntilReady(Deadline deadline);
 
