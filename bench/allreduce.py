@@ -163,10 +163,14 @@ def main():
     parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 3, 4],
                         help="4 ranks on this 2-core machine is oversubscribed")
     parser.add_argument("--quick", action="store_true", help="small sizes, short runs (smoke test)")
+    parser.add_argument("--sizes", nargs="+", help="allreduce sizes, e.g. 64K 1M 64M")
     parser.add_argument("--rounds", type=int, default=5, help="gloo/ringx alternations per size")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per size, roughly")
     args = parser.parse_args()
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    if args.sizes:
+        unit = {"K": KIB, "M": MIB}
+        sizes = [int(x[:-1]) * unit[x[-1].upper()] for x in args.sizes]
     rounds, budget = (2, 0.05) if args.quick else (args.rounds, args.budget)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

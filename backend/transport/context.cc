@@ -5,27 +5,29 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "backend/common/error.h"
 #include "backend/transport/doorbell.h"
 
 namespace ringx::transport {
-namespace {
-// How long a rank waiting on shared memory polls before it sleeps on its
-// doorbell (RINGX_SPIN_MICROS). Short: on a machine with fewer cores than ranks
-// a spinning rank takes the core from the one it waits for.
-std::chrono::microseconds spinTime() {
-  static const std::chrono::microseconds value = [] {
-    const char* text = std::getenv("RINGX_SPIN_MICROS");
-    return std::chrono::microseconds(text && *text ? std::atol(text) : 20);
-  }();
-  return value;
-}
-}  // namespace
 
 Context::Context(int rank, int size, std::vector<std::unique_ptr<Pair>> pairs)
     : rank_(rank), size_(size), pairs_(std::move(pairs)) {
   RINGX_ENFORCE_EQ(static_cast<int>(pairs_.size()), size_);
+  // Poll shared memory briefly before sleeping only while every rank of this
+  // host can have a core: with more ranks than cores a spinning rank takes the
+  // core from the rank it waits for (measured: 3 ranks on 2 cores ran a 1 MiB
+  // allreduce 1.6x slower with 20 us of spinning, 4x slower with 200 us).
+  int localRanks = 1;
+  for (auto& pair : pairs_) {
+    if (pair && pair->doorbell()) ++localRanks;
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  spin_ = std::chrono::microseconds(localRanks <= static_cast<int>(cores) ? 20 : 0);
+  if (const char* text = std::getenv("RINGX_SPIN_MICROS"); text && *text) {
+    spin_ = std::chrono::microseconds(std::atol(text));
+  }
 }
 
 Context::~Context() = default;
@@ -75,7 +77,7 @@ void Context::sleepUntilReady(Deadline deadline) {
     // Shared memory: spin a little (a peer is usually just about to publish),
     // then sleep on our doorbell. Wake up now and then to look for dead peers
     // and, in a mixed job, for TCP traffic.
-    const auto spinUntil = now + spinTime();
+    const auto spinUntil = now + spin_;
     while (Clock::now() < spinUntil) {
       if (progressAll()) return;
     }

@@ -49,6 +49,9 @@ class Context {
   const int rank_;
   const int size_;
   std::vector<std::unique_ptr<Pair>> pairs_;
+  // How long to poll shared memory before sleeping on the doorbell
+  // (RINGX_SPIN_MICROS overrides; see the constructor).
+  std::chrono::microseconds spin_{0};
 };
 
 }  // namespace ringx::transport
