@@ -30,9 +30,9 @@ void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, Re
 // input[size * countPerRank] reduced; rank r gets elements [r*countPerRank, (r+1)*countPerRank).
 void ringReduceScatter(Collective& c, const void* input, void* output, size_t countPerRank,
                        DataType dtype, ReduceOp op, size_t segmentBytes);
-// The same, using `data` (size * countPerRank elements) as the working buffer.
-void ringReduceScatterInPlace(Collective& c, void* data, void* output, size_t countPerRank,
-                              DataType dtype, ReduceOp op, size_t segmentBytes);
+// The same with rank r's input block at inputs[r] (any addresses).
+void ringReduceScatter(Collective& c, const std::vector<const void*>& inputs, void* output,
+                       size_t countPerRank, DataType dtype, ReduceOp op, size_t segmentBytes);
 
 // Every rank contributes `bytes` from input; output[size * bytes] holds rank r's at r*bytes.
 void ringAllgather(Collective& c, const void* input, void* output, size_t bytes,

@@ -86,8 +86,9 @@ uint64_t Collective::recv(int peer, void* data, size_t bytes) {
   return context_.pair(peer).postRecv(data, bytes);
 }
 
-uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op) {
-  return context_.pair(peer).postRecvReduce(data, count, dtype, op);
+uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
+                                const void* accumulate) {
+  return context_.pair(peer).postRecvReduce(data, count, dtype, op, accumulate);
 }
 
 void Collective::checkHeader(int peer) {

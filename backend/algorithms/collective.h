@@ -84,7 +84,8 @@ class Collective {
   uint64_t send(int peer, const void* data, size_t bytes);
   uint64_t recv(int peer, void* data, size_t bytes);
   // Receive `count` elements and combine them into data (see Pair::postRecvReduce).
-  uint64_t recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op);
+  uint64_t recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
+                      const void* accumulate = nullptr);
   // Progress until the receive ending at `offset` (from recv()) has arrived;
   // checks `peer`'s header first.
   void waitRecv(int peer, uint64_t offset);

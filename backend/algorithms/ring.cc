@@ -62,14 +62,21 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
     char* at;
     size_t bytes;
     segment(recvChunk(u), j, &at, &bytes);
-    recvEnd[unit % 2] = u < flow.reduceSteps
-                            ? c.recvReduce(prev, at, bytes / flow.elementSize, flow.dtype, flow.op)
-                            : c.recv(prev, at, bytes);
+    if (u >= flow.reduceSteps) {
+      recvEnd[unit % 2] = c.recv(prev, at, bytes);
+      return;
+    }
+    const int chunk = recvChunk(u);
+    const char* accumulate =
+        flow.chunkInput.empty() ? nullptr : flow.chunkInput[chunk] + (at - flow.chunkData[chunk]);
+    recvEnd[unit % 2] =
+        c.recvReduce(prev, at, bytes / flow.elementSize, flow.dtype, flow.op, accumulate);
   };
 
   // Step 0: the whole first chunk goes out at once; the stream cuts it up.
   int first = sendChunk(0);
-  c.send(next, flow.chunkData[first], flow.chunkBytes[first]);
+  c.send(next, flow.chunkInput.empty() ? flow.chunkData[first] : flow.chunkInput[first],
+         flow.chunkBytes[first]);
   for (int unit = 0; unit < std::min(units, 2); ++unit) postRecv(unit);
 
   for (int unit = 0; unit < units; ++unit) {

@@ -26,7 +26,10 @@
 namespace ringx::algorithms {
 
 struct RingFlow {
-  std::vector<char*> chunkData;    // where each rank's chunk lives (need not be adjacent)
+  std::vector<char*> chunkData;  // where each rank's chunk lives (need not be adjacent)
+  // Optional read-only inputs: chunk c starts from chunkInput[c] and its reduced
+  // value is written to chunkData[c], so inputs are never copied or modified.
+  std::vector<const char*> chunkInput;
   std::vector<size_t> chunkBytes;  // bytes, multiples of the element size
   size_t elementSize = 1;
   int steps = 0;        // ring steps to run

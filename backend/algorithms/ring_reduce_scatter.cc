@@ -2,8 +2,9 @@
 //
 // The input holds n equal chunks; after n-1 reducing steps rank r owns the fully
 // reduced chunk r (shift = 1 in ring.h's numbering makes the ring end there).
-// ringReduceScatter leaves its input untouched (the ring runs in a scratch
-// copy); ringReduceScatterInPlace works in a buffer the caller gives up.
+// The inputs are read, never written or copied: each reducing step combines
+// the caller's chunk with the incoming partial sum into scratch (or, for the
+// rank's own chunk, straight into the output).
 #include <cstring>
 #include <vector>
 
@@ -14,21 +15,28 @@ namespace ringx::algorithms {
 
 void ringReduceScatter(Collective& c, const void* input, void* output, size_t countPerRank,
                        DataType dtype, ReduceOp op, size_t segmentBytes) {
-  const size_t bytes = countPerRank * elementSize(dtype) * c.size();
-  char* scratch = c.scratch(bytes);
-  std::memcpy(scratch, input, bytes);
-  ringReduceScatterInPlace(c, scratch, output, countPerRank, dtype, op, segmentBytes);
+  const size_t chunk = countPerRank * elementSize(dtype);
+  std::vector<const void*> inputs;
+  for (int i = 0; i < c.size(); ++i) inputs.push_back(static_cast<const char*>(input) + i * chunk);
+  ringReduceScatter(c, inputs, output, countPerRank, dtype, op, segmentBytes);
 }
 
-void ringReduceScatterInPlace(Collective& c, void* data, void* output, size_t countPerRank,
-                              DataType dtype, ReduceOp op, size_t segmentBytes) {
+void ringReduceScatter(Collective& c, const std::vector<const void*>& inputs, void* output,
+                       size_t countPerRank, DataType dtype, ReduceOp op, size_t segmentBytes) {
   const int n = c.size();
   const size_t chunk = countPerRank * elementSize(dtype);
-  char* buffer = static_cast<char*>(data);
+  if (n == 1) {
+    std::memmove(output, inputs[0], chunk);
+    return;
+  }
+  // Partial sums of the chunks passing through go to scratch; our own chunk's
+  // final sum goes straight to the output.
+  char* scratch = c.scratch(chunk * n);
   RingFlow flow;
   flow.elementSize = elementSize(dtype);
   for (int i = 0; i < n; ++i) {
-    flow.chunkData.push_back(buffer + i * chunk);
+    flow.chunkData.push_back(i == c.rank() ? static_cast<char*>(output) : scratch + i * chunk);
+    flow.chunkInput.push_back(static_cast<const char*>(inputs[i]));
     flow.chunkBytes.push_back(chunk);
   }
   flow.steps = n - 1;
@@ -38,7 +46,6 @@ void ringReduceScatterInPlace(Collective& c, void* data, void* output, size_t co
   flow.op = op;
   flow.segmentBytes = segmentBytes;
   runRingFlow(c, flow);
-  std::memcpy(output, buffer + c.rank() * chunk, chunk);
 }
 
 }  // namespace ringx::algorithms

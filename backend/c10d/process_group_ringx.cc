@@ -162,12 +162,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
   const auto timeout = callTimeout(opts.timeout);
   std::vector<at::Tensor> inputList = inputs[0];
   return enqueue(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, [=] {
-    at::Tensor flat = flattenBytes(inputList, &scratch_[0]);
+    // Read straight from the caller's input tensors (staged if not contiguous).
+    std::vector<Staged> ins(inputList.begin(), inputList.end());
+    std::vector<const void*> blocks;
+    for (auto& in : ins) blocks.push_back(in.data());
     Staged staged(output);
     group_->run(CollectiveKind::kReduceScatter, dtype, op, -1, timeout, [&](Collective& c) {
-      // `flat` is our own copy of the inputs: the ring may work in it.
-      algorithms::ringReduceScatterInPlace(c, flat.data_ptr(), staged.data(), output.numel(), dtype,
-                                           op, group_->tuning().segmentBytes);
+      algorithms::ringReduceScatter(c, blocks, staged.data(), output.numel(), dtype, op,
+                                    group_->tuning().segmentBytes);
     });
     if (average) staged.tensor().div_(size_);
     staged.copyBack();

@@ -23,19 +23,24 @@ uint64_t Pair::postRecv(void* data, size_t bytes) {
   return recvPosted_;
 }
 
-uint64_t Pair::postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op) {
+uint64_t Pair::postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op,
+                              const void* accumulate) {
   const size_t element = elementSize(dtype);
   const size_t bytes = count * element;
   recvPosted_ += bytes;
   if (bytes > 0) {
-    recvs_.push_back(Op{static_cast<char*>(data), bytes, 0, true, dtype, op, element});
+    recvs_.push_back(Op{static_cast<char*>(data), bytes, 0, true, dtype, op, element,
+                        static_cast<const char*>(accumulate)});
   }
   return recvPosted_;
 }
 
 void Pair::deliver(const char* from, size_t n) {
   Op& op = recvs_.front();
-  if (op.reduce) {
+  if (op.reduce && op.accumulate) {
+    reduce::reduce(op.op, op.dtype, op.data + op.done, op.accumulate + op.done, from,
+                   n / op.elementSize);
+  } else if (op.reduce) {
     reduce::reduceInPlace(op.op, op.dtype, op.data + op.done, from, n / op.elementSize);
   } else {
     std::memcpy(op.data + op.done, from, n);

@@ -43,7 +43,10 @@ class Pair {
   // Queue a receive of `count` elements that are combined into `data`
   // (data[i] = op(data[i], incoming[i])) instead of overwriting it. Shared
   // memory reduces straight out of the peer's ring, saving a pass over memory.
-  uint64_t postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op);
+  // With `accumulate`, data[i] = op(accumulate[i], incoming[i]) and data's old
+  // contents are not read (so the caller's inputs need not be copied first).
+  uint64_t postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op,
+                          const void* accumulate = nullptr);
 
   uint64_t sendCompleted() const { return sendCompleted_; }
   uint64_t recvCompleted() const { return recvCompleted_; }
@@ -80,6 +83,7 @@ class Pair {
     DataType dtype = DataType::kUInt8;
     ReduceOp op = ReduceOp::kSum;
     size_t elementSize = 1;
+    const char* accumulate = nullptr;
   };
   // Delivers `n` bytes from `from` into the front receive (copy or reduce);
   // for a reducing receive `n` must be whole elements.

@@ -199,25 +199,30 @@ TEST(Allreduce, DispatchPicksDirectOrRingBySize) {
   });
 }
 
-TEST(ReduceScatter, EveryWorldSizeAndCount) {
-  for (int size : kWorldSizes) {
-    for (size_t perRank : {size_t{0}, size_t{1}, size_t{13}, size_t{20011}}) {
-      const size_t count = perRank * size;
-      const auto expected = expectedReduction(DataType::kFloat64, ReduceOp::kSum, size, count);
-      runGroup(size, [&](Group& group) {
-        const auto input = makeInput(DataType::kFloat64, ReduceOp::kSum, group.rank(), count);
-        const auto inputCopy = input;
-        std::vector<char> output(perRank * sizeof(double));
-        group.run(CollectiveKind::kReduceScatter, DataType::kFloat64, ReduceOp::kSum, -1, {},
-                  [&](Collective& c) {
-                    algorithms::ringReduceScatter(c, input.data(), output.data(), perRank,
-                                                  DataType::kFloat64, ReduceOp::kSum, 256);
-                  });
-        ASSERT_EQ(
-            0, std::memcmp(output.data(), expected.data() + group.rank() * perRank * sizeof(double),
-                           output.size()));
-        ASSERT_EQ(input, inputCopy) << "reduce-scatter must not modify its input";
-      });
+TEST(ReduceScatter, EveryWorldSizeAndCountOverShmAndTcp) {
+  for (bool sharedMemory : {true, false}) {
+    for (int size : kWorldSizes) {
+      for (size_t perRank : {size_t{0}, size_t{1}, size_t{13}, size_t{20011}}) {
+        const size_t count = perRank * size;
+        const auto expected = expectedReduction(DataType::kFloat64, ReduceOp::kSum, size, count);
+        runGroup(
+            size,
+            [&](Group& group) {
+              const auto input = makeInput(DataType::kFloat64, ReduceOp::kSum, group.rank(), count);
+              const auto inputCopy = input;
+              std::vector<char> output(perRank * sizeof(double));
+              group.run(CollectiveKind::kReduceScatter, DataType::kFloat64, ReduceOp::kSum, -1, {},
+                        [&](Collective& c) {
+                          algorithms::ringReduceScatter(c, input.data(), output.data(), perRank,
+                                                        DataType::kFloat64, ReduceOp::kSum, 256);
+                        });
+              ASSERT_EQ(0, std::memcmp(output.data(),
+                                       expected.data() + group.rank() * perRank * sizeof(double),
+                                       output.size()));
+              ASSERT_EQ(input, inputCopy) << "reduce-scatter must not modify its input";
+            },
+            [&](GroupOptions& options) { options.mesh.sharedMemory = sharedMemory; });
+      }
     }
   }
 }
