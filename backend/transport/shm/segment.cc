@@ -87,8 +87,9 @@ void removeStaleSegments() {
     const char* name = entry->d_name;
     if (std::strncmp(name, "ringx-", 6) != 0) continue;
     long pid = std::strtol(name + 6, nullptr, 10);
-    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) == -1 && errno != ESRCH)) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0) continue;  // creator still running
+    if (pid <= 0) continue;
+    // Only a creator that no longer exists makes a name stale (EPERM: it runs as someone else).
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
     struct stat info;
     std::string path = std::string("/dev/shm/") + name;
     if (::stat(path.c_str(), &info) == 0 && info.st_uid == ::getuid()) {
@@ -96,16 +97,6 @@ void removeStaleSegments() {
     }
   }
   ::closedir(dir);
-}
-
-bool sharedMemoryUsable() {
-  try {
-    Segment probe = Segment::create(segmentName("probe", strCat("probe", ::gettid())), 4096);
-    static_cast<char*>(probe.data())[0] = 1;
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 }  // namespace ringx::transport::shm

@@ -46,7 +46,4 @@ std::string segmentName(const std::string& token, const std::string& what);
 // Unlinks "ringx-<pid>-..." entries of this user in /dev/shm whose process is gone.
 void removeStaleSegments();
 
-// Whether shared memory works here (a segment can be created, mapped and removed).
-bool sharedMemoryUsable();
-
 }  // namespace ringx::transport::shm
