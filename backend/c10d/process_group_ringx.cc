@@ -45,6 +45,24 @@ std::chrono::milliseconds ProcessGroupRingx::callTimeout(
   return requested.count() > 0 ? requested : group_->timeout();
 }
 
+std::vector<at::Tensor> ProcessGroupRingx::rootOnlyList(std::vector<std::vector<at::Tensor>>& lists,
+                                                        const at::Tensor& like, int root,
+                                                        const char* collective,
+                                                        const char* name) const {
+  if (rank_ != root) {
+    TORCH_CHECK(lists.empty() || lists[0].empty(), "ringx: ", collective, ": only the root (rank ",
+                root, ") may pass ", name);
+    return {};
+  }
+  TORCH_CHECK(lists.size() == 1 && static_cast<int>(lists[0].size()) == size_,
+              "ringx: ", collective, ": the root needs ", name, " with one tensor per rank (",
+              size_, ")");
+  for (int i = 0; i < size_; ++i) {
+    checkLike(lists[0][i], like, collective, std::string(name) + "[" + std::to_string(i) + "]");
+  }
+  return lists[0];
+}
+
 void ProcessGroupRingx::checkRoot(int64_t root, const char* collective) const {
   TORCH_CHECK(root >= 0 && root < size_, "ringx: ", collective, ": root rank ", root,
               " is not in this group of ", size_, " ranks");
@@ -377,18 +395,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
   at::Tensor input = checkSingle(inputs, "gather", "tensor");
   checkRoot(opts.rootRank, "gather");
   const int root = static_cast<int>(opts.rootRank);
-  std::vector<at::Tensor> outputList;
-  if (rank_ == root) {
-    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
-                "ringx: gather: the root needs gather_list with one tensor per rank (", size_, ")");
-    for (int i = 0; i < size_; ++i) {
-      checkLike(outputs[0][i], input, "gather", "gather_list[" + std::to_string(i) + "]");
-    }
-    outputList = outputs[0];
-  } else {
-    TORCH_CHECK(outputs.empty() || outputs[0].empty(), "ringx: gather: only the root (rank ", root,
-                ") may pass gather_list");
-  }
+  std::vector<at::Tensor> outputList = rootOnlyList(outputs, input, root, "gather", "gather_list");
   const DataType dtype = toDataType(input, "gather");
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::GATHER, "ringx:gather", outputList, [=]() mutable {
@@ -408,19 +415,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
   at::Tensor output = checkSingle(outputs, "scatter", "tensor");
   checkRoot(opts.rootRank, "scatter");
   const int root = static_cast<int>(opts.rootRank);
-  std::vector<at::Tensor> inputList;
-  if (rank_ == root) {
-    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
-                "ringx: scatter: the root needs scatter_list with one tensor per rank (", size_,
-                ")");
-    for (int i = 0; i < size_; ++i) {
-      checkLike(inputs[0][i], output, "scatter", "scatter_list[" + std::to_string(i) + "]");
-    }
-    inputList = inputs[0];
-  } else {
-    TORCH_CHECK(inputs.empty() || inputs[0].empty(), "ringx: scatter: only the root (rank ", root,
-                ") may pass scatter_list");
-  }
+  std::vector<at::Tensor> inputList = rootOnlyList(inputs, output, root, "scatter", "scatter_list");
   const DataType dtype = toDataType(output, "scatter");
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::SCATTER, "ringx:scatter", outputs, [=] {

@@ -90,6 +90,10 @@ class ProcessGroupRingx : public BackendBase {
                                            std::vector<at::Tensor> outputs, Job job);
   std::chrono::milliseconds callTimeout(std::chrono::milliseconds requested) const;
   void checkRoot(int64_t root, const char* collective) const;
+  // gather_list / scatter_list: one tensor per rank like `like` on the root, nothing elsewhere.
+  std::vector<at::Tensor> rootOnlyList(std::vector<std::vector<at::Tensor>>& lists,
+                                       const at::Tensor& like, int root, const char* collective,
+                                       const char* name) const;
   // Byte buffers reused across calls (fresh large allocations cost page faults
   // on every call): `bytes` of slot 0 or 1. Communication thread only.
   at::Tensor scratch(int slot, size_t bytes);

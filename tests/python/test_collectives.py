@@ -214,7 +214,9 @@ def _point_to_point(rank, world):
     prev = (rank - 1) % world
     out = torch.full((4 << 20,), float(rank))
     inc = torch.empty(4 << 20)
-    reqs = [dist.isend(out, peer), dist.irecv(inc, prev)]
+    # A tag of its own: rank 0 may still be in its any-source receives above,
+    # which must not match this message (they match any sender with tag 0).
+    reqs = [dist.isend(out, peer, tag=7), dist.irecv(inc, prev, tag=7)]
     for r in reqs:
         r.wait()
     assert torch.equal(inc, torch.full((4 << 20,), float(prev)))
