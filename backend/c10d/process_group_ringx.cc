@@ -552,9 +552,7 @@ PointToPoint::Callback completeWork(c10::intrusive_ptr<RingxWork> work, at::Tens
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::send(std::vector<at::Tensor>& tensors,
                                                          int dstRank, int tag) {
   at::Tensor tensor = checkSingle(tensors, "send", "tensor");
-  TORCH_CHECK(dstRank >= 0 && dstRank < size_ && dstRank != rank_,
-              "ringx: send: destination "
-              "rank ",
+  TORCH_CHECK(dstRank >= 0 && dstRank < size_ && dstRank != rank_, "ringx: send: destination rank ",
               dstRank, " is invalid (this is rank ", rank_, " of ", size_, ")");
   at::Tensor contiguous = tensor.contiguous();
   auto work =
@@ -566,26 +564,25 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::send(std::vector<at::Tensor>
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::recv(std::vector<at::Tensor>& tensors,
                                                          int srcRank, int tag) {
-  at::Tensor tensor = checkSingle(tensors, "recv", "tensor");
   TORCH_CHECK(srcRank >= 0 && srcRank < size_ && srcRank != rank_, "ringx: recv: source rank ",
               srcRank, " is invalid (this is rank ", rank_, " of ", size_, ")");
-  at::Tensor staging =
-      tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
-  auto work =
-      c10::make_intrusive<RingxWork>(rank_, OpType::RECV, "ringx:recv", tensors, group_->timeout());
-  group_->p2p().recv(srcRank, tag, staging.data_ptr(), byteSize(staging),
-                     completeWork(work, staging, tensor));
-  return work;
+  return postRecv(tensors, srcRank, tag, OpType::RECV, "ringx:recv");
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::recvAnysource(std::vector<at::Tensor>& tensors,
                                                                   int tag) {
+  return postRecv(tensors, PointToPoint::kAnySource, tag, OpType::RECVANYSOURCE,
+                  "ringx:recv_anysource");
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::postRecv(std::vector<at::Tensor>& tensors,
+                                                             int srcRank, int tag, OpType type,
+                                                             const char* title) {
   at::Tensor tensor = checkSingle(tensors, "recv", "tensor");
   at::Tensor staging =
       tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
-  auto work = c10::make_intrusive<RingxWork>(rank_, OpType::RECVANYSOURCE, "ringx:recv_anysource",
-                                             tensors, group_->timeout());
-  group_->p2p().recv(PointToPoint::kAnySource, tag, staging.data_ptr(), byteSize(staging),
+  auto work = c10::make_intrusive<RingxWork>(rank_, type, title, tensors, group_->timeout());
+  group_->p2p().recv(srcRank, tag, staging.data_ptr(), byteSize(staging),
                      completeWork(work, staging, tensor));
   return work;
 }

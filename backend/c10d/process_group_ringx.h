@@ -88,6 +88,9 @@ class ProcessGroupRingx : public BackendBase {
   // Phase 2 and 3: queue `job` on the communication thread and complete `work`.
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* title,
                                            std::vector<at::Tensor> outputs, Job job);
+  // recv and recvAnysource (srcRank = PointToPoint::kAnySource).
+  c10::intrusive_ptr<::c10d::Work> postRecv(std::vector<at::Tensor>& tensors, int srcRank, int tag,
+                                            ::c10d::OpType type, const char* title);
   std::chrono::milliseconds callTimeout(std::chrono::milliseconds requested) const;
   void checkRoot(int64_t root, const char* collective) const;
   // gather_list / scatter_list: one tensor per rank like `like` on the root, nothing elsewhere.
