@@ -11,8 +11,9 @@
 // the stream offset at which that operation is complete, so "has segment j
 // arrived?" is one comparison and no per-operation objects are allocated.
 //
-// Implementations live in folders named after the transport (tcp/ now; shm/ and
-// cuda/ later) and only implement progress(), pollFd() and shutdown().
+// Implementations live in folders named after the transport (tcp/ and shm/ now,
+// cuda/ later) and implement progress(), pollFd(), shutdown() and transportName(),
+// plus doorbell() and checkAlive() where they cannot be polled.
 #pragma once
 
 #include <cstddef>
@@ -60,7 +61,7 @@ class Pair {
   // byte moved. Throws PeerError when the peer closed or broke the connection.
   virtual bool progress() = 0;
   // A file descriptor to poll() while waiting for this pair, or -1 when the
-  // transport cannot be polled (the Context then spins briefly instead).
+  // transport cannot be polled (shared memory: the Context then sleeps on doorbell() instead).
   virtual int pollFd() const = 0;
   // Closes the connection so that the peer notices at once (used on abort).
   virtual void shutdown() = 0;
