@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "backend/algorithms/algorithms.h"
+#include "backend/reduce/copy.h"
 
 namespace ringx::algorithms {
 
@@ -30,7 +31,8 @@ void chainBroadcast(Collective& c, void* data, size_t bytes, int root, size_t se
     return;
   }
   if (last) {
-    c.waitRecv(prev, c.recv(prev, buffer, bytes));
+    // The end of the chain forwards nothing: large buffers bypass the cache.
+    c.waitRecv(prev, c.recv(prev, buffer, bytes, bytes >= reduce::streamingMinBytes()));
     c.finish();
     return;
   }

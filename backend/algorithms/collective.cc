@@ -82,8 +82,8 @@ uint64_t Collective::send(int peer, const void* data, size_t bytes) {
   return context_.pair(peer).postSend(data, bytes);
 }
 
-uint64_t Collective::recv(int peer, void* data, size_t bytes) {
-  return context_.pair(peer).postRecv(data, bytes);
+uint64_t Collective::recv(int peer, void* data, size_t bytes, bool streaming) {
+  return context_.pair(peer).postRecv(data, bytes, streaming);
 }
 
 uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,

@@ -82,7 +82,8 @@ class Collective {
   void expect(int peer, uint64_t bytes);
 
   uint64_t send(int peer, const void* data, size_t bytes);
-  uint64_t recv(int peer, void* data, size_t bytes);
+  // `streaming`: see Pair::postRecv (for final results of large buffers).
+  uint64_t recv(int peer, void* data, size_t bytes, bool streaming = false);
   // Receive `count` elements and combine them into data (see Pair::postRecvReduce).
   uint64_t recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
                       const void* accumulate = nullptr);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "backend/reduce/copy.h"
+
 namespace ringx::algorithms {
 namespace {
 int mod(int a, int n) { return ((a % n) + n) % n; }
@@ -56,6 +58,9 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
   // combine the incoming segment into it (shared memory reduces right out of
   // the neighbour's ring), copying steps overwrite it.
   const int units = flow.steps * K;  // unit = (step u, segment j) = u*K + j
+  // Segments of the last step are final and not forwarded: when the buffer is
+  // larger than the cache, write them around it (reduce/copy.h).
+  const bool streamLastStep = total >= reduce::streamingMinBytes();
   uint64_t recvEnd[2] = {0, 0};
   auto postRecv = [&](int unit) {
     int u = unit / K, j = unit % K;
@@ -63,7 +68,7 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
     size_t bytes;
     segment(recvChunk(u), j, &at, &bytes);
     if (u >= flow.reduceSteps) {
-      recvEnd[unit % 2] = c.recv(prev, at, bytes);
+      recvEnd[unit % 2] = c.recv(prev, at, bytes, streamLastStep && u + 1 == flow.steps);
       return;
     }
     const int chunk = recvChunk(u);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backend/common/error.h"
+#include "backend/reduce/copy.h"
 #include "backend/reduce/reduce.h"
 
 namespace ringx::transport {
@@ -15,10 +16,12 @@ uint64_t Pair::postSend(const void* data, size_t bytes) {
   return sendPosted_;
 }
 
-uint64_t Pair::postRecv(void* data, size_t bytes) {
+uint64_t Pair::postRecv(void* data, size_t bytes, bool streaming) {
   recvPosted_ += bytes;
   if (bytes > 0) {
-    recvs_.push_back(Op{static_cast<char*>(data), bytes, 0});
+    Op op{static_cast<char*>(data), bytes, 0};
+    op.streaming = streaming;
+    recvs_.push_back(op);
   }
   return recvPosted_;
 }
@@ -42,6 +45,8 @@ void Pair::deliver(const char* from, size_t n) {
                    n / op.elementSize);
   } else if (op.reduce) {
     reduce::reduceInPlace(op.op, op.dtype, op.data + op.done, from, n / op.elementSize);
+  } else if (op.streaming) {
+    reduce::copyStreaming(op.data + op.done, from, n);
   } else {
     std::memcpy(op.data + op.done, from, n);
   }

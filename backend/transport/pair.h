@@ -39,8 +39,10 @@ class Pair {
   // Queue `bytes` from `data` for sending. The memory must stay valid and
   // unchanged until sendCompleted() reaches the returned offset.
   uint64_t postSend(const void* data, size_t bytes);
-  // Queue a receive of exactly `bytes` into `data`.
-  uint64_t postRecv(void* data, size_t bytes);
+  // Queue a receive of exactly `bytes` into `data`. With `streaming`, transports
+  // that copy place the bytes with streaming stores (reduce/copy.h): for data
+  // that will not be read again soon.
+  uint64_t postRecv(void* data, size_t bytes, bool streaming = false);
   // Queue a receive of `count` elements that are combined into `data`
   // (data[i] = op(data[i], incoming[i])) instead of overwriting it. Shared
   // memory reduces straight out of the peer's ring, saving a pass over memory.
@@ -85,6 +87,7 @@ class Pair {
     ReduceOp op = ReduceOp::kSum;
     size_t elementSize = 1;
     const char* accumulate = nullptr;
+    bool streaming = false;  // a copy that bypasses the cache
   };
   // Delivers `n` bytes from `from` into the front receive (copy or reduce);
   // for a reducing receive `n` must be whole elements.

@@ -8,6 +8,8 @@
 // both with the fast kernels and with the portable ones forced.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -20,6 +22,7 @@
 
 #include "backend/common/error.h"
 #include "backend/common/types.h"
+#include "backend/reduce/copy.h"
 #include "backend/reduce/reduce.h"
 
 namespace ringx::reduce::detail {
@@ -963,6 +966,32 @@ TEST(ReduceTest, ReferenceHalfConversionsMatchFloat16) {
   }
 }
 #endif
+
+TEST(CopyStreaming, EveryAlignmentAndSize) {
+  std::vector<unsigned char> source(5000), target(5000);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (size_t dstOffset : {0, 1, 8, 15}) {
+    for (size_t srcOffset : {0, 3}) {
+      for (size_t bytes : {0, 1, 15, 16, 63, 64, 65, 127, 4000}) {
+        std::fill(target.begin(), target.end(), 0xEE);
+        copyStreaming(target.data() + dstOffset, source.data() + srcOffset, bytes);
+        for (size_t i = 0; i < target.size(); ++i) {
+          const bool inside = i >= dstOffset && i < dstOffset + bytes;
+          const unsigned char want = inside ? source[srcOffset + i - dstOffset] : 0xEE;
+          ASSERT_EQ(target[i], want)
+              << "dst+" << dstOffset << " src+" << srcOffset << " bytes " << bytes << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(CopyStreaming, ThresholdFollowsTheEnvironment) {
+  ::setenv("RINGX_STREAMING_MIN_BYTES", "12345", 1);
+  EXPECT_EQ(streamingMinBytes(), 12345u);
+  ::unsetenv("RINGX_STREAMING_MIN_BYTES");
+  EXPECT_GE(streamingMinBytes(), size_t{1} << 20);  // a last-level cache, or the 32 MiB default
+}
 
 }  // namespace
 }  // namespace ringx::reduce

@@ -68,6 +68,47 @@ TEST(SharedMemory, WrapAroundOddSizesManyCollectivesBackToBack) {
   for (auto& e : errors) EXPECT_EQ(e, "");
 }
 
+// Final results placed with streaming stores (reduce/copy.h), forced on for
+// every size: misaligned buffers, odd sizes, all three algorithms that use them.
+TEST(SharedMemory, StreamingPlacementGivesTheSameResults) {
+  auto errors = runProcesses(3, [](int rank, std::shared_ptr<Store> store) {
+    ::setenv("RINGX_STREAMING_MIN_BYTES", "0", 1);
+    GroupOptions options = processOptions(rank, 3, store);
+    options.tuning.segmentBytes = 4096;
+    Group group(options);
+    for (size_t count : {size_t{0}, size_t{1}, size_t{4097}, size_t{100003}}) {
+      // One int64 of padding in front: the data starts 8 bytes off any 16-byte boundary.
+      std::vector<int64_t> storage(count + 1);
+      int64_t* data = storage.data() + 1;
+      for (size_t i = 0; i < count; ++i) data[i] = rank + 3 * static_cast<int64_t>(i);
+      group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::ringAllreduce(c, data, count, DataType::kInt64, ReduceOp::kSum,
+                                            options.tuning.segmentBytes);
+                });
+      for (size_t i = 0; i < count; ++i) {
+        expect(data[i] == 3 + 9 * static_cast<int64_t>(i), strCat("allreduce element ", i));
+      }
+      const size_t bytes = count + 3;  // odd byte counts
+      std::vector<char> input(bytes, static_cast<char>('a' + rank)), output(3 * bytes + 1);
+      group.run(CollectiveKind::kAllgather, DataType::kUInt8, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::ringAllgather(c, input.data(), output.data() + 1, bytes, 4096);
+                });
+      for (size_t i = 0; i < 3 * bytes; ++i) {
+        expect(output[1 + i] == static_cast<char>('a' + i / bytes), strCat("all-gather byte ", i));
+      }
+      std::vector<char> broadcast(bytes + 1, static_cast<char>(rank == 1 ? 'x' : 0));
+      group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, 1, {},
+                [&](Collective& c) {
+                  algorithms::chainBroadcast(c, broadcast.data() + 1, bytes, 1, 4096);
+                });
+      for (size_t i = 1; i <= bytes; ++i) expect(broadcast[i] == 'x', "broadcast byte");
+    }
+  });
+  for (auto& e : errors) EXPECT_EQ(e, "");
+}
+
 TEST(SharedMemory, MixedHostsUseTcpBetweenAndShmWithin) {
   auto errors = runProcesses(4, [](int rank, std::shared_ptr<Store> store) {
     ::setenv("RINGX_HOST_ID", rank < 2 ? "host-a" : "host-b", 1);
