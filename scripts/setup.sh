@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake make git
   python3-torch libtorch-dev python3-pytest python3-numpy pybind11-dev
   libgtest-dev
+  nlohmann-json3-dev     # ringx-trace export/import, the viewer's Chrome-trace reader
   libopenblas0-pthread   # without it Debian's torch runs the reference BLAS
 )
 

@@ -1,0 +1,164 @@
+// The trace event schema: the one contract between everything that writes events
+// (the backend, the DDP and FSDP engines, user code) and everything that reads
+// them (ringx-trace, the viewer, the live server's clients).
+//
+// A trace is a stream of records, the same bytes in a file and on a live socket
+// (codec.h). Each rank writes its own stream; it opens with the file magic and a
+// header record naming the rank, and then carries four kinds of records:
+//
+//   string      defines a string id (names, tracks, argument keys and string
+//               values are ids, so a million events repeat no text)
+//   event       a span (begin/end), an instant or a counter sample, with typed args
+//   clock sync  this rank's clock offset to rank 0, measured while the job ran
+//   dropped     how many events this stream lost (full buffers, slow live client)
+//
+// Times are nanoseconds of the rank's steady clock (CLOCK_MONOTONIC). Ranks on
+// different hosts have unrelated clocks: a reader aligns them with the clock
+// sync records (alignment.h), it never trusts wall-clock time.
+//
+// Changing anything in this file that changes the bytes on disk means bumping
+// kSchemaVersion: tests/cpp/trace_schema_test.cc fails until you do, and readers
+// refuse streams newer than they know.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ringx::trace {
+
+inline constexpr uint32_t kSchemaVersion = 1;
+
+// The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
+inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
+
+// Record framing: u32 little-endian length of (type + payload), u8 type, payload.
+// Longer records than this are taken as corruption.
+inline constexpr uint32_t kMaxRecordBytes = 16u << 20;
+
+enum class RecordType : uint8_t {
+  kHeader = 1,
+  kString = 2,
+  kEvent = 3,
+  kClockSync = 4,
+  kDropped = 5,
+};
+
+enum class EventKind : uint8_t {
+  kSpan = 1,     // [beginNs, endNs]
+  kInstant = 2,  // at beginNs
+  kCounter = 3,  // `value` at beginNs (memory bytes, in-flight bytes, ...)
+};
+
+enum class Category : uint8_t {
+  kCollective = 1,  // one collective on a communication thread
+  kDdp = 2,         // DDP engine: buckets, forward/backward phases
+  kFsdp = 3,        // FSDP engine: units, gathers, reduce-scatters
+  kMemory = 4,      // counters: RSS, bucket/shard/gradient bytes
+  kStep = 5,        // training-step markers
+  kUser = 6,        // ringx.trace.span() and friends from user code
+};
+inline constexpr int kCategoryCount = 6;
+
+enum class ArgType : uint8_t {
+  kInt = 1,     // int64, zigzag varint on the wire
+  kDouble = 2,  // IEEE double, 8 bytes little-endian
+  kString = 3,  // a string id
+};
+
+// Names (lower case, stable: they appear in exported JSON and in the viewer).
+const char* categoryName(Category category);
+const char* eventKindName(EventKind kind);
+// Parses categoryName()'s output; false for anything else.
+bool parseCategory(std::string_view name, Category* out);
+
+// Well-known argument keys. Producers may add others; readers show unknown keys as-is.
+namespace arg {
+inline constexpr const char* kBytes = "bytes";           // payload bytes of this rank
+inline constexpr const char* kSeq = "seq";               // collective sequence number in its group
+inline constexpr const char* kGroup = "group";           // process-group name ("world", "1", ...)
+inline constexpr const char* kGroupRank = "group_rank";  // this rank's rank in that group
+inline constexpr const char* kGroupSize = "group_size";
+inline constexpr const char* kOp = "op";               // allreduce, broadcast, ...
+inline constexpr const char* kReduceOp = "reduce_op";  // sum, max, ...
+inline constexpr const char* kDtype = "dtype";
+inline constexpr const char* kRoot = "root";  // root rank (group ranks) where there is one
+inline constexpr const char* kAlgorithm = "algorithm";   // ring, direct, chain, ...
+inline constexpr const char* kTransport = "transport";   // shm, tcp, shm+tcp
+inline constexpr const char* kPeers = "peers";           // group ranks talked to, "1,2"
+inline constexpr const char* kEnqueueNs = "enqueue_ns";  // when the caller issued it (steady ns)
+inline constexpr const char* kError = "error";           // set when the collective failed
+inline constexpr const char* kBucket = "bucket";         // DDP bucket index
+inline constexpr const char* kUnit = "unit";             // FSDP unit (module path)
+inline constexpr const char* kStep = "step";             // training step index
+}  // namespace arg
+
+// Well-known tracks (lanes within a rank).
+namespace track {
+inline constexpr const char* kCompute = "compute";
+inline constexpr const char* kCommPrefix = "comm:";  // + group name
+inline constexpr const char* kDdp = "ddp";
+inline constexpr const char* kFsdp = "fsdp";
+inline constexpr const char* kSteps = "steps";
+inline constexpr const char* kMemory = "memory";
+inline constexpr const char* kUser = "user";
+}  // namespace track
+
+// Well-known counter names.
+namespace counter {
+inline constexpr const char* kRss = "rss_bytes";
+}  // namespace counter
+
+// ---- Decoded records (what codec.h reads and writes) -----------------------------
+
+// The first record of every stream.
+struct StreamHeader {
+  uint32_t version = kSchemaVersion;
+  int32_t rank = 0;
+  int32_t worldSize = 1;
+  int64_t pid = 0;
+  std::string host;
+  int64_t startSteadyNs = 0;  // steady clock when recording started
+  int64_t startWallNs = 0;    // wall clock (Unix epoch ns) at the same moment; display only
+};
+
+// A typed argument. `key` and (for strings) `stringId` are string ids.
+struct Arg {
+  uint32_t key = 0;
+  ArgType type = ArgType::kInt;
+  int64_t intValue = 0;
+  double doubleValue = 0;
+  uint32_t stringId = 0;
+};
+
+// One event; its args are args[firstArg, firstArg + argCount) of the container
+// that holds it (RankTrace, or the array handed to Encoder::event).
+struct Event {
+  EventKind kind = EventKind::kInstant;
+  Category category = Category::kUser;
+  int32_t rank = 0;
+  uint32_t track = 0;  // string id
+  uint32_t name = 0;   // string id
+  int64_t beginNs = 0;
+  int64_t endNs = 0;  // == beginNs for instants and counters
+  double value = 0;   // counters only
+  uint32_t firstArg = 0;
+  uint32_t argCount = 0;
+};
+
+// This rank's clock against rank 0's, measured at localNs: rank 0's clock read
+// localNs + offsetNs, give or take uncertaintyNs (half the best round trip).
+struct ClockSync {
+  int64_t localNs = 0;
+  int64_t offsetNs = 0;
+  int64_t uncertaintyNs = 0;
+};
+
+// `count` events were lost up to localNs (cumulative for this stream), and why.
+struct Dropped {
+  int64_t localNs = 0;
+  uint64_t count = 0;
+  uint32_t reason = 0;  // string id
+};
+
+}  // namespace ringx::trace
