@@ -154,11 +154,13 @@ struct ClockSync {
   int64_t uncertaintyNs = 0;
 };
 
-// `count` events were lost up to localNs (cumulative for this stream), and why.
+// `count` more events were lost (since the previous Dropped record of this
+// stream) by localNs, and why: the recorder's buffers were full, or the live
+// server shed events for a client that read too slowly.
 struct Dropped {
   int64_t localNs = 0;
   uint64_t count = 0;
-  uint32_t reason = 0;  // string id
+  uint32_t reason = 0;  // string id; 0 when unspecified
 };
 
 }  // namespace ringx::trace
