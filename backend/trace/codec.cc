@@ -356,7 +356,7 @@ void Decoder::decodeRecord(RecordType type, const char* payload, size_t bytes) {
       d.localNs = in.signedVarint();
       d.count = in.varint();
       d.reason = in.id(t);
-      t.dropped = d.count;
+      t.dropped += d.count;
       return;
     }
   }

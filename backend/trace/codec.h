@@ -56,7 +56,7 @@ struct RankTrace {
   std::vector<Event> events;             // in stream order
   std::vector<Arg> args;                 // events' args, see Event::firstArg
   std::vector<ClockSync> clockSyncs;
-  uint64_t dropped = 0;  // the last Dropped record's count
+  uint64_t dropped = 0;  // sum of the Dropped records' counts
   // Set when the input ended inside a record (a file cut off by a crash).
   bool truncated = false;
   std::string source;  // file path or peer address, for messages

@@ -74,7 +74,11 @@ bool parseCategory(std::string_view name, Category* out);
 
 // Well-known argument keys. Producers may add others; readers show unknown keys as-is.
 namespace arg {
-inline constexpr const char* kBytes = "bytes";           // payload bytes of this rank
+// Collective size as nccl-tests counts it (busbw is derived by readers from it and
+// the duration): allreduce, broadcast, reduce: the buffer; all_gather: the gathered
+// output; reduce_scatter: the whole input; all_to_all: all bytes sent; gather,
+// scatter: the root's whole buffer; send/recv: the message.
+inline constexpr const char* kBytes = "bytes";
 inline constexpr const char* kSeq = "seq";               // collective sequence number in its group
 inline constexpr const char* kGroup = "group";           // process-group name ("world", "1", ...)
 inline constexpr const char* kGroupRank = "group_rank";  // this rank's rank in that group
