@@ -109,9 +109,9 @@ inline constexpr const char* kUser = "user";
 }  // namespace track
 
 // Well-known counter names.
-namespace counter {
+namespace counters {
 inline constexpr const char* kRss = "rss_bytes";
-}  // namespace counter
+}  // namespace counters
 
 // ---- Decoded records (what codec.h reads and writes) -----------------------------
 

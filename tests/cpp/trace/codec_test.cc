@@ -288,7 +288,7 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
         arg::kOp,        arg::kReduceOp, arg::kDtype,     arg::kRoot,         arg::kAlgorithm,
         arg::kTransport, arg::kPeers,    arg::kEnqueueNs, arg::kError,        arg::kBucket,
         arg::kUnit,      arg::kStep,     track::kCompute, track::kCommPrefix, track::kDdp,
-        track::kFsdp,    track::kSteps,  track::kMemory,  track::kUser,       counter::kRss}) {
+        track::kFsdp,    track::kSteps,  track::kMemory,  track::kUser,       counters::kRss}) {
     fingerprint += name;
     fingerprint += ',';
   }
