@@ -14,6 +14,7 @@ namespace ringx::algorithms {
 void alltoall(Collective& c, const void* input, const std::vector<size_t>& sendOffsets,
               const std::vector<size_t>& sendBytes, void* output,
               const std::vector<size_t>& recvOffsets, const std::vector<size_t>& recvBytes) {
+  c.setAlgorithm("direct");
   const int n = c.size();
   const int r = c.rank();
   const char* in = static_cast<const char*>(input);

@@ -9,6 +9,7 @@
 namespace ringx::algorithms {
 
 void barrier(Collective& c) {
+  c.setAlgorithm("headers");
   for (int peer = 0; peer < c.size(); ++peer) {
     if (peer == c.rank()) continue;
     c.announce(peer, 0);

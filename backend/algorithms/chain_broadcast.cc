@@ -14,6 +14,7 @@
 namespace ringx::algorithms {
 
 void chainBroadcast(Collective& c, void* data, size_t bytes, int root, size_t segmentBytes) {
+  c.setAlgorithm("chain");
   const int n = c.size();
   if (n == 1) return;
   const int position = (c.rank() - root + n) % n;

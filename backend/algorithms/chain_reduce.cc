@@ -16,6 +16,7 @@ namespace ringx::algorithms {
 
 void chainReduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op, int root,
                  size_t segmentBytes) {
+  c.setAlgorithm("chain");
   const int n = c.size();
   if (n == 1) return;
   const size_t elementBytes = elementSize(dtype);

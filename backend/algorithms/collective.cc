@@ -55,7 +55,16 @@ Collective::Collective(transport::Context& context, const CallSignature& call, D
       incoming_(context.size()),
       expectedBytes_(context.size(), 0),
       headerEnd_(context.size(), 0),
-      headerState_(context.size(), 0) {}
+      headerState_(context.size(), 0),
+      announced_(context.size(), 0) {}
+
+std::vector<int> Collective::peers() const {
+  std::vector<int> out;
+  for (int p = 0; p < size(); ++p) {
+    if (announced_[p] || headerState_[p] != 0) out.push_back(p);
+  }
+  return out;
+}
 
 void Collective::announce(int peer, uint64_t bytes) {
   CollectiveHeader& h = outgoing_[peer];
@@ -68,6 +77,7 @@ void Collective::announce(int peer, uint64_t bytes) {
   h.reserved = 0;
   h.seq = call_.seq;
   h.bytes = bytes;
+  announced_[peer] = 1;
   context_.pair(peer).postSend(&h, sizeof(h));
 }
 

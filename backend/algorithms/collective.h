@@ -94,6 +94,12 @@ class Collective {
   // Waits for everything queued and checks every expected header.
   void finish();
 
+  // For traces: the algorithm that ran ("ring", "chain", ...; a static string),
+  // set by the algorithm, and the peers this rank exchanged headers with.
+  void setAlgorithm(const char* name) { algorithm_ = name; }
+  const char* algorithm() const { return algorithm_; }
+  std::vector<int> peers() const;
+
  private:
   void checkHeader(int peer);
 
@@ -109,6 +115,8 @@ class Collective {
   std::vector<uint64_t> expectedBytes_;
   std::vector<uint64_t> headerEnd_;  // recv offset at which the peer's header is complete
   std::vector<char> headerState_;    // 0 none, 1 expected, 2 checked
+  std::vector<char> announced_;      // a header went to this peer
+  const char* algorithm_ = "none";
 };
 
 }  // namespace ringx::algorithms

@@ -14,6 +14,7 @@
 namespace ringx::algorithms {
 
 void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op) {
+  c.setAlgorithm("direct");
   const int n = c.size();
   const int r = c.rank();
   const size_t bytes = count * elementSize(dtype);

@@ -12,6 +12,7 @@
 namespace ringx::algorithms {
 
 void gather(Collective& c, const void* input, void* output, size_t bytes, int root) {
+  c.setAlgorithm("direct");
   const int n = c.size();
   if (c.rank() != root) {
     c.announce(root, bytes);
@@ -30,6 +31,7 @@ void gather(Collective& c, const void* input, void* output, size_t bytes, int ro
 }
 
 void scatter(Collective& c, const void* input, void* output, size_t bytes, int root) {
+  c.setAlgorithm("direct");
   const int n = c.size();
   if (c.rank() != root) {
     c.expect(root, bytes);

@@ -23,6 +23,7 @@ void splitEvenly(char* data, size_t count, size_t elementSize, int n, std::vecto
 }
 
 void runRingFlow(Collective& c, const RingFlow& flow) {
+  c.setAlgorithm("ring");
   const int n = c.size();
   const int r = c.rank();
   if (n == 1 || flow.steps == 0) return;

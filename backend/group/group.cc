@@ -5,6 +5,7 @@
 #include <random>
 
 #include "backend/common/error.h"
+#include "backend/trace/recorder.h"
 #include "backend/transport/tcp/mesh.h"
 
 namespace ringx {
@@ -109,6 +110,36 @@ void Group::abort(const std::string& reason) {
 void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
                 std::chrono::milliseconds timeout,
                 const std::function<void(algorithms::Collective&)>& body) {
+  const CallNote note = note_;
+  note_ = CallNote{};
+  if (!trace::Recorder::enabled()) {
+    runCollective(kind, dtype, op, root, timeout, body, nullptr);
+    return;
+  }
+  if (!tracer_) tracer_ = std::make_unique<CollectiveTracer>(options_.name, rank(), size());
+  CollectiveOutcome outcome;
+  outcome.op = algorithms::collectiveName(kind);
+  outcome.seq = nextSeq_;
+  outcome.dtype = dtype;
+  outcome.reduceOp = op;
+  outcome.reduces = kind == algorithms::CollectiveKind::kAllreduce ||
+                    kind == algorithms::CollectiveKind::kReduce ||
+                    kind == algorithms::CollectiveKind::kReduceScatter;
+  outcome.root = root;
+  const int64_t startNs = trace::nowNs();
+  try {
+    runCollective(kind, dtype, op, root, timeout, body, &outcome);
+  } catch (const std::exception& e) {
+    tracer_->record(outcome, note, startNs, trace::nowNs(), e.what());
+    throw;
+  }
+  tracer_->record(outcome, note, startNs, trace::nowNs(), nullptr);
+}
+
+void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
+                          std::chrono::milliseconds timeout,
+                          const std::function<void(algorithms::Collective&)>& body,
+                          CollectiveOutcome* outcome) {
   const uint64_t seq = nextSeq_++;
   const char* name = algorithms::collectiveName(kind);
   {
@@ -132,7 +163,28 @@ void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, in
   };
   try {
     algorithms::Collective c(*context_, call, transport::Clock::now() + timeout, &workspace_);
-    body(c);
+    if (outcome == nullptr) {
+      body(c);
+    } else {
+      // Fill the trace outcome whether the body finishes or throws.
+      struct Fill {
+        algorithms::Collective& c;
+        CollectiveOutcome& out;
+        transport::Context& context;
+        ~Fill() {
+          out.algorithm = c.algorithm();
+          out.peers = c.peers();
+          bool shm = false, tcp = false;
+          for (int p : out.peers) {
+            const std::string name = context.pair(p).transportName();
+            shm |= name == "shm";
+            tcp |= name == "tcp";
+          }
+          out.transport = shm && tcp ? "shm+tcp" : shm ? "shm" : tcp ? "tcp" : "";
+        }
+      } fill{c, *outcome, *context_};
+      body(c);
+    }
   } catch (const algorithms::MismatchError& e) {
     std::string message = fail(e);
     abort(message);

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "backend/algorithms/algorithms.h"
+#include "backend/group/collective_trace.h"
 #include "backend/group/p2p.h"
 #include "backend/store/store.h"
 #include "backend/transport/context.h"
@@ -58,6 +59,10 @@ class Group {
            std::chrono::milliseconds timeout,
            const std::function<void(algorithms::Collective&)>& body);
 
+  // Tells the next run() what the caller knows for its trace event (when it was
+  // issued, its size). Call from the communication thread, right before run().
+  void noteCall(const CallNote& note) { note_ = note; }
+
   PointToPoint& p2p() { return *p2p_; }
 
   // Fails the group for good; safe to call from any thread.
@@ -68,12 +73,18 @@ class Group {
 
  private:
   std::string failureReportedByOthers();
+  void runCollective(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
+                     std::chrono::milliseconds timeout,
+                     const std::function<void(algorithms::Collective&)>& body,
+                     CollectiveOutcome* outcome);
 
   GroupOptions options_;
   std::unique_ptr<transport::Context> context_;
   std::unique_ptr<PointToPoint> p2p_;
   uint64_t nextSeq_ = 0;
-  algorithms::Workspace workspace_;  // only touched by the communication thread
+  CallNote note_;                             // for the next run()'s trace event
+  std::unique_ptr<CollectiveTracer> tracer_;  // made when tracing is first on
+  algorithms::Workspace workspace_;           // only touched by the communication thread
   std::mutex brokenMutex_;
   std::string broken_;
 };

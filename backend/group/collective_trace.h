@@ -1,0 +1,47 @@
+// Turns each collective a group runs into one trace span on the group's
+// communication track ("comm:<group>"): when the caller issued it, when the
+// communication thread started and finished it, and what it was (op, bytes,
+// sequence number, algorithm, transports, peers, the error if it failed).
+// Readers derive bandwidth from bytes and duration; nothing is stored twice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/common/types.h"
+
+namespace ringx {
+
+// What the caller knows before the collective runs (Group::noteCall).
+struct CallNote {
+  int64_t enqueueNs = 0;  // trace::nowNs() when the caller issued it; 0 = unknown
+  uint64_t bytes = 0;     // size as nccl-tests counts it (schema.h, arg::kBytes)
+};
+
+// What the run learned (filled by Group::run).
+struct CollectiveOutcome {
+  const char* op = "";
+  uint64_t seq = 0;
+  DataType dtype = DataType::kUInt8;
+  ReduceOp reduceOp = ReduceOp::kSum;
+  bool reduces = false;
+  int root = -1;
+  const char* algorithm = "none";
+  std::vector<int> peers;
+  std::string transport;  // "shm", "tcp", "shm+tcp"; "" when no peer was involved
+};
+
+class CollectiveTracer {
+ public:
+  CollectiveTracer(const std::string& groupName, int groupRank, int groupSize);
+  // Records the span; `error` is nullptr when the collective succeeded.
+  void record(const CollectiveOutcome& outcome, const CallNote& note, int64_t startNs,
+              int64_t endNs, const char* error);
+
+ private:
+  uint32_t track_, group_;
+  int groupRank_, groupSize_;
+};
+
+}  // namespace ringx
