@@ -60,6 +60,7 @@ Group::Group(GroupOptions options) : options_(std::move(options)) {
   // Rank 0 draws the group's token; only members can read it from the store.
   if (options_.rank == 0) store.setString(kTokenKey, randomToken());
   const std::string token = store.getString(kTokenKey, options_.timeout);
+  token_ = token;
   context_ = std::make_unique<transport::Context>(
       options_.rank, options_.size,
       transport::connectMesh(store, options_.rank, options_.size, "coll", token, deadline,
@@ -72,6 +73,10 @@ Group::Group(GroupOptions options) : options_(std::move(options)) {
 }
 
 Group::~Group() = default;
+
+void Group::startTracing(const TraceConfig& config) {
+  TraceSession::start(config, *options_.store, rank(), size(), token_, options_.timeout);
+}
 
 std::vector<std::string> Group::transports() const {
   std::vector<std::string> out;

@@ -19,6 +19,7 @@
 #include "backend/algorithms/algorithms.h"
 #include "backend/group/collective_trace.h"
 #include "backend/group/p2p.h"
+#include "backend/group/trace_session.h"
 #include "backend/store/store.h"
 #include "backend/transport/context.h"
 #include "backend/transport/mesh.h"
@@ -65,6 +66,10 @@ class Group {
 
   PointToPoint& p2p() { return *p2p_; }
 
+  // Starts the process's trace session with this group's ranks (collective:
+  // every rank calls it). See trace_session.h.
+  void startTracing(const TraceConfig& config);
+
   // Fails the group for good; safe to call from any thread.
   void abort(const std::string& reason);
   uint64_t collectivesIssued() const { return nextSeq_; }
@@ -79,6 +84,7 @@ class Group {
                      CollectiveOutcome* outcome);
 
   GroupOptions options_;
+  std::string token_;  // the group's connection token (from the store)
   std::unique_ptr<transport::Context> context_;
   std::unique_ptr<PointToPoint> p2p_;
   uint64_t nextSeq_ = 0;

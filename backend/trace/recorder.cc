@@ -11,15 +11,21 @@
 
 namespace ringx::trace {
 
+namespace {
+std::atomic<int64_t> fakeSkewNs{[] {
+  const char* env = std::getenv("RINGX_TRACE_FAKE_SKEW_NS");
+  return env != nullptr ? std::strtoll(env, nullptr, 10) : 0ll;
+}()};
+}  // namespace
+
 int64_t nowNs() {
-  static const int64_t skew = [] {
-    const char* env = std::getenv("RINGX_TRACE_FAKE_SKEW_NS");
-    return env != nullptr ? std::strtoll(env, nullptr, 10) : 0;
-  }();
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec + skew;
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec +
+         fakeSkewNs.load(std::memory_order_relaxed);
 }
+
+void setFakeClockSkewForTesting(int64_t skewNs) { fakeSkewNs.store(skewNs); }
 
 namespace {
 int64_t wallNs() {

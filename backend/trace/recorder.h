@@ -36,6 +36,8 @@ namespace ringx::trace {
 // shift it with RINGX_TRACE_FAKE_SKEW_NS (read once) to play a host whose clock
 // is off; clock alignment must then recover the shift.
 int64_t nowNs();
+// Replaces RINGX_TRACE_FAKE_SKEW_NS (for tests that fork ranks).
+void setFakeClockSkewForTesting(int64_t skewNs);
 
 struct RecorderOptions {
   int rank = 0;

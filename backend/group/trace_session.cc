@@ -1,0 +1,186 @@
+#include "backend/group/trace_session.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "backend/common/error.h"
+#include "backend/group/clock_sync.h"
+#include "backend/trace/file_sink.h"
+#include "backend/trace/recorder.h"
+#include "backend/transport/tcp/mesh.h"
+
+namespace ringx {
+namespace {
+
+int intFromEnvironment(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  RINGX_CHECK(end != nullptr && *end == '\0' && value >= 0, "ringx: ", name, "='", text,
+              "' is not a non-negative integer (milliseconds)");
+  return static_cast<int>(value);
+}
+
+std::string jsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += strCat("\\u00", "0123456789abcdef"[(c >> 4) & 15], "0123456789abcdef"[c & 15]);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+struct SessionState {
+  std::mutex mutex;
+  bool active = false;
+  int started = 0;  // sessions so far: keeps store keys of successive sessions apart
+  std::unique_ptr<ClockService> clock;
+  std::string liveAddress;
+  bool atexitRegistered = false;
+};
+
+SessionState& state() {
+  static SessionState* s = new SessionState();  // outlives static destructors (atexit stop)
+  return *s;
+}
+
+// Rank 0 lists every rank's host and pid, so a reader knows the job even when
+// some rank files are missing.
+void writeManifest(const std::string& dir, Store& store, const std::string& prefix, int size,
+                   std::chrono::milliseconds timeout, int64_t startWallNs) {
+  std::ostringstream json;
+  json << "{\n  \"format\": \"ringx-trace\",\n  \"schema_version\": " << trace::kSchemaVersion
+       << ",\n  \"world_size\": " << size << ",\n  \"start_wall_ns\": " << startWallNs
+       << ",\n  \"ranks\": [\n";
+  for (int r = 0; r < size; ++r) {
+    std::string entry = store.getString(strCat(prefix, "rank/", r), timeout);
+    const size_t split = entry.find('\n');
+    const std::string host = entry.substr(0, split);
+    const std::string pid = split == std::string::npos ? "0" : entry.substr(split + 1);
+    json << "    {\"rank\": " << r << ", \"host\": " << jsonString(host) << ", \"pid\": " << pid
+         << ", \"file\": " << jsonString(strCat("rank-", r, ".ringx")) << "}"
+         << (r + 1 < size ? ",\n" : "\n");
+  }
+  json << "  ]\n}\n";
+  const std::string path = dir + "/manifest.json";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << json.str();
+    if (!out) RINGX_THROW(IoError, "cannot write the trace manifest ", tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+TraceConfig traceConfigFromEnvironment() {
+  TraceConfig config;
+  if (const char* dir = std::getenv("RINGX_TRACE_DIR")) config.dir = dir;
+  if (const char* listen = std::getenv("RINGX_TRACE_LISTEN")) config.listen = listen;
+  if (const char* token = std::getenv("RINGX_TRACE_TOKEN")) config.token = token;
+  config.rssIntervalMs = intFromEnvironment("RINGX_TRACE_RSS_MS", config.rssIntervalMs);
+  config.clockSyncIntervalMs =
+      intFromEnvironment("RINGX_TRACE_CLOCK_SYNC_MS", config.clockSyncIntervalMs);
+  return config;
+}
+
+void TraceSession::start(const TraceConfig& config, Store& store, int rank, int size,
+                         const std::string& token, std::chrono::milliseconds timeout) {
+  SessionState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  RINGX_CHECK(!s.active, "ringx: tracing is already on in this process; stop it first");
+  RINGX_CHECK(config.enabled(), "ringx: tracing needs a directory or a live address");
+  const std::string prefix = strCat("ringx/trace/", s.started, "/");
+  const auto deadline = transport::Clock::now() + timeout;
+
+  if (!config.dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(config.dir, error);
+    if (error) {
+      RINGX_THROW(IoError, "ringx: cannot create the trace directory ", config.dir, ": ",
+                  error.message(), " (set RINGX_TRACE_DIR to a writable directory)");
+    }
+  }
+
+  trace::RecorderOptions options;
+  options.rank = rank;
+  options.worldSize = size;
+  options.rssIntervalMs = config.rssIntervalMs;
+  trace::Recorder& recorder = trace::Recorder::instance();
+  recorder.start(options);
+  try {
+    if (!config.dir.empty()) {
+      recorder.addSink(std::make_unique<trace::FileSink>(trace::rankFileName(config.dir, rank)));
+    }
+    store.setString(strCat(prefix, "rank/", rank),
+                    strCat(recorder.options().host, "\n", ::getpid()));
+    if (rank == 0 && !config.dir.empty()) {
+      writeManifest(config.dir, store, prefix, size, timeout,
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count());
+    }
+    if (size > 1) {
+      // Clock connections: every rank to rank 0 (the helper connects a full
+      // mesh; the rest is closed at once).
+      auto sockets = transport::tcp::connectSockets(store, rank, size, strCat("clock", s.started),
+                                                    token, deadline);
+      std::vector<int> fds;
+      for (int peer = 0; peer < size; ++peer) {
+        const bool keep = peer != rank && (rank == 0 || peer == 0);
+        if (!keep && sockets[peer].fd >= 0) ::close(sockets[peer].fd);
+        fds.push_back(keep ? sockets[peer].fd : -1);
+      }
+      s.clock = std::make_unique<ClockService>(
+          rank, std::move(fds), std::chrono::milliseconds(config.clockSyncIntervalMs));
+      s.clock->waitFirstMeasurement(std::chrono::seconds(5));
+    }
+  } catch (...) {
+    s.clock.reset();
+    recorder.stop();
+    throw;
+  }
+  s.active = true;
+  ++s.started;
+  if (!s.atexitRegistered) {
+    // A job that never calls stop() still gets its last events on disk.
+    std::atexit([] { TraceSession::stop(); });
+    s.atexitRegistered = true;
+  }
+}
+
+void TraceSession::stop() {
+  SessionState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.active) return;
+  s.clock.reset();
+  trace::Recorder::instance().stop();
+  s.liveAddress.clear();
+  s.active = false;
+}
+
+bool TraceSession::active() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().active;
+}
+
+std::string TraceSession::liveAddress() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().liveAddress;
+}
+
+}  // namespace ringx

@@ -1,0 +1,109 @@
+// A traced job with ranks as processes: every rank's file, the manifest, the
+// collective events lined up by sequence number, and clock offsets recovered
+// from clocks that were skewed on purpose.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "backend/group/group.h"
+#include "backend/trace/file_sink.h"
+#include "backend/trace/recorder.h"
+#include "tests/cpp/process_ranks.h"
+
+namespace ringx {
+namespace {
+
+using algorithms::Collective;
+using algorithms::CollectiveKind;
+
+constexpr int kAllreduces = 12;
+const int64_t kSkewNs[] = {0, 7'000'000'000, -3'000'000'000};
+
+TEST(TraceSession, RanksRecordFilesManifestAndAlignedClocks) {
+  char pattern[] = "/tmp/ringx-trace-session-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  auto errors = testing::runProcesses(3, [&](int rank, std::shared_ptr<Store> store) {
+    trace::setFakeClockSkewForTesting(kSkewNs[rank]);
+    GroupOptions options;
+    options.rank = rank;
+    options.size = 3;
+    options.store = std::move(store);
+    options.timeout = std::chrono::seconds(30);
+    options.name = "world";
+    Group group(options);
+    TraceConfig config;
+    config.dir = dir;
+    config.clockSyncIntervalMs = 20;
+    group.startTracing(config);
+    for (int i = 0; i < kAllreduces; ++i) {
+      std::vector<float> data(1000 * (i + 1), 1.0f);
+      group.noteCall(CallNote{trace::nowNs(), data.size() * sizeof(float)});
+      group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::allreduce(c, data.data(), data.size(), DataType::kFloat32,
+                                        ReduceOp::kSum, group.tuning());
+                });
+      if (data[0] != 3.0f) throw std::runtime_error("allreduce result");
+    }
+    trace::markStep(1);
+    ::usleep(60000);  // a few periodic clock measurements
+    TraceSession::stop();
+  });
+  for (auto& e : errors) ASSERT_EQ(e, "");
+
+  std::ifstream manifestFile(dir + "/manifest.json");
+  ASSERT_TRUE(manifestFile.good());
+  std::stringstream manifest;
+  manifest << manifestFile.rdbuf();
+  EXPECT_NE(manifest.str().find("\"world_size\": 3"), std::string::npos) << manifest.str();
+  EXPECT_NE(manifest.str().find("rank-2.ringx"), std::string::npos);
+
+  for (int rank = 0; rank < 3; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    trace::RankTrace t = trace::readTraceFile(trace::rankFileName(dir, rank));
+    EXPECT_FALSE(t.truncated);
+    EXPECT_EQ(t.header.rank, rank);
+    EXPECT_EQ(t.header.worldSize, 3);
+    std::vector<int64_t> seqs;
+    int rss = 0;
+    for (const trace::Event& e : t.events) {
+      if (e.category == trace::Category::kMemory) ++rss;
+      if (e.category != trace::Category::kCollective) continue;
+      EXPECT_EQ(t.str(e.name), "allreduce");
+      EXPECT_EQ(t.str(e.track), "comm:world");
+      EXPECT_EQ(t.stringArg(e, trace::arg::kGroup), "world");
+      EXPECT_EQ(t.intArg(e, trace::arg::kGroupSize), 3);
+      EXPECT_EQ(t.stringArg(e, trace::arg::kTransport), "shm");
+      EXPECT_EQ(t.stringArg(e, trace::arg::kDtype), "float32");
+      EXPECT_EQ(t.stringArg(e, trace::arg::kReduceOp), "SUM");
+      const int64_t seq = t.intArg(e, trace::arg::kSeq);
+      EXPECT_EQ(t.intArg(e, trace::arg::kBytes), 4000 * (seq + 1));
+      EXPECT_EQ(t.stringArg(e, trace::arg::kAlgorithm), seq < 8 ? "direct" : "ring");
+      EXPECT_LE(t.intArg(e, trace::arg::kEnqueueNs), e.beginNs);
+      EXPECT_LE(e.beginNs, e.endNs);
+      seqs.push_back(seq);
+    }
+    std::vector<int64_t> want(kAllreduces);
+    for (int i = 0; i < kAllreduces; ++i) want[i] = i;
+    EXPECT_EQ(seqs, want);
+    EXPECT_GE(rss, 1);
+    if (rank == 0) {
+      EXPECT_TRUE(t.clockSyncs.empty());
+      continue;
+    }
+    ASSERT_GE(t.clockSyncs.size(), 2u);  // the first one, then periodic ones
+    for (const trace::ClockSync& sync : t.clockSyncs) {
+      // Same physical clock underneath: the true offset is exactly -skew.
+      EXPECT_LE(std::llabs(sync.offsetNs + kSkewNs[rank]), sync.uncertaintyNs)
+          << "offset " << sync.offsetNs << " +- " << sync.uncertaintyNs;
+      EXPECT_LT(sync.uncertaintyNs, 50'000'000);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ringx
