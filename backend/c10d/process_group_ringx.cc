@@ -7,6 +7,7 @@
 
 #include "backend/c10d/store_adapter.h"
 #include "backend/c10d/tensor_utils.h"
+#include "backend/trace/recorder.h"
 
 namespace ringx::c10d_glue {
 
@@ -15,8 +16,9 @@ using algorithms::CollectiveKind;
 using ::c10d::OpType;
 
 ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
-                                     int size, std::chrono::milliseconds timeout)
-    : BackendBase(rank, size) {
+                                     int size, std::chrono::milliseconds timeout,
+                                     std::string name)
+    : BackendBase(rank, size), name_(std::move(name)) {
   GroupOptions options;
   options.rank = rank;
   options.size = size;
@@ -24,8 +26,16 @@ ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& st
   options.timeout = timeout;
   options.tuning = tuningFromEnvironment();
   options.mesh = transport::meshOptionsFromEnvironment();
+  options.name = name_;
   group_ = std::make_unique<Group>(options);
   queue_ = std::make_unique<WorkQueue>();
+  // RINGX_TRACE_DIR / RINGX_TRACE_LISTEN: the first ringx group of the process
+  // (the default group, whose ranks are the global ranks) starts tracing.
+  static std::atomic<bool> environmentChecked{false};
+  if (!environmentChecked.exchange(true)) {
+    const TraceConfig config = traceConfigFromEnvironment();
+    if (config.enabled() && !TraceSession::active()) group_->startTracing(config);
+  }
 }
 
 ProcessGroupRingx::~ProcessGroupRingx() {
@@ -80,10 +90,24 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
                                                             std::vector<at::Tensor> outputs,
                                                             Job job) {
   collectivesIssued_++;
+  // For the trace: when the caller issued it, and its size as nccl-tests counts
+  // it (the outputs are the whole buffer except for reduce-scatter and scatter,
+  // whose outputs are one rank's share).
+  CallNote note;
+  if (trace::Recorder::enabled()) {
+    note.enqueueNs = trace::nowNs();
+    for (const at::Tensor& t : outputs) note.bytes += t.numel() * t.element_size();
+    if (type == OpType::REDUCE_SCATTER || type == OpType::_REDUCE_SCATTER_BASE ||
+        type == OpType::SCATTER) {
+      note.bytes *= size_;
+    }
+  }
   auto work = c10::make_intrusive<RingxWork>(rank_, type, title, std::move(outputs),
                                              std::chrono::milliseconds(0));
-  queue_->submit([work, job = std::move(job)] {
+  Group* group = group_.get();
+  queue_->submit([work, group, note, job = std::move(job)] {
     try {
+      group->noteCall(note);
       job();
     } catch (...) {
       work->markFailed(std::current_exception());
@@ -589,8 +613,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::postRecv(std::vector<at::Ten
 
 c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-    std::chrono::milliseconds timeout) {
-  return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout);
+    std::chrono::milliseconds timeout, std::string name) {
+  return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout, std::move(name));
 }
 
 }  // namespace ringx::c10d_glue

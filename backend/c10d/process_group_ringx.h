@@ -23,11 +23,16 @@ namespace ringx::c10d_glue {
 
 class ProcessGroupRingx : public BackendBase {
  public:
+  // `name` names the group in traces ("world" for the default group, torch's
+  // group number for the others).
   ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-                    std::chrono::milliseconds timeout);
+                    std::chrono::milliseconds timeout, std::string name = "world");
   ~ProcessGroupRingx() override;
 
   const std::string getBackendName() const override { return "ringx"; }
+  const std::string& groupName() const { return name_; }
+  // Starts the process's trace session over this group's ranks (collective).
+  void startTracing(const TraceConfig& config) { group_->startTracing(config); }
 
   c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                              const ::c10d::BroadcastOptions& opts) override;
@@ -103,6 +108,7 @@ class ProcessGroupRingx : public BackendBase {
 
   std::unique_ptr<Group> group_;
   std::atomic<uint64_t> collectivesIssued_{0};
+  std::string name_;
   at::Tensor scratch_[2];
   // Declared last: destroyed first, so queued jobs finish while group_ lives.
   std::unique_ptr<WorkQueue> queue_;
@@ -111,6 +117,6 @@ class ProcessGroupRingx : public BackendBase {
 // The creator handed to torch.distributed.Backend.register_backend.
 c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-    std::chrono::milliseconds timeout);
+    std::chrono::milliseconds timeout, std::string name = "world");
 
 }  // namespace ringx::c10d_glue

@@ -6,6 +6,9 @@
 #include "backend/c10d/process_group_ringx.h"
 
 namespace py = pybind11;
+namespace ringx::c10d_glue {
+void registerTraceBindings(py::module& parent);  // python_trace.cc
+}
 using ringx::c10d_glue::BackendBase;
 using ringx::c10d_glue::ProcessGroupRingx;
 
@@ -32,16 +35,36 @@ PYBIND11_MODULE(_C, m) {
           py::call_guard<py::gil_scoped_release>(),
           "Broadcast many tensors from src in flat buckets (at most two in flight).")
       .def_property_readonly("timeout", &ProcessGroupRingx::timeout)
+      .def_property_readonly("group_name", &ProcessGroupRingx::groupName,
+                             "The group's name in traces ('world' for the default group).")
+      .def(
+          "_start_tracing",
+          [](ProcessGroupRingx& self, const std::string& dir, const std::string& listen,
+             const std::string& token, int rssIntervalMs, int clockSyncIntervalMs) {
+            ringx::TraceConfig config;
+            config.dir = dir;
+            config.listen = listen;
+            config.token = token;
+            config.rssIntervalMs = rssIntervalMs;
+            config.clockSyncIntervalMs = clockSyncIntervalMs;
+            self.startTracing(config);
+          },
+          py::arg("dir"), py::arg("listen"), py::arg("token"), py::arg("rss_interval_ms"),
+          py::arg("clock_sync_interval_ms"), py::call_guard<py::gil_scoped_release>(),
+          "Starts tracing over this group's ranks (every rank must call it); see ringx.trace.")
       .def("transports", &ProcessGroupRingx::transports,
            "The transport to each rank of the group: 'shm', 'tcp', or 'self'.");
 
   m.def(
       "create_process_group",
       [](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-         std::chrono::milliseconds timeout) {
-        return ringx::c10d_glue::createProcessGroupRingx(store, rank, size, timeout);
+         std::chrono::milliseconds timeout, const std::string& groupName) {
+        return ringx::c10d_glue::createProcessGroupRingx(store, rank, size, timeout, groupName);
       },
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+      py::arg("group_name") = "world",
       py::call_guard<py::gil_scoped_release>(),
       "The creator given to torch.distributed.Backend.register_backend.");
+
+  ringx::c10d_glue::registerTraceBindings(m);
 }

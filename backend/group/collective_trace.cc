@@ -13,12 +13,33 @@ CollectiveTracer::CollectiveTracer(const std::string& groupName, int groupRank, 
       groupRank_(groupRank),
       groupSize_(groupSize) {}
 
+uint32_t CollectiveTracer::idOf(const char* text) {
+  for (const auto& [address, id] : staticIds_) {
+    if (address == text) return id;
+  }
+  const uint32_t id = Recorder::instance().intern(text);
+  staticIds_.emplace_back(text, id);
+  return id;
+}
+
+uint32_t CollectiveTracer::peersId(const std::vector<int>& peers) {
+  if (lastPeersId_ == 0 || peers != lastPeers_) {
+    std::string text;
+    for (int p : peers) {
+      if (!text.empty()) text += ',';
+      text += std::to_string(p);
+    }
+    lastPeers_ = peers;
+    lastPeersId_ = Recorder::instance().intern(text);
+  }
+  return lastPeersId_;
+}
+
 void CollectiveTracer::record(const CollectiveOutcome& outcome, const CallNote& note,
                               int64_t startNs, int64_t endNs, const char* error) {
   Recorder& r = Recorder::instance();
   if (!Recorder::enabled()) return;
-  // Keys are interned once per process; values that vary per call are interned
-  // per call (a hash lookup, well under a microsecond).
+  // Keys are interned once per process, values through the caches above.
   static const uint32_t kBytes = r.intern(trace::arg::kBytes), kSeq = r.intern(trace::arg::kSeq),
                         kGroup = r.intern(trace::arg::kGroup),
                         kGroupRank = r.intern(trace::arg::kGroupRank),
@@ -38,20 +59,17 @@ void CollectiveTracer::record(const CollectiveOutcome& outcome, const CallNote& 
   args[n++] = trace::stringArg(kGroup, group_);
   args[n++] = trace::intArg(kGroupRank, groupRank_);
   args[n++] = trace::intArg(kGroupSize, groupSize_);
-  args[n++] = trace::stringArg(kDtype, r.intern(dataTypeName(outcome.dtype)));
+  args[n++] = trace::stringArg(kDtype, idOf(dataTypeName(outcome.dtype)));
   if (outcome.reduces)
-    args[n++] = trace::stringArg(kReduceOp, r.intern(reduceOpName(outcome.reduceOp)));
+    args[n++] = trace::stringArg(kReduceOp, idOf(reduceOpName(outcome.reduceOp)));
   if (outcome.root >= 0) args[n++] = trace::intArg(kRoot, outcome.root);
-  args[n++] = trace::stringArg(kAlgorithm, r.intern(outcome.algorithm));
-  if (!outcome.transport.empty()) {
-    args[n++] = trace::stringArg(kTransport, r.intern(outcome.transport));
-  }
-  std::string peers;
-  for (int p : outcome.peers) peers += strCat(peers.empty() ? "" : ",", p);
-  args[n++] = trace::stringArg(kPeers, r.intern(peers));
+  args[n++] = trace::stringArg(kAlgorithm, idOf(outcome.algorithm));
+  if (outcome.transport != nullptr)
+    args[n++] = trace::stringArg(kTransport, idOf(outcome.transport));
+  args[n++] = trace::stringArg(kPeers, peersId(outcome.peers));
   if (note.enqueueNs > 0) args[n++] = trace::intArg(kEnqueue, note.enqueueNs);
   if (error != nullptr) args[n++] = trace::stringArg(kError, r.intern(error));
-  r.span(trace::Category::kCollective, track_, r.intern(outcome.op), startNs, endNs, args, n);
+  r.span(trace::Category::kCollective, track_, idOf(outcome.op), startNs, endNs, args, n);
 }
 
 }  // namespace ringx

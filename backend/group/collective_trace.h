@@ -29,7 +29,7 @@ struct CollectiveOutcome {
   int root = -1;
   const char* algorithm = "none";
   std::vector<int> peers;
-  std::string transport;  // "shm", "tcp", "shm+tcp"; "" when no peer was involved
+  const char* transport = nullptr;  // "shm", "tcp", "shm+tcp"; nullptr when no peer was involved
 };
 
 class CollectiveTracer {
@@ -40,8 +40,17 @@ class CollectiveTracer {
               int64_t endNs, const char* error);
 
  private:
+  // Ids of the values that repeat from call to call, so that recording a
+  // collective interns nothing in the common case (only the communication
+  // thread touches them).
+  uint32_t idOf(const char* text);  // static strings, cached by address
+  uint32_t peersId(const std::vector<int>& peers);
+
   uint32_t track_, group_;
   int groupRank_, groupSize_;
+  std::vector<std::pair<const char*, uint32_t>> staticIds_;
+  std::vector<int> lastPeers_;
+  uint32_t lastPeersId_ = 0;
 };
 
 }  // namespace ringx

@@ -1,6 +1,7 @@
 #include "backend/group/group.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -181,11 +182,11 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
           out.peers = c.peers();
           bool shm = false, tcp = false;
           for (int p : out.peers) {
-            const std::string name = context.pair(p).transportName();
-            shm |= name == "shm";
-            tcp |= name == "tcp";
+            const char* name = context.pair(p).transportName();
+            shm |= std::strcmp(name, "shm") == 0;
+            tcp |= std::strcmp(name, "tcp") == 0;
           }
-          out.transport = shm && tcp ? "shm+tcp" : shm ? "shm" : tcp ? "tcp" : "";
+          out.transport = shm && tcp ? "shm+tcp" : shm ? "shm" : tcp ? "tcp" : nullptr;
         }
       } fill{c, *outcome, *context_};
       body(c);

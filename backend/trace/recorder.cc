@@ -21,8 +21,7 @@ std::atomic<int64_t> fakeSkewNs{[] {
 int64_t nowNs() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec +
-         fakeSkewNs.load(std::memory_order_relaxed);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec + fakeSkewNs.load(std::memory_order_relaxed);
 }
 
 void setFakeClockSkewForTesting(int64_t skewNs) { fakeSkewNs.store(skewNs); }
@@ -67,7 +66,7 @@ bool Recorder::running() const { return enabled(); }
 
 uint32_t Recorder::intern(std::string_view text) {
   std::lock_guard<std::mutex> lock(stringsMutex_);
-  auto it = stringIds_.find(std::string(text));
+  auto it = stringIds_.find(text);
   if (it != stringIds_.end()) return it->second;
   const auto id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(text);

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -130,8 +131,10 @@ class Recorder {
   StreamHeader header_;
 
   std::mutex stringsMutex_;
-  std::vector<std::string> strings_{""};
-  std::unordered_map<std::string, uint32_t> stringIds_;
+  // A deque never moves its elements, so the map's views into them stay valid
+  // and lookups need no allocation.
+  std::deque<std::string> strings_{""};
+  std::unordered_map<std::string_view, uint32_t> stringIds_;
 
   std::mutex ringsMutex_;
   std::vector<std::shared_ptr<ThreadRing>> rings_;

@@ -8,6 +8,7 @@ Everything torch.distributed offers on CPU tensors (all_reduce, broadcast, all_g
 reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
 
     ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
+    ringx.trace                       # events, trace files, live server (ringx/trace.py)
 """
 
 import torch
@@ -23,16 +24,31 @@ BACKEND_NAME = "ringx"
 DEFAULT_BUCKET_BYTES = 16 * 1024 * 1024
 
 
+def _group_name():
+    """The name traces give the group being created: "world" for the default group,
+    torch's own group number ("1", "2", ...) for the others, the same on every rank."""
+    if not dist.is_initialized():
+        return "world"
+    count = getattr(dist.distributed_c10d, "_group_count", None)
+    return str(count - 1) if isinstance(count, int) and count > 0 else "group"
+
+
+def _create_process_group(store, rank, size, timeout):
+    return _C.create_process_group(store, rank, size, timeout, _group_name())
+
+
 def _register():
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
     if torch.__version__.startswith("1."):
-        dist.Backend.register_backend(BACKEND_NAME, _C.create_process_group)
+        dist.Backend.register_backend(BACKEND_NAME, _create_process_group)
     else:  # torch 2.x: a Backend for the CPU device
-        dist.Backend.register_backend(BACKEND_NAME, _C.create_process_group, devices=["cpu"])
+        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=["cpu"])
 
 
 _register()
+
+from . import trace  # noqa: E402  (needs _C loaded)
 
 
 def _ringx_group(group):

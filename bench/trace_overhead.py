@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""What tracing costs: allreduce time with tracing off and on, in the same processes.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/trace_overhead.py [--sizes 64K 1M] [--world-size 2]
+
+The ranks form one ringx group and alternate many short blocks of allreduces with tracing
+stopped and tracing started (ringx.trace.start(dir) / stop(), every collective recorded to a
+file, RSS sampled every 10 ms), and report each mode's interquartile mean per-op time (block
+times on this shared 2-core machine jump between modes 5x apart, so plain means mislead).
+gloo runs beside them as the yardstick for the noise level of the machine: its own on/off
+"difference" (gloo is not traced) shows how much of ringx's difference is noise.
+Goal (issue 4): <= 3% slowdown of a 64 KiB allreduce with tracing on.
+"""
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def interquartile_mean(values):
+    ordered = sorted(values)
+    quarter = len(ordered) // 4
+    middle = ordered[quarter:len(ordered) - quarter] or ordered
+    return statistics.fmean(middle)
+
+
+def block(tensor, group, iters):
+    dist.barrier(group=group)
+    start = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(tensor, group=group)
+    return (time.perf_counter() - start) / iters
+
+
+def worker(rank, world, init, sizes, rounds, iters, trace_root, results):
+    import ringx
+    dist.init_process_group("ringx", init_method=init, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=300))
+    gloo = dist.new_group(backend="gloo")
+    ringx_group = dist.group.WORLD
+    rows = []
+    for size in sizes:
+        t = torch.ones(size // 4)
+        for g in (ringx_group, gloo):
+            block(t, g, 20)  # warm up
+        samples = {("ringx", False): [], ("ringx", True): [], ("gloo", False): [],
+                   ("gloo", True): []}
+        for r in range(rounds):
+            for traced in (False, True):
+                if traced:
+                    ringx.trace.start(os.path.join(trace_root, f"{size}-{r}"))
+                samples[("ringx", traced)].append(block(t, ringx_group, iters))
+                samples[("gloo", traced)].append(block(t, gloo, max(1, iters // 10)))
+                if traced:
+                    ringx.trace.stop()
+        if os.environ.get("RINGX_BENCH_VERBOSE"):
+            print(rank, size, {k: [round(x * 1e6, 1) for x in v] for k, v in samples.items()},
+                  flush=True)
+        rows.append((size, {k: interquartile_mean(v) for k, v in samples.items()}))
+    if rank == 0:
+        events = sum(1 for _ in os.scandir(trace_root))
+        results.put((rows, events))
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", nargs="+", default=["64K", "1M"])
+    parser.add_argument("--world-size", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--iters", type=int, default=300)
+    args = parser.parse_args()
+    unit = {"K": KIB, "M": MIB}
+    sizes = [int(x[:-1]) * unit[x[-1].upper()] for x in args.sizes]
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        init = "file://" + os.path.join(tmp, "rdv")
+        trace_root = os.path.join(tmp, "traces")
+        procs = [ctx.Process(target=worker, args=(r, args.world_size, init, sizes, args.rounds,
+                                                  args.iters, trace_root, results))
+                 for r in range(args.world_size)]
+        for p in procs:
+            p.start()
+        rows, _ = results.get(timeout=1800)
+        for p in procs:
+            p.join()
+        if any(p.exitcode != 0 for p in procs):
+            sys.exit("a rank failed")
+    print(f"# tracing overhead, {args.world_size} ranks, {os.cpu_count()} cores, "
+          f"interquartile mean of {args.rounds} alternating blocks\n")
+    print("| size | ringx off (us) | ringx traced (us) | ringx slowdown "
+          "| gloo off (us) | gloo 'on' (us) | gloo difference (noise) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for size, t in rows:
+        off, on = t[("ringx", False)], t[("ringx", True)]
+        goff, gon = t[("gloo", False)], t[("gloo", True)]
+        label = f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
+        print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on / off - 1):+.1%} "
+              f"| {goff * 1e6:.0f} | {gon * 1e6:.0f} | {(gon / goff - 1):+.1%} |")
+
+
+if __name__ == "__main__":
+    main()
