@@ -12,7 +12,10 @@
 #include "backend/common/error.h"
 #include "backend/group/clock_sync.h"
 #include "backend/trace/file_sink.h"
+#include "backend/trace/live_client.h"
+#include "backend/trace/live_server.h"
 #include "backend/trace/recorder.h"
+#include "backend/transport/host_identity.h"
 #include "backend/transport/tcp/mesh.h"
 
 namespace ringx {
@@ -55,6 +58,41 @@ struct SessionState {
 SessionState& state() {
   static SessionState* s = new SessionState();  // outlives static destructors (atexit stop)
   return *s;
+}
+
+// Starts this rank's live server and publishes its endpoint; rank 0 (which
+// listens on the configured port) then serves every rank's endpoint as its
+// directory. Returns this rank's "host:port".
+std::string startLiveServer(const TraceConfig& config, Store& store, const std::string& prefix,
+                            int rank, int size, std::chrono::milliseconds timeout) {
+  const trace::HostPort listen = trace::parseHostPort(config.listen);
+  trace::LiveServer::Options options;
+  options.host = listen.host;
+  options.port = rank == 0 ? listen.port : 0;  // the others: ephemeral ports
+  options.token = config.token;
+  auto server = std::make_unique<trace::LiveServer>(options);
+  trace::LiveServer* raw = server.get();
+  // A wildcard bind is reached through one of this host's addresses.
+  std::string host = listen.host;
+  if (host == "0.0.0.0" || host == "::" || host.empty()) {
+    const auto addresses = transport::advertisedAddresses();
+    host = addresses.empty() ? "127.0.0.1" : addresses.front();
+  }
+  const int port = raw->port();
+  trace::Recorder::instance().addSink(std::move(server));
+  store.setString(strCat(prefix, "live/", rank), strCat(host, " ", port));
+  if (rank == 0) {
+    std::vector<trace::DirectoryEntry> entries;
+    for (int r = 0; r < size; ++r) {
+      std::istringstream entry(store.getString(strCat(prefix, "live/", r), timeout));
+      trace::DirectoryEntry e;
+      e.rank = r;
+      entry >> e.host >> e.port;
+      entries.push_back(e);
+    }
+    raw->setDirectory(std::move(entries));
+  }
+  return strCat(host, ":", port);
 }
 
 // Rank 0 lists every rank's host and pid, so a reader knows the job even when
@@ -126,6 +164,9 @@ void TraceSession::start(const TraceConfig& config, Store& store, int rank, int 
     if (!config.dir.empty()) {
       recorder.addSink(std::make_unique<trace::FileSink>(trace::rankFileName(config.dir, rank)));
     }
+    if (!config.listen.empty()) {
+      s.liveAddress = startLiveServer(config, store, prefix, rank, size, timeout);
+    }
     store.setString(strCat(prefix, "rank/", rank),
                     strCat(recorder.options().host, "\n", ::getpid()));
     if (rank == 0 && !config.dir.empty()) {
@@ -151,6 +192,7 @@ void TraceSession::start(const TraceConfig& config, Store& store, int rank, int 
     }
   } catch (...) {
     s.clock.reset();
+    s.liveAddress.clear();
     recorder.stop();
     throw;
   }

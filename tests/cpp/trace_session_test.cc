@@ -10,6 +10,7 @@
 
 #include "backend/group/group.h"
 #include "backend/trace/file_sink.h"
+#include "backend/trace/live_client.h"
 #include "backend/trace/recorder.h"
 #include "tests/cpp/process_ranks.h"
 
@@ -103,6 +104,58 @@ TEST(TraceSession, RanksRecordFilesManifestAndAlignedClocks) {
     }
   }
   std::filesystem::remove_all(dir);
+}
+
+// RINGX_TRACE_LISTEN: rank 0's directory lists every rank; a client streams
+// another rank's collectives while the job runs.
+TEST(TraceSession, LiveDirectoryAndStreamsOfEveryRank) {
+  auto errors = testing::runProcesses(3, [&](int rank, std::shared_ptr<Store> store) {
+    GroupOptions options;
+    options.rank = rank;
+    options.size = 3;
+    options.store = std::move(store);
+    options.timeout = std::chrono::seconds(30);
+    Group group(options);
+    TraceConfig config;
+    config.listen = "127.0.0.1:0";  // rank 0 on an ephemeral port too (tests run in parallel)
+    group.startTracing(config);
+    auto allreduce = [&] {
+      std::vector<int32_t> data(16, 1);
+      group.run(CollectiveKind::kAllreduce, DataType::kInt32, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::allreduce(c, data.data(), data.size(), DataType::kInt32,
+                                        ReduceOp::kSum, group.tuning());
+                });
+    };
+    std::unique_ptr<trace::LiveStream> stream;
+    if (rank == 0) {
+      const trace::HostPort self = trace::parseHostPort(TraceSession::liveAddress());
+      auto directory = trace::fetchDirectory(self.host, self.port, "");
+      if (directory.size() != 3) throw std::runtime_error("directory has the wrong size");
+      if (directory[0].port != self.port) throw std::runtime_error("rank 0 entry");
+      stream = std::make_unique<trace::LiveStream>(directory[2].host, directory[2].port, "");
+    }
+    for (int i = 0; i < 5; ++i) allreduce();
+    if (rank == 0) {
+      // Rank 2's events arrive within its flush interval; wait for all five.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      auto collectives = [&] {
+        int n = 0;
+        for (const trace::Event& e : stream->trace().events) {
+          n += e.category == trace::Category::kCollective;
+        }
+        return n;
+      };
+      while (collectives() < 5 && std::chrono::steady_clock::now() < deadline) {
+        stream->poll(100);
+      }
+      if (collectives() != 5) throw std::runtime_error(strCat("streamed ", collectives()));
+      if (stream->trace().header.rank != 2) throw std::runtime_error("wrong rank streamed");
+    }
+    allreduce();  // nobody stops before rank 0 has checked
+    TraceSession::stop();
+  });
+  for (auto& e : errors) EXPECT_EQ(e, "");
 }
 
 }  // namespace
