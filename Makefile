@@ -1,5 +1,6 @@
 # ringx — the two commands:
-#   make demo   install what is missing, build, run a 2-rank training job on backend="ringx"
+#   make demo   install what is missing, build, run a traced 2-rank training job on
+#               backend="ringx" and print the trace's summary
 #   make test   install, build, run every test suite; non-zero exit on any failure
 # and `make` alone builds (programs in build/bin/, the Python package in build/python/ringx).
 
@@ -25,10 +26,15 @@ test: build
 	@scripts/run_tests.sh
 
 demo: build
-	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2
+	@rm -rf $(BUILD_DIR)/demo-trace
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace
+	@echo "trace recorded in $(BUILD_DIR)/demo-trace; its summary:"
+	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace
 
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
+	@$(BUILD_DIR)/bin/bench_trace_record
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -8,6 +8,12 @@ Without RANK in the environment it starts --world-size processes itself, with th
 env:// variables torchrun would set. Each rank starts from different random weights;
 ringx.broadcast_coalesced makes them equal, DDP averages gradients with ringx's ring
 allreduce, and at the end the ranks check that their weights are bit-identical.
+
+With --trace DIR every rank records a trace (every collective, plus forward/backward/
+optimizer spans and step markers from this script) into DIR; then
+
+    build/bin/ringx-trace summary DIR            # per-collective table, arrival skew
+    build/bin/ringx-trace export DIR -o t.json   # open in https://ui.perfetto.dev
 """
 
 import argparse
@@ -48,11 +54,15 @@ def train(args):
 
     start = time.perf_counter()
     for step in range(args.steps):
+        ringx.trace.mark_step(step)  # no-ops unless tracing is on
         x, y = batch(rank, step)
-        loss = nn.functional.mse_loss(ddp(x), y)
+        with ringx.trace.span("forward", track="compute"):
+            loss = nn.functional.mse_loss(ddp(x), y)
         opt.zero_grad()
-        loss.backward()  # DDP allreduces gradient buckets on ringx, overlapped with backward
-        opt.step()
+        with ringx.trace.span("backward", track="compute"):
+            loss.backward()  # DDP allreduces gradient buckets on ringx, overlapped with backward
+        with ringx.trace.span("optimizer", track="compute"):
+            opt.step()
         if rank == 0 and (step % 20 == 0 or step == args.steps - 1):
             print(f"step {step:4d}  loss {loss.item():.4f}", flush=True)
     elapsed = time.perf_counter() - start
@@ -81,7 +91,10 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
     args = parser.parse_args()
+    if args.trace:
+        os.environ["RINGX_TRACE_DIR"] = args.trace  # read when the ringx group is created
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     torch.set_num_threads(1)
     if "RANK" in os.environ:  # launched by torchrun or by hand

@@ -1,0 +1,356 @@
+// Reading trace directories: which files make up a job, in what order, and what
+// to say when they disagree.
+//
+// The rank files are the truth; the manifest adds what a reader cannot learn
+// from them (the job's world size when a rank never wrote a file) and may be
+// missing or stale. So the directory is always scanned for rank-*.ringx as well,
+// and the manifest's files are read when it names others.
+#include "backend/trace/trace_dir.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace ringx::trace {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// "rank-<N>.ringx" -> N; false for any other name.
+bool rankFromFileName(const std::string& name, int32_t* rank) {
+  constexpr std::string_view kPrefix = "rank-";
+  constexpr std::string_view kSuffix = ".ringx";
+  if (name.size() <= kPrefix.size() + kSuffix.size()) return false;
+  if (name.compare(0, kPrefix.size(), kPrefix) != 0) return false;
+  if (name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) return false;
+  const std::string digits =
+      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  if (digits.empty() || digits.size() > 9) return false;
+  int32_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  *rank = value;
+  return true;
+}
+
+bool looksLikeRankFile(const std::string& name) {
+  return name.rfind("rank-", 0) == 0 && name.size() > 11 &&
+         name.compare(name.size() - 6, 6, ".ringx") == 0;
+}
+
+std::string readTextFile(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) RINGX_THROW(IoError, "cannot open ", path.string(), ": ", std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) RINGX_THROW(IoError, "error reading ", path.string());
+  return text;
+}
+
+// Reads one rank's stream. Unlike readTraceFile, a file that ends before its
+// stream header is not an error here: the rank died as it started recording,
+// which the caller reports (nullopt) rather than refusing the whole job.
+// `hint` is appended to format errors (what to do about a bad file).
+std::optional<RankTrace> readRankFile(const fs::path& path, std::string_view hint) {
+  const std::string name = path.string();
+  std::ifstream file(path, std::ios::binary);
+  if (!file) RINGX_THROW(IoError, "cannot open trace file ", name, ": ", std::strerror(errno));
+  RankTrace trace;
+  trace.source = name;
+  Decoder decoder(&trace);
+  std::string chunk(1 << 20, '\0');
+  try {
+    while (file) {
+      file.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      const std::streamsize got = file.gcount();
+      if (got <= 0) break;
+      decoder.feed(chunk.data(), static_cast<size_t>(got));
+    }
+  } catch (const FormatError& e) {
+    // The codec's messages do not always carry the path (record errors give
+    // only the byte offset); a user with eight rank files needs to know which.
+    std::string what = e.what();
+    if (what.find(name) == std::string::npos) what = strCat(name, ": ", what);
+    throw FormatError(strCat(what, hint));
+  }
+  if (file.bad()) RINGX_THROW(IoError, "error reading trace file ", name);
+  if (!decoder.sawHeader()) return std::nullopt;
+  trace.truncated = decoder.pendingBytes() > 0;
+  return trace;
+}
+
+std::string truncationWarning(const RankTrace& trace) {
+  return strCat("rank ", trace.header.rank, ": ", trace.source,
+                " is cut off inside a record (the process probably died while recording); read ",
+                trace.events.size(), " events up to the cut");
+}
+
+// ---- manifest fields ----------------------------------------------------------------
+
+[[noreturn]] void badField(const std::string& source, const std::string& field,
+                           const char* expected) {
+  RINGX_THROW(FormatError, source, ": \"", field, "\" should be ", expected,
+              "; the manifest is damaged (move it aside to read the rank files without it)");
+}
+
+// `where` is the object's path in the manifest ("ranks[2]"), empty at the top.
+[[noreturn]] void missingField(const std::string& source, const std::string& where,
+                               const char* key) {
+  RINGX_THROW(FormatError, source, ": ", where.empty() ? "the manifest" : where, " has no \"", key,
+              "\"; the manifest is damaged (move it aside to read the rank files without it)");
+}
+
+std::string fieldPath(const std::string& where, const char* key) {
+  return where.empty() ? std::string(key) : where + "." + key;
+}
+
+int64_t intField(const json& object, const char* key, bool required, int64_t fallback,
+                 const std::string& source, const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end()) {
+    if (required) missingField(source, where, key);
+    return fallback;
+  }
+  if (!it->is_number_integer()) badField(source, fieldPath(where, key), "an integer");
+  return it->get<int64_t>();
+}
+
+std::string stringField(const json& object, const char* key, bool required,
+                        const std::string& source, const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end()) {
+    if (required) missingField(source, where, key);
+    return std::string();
+  }
+  if (!it->is_string()) badField(source, fieldPath(where, key), "a string");
+  return it->get<std::string>();
+}
+
+// ---- directories ------------------------------------------------------------------
+
+TraceSet readDirectory(const fs::path& dir) {
+  TraceSet set;
+  set.path = dir.string();
+
+  const fs::path manifestPath = dir / kManifestFile;
+  std::error_code ec;
+  if (fs::is_regular_file(manifestPath, ec)) {
+    set.manifest = parseManifest(readTextFile(manifestPath), manifestPath.string());
+  }
+
+  // The files to read: the manifest's, then every rank-*.ringx beside them.
+  std::vector<fs::path> files;
+  std::set<std::string> seen;
+  if (set.manifest) {
+    for (const ManifestRank& r : set.manifest->ranks) {
+      if (r.file.empty()) continue;
+      const fs::path file = fs::path(r.file).is_absolute() ? fs::path(r.file) : dir / r.file;
+      if (!fs::exists(file, ec)) {
+        set.warnings.push_back(strCat("rank ", r.rank, ": ", manifestPath.string(), " lists ",
+                                      file.string(), ", which does not exist"));
+        continue;
+      }
+      if (seen.insert(file.lexically_normal().string()).second) files.push_back(file);
+    }
+  }
+  std::vector<fs::path> scanned;
+  fs::directory_iterator it(dir, ec);
+  if (ec) RINGX_THROW(IoError, "cannot list trace directory ", dir.string(), ": ", ec.message());
+  for (const fs::directory_entry& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (looksLikeRankFile(name) && entry.is_regular_file(ec)) scanned.push_back(entry.path());
+  }
+  // Numeric order (rank-2 before rank-10) keeps messages and duplicate checks
+  // deterministic whatever order the file system lists them in.
+  std::sort(scanned.begin(), scanned.end(), [](const fs::path& a, const fs::path& b) {
+    int32_t ra = 0, rb = 0;
+    const bool na = rankFromFileName(a.filename().string(), &ra);
+    const bool nb = rankFromFileName(b.filename().string(), &rb);
+    if (na != nb) return na;
+    if (na && ra != rb) return ra < rb;
+    return a.filename() < b.filename();
+  });
+  for (const fs::path& file : scanned) {
+    if (seen.insert(file.lexically_normal().string()).second) files.push_back(file);
+  }
+  if (files.empty()) {
+    RINGX_THROW(FormatError, "no rank-<N>.ringx files in ", dir.string(),
+                set.manifest ? " (its manifest.json names none that exist)" : "",
+                ": this is not a ringx trace directory; pass the directory the job recorded its "
+                "trace into, or one rank-<N>.ringx file");
+  }
+
+  const std::string hint =
+      strCat(" (move the file out of ", dir.string(), " to read the other ranks without it)");
+  std::map<int32_t, std::string> fileOfRank;
+  for (const fs::path& file : files) {
+    std::optional<RankTrace> trace = readRankFile(file, hint);
+    if (!trace) {
+      set.warnings.push_back(strCat(file.string(),
+                                    " ends before its stream header (the process died as it "
+                                    "started recording): skipped"));
+      continue;
+    }
+    const int32_t rank = trace->header.rank;
+    const auto [at, inserted] = fileOfRank.emplace(rank, file.string());
+    if (!inserted) {
+      RINGX_THROW(FormatError, "two trace files for rank ", rank, " in ", dir.string(), ": ",
+                  at->second, " and ", file.string(),
+                  " (traces of two jobs in one directory?); move one of them out");
+    }
+    int32_t named = 0;
+    if (rankFromFileName(file.filename().string(), &named) && named != rank) {
+      set.warnings.push_back(strCat(file.string(), " holds rank ", rank, "'s trace (its header",
+                                    " says so); read as rank ", rank));
+    }
+    if (trace->truncated) set.warnings.push_back(truncationWarning(*trace));
+    set.ranks.push_back(std::move(*trace));
+  }
+  std::sort(set.ranks.begin(), set.ranks.end(),
+            [](const RankTrace& a, const RankTrace& b) { return a.header.rank < b.header.rank; });
+
+  // Disagreements: the manifest against the headers, ranks without a file.
+  const int32_t worldSize = set.worldSize();
+  for (const RankTrace& trace : set.ranks) {
+    if (trace.header.worldSize != worldSize) {
+      set.warnings.push_back(strCat("rank ", trace.header.rank, ": ", trace.source,
+                                    " says world size ", trace.header.worldSize, ", the job ",
+                                    worldSize, " (files of different jobs mixed?)"));
+    }
+  }
+  const std::vector<int32_t> missing = set.missingRanks();
+  if (!missing.empty()) {
+    std::string list;
+    for (int32_t r : missing) list += strCat(list.empty() ? "" : ", ", r);
+    set.warnings.push_back(strCat("no trace for rank", missing.size() > 1 ? "s " : " ", list,
+                                  " of ", worldSize,
+                                  " (the process died before recording, or its file was lost)"));
+  }
+  return set;
+}
+
+}  // namespace
+
+// ---- TraceSet ---------------------------------------------------------------------
+
+int32_t TraceSet::worldSize() const {
+  if (manifest && manifest->worldSize > 0) return manifest->worldSize;
+  int32_t size = 0;
+  for (const RankTrace& trace : ranks) {
+    size = std::max({size, trace.header.worldSize, trace.header.rank + 1});
+  }
+  return size;
+}
+
+const RankTrace* TraceSet::findRank(int32_t rank) const {
+  for (const RankTrace& trace : ranks) {
+    if (trace.header.rank == rank) return &trace;
+  }
+  return nullptr;
+}
+
+std::vector<int32_t> TraceSet::truncatedRanks() const {
+  std::vector<int32_t> out;
+  for (const RankTrace& trace : ranks) {
+    if (trace.truncated) out.push_back(trace.header.rank);
+  }
+  return out;
+}
+
+std::vector<int32_t> TraceSet::missingRanks() const {
+  std::vector<int32_t> out;
+  const int32_t size = worldSize();
+  for (int32_t r = 0; r < size; ++r) {
+    if (findRank(r) == nullptr) out.push_back(r);
+  }
+  return out;
+}
+
+// ---- entry points -------------------------------------------------------------------
+
+Manifest parseManifest(std::string_view text, const std::string& source) {
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    RINGX_THROW(FormatError, source, " is not valid JSON (", e.what(),
+                "); rank 0 may have died while writing it: move it aside to read the rank files "
+                "without it");
+  }
+  if (!root.is_object()) badField(source, "the top level", "a JSON object");
+  const std::string format = stringField(root, "format", true, source, "");
+  if (format != kManifestFormat) {
+    RINGX_THROW(FormatError, source, " is not a ringx trace manifest (its format is \"", format,
+                "\", not \"", kManifestFormat, "\")");
+  }
+  Manifest m;
+  const int64_t version = intField(root, "schema_version", true, 0, source, "");
+  if (version < 1 || version > kSchemaVersion) {
+    RINGX_THROW(FormatError, source, ": trace schema version ", version,
+                " is not supported by this reader (it reads versions 1 to ", kSchemaVersion,
+                "); use the ringx build that recorded it");
+  }
+  m.schemaVersion = static_cast<uint32_t>(version);
+  const int64_t worldSize = intField(root, "world_size", true, 0, source, "");
+  if (worldSize < 1 || worldSize > (1 << 24)) badField(source, "world_size", "a positive integer");
+  m.worldSize = static_cast<int32_t>(worldSize);
+  m.startWallNs = intField(root, "start_wall_ns", false, 0, source, "");
+  const auto ranks = root.find("ranks");
+  if (ranks != root.end()) {
+    if (!ranks->is_array()) badField(source, "ranks", "an array");
+    for (size_t i = 0; i < ranks->size(); ++i) {
+      const json& entry = (*ranks)[i];
+      const std::string where = strCat("ranks[", i, "]");
+      if (!entry.is_object()) badField(source, where, "an object");
+      ManifestRank r;
+      const int64_t rank = intField(entry, "rank", true, 0, source, where);
+      if (rank < 0 || rank >= m.worldSize) {
+        badField(source, where + ".rank", "a rank below world_size");
+      }
+      r.rank = static_cast<int32_t>(rank);
+      r.host = stringField(entry, "host", false, source, where);
+      r.pid = intField(entry, "pid", false, 0, source, where);
+      r.file = stringField(entry, "file", false, source, where);
+      m.ranks.push_back(std::move(r));
+    }
+  }
+  return m;
+}
+
+TraceSet readTrace(const std::string& path) {
+  const fs::path p(path);
+  std::error_code ec;
+  const fs::file_status status = fs::status(p, ec);
+  if (status.type() == fs::file_type::not_found) {
+    RINGX_THROW(IoError, "no trace at ", path,
+                ": it does not exist (pass the directory the job recorded its trace into, or one "
+                "rank-<N>.ringx file)");
+  }
+  if (ec) RINGX_THROW(IoError, "cannot access ", path, ": ", ec.message());
+  if (fs::is_directory(status)) return readDirectory(p);
+  if (p.filename() == kManifestFile) {
+    return readDirectory(p.has_parent_path() ? p.parent_path() : fs::path("."));
+  }
+
+  TraceSet set;
+  set.path = path;
+  std::optional<RankTrace> trace = readRankFile(p, "");
+  if (!trace) {
+    RINGX_THROW(FormatError, path,
+                " ends before its stream header (the process died as it started recording, or "
+                "this is not a ringx trace): there is nothing to read");
+  }
+  if (trace->truncated) set.warnings.push_back(truncationWarning(*trace));
+  set.ranks.push_back(std::move(*trace));
+  return set;
+}
+
+}  // namespace ringx::trace

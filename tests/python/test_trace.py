@@ -1,0 +1,185 @@
+"""Tracing end to end: real ranks record, ringx-trace exports Chrome JSON and summarises,
+clocks skewed on purpose come out aligned, a killed rank's trace is still readable."""
+
+import functools
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from harness import run_ranks
+
+import ringx
+
+RINGX_TRACE = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin", "ringx-trace")
+
+
+def ringx_trace(*args, check=True):
+    result = subprocess.run([RINGX_TRACE, *args], capture_output=True, text=True, timeout=120)
+    if check and result.returncode != 0:
+        raise AssertionError(f"ringx-trace {' '.join(args)} failed:\n{result.stderr}")
+    return result
+
+
+def export(trace_dir, tmp_path):
+    out = tmp_path / "trace.json"
+    ringx_trace("export", str(trace_dir), "-o", str(out))
+    with open(out) as f:
+        data = json.load(f)
+    return data["traceEvents"] if isinstance(data, dict) else data
+
+
+def _traced_workload(rank, world):
+    import ringx
+    for n in (1000, 20000, 300000):
+        dist.all_reduce(torch.ones(n))
+    dist.broadcast(torch.ones(100), 0)
+    out = [torch.empty(64) for _ in range(world)]
+    dist.all_gather(out, torch.ones(64))
+    dist.reduce_scatter(torch.empty(32), [torch.ones(32) for _ in range(world)])
+    dist.barrier()
+    with ringx.trace.span("work", batch=3, lr=0.1, tag="x"):
+        pass
+    ringx.trace.counter("my_bytes", 123, category="memory")
+    ringx.trace.mark_step(7)
+    sub = dist.new_group(list(range(world)))
+    dist.all_reduce(torch.ones(8), group=sub)
+    return ringx.trace.enabled()
+
+
+def _by_rank(events, predicate):
+    """{rank: [events]}; ringx-trace exports rank r as pid r + 1 (Perfetto reserves pid 0)."""
+    out = {}
+    for e in events:
+        if predicate(e):
+            out.setdefault(e["pid"] - 1, []).append(e)
+    return out
+
+
+def test_traced_job_exports_every_collective_and_user_event(tmp_path):
+    trace_dir = tmp_path / "trace"
+    assert run_ranks(_traced_workload, 2, env={"RINGX_TRACE_DIR": str(trace_dir)}) == [True, True]
+    manifest = json.loads((trace_dir / "manifest.json").read_text())
+    assert manifest["world_size"] == 2 and len(manifest["ranks"]) == 2
+    events = export(trace_dir, tmp_path)
+
+    names = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert sorted(names) == [1, 2]
+    assert names[1].startswith("rank 0") and names[2].startswith("rank 1")
+    threads = {e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    assert {"comm:world", "comm:1", "user", "steps", "memory"} <= threads
+
+    collectives = _by_rank(events, lambda e: e.get("ph") == "X" and e.get("cat") == "collective")
+    assert set(collectives) == {0, 1}
+    for rank, spans in collectives.items():
+        world = [e for e in spans if e["args"]["group"] == "world"]
+        assert [e["name"] for e in world] == ["allreduce"] * 3 + [
+            "broadcast", "allgather", "reduce_scatter", "barrier"]
+        assert [e["args"]["seq"] for e in world] == list(range(7))
+        assert [e["args"]["bytes"] for e in world[:3]] == [4000, 80000, 1200000]
+        assert world[4]["args"]["bytes"] == 2 * 64 * 4  # all_gather: the gathered output
+        assert world[5]["args"]["bytes"] == 2 * 32 * 4  # reduce_scatter: the whole input
+        assert world[0]["args"]["transport"] == "shm"
+        assert world[2]["args"]["algorithm"] == "ring"
+        assert all(e["dur"] >= 0 for e in world)
+        sub = [e for e in spans if e["args"]["group"] == "1"]
+        assert [e["name"] for e in sub] == ["allreduce"]
+
+    user = [e for e in events if e.get("ph") == "X" and e.get("name") == "work"]
+    assert len(user) == 2
+    assert user[0]["args"] == {"batch": 3, "lr": 0.1, "tag": "x"}
+    counters = [e for e in events if e.get("ph") == "C" and e.get("name") == "my_bytes"]
+    assert len(counters) == 2 and counters[0]["args"]["my_bytes"] == 123
+    assert any(e.get("ph") == "C" and e.get("name") == "rss_bytes" for e in events)
+    steps = [e for e in events if e.get("cat") == "step"]
+    assert len(steps) == 2 and steps[0]["args"]["step"] == 7
+
+    summary = ringx_trace("summary", str(trace_dir)).stdout
+    assert "allreduce" in summary and "broadcast" in summary
+
+
+def _start_stop_from_code(trace_dir, rank, world):
+    import ringx
+    dist.all_reduce(torch.ones(10))  # before: not recorded
+    ringx.trace.start(os.path.join(trace_dir, "first"))
+    dist.all_reduce(torch.ones(10))
+    dist.all_reduce(torch.ones(10))
+    ringx.trace.stop()
+    dist.all_reduce(torch.ones(10))  # between: not recorded
+    ringx.trace.start(os.path.join(trace_dir, "second"))
+    dist.broadcast(torch.ones(10), 1)
+    ringx.trace.stop()
+    return True
+
+
+def test_start_and_stop_from_code_record_only_in_between(tmp_path):
+    run_ranks(functools.partial(_start_stop_from_code, str(tmp_path)), 2)
+    first = export(tmp_path / "first", tmp_path)
+    spans = [e for e in first if e.get("cat") == "collective"]
+    assert sorted((e["pid"] - 1, e["args"]["seq"]) for e in spans) == [(0, 1), (0, 2), (1, 1),
+                                                                       (1, 2)]
+    second = export(tmp_path / "second", tmp_path)
+    spans = [e for e in second if e.get("cat") == "collective"]
+    assert [e["name"] for e in spans] == ["broadcast", "broadcast"]
+    assert all(e["args"]["seq"] == 4 for e in spans)
+
+
+def _many_allreduces(rank, world):
+    for _ in range(20):
+        dist.all_reduce(torch.ones(256))
+    return True
+
+
+def _skewed_env(trace_dir, rank):
+    return {"RINGX_TRACE_DIR": trace_dir, "RINGX_TRACE_FAKE_SKEW_NS": ["0", "5000000000"][rank]}
+
+
+def test_skewed_clocks_come_out_aligned(tmp_path):
+    # Rank 1's clock runs 5 s ahead; its measured offset puts it back on rank 0's axis.
+    run_ranks(_many_allreduces, 2, env=functools.partial(_skewed_env, str(tmp_path / "trace")))
+    events = export(tmp_path / "trace", tmp_path)
+    spans = _by_rank(events, lambda e: e.get("cat") == "collective")
+    begin = {pid: {e["args"]["seq"]: e["ts"] for e in s} for pid, s in spans.items()}
+    end = {pid: {e["args"]["seq"]: e["ts"] + e["dur"] for e in s} for pid, s in spans.items()}
+    for seq in range(20):
+        # One allreduce cannot finish on one rank before it started on the other.
+        assert begin[0][seq] <= end[1][seq] + 1000 and begin[1][seq] <= end[0][seq] + 1000, seq
+
+
+def _killed_mid_run(rank, world):
+    import ringx
+    for i in range(30):
+        dist.all_reduce(torch.ones(1000))
+        if i == 20:
+            ringx.trace.flush()
+            if rank == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+    return True
+
+
+def test_a_killed_ranks_trace_is_still_readable(tmp_path):
+    trace_dir = tmp_path / "trace"
+    run_ranks(_killed_mid_run, 2, env={"RINGX_TRACE_DIR": str(trace_dir)}, allow_errors=True,
+              group_timeout_s=20)
+    events = export(trace_dir, tmp_path)
+    spans = _by_rank(events, lambda e: e.get("cat") == "collective")
+    assert len(spans[1]) >= 21  # everything up to the flush survived the SIGKILL
+    failed = [e for e in spans[0] if "error" in e["args"]]
+    assert failed and "rank 1" in failed[-1]["args"]["error"]
+    assert ringx_trace("summary", str(trace_dir)).returncode == 0
+
+
+def test_cli_errors_say_what_is_wrong(tmp_path):
+    missing = ringx_trace("summary", str(tmp_path / "nope"), check=False)
+    assert missing.returncode == 1 and "nope" in missing.stderr
+    (tmp_path / "rank-0.ringx").write_text('{"traceEvents": []}')
+    foreign = ringx_trace("summary", str(tmp_path), check=False)
+    assert foreign.returncode == 1 and "not a ringx trace" in foreign.stderr
+    usage = ringx_trace("frobnicate", check=False)
+    assert usage.returncode == 2
