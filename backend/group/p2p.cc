@@ -220,16 +220,22 @@ void PointToPoint::loop() {
         Inbound& in = inbound_[peer];
         if (peer == rank_ || in.dead) continue;
         transport::Pair& pair = *pairs_[peer];
+        auto completeSends = [&] {
+          while (!in.sends.empty() && in.sends.front().end <= pair.sendCompleted()) {
+            in.sends.front().done(nullptr, peer);
+            in.sends.pop_front();
+          }
+        };
         try {
           moved |= pair.progress();
         } catch (const std::exception& e) {
+          // The peer may close right after taking our last bytes: sends that
+          // went out completely succeeded, whatever happened next.
+          completeSends();
           failPeer(peer, e.what());
           continue;
         }
-        while (!in.sends.empty() && in.sends.front().end <= pair.sendCompleted()) {
-          in.sends.front().done(nullptr, peer);
-          in.sends.pop_front();
-        }
+        completeSends();
         handleInbound(peer);
         if (in.dead) continue;
         short events = POLLIN;

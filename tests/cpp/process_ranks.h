@@ -65,8 +65,10 @@ class DirectoryStore : public Store {
 
 // Forks `size` children running body(rank, store); returns each child's error
 // text ("" for success; "killed by signal N" when it did not exit).
+// `pids`, when given, receives the children's process ids.
 inline std::vector<std::string> runProcesses(
-    int size, const std::function<void(int rank, std::shared_ptr<Store> store)>& body) {
+    int size, const std::function<void(int rank, std::shared_ptr<Store> store)>& body,
+    std::vector<pid_t>* pids = nullptr) {
   char pattern[] = "/tmp/ringx-test-XXXXXX";
   std::string dir = ::mkdtemp(pattern);
   std::vector<pid_t> children;
@@ -102,15 +104,21 @@ inline std::vector<std::string> runProcesses(
     errors.push_back(WEXITSTATUS(status) == 0 ? "" : text.str() + " (exit)");
   }
   std::filesystem::remove_all(dir);
+  if (pids != nullptr) *pids = children;
   return errors;
 }
 
-// Names in /dev/shm that ringx created.
-inline std::vector<std::string> ringxShmEntries() {
+// Names in /dev/shm that ringx created; with `creators`, only those made by
+// these processes (segment names start "ringx-<pid>-"), so that tests running
+// in parallel do not see each other's segments.
+inline std::vector<std::string> ringxShmEntries(const std::vector<pid_t>& creators = {}) {
   std::vector<std::string> out;
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
     std::string name = entry.path().filename();
-    if (name.rfind("ringx-", 0) == 0) out.push_back(name);
+    if (name.rfind("ringx-", 0) != 0) continue;
+    bool mine = creators.empty();
+    for (pid_t pid : creators) mine |= name.rfind("ringx-" + std::to_string(pid) + "-", 0) == 0;
+    if (mine) out.push_back(name);
   }
   return out;
 }

@@ -152,30 +152,34 @@ TEST(SharedMemory, TcpOnlyWhenSharedMemoryIsOff) {
 }
 
 TEST(SharedMemory, KilledPeerIsNamedWithinTheTimeout) {
-  auto errors = runProcesses(3, [](int rank, std::shared_ptr<Store> store) {
-    GroupOptions options = processOptions(rank, 3, store);
-    options.timeout = std::chrono::seconds(10);
-    Group group(options);
-    std::vector<int64_t> data(1 << 20, 1);
-    allreduceInts(group, data);
-    if (rank == 2) std::raise(SIGKILL);
-    auto start = std::chrono::steady_clock::now();
-    try {
-      allreduceInts(group, data);
-    } catch (const PeerError& e) {
-      std::string text = e.what();
-      expect(text.find("rank 2") != std::string::npos, "error does not name rank 2: " + text);
-      expect(text.find("allreduce #1") != std::string::npos, "error does not name the call");
-      expect(std::chrono::steady_clock::now() - start < std::chrono::seconds(10),
-             "took longer than the timeout");
-      return;
-    }
-    throw std::runtime_error("no error after the peer died");
-  });
+  std::vector<pid_t> ranks;
+  auto errors = runProcesses(
+      3,
+      [](int rank, std::shared_ptr<Store> store) {
+        GroupOptions options = processOptions(rank, 3, store);
+        options.timeout = std::chrono::seconds(10);
+        Group group(options);
+        std::vector<int64_t> data(1 << 20, 1);
+        allreduceInts(group, data);
+        if (rank == 2) std::raise(SIGKILL);
+        auto start = std::chrono::steady_clock::now();
+        try {
+          allreduceInts(group, data);
+        } catch (const PeerError& e) {
+          std::string text = e.what();
+          expect(text.find("rank 2") != std::string::npos, "error does not name rank 2: " + text);
+          expect(text.find("allreduce #1") != std::string::npos, "error does not name the call");
+          expect(std::chrono::steady_clock::now() - start < std::chrono::seconds(10),
+                 "took longer than the timeout");
+          return;
+        }
+        throw std::runtime_error("no error after the peer died");
+      },
+      &ranks);
   EXPECT_EQ(errors[0], "");
   EXPECT_EQ(errors[1], "");
   EXPECT_EQ(errors[2], "killed by signal 9");
-  EXPECT_TRUE(testing::ringxShmEntries().empty());
+  EXPECT_TRUE(testing::ringxShmEntries(ranks).empty());
 }
 
 }  // namespace
