@@ -41,7 +41,7 @@ PYBIND11_MODULE(_C, m) {
           "_start_tracing",
           [](ProcessGroupRingx& self, const std::string& dir, const std::string& listen,
              const std::string& token, int rssIntervalMs, int clockSyncIntervalMs) {
-            ringx::TraceConfig config;
+            ringx::TraceConfig config = ringx::traceConfigFromEnvironment();
             config.dir = dir;
             config.listen = listen;
             config.token = token;
@@ -62,8 +62,7 @@ PYBIND11_MODULE(_C, m) {
         return ringx::c10d_glue::createProcessGroupRingx(store, rank, size, timeout, groupName);
       },
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
-      py::arg("group_name") = "world",
-      py::call_guard<py::gil_scoped_release>(),
+      py::arg("group_name") = "world", py::call_guard<py::gil_scoped_release>(),
       "The creator given to torch.distributed.Backend.register_backend.");
 
   ringx::c10d_glue::registerTraceBindings(m);

@@ -131,6 +131,7 @@ TraceConfig traceConfigFromEnvironment() {
   if (const char* listen = std::getenv("RINGX_TRACE_LISTEN")) config.listen = listen;
   if (const char* token = std::getenv("RINGX_TRACE_TOKEN")) config.token = token;
   config.rssIntervalMs = intFromEnvironment("RINGX_TRACE_RSS_MS", config.rssIntervalMs);
+  config.flushIntervalMs = intFromEnvironment("RINGX_TRACE_FLUSH_MS", config.flushIntervalMs);
   config.clockSyncIntervalMs =
       intFromEnvironment("RINGX_TRACE_CLOCK_SYNC_MS", config.clockSyncIntervalMs);
   return config;
@@ -158,6 +159,7 @@ void TraceSession::start(const TraceConfig& config, Store& store, int rank, int 
   options.rank = rank;
   options.worldSize = size;
   options.rssIntervalMs = config.rssIntervalMs;
+  options.flushIntervalMs = config.flushIntervalMs;
   trace::Recorder& recorder = trace::Recorder::instance();
   recorder.start(options);
   try {

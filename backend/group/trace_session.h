@@ -7,6 +7,7 @@
 //                                ephemeral ports it lists); see trace/live_server.h
 //   RINGX_TRACE_TOKEN            required by the live server off loopback
 //   RINGX_TRACE_RSS_MS           RSS sampling period (default 10, 0 = off)
+//   RINGX_TRACE_FLUSH_MS         how often events go to the files and live clients (10)
 //   RINGX_TRACE_CLOCK_SYNC_MS    clock-offset measurement period (default 10000)
 //
 // The first ringx process group of a process (the default group) starts the
@@ -28,6 +29,7 @@ struct TraceConfig {
   std::string listen;
   std::string token;
   int rssIntervalMs = 10;
+  int flushIntervalMs = 10;
   int clockSyncIntervalMs = 10000;
   bool enabled() const { return !dir.empty() || !listen.empty(); }
 };

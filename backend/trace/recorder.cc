@@ -1,6 +1,7 @@
 #include "backend/trace/recorder.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -231,6 +232,10 @@ void Recorder::flush() {
 }
 
 void Recorder::writerLoop() {
+  // Background work: a batch-scheduled thread does not preempt the
+  // communication threads when it wakes (they may be spinning on every core).
+  sched_param param{};
+  ::sched_setscheduler(0, SCHED_BATCH, &param);
   std::unique_lock<std::mutex> lock(controlMutex_);
   for (;;) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.flushIntervalMs),
