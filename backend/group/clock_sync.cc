@@ -12,33 +12,15 @@
 
 #include "backend/common/error.h"
 #include "backend/trace/recorder.h"
+#include "backend/transport/tcp/mesh.h"
 
 namespace ringx {
 namespace {
 
-bool readExactly(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t got = ::recv(fd, p, n, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
+// One ping is 8 bytes out and 16 back: far less than this unless a rank stalls.
+constexpr auto kPingTimeout = std::chrono::seconds(5);
 
-bool writeExactly(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t sent = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent <= 0) return false;
-    p += sent;
-    n -= static_cast<size_t>(sent);
-  }
-  return true;
-}
+transport::Deadline pingDeadline() { return transport::Clock::now() + kPingTimeout; }
 
 }  // namespace
 
@@ -48,8 +30,10 @@ trace::ClockSync measureClockOffset(int fd, int rounds) {
   for (int i = 0; i < rounds; ++i) {
     const int64_t t1 = trace::nowNs();
     int64_t reply[2];
-    if (!writeExactly(fd, &t1, sizeof(t1)) || !readExactly(fd, reply, sizeof(reply))) {
-      RINGX_THROW(IoError, "clock sync with rank 0 failed: ", std::strerror(errno));
+    if (!transport::tcp::writeFull(fd, &t1, sizeof(t1)) ||
+        !transport::tcp::readFull(fd, reply, sizeof(reply), pingDeadline())) {
+      RINGX_THROW(IoError, "clock sync with rank 0 failed: no answer within ", kPingTimeout.count(),
+                  " s or the connection closed (", std::strerror(errno), ")");
     }
     const int64_t t3 = trace::nowNs();
     if (reply[0] != t1) RINGX_THROW(IoError, "clock sync with rank 0: out-of-order answer");
@@ -109,11 +93,11 @@ void ClockService::serve() {
       int64_t t1;
       int64_t reply[2];
       // Answer with our clock as late as possible, right before sending.
-      bool ok = readExactly(fds[i].fd, &t1, sizeof(t1));
+      bool ok = transport::tcp::readFull(fds[i].fd, &t1, sizeof(t1), pingDeadline());
       if (ok) {
         reply[0] = t1;
         reply[1] = trace::nowNs();
-        ok = writeExactly(fds[i].fd, reply, sizeof(reply));
+        ok = transport::tcp::writeFull(fds[i].fd, reply, sizeof(reply));
       }
       if (!ok) {  // that rank finished or died: stop serving it
         for (int& fd : sockets_) {

@@ -11,6 +11,7 @@
 
 #include "backend/common/error.h"
 #include "backend/group/clock_sync.h"
+#include "backend/trace/chrome_export.h"
 #include "backend/trace/file_sink.h"
 #include "backend/trace/live_client.h"
 #include "backend/trace/live_server.h"
@@ -32,18 +33,9 @@ int intFromEnvironment(const char* name, int fallback) {
 }
 
 std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += strCat("\\u00", "0123456789abcdef"[(c >> 4) & 15], "0123456789abcdef"[c & 15]);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+  std::string out;
+  trace::appendJsonString(out, text);
+  return out;
 }
 
 struct SessionState {

@@ -103,40 +103,36 @@ void Recorder::record(const Event& event, const Arg* args, uint32_t argCount) {
   ring.tail.store(tail + 1, std::memory_order_release);
 }
 
-void Recorder::span(Category category, uint32_t track, uint32_t name, int64_t beginNs,
-                    int64_t endNs, const Arg* args, uint32_t argCount) {
-  if (!enabled()) return;
+namespace {
+Event makeEvent(EventKind kind, Category category, uint32_t track, uint32_t name, int64_t beginNs,
+                int64_t endNs) {
   Event e;
-  e.kind = EventKind::kSpan;
+  e.kind = kind;
   e.category = category;
   e.track = track;
   e.name = name;
   e.beginNs = beginNs;
   e.endNs = std::max(beginNs, endNs);
-  record(e, args, argCount);
+  return e;
+}
+}  // namespace
+
+void Recorder::span(Category category, uint32_t track, uint32_t name, int64_t beginNs,
+                    int64_t endNs, const Arg* args, uint32_t argCount) {
+  if (!enabled()) return;
+  record(makeEvent(EventKind::kSpan, category, track, name, beginNs, endNs), args, argCount);
 }
 
 void Recorder::instant(Category category, uint32_t track, uint32_t name, int64_t atNs,
                        const Arg* args, uint32_t argCount) {
   if (!enabled()) return;
-  Event e;
-  e.kind = EventKind::kInstant;
-  e.category = category;
-  e.track = track;
-  e.name = name;
-  e.beginNs = e.endNs = atNs;
-  record(e, args, argCount);
+  record(makeEvent(EventKind::kInstant, category, track, name, atNs, atNs), args, argCount);
 }
 
 void Recorder::counter(Category category, uint32_t track, uint32_t name, int64_t atNs, double value,
                        const Arg* args, uint32_t argCount) {
   if (!enabled()) return;
-  Event e;
-  e.kind = EventKind::kCounter;
-  e.category = category;
-  e.track = track;
-  e.name = name;
-  e.beginNs = e.endNs = atNs;
+  Event e = makeEvent(EventKind::kCounter, category, track, name, atNs, atNs);
   e.value = value;
   record(e, args, argCount);
 }
@@ -296,13 +292,8 @@ void Recorder::writeBatchLocked(bool sampleRss) {
       if (std::sscanf(text, "%llu %llu", &pages, &residentPages) == 2) {
         static const uint32_t memoryTrack = intern(track::kMemory);
         static const uint32_t rssName = intern(counters::kRss);
-        Event e;
-        e.kind = EventKind::kCounter;
-        e.category = Category::kMemory;
+        Event e = makeEvent(EventKind::kCounter, Category::kMemory, memoryTrack, rssName, now, now);
         e.rank = options_.rank;
-        e.track = memoryTrack;
-        e.name = rssName;
-        e.beginNs = e.endNs = now;
         e.value = static_cast<double>(residentPages) * static_cast<double>(::sysconf(_SC_PAGESIZE));
         encoder_.event(e, nullptr);
         ++batch.events;
