@@ -65,12 +65,13 @@ void PointToPoint::recv(int src, int64_t tag, void* data, size_t bytes, Callback
   auto posted = std::make_unique<PostedRecv>(
       PostedRecv{src, tag, static_cast<char*>(data), bytes, std::move(done)});
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!abortReason_.empty() || (src != kAnySource && inbound_[src].dead)) {
-    std::string why = abortReason_.empty() ? inbound_[src].deathReason : abortReason_;
+  auto fail = [&](const std::string& why) {
     lock.unlock();
     posted->done(peerError(strCat("recv from rank ", src, " failed: ", why)), src);
-    return;
-  }
+  };
+  if (!abortReason_.empty()) return fail(abortReason_);
+  // A message that arrived whole before its sender exited is still delivered:
+  // look among the unexpected ones before asking whether the sender is gone.
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     Unexpected& message = **it;
     if (message.claimedBy || !matches(*posted, message.src, message.tag)) continue;
@@ -84,6 +85,7 @@ void PointToPoint::recv(int src, int64_t tag, void* data, size_t bytes, Callback
     completeRecv(std::move(posted), owned->payload.data(), owned->payload.size(), owned->src);
     return;
   }
+  if (src != kAnySource && inbound_[src].dead) return fail(inbound_[src].deathReason);
   posted_.push_back(std::move(posted));
 }
 
@@ -229,9 +231,11 @@ void PointToPoint::loop() {
         try {
           moved |= pair.progress();
         } catch (const std::exception& e) {
-          // The peer may close right after taking our last bytes: sends that
-          // went out completely succeeded, whatever happened next.
+          // The peer may close right after its last bytes (or after taking
+          // ours): what went out or arrived completely succeeded, whatever
+          // happened next, so finish that before failing the rest.
           completeSends();
+          handleInbound(peer);
           failPeer(peer, e.what());
           continue;
         }
