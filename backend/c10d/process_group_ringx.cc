@@ -1,7 +1,5 @@
 #include "backend/c10d/process_group_ringx.h"
 
-#include <Python.h>
-
 #include <cstring>
 #include <deque>
 
@@ -16,8 +14,7 @@ using algorithms::CollectiveKind;
 using ::c10d::OpType;
 
 ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
-                                     int size, std::chrono::milliseconds timeout,
-                                     std::string name)
+                                     int size, std::chrono::milliseconds timeout, std::string name)
     : BackendBase(rank, size), name_(std::move(name)) {
   GroupOptions options;
   options.rank = rank;
@@ -38,15 +35,20 @@ ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& st
   }
 }
 
+namespace {
+ProcessGroupRingx::GilRelease gilRelease;
+}
+
+void ProcessGroupRingx::setGilRelease(GilRelease gil) { gilRelease = gil; }
+
 ProcessGroupRingx::~ProcessGroupRingx() {
   // Python drops the last reference with the GIL held. Our threads may be
   // releasing tensors that Python owns, which needs the GIL: joining them while
   // holding it would deadlock, so let go of it while they finish.
-  PyThreadState* released = nullptr;
-  if (Py_IsInitialized() && PyGILState_Check()) released = PyEval_SaveThread();
+  void* released = gilRelease.release ? gilRelease.release() : nullptr;
   queue_.reset();  // finish what was issued while the group still exists
   group_.reset();
-  if (released) PyEval_RestoreThread(released);
+  if (released) gilRelease.restore(released);
 }
 
 std::chrono::milliseconds ProcessGroupRingx::callTimeout(
@@ -107,6 +109,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
   Group* group = group_.get();
   queue_->submit([work, group, note, job = std::move(job)] {
     try {
+      work->markStarted(trace::nowNs(), static_cast<int64_t>(group->collectivesIssued()));
       group->noteCall(note);
       job();
     } catch (...) {

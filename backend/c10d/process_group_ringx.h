@@ -29,6 +29,15 @@ class ProcessGroupRingx : public BackendBase {
                     std::chrono::milliseconds timeout, std::string name = "world");
   ~ProcessGroupRingx() override;
 
+  // The destructor joins the group's threads, which may be releasing tensors that
+  // Python owns (and so need the GIL). The Python module installs these so the
+  // destructor lets go of the GIL while it joins; C++ programs need nothing.
+  struct GilRelease {
+    void* (*release)() = nullptr;  // returns what restore() needs, or nullptr
+    void (*restore)(void*) = nullptr;
+  };
+  static void setGilRelease(GilRelease gil);
+
   const std::string getBackendName() const override { return "ringx"; }
   const std::string& groupName() const { return name_; }
   // Starts the process's trace session over this group's ranks (collective).

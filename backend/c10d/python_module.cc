@@ -9,10 +9,18 @@ namespace py = pybind11;
 namespace ringx::c10d_glue {
 void registerTraceBindings(py::module& parent);  // python_trace.cc
 }
+namespace ringx::ddp {
+void registerDdpBindings(py::module& parent);  // ddp/python_bindings.cc
+}
 using ringx::c10d_glue::BackendBase;
 using ringx::c10d_glue::ProcessGroupRingx;
 
 PYBIND11_MODULE(_C, m) {
+  ProcessGroupRingx::setGilRelease(
+      {[]() -> void* {
+         return Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+       },
+       [](void* state) { PyEval_RestoreThread(static_cast<PyThreadState*>(state)); }});
   m.doc() = "ringx: a c10d backend with its own ring collectives";
   // The base class must be registered with pybind before we derive from it.
   py::module::import("torch.distributed");
@@ -66,4 +74,5 @@ PYBIND11_MODULE(_C, m) {
       "The creator given to torch.distributed.Backend.register_backend.");
 
   ringx::c10d_glue::registerTraceBindings(m);
+  ringx::ddp::registerDdpBindings(m);
 }

@@ -1,6 +1,7 @@
 #include "backend/c10d/work.h"
 
 #include "backend/common/error.h"
+#include "backend/trace/recorder.h"
 
 namespace ringx::c10d_glue {
 
@@ -12,7 +13,13 @@ RingxWork::RingxWork(int rank, ::c10d::OpType opType, const char* profilingTitle
           c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
       waitLimit_(waitLimit) {}
 
+void RingxWork::markStarted(int64_t startedNs, int64_t seq) {
+  seq_.store(seq, std::memory_order_release);
+  startedNs_.store(startedNs, std::memory_order_release);
+}
+
 void RingxWork::markSuccess(int sourceRank) {
+  finishedNs_.store(trace::nowNs(), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     sourceRank_ = sourceRank;
@@ -22,6 +29,7 @@ void RingxWork::markSuccess(int sourceRank) {
 }
 
 void RingxWork::markFailed(std::exception_ptr error) {
+  finishedNs_.store(trace::nowNs(), std::memory_order_release);
   finish(error);
   future_->setError(error);
 }

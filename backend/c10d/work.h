@@ -10,7 +10,9 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <vector>
 
 namespace ringx::c10d_glue {
@@ -29,11 +31,22 @@ class RingxWork : public ::c10d::Work {
   int sourceRank() const override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
+  // When the communication thread began and ended this operation (trace::nowNs;
+  // 0 until then) and the sequence number its group gave it (-1 until then). The
+  // DDP engine reads them for its per-bucket "wire" times.
+  void markStarted(int64_t startedNs, int64_t seq);
+  int64_t startedNs() const { return startedNs_.load(std::memory_order_acquire); }
+  int64_t finishedNs() const { return finishedNs_.load(std::memory_order_acquire); }
+  int64_t seq() const { return seq_.load(std::memory_order_acquire); }
+
  private:
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   const std::chrono::milliseconds waitLimit_;
   int sourceRank_ = -1;
+  std::atomic<int64_t> startedNs_{0};
+  std::atomic<int64_t> finishedNs_{0};
+  std::atomic<int64_t> seq_{-1};
 };
 
 }  // namespace ringx::c10d_glue

@@ -27,7 +27,7 @@
 
 namespace ringx::trace {
 
-inline constexpr uint32_t kSchemaVersion = 1;
+inline constexpr uint32_t kSchemaVersion = 2;  // 2: DDP bucket names
 
 // The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
@@ -95,13 +95,23 @@ inline constexpr const char* kError = "error";           // set when the collect
 inline constexpr const char* kBucket = "bucket";         // DDP bucket index
 inline constexpr const char* kUnit = "unit";             // FSDP unit (module path)
 inline constexpr const char* kStep = "step";             // training step index
+// DDP buckets (one span per bucket and iteration; times are steady ns like beginNs).
+inline constexpr const char* kParams = "params";  // parameters in the bucket
+inline constexpr const char* kFirstGradNs = "first_grad_ns";
+inline constexpr const char* kReadyNs = "ready_ns";
+inline constexpr const char* kLaunchNs = "launch_ns";
+inline constexpr const char* kWireStartNs = "wire_start_ns";
+inline constexpr const char* kWireEndNs = "wire_end_ns";
+inline constexpr const char* kCopyBackNs = "copy_back_ns";  // copy-back began
+inline constexpr const char* kExposedNs = "exposed_ns";     // comm time after backward compute
 }  // namespace arg
 
 // Well-known tracks (lanes within a rank).
 namespace track {
 inline constexpr const char* kCompute = "compute";
-inline constexpr const char* kCommPrefix = "comm:";  // + group name
-inline constexpr const char* kDdp = "ddp";
+inline constexpr const char* kCommPrefix = "comm:";            // + group name
+inline constexpr const char* kDdp = "ddp";                     // forward/backward/optimizer spans
+inline constexpr const char* kDdpBucketPrefix = "ddp:bucket";  // + bucket index
 inline constexpr const char* kFsdp = "fsdp";
 inline constexpr const char* kSteps = "steps";
 inline constexpr const char* kMemory = "memory";
@@ -111,6 +121,7 @@ inline constexpr const char* kUser = "user";
 // Well-known counter names.
 namespace counters {
 inline constexpr const char* kRss = "rss_bytes";
+inline constexpr const char* kDdpBucketBytes = "ddp.bucket_bytes";
 }  // namespace counters
 
 // ---- Decoded records (what codec.h reads and writes) -----------------------------

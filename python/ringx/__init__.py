@@ -49,6 +49,7 @@ def _register():
 _register()
 
 from . import trace  # noqa: E402  (needs _C loaded)
+from . import ddp  # noqa: E402
 
 
 def _ringx_group(group):

@@ -283,19 +283,48 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
     fingerprint += categoryName(static_cast<Category>(i));
   }
   for (int i = 1; i <= 3; ++i) fingerprint += eventKindName(static_cast<EventKind>(i));
-  for (const char* name :
-       {arg::kBytes,     arg::kSeq,      arg::kGroup,     arg::kGroupRank,    arg::kGroupSize,
-        arg::kOp,        arg::kReduceOp, arg::kDtype,     arg::kRoot,         arg::kAlgorithm,
-        arg::kTransport, arg::kPeers,    arg::kEnqueueNs, arg::kError,        arg::kBucket,
-        arg::kUnit,      arg::kStep,     track::kCompute, track::kCommPrefix, track::kDdp,
-        track::kFsdp,    track::kSteps,  track::kMemory,  track::kUser,       counters::kRss}) {
+  for (const char* name : {arg::kBytes,
+                           arg::kSeq,
+                           arg::kGroup,
+                           arg::kGroupRank,
+                           arg::kGroupSize,
+                           arg::kOp,
+                           arg::kReduceOp,
+                           arg::kDtype,
+                           arg::kRoot,
+                           arg::kAlgorithm,
+                           arg::kTransport,
+                           arg::kPeers,
+                           arg::kEnqueueNs,
+                           arg::kError,
+                           arg::kBucket,
+                           arg::kUnit,
+                           arg::kStep,
+                           track::kCompute,
+                           track::kCommPrefix,
+                           track::kDdp,
+                           track::kFsdp,
+                           track::kSteps,
+                           track::kMemory,
+                           track::kUser,
+                           counters::kRss,
+                           arg::kParams,
+                           arg::kFirstGradNs,
+                           arg::kReadyNs,
+                           arg::kLaunchNs,
+                           arg::kWireStartNs,
+                           arg::kWireEndNs,
+                           arg::kCopyBackNs,
+                           arg::kExposedNs,
+                           track::kDdpBucketPrefix,
+                           counters::kDdpBucketBytes}) {
     fingerprint += name;
     fingerprint += ',';
   }
   fingerprint.append(kMagic, sizeof(kMagic));
   fingerprint += std::to_string(kMaxRecordBytes);
-  EXPECT_EQ(kSchemaVersion, 1u);
-  EXPECT_EQ(fnv1a(fingerprint), 0xeb1ca40c63f47af8ull)
+  EXPECT_EQ(kSchemaVersion, 2u);
+  EXPECT_EQ(fnv1a(fingerprint), 0x190911d21dfd7a26ull)
       << "the trace schema changed: bump kSchemaVersion and update this test (fingerprint 0x"
       << std::hex << fnv1a(fingerprint) << ")";
 }
