@@ -355,7 +355,11 @@ void Reducer::copyGradIntoBucket(size_t param) {
     if (commHook_) {
       view.copy_(grad);
     } else {
-      at::mul_out(view, grad, at::scalar_tensor(1.0 / worldSize_, at::kDouble));
+      // A scalar of the gradient's own dtype, flagged as a wrapped number, keeps
+      // the multiply on the vectorised same-dtype path (no per-element cast).
+      at::Tensor scale = at::scalar_tensor(1.0 / worldSize_, grad.options());
+      scale.unsafeGetTensorImpl()->set_wrapped_number(true);
+      at::mul_out(view, grad, scale);
     }
     if (options_.gradientAsBucketView) grad = view;
   } else if (!commHook_) {
