@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""Train a small model on several CPU processes with torch DDP over backend="ringx".
+"""Train a small model on several CPU processes with DDP over backend="ringx".
 
     PYTHONPATH=build/python /usr/bin/python3 samples/train_ddp.py --world-size 2
     torchrun --nproc-per-node 2 samples/train_ddp.py          # where torchrun works
 
 Without RANK in the environment it starts --world-size processes itself, with the same
-env:// variables torchrun would set. Each rank starts from different random weights;
-ringx.broadcast_coalesced makes them equal, DDP averages gradients with ringx's ring
-allreduce, and at the end the ranks check that their weights are bit-identical.
+env:// variables torchrun would set. Each rank starts from different random weights.
+--engine ringx (the default) wraps the model in ringx.ddp.DistributedDataParallel, whose
+constructor broadcasts rank 0's weights and whose C++ engine times every gradient bucket;
+--engine torch uses torch's DDP after an explicit ringx.broadcast_coalesced. Either way
+gradients are averaged with ringx's ring allreduce, and at the end the ranks check that
+their weights are bit-identical.
 
-With --trace DIR every rank records a trace (every collective, plus forward/backward/
-optimizer spans and step markers from this script) into DIR; then
+With --trace DIR every rank records a trace (every collective, ringx.ddp's per-bucket and
+per-phase events, and forward/backward/optimizer spans and step markers from this
+script) into DIR; then
 
     build/bin/ringx-trace summary DIR            # per-collective table, arrival skew
     build/bin/ringx-trace export DIR -o t.json   # open in https://ui.perfetto.dev
@@ -47,9 +51,14 @@ def train(args):
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(rank)  # deliberately different weights on every rank...
     model = make_model()
-    params = [p.data for p in model.parameters()]
-    ringx.broadcast_coalesced(params, src=0)  # ...until rank 0's are copied everywhere
-    ddp = nn.parallel.DistributedDataParallel(model)
+    if args.engine == "ringx":
+        # The constructor checks every rank built the same model and broadcasts rank 0's
+        # weights; small buckets so that several overlap with backward.
+        ddp = ringx.ddp.DistributedDataParallel(model, bucket_cap_mb=0.1)
+    else:
+        params = [p.data for p in model.parameters()]
+        ringx.broadcast_coalesced(params, src=0)  # ...until rank 0's are copied everywhere
+        ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
 
     start = time.perf_counter()
@@ -71,6 +80,11 @@ def train(args):
     everyone = [torch.empty_like(flat) for _ in range(world)]
     dist.all_gather(everyone, flat)
     agree = all(torch.equal(everyone[0], other) for other in everyone)
+    if rank == 0 and args.engine == "ringx":
+        it = ddp.last_iteration()
+        wire = sum(b["wire_end_ns"] - b["wire_start_ns"] for b in it["buckets"])
+        print(f"ringx.ddp, last step: {len(it['buckets'])} buckets, allreduce {wire / 1e3:.0f} us, "
+              f"exposed after backward {it['exposed_ns'] / 1e3:.0f} us", flush=True)
     if rank == 0:
         print(f"{world} ranks, {args.steps} steps in {elapsed:.2f} s "
               f"({elapsed / args.steps * 1e3:.1f} ms/step); weights identical on all ranks: "
@@ -91,6 +105,8 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--engine", choices=["ringx", "torch"], default="ringx",
+                        help="ringx.ddp (C++ engine, per-bucket timing) or torch's DDP")
     parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
     args = parser.parse_args()
     if args.trace:

@@ -379,7 +379,84 @@ Summary summarize(const TraceSet& trace) {
                                 "): counts and times above miss them; the recorder's buffers "
                                 "overflowed or a live client read too slowly"));
   }
+  s.ddp = summarizeDdp(trace);
   return s;
+}
+
+DdpStats summarizeDdp(const TraceSet& trace) {
+  DdpStats d;
+  struct PerBucket {
+    DdpBucketStats stats;
+    std::vector<int64_t> wire;
+    int64_t readyToLaunch = 0, exposed = 0;
+  };
+  std::map<int64_t, PerBucket> buckets;
+  int64_t forward = 0, backward = 0, optimizer = 0;
+  uint64_t forwards = 0, optimizers = 0;
+  std::map<std::pair<int32_t, int64_t>, int64_t> exposedOfIteration;  // (rank, step)
+  int64_t wireTotal = 0, exposedTotal = 0;
+  for (const RankTrace& t : trace.ranks) {
+    for (const Event& e : t.events) {
+      if (e.category != Category::kDdp || e.kind != EventKind::kSpan) continue;
+      const std::string_view name = t.str(e.name);
+      const int64_t duration = e.endNs - e.beginNs;
+      if (name == "forward") {
+        forward += duration;
+        ++forwards;
+      } else if (name == "backward") {
+        backward += duration;
+        ++d.iterations;
+      } else if (name == "optimizer") {
+        optimizer += duration;
+        ++optimizers;
+      } else if (name == "bucket_rebuild") {
+        ++d.rebuilds;
+      } else if (name == "bucket") {
+        auto intArg = [&](const char* key) {
+          const Arg* a = t.findArg(e, key);
+          return a && a->type == ArgType::kInt ? a->intValue : 0;
+        };
+        PerBucket& b = buckets[intArg(arg::kBucket)];
+        b.stats.bucket = intArg(arg::kBucket);
+        ++b.stats.samples;
+        b.stats.bytes = intArg(arg::kBytes);
+        b.stats.params = intArg(arg::kParams);
+        const int64_t wire =
+            std::max<int64_t>(0, intArg(arg::kWireEndNs) - intArg(arg::kWireStartNs));
+        const int64_t exposed = std::max<int64_t>(0, intArg(arg::kExposedNs));
+        b.wire.push_back(wire);
+        b.readyToLaunch += std::max<int64_t>(0, intArg(arg::kLaunchNs) - intArg(arg::kReadyNs));
+        b.exposed += exposed;
+        wireTotal += wire;
+        exposedTotal += std::min(exposed, wire);
+        int64_t& worst = exposedOfIteration[{t.header.rank, intArg(arg::kStep)}];
+        worst = std::max(worst, exposed);
+      }
+    }
+  }
+  if (forwards) d.forwardMeanNs = forward / static_cast<int64_t>(forwards);
+  if (d.iterations) d.backwardMeanNs = backward / static_cast<int64_t>(d.iterations);
+  if (optimizers) d.optimizerMeanNs = optimizer / static_cast<int64_t>(optimizers);
+  if (!exposedOfIteration.empty()) {
+    int64_t sum = 0;
+    for (const auto& [key, ns] : exposedOfIteration) sum += ns;
+    d.exposedMeanNs = sum / static_cast<int64_t>(exposedOfIteration.size());
+  }
+  if (wireTotal > 0) d.hiddenShare = 1.0 - static_cast<double>(exposedTotal) / wireTotal;
+  for (auto& [index, b] : buckets) {
+    const int64_t n = static_cast<int64_t>(b.stats.samples);
+    std::sort(b.wire.begin(), b.wire.end());
+    int64_t wireSum = 0, exposedCapped = 0;
+    for (int64_t w : b.wire) wireSum += w;
+    exposedCapped = std::min(b.exposed, wireSum);
+    b.stats.wireMeanNs = wireSum / n;
+    b.stats.wireP50Ns = percentile(b.wire, 50);
+    b.stats.readyToLaunchMeanNs = b.readyToLaunch / n;
+    b.stats.exposedMeanNs = b.exposed / n;
+    b.stats.hiddenShare = wireSum > 0 ? 1.0 - static_cast<double>(exposedCapped) / wireSum : 0;
+    d.buckets.push_back(b.stats);
+  }
+  return d;
 }
 
 std::string formatSummary(const Summary& s) {
@@ -466,6 +543,28 @@ std::string formatSummary(const Summary& s) {
     if (k.clockUncertaintyNs > 0) {
       appendf(out, "  clock uncertainty up to %s: smaller skews are within measurement error\n",
               formatDuration(k.clockUncertaintyNs).c_str());
+    }
+  }
+
+  // ---- DDP
+  const DdpStats& d = s.ddp;
+  if (d.iterations > 0) {
+    appendf(out, "\nDDP engine (%" PRIu64 " iterations over all ranks; means)\n", d.iterations);
+    appendf(out, "  forward %s, backward %s, optimizer and the rest until the next forward %s\n",
+            formatDuration(d.forwardMeanNs).c_str(), formatDuration(d.backwardMeanNs).c_str(),
+            formatDuration(d.optimizerMeanNs).c_str());
+    appendf(out,
+            "  communication hidden behind backward: %.0f%%; exposed after backward's compute: "
+            "%s per iteration%s\n",
+            100.0 * d.hiddenShare, formatDuration(d.exposedMeanNs).c_str(),
+            d.rebuilds ? "; buckets rebuilt in gradient-ready order" : "");
+    appendf(out, "  %6s %10s %6s %14s %10s %10s %12s %7s\n", "bucket", "bytes", "params",
+            "wait to launch", "wire mean", "wire p50", "exposed mean", "hidden");
+    for (const DdpBucketStats& b : d.buckets) {
+      appendf(out, "  %6" PRId64 " %10" PRId64 " %6" PRId64 " %14s %10s %10s %12s %6.0f%%\n",
+              b.bucket, b.bytes, b.params, formatDuration(b.readyToLaunchMeanNs).c_str(),
+              formatDuration(b.wireMeanNs).c_str(), formatDuration(b.wireP50Ns).c_str(),
+              formatDuration(b.exposedMeanNs).c_str(), 100.0 * b.hiddenShare);
     }
   }
 

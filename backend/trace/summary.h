@@ -93,6 +93,30 @@ struct SkewStats {
   int64_t clockUncertaintyNs = 0;
 };
 
+// DDP engine events (ringx.ddp), over every rank and iteration.
+struct DdpBucketStats {
+  int64_t bucket = 0;
+  uint64_t samples = 0;  // bucket spans (ranks x iterations)
+  int64_t bytes = 0;     // of the last sample (buckets may be rebuilt once)
+  int64_t params = 0;
+  int64_t readyToLaunchMeanNs = 0;  // waiting for earlier buckets (in-order launch)
+  int64_t wireMeanNs = 0;
+  int64_t wireP50Ns = 0;
+  int64_t exposedMeanNs = 0;  // communication after backward's compute ended
+  double hiddenShare = 0;     // 1 - exposed / wire, over all samples
+};
+
+struct DdpStats {
+  uint64_t iterations = 0;  // backward spans over all ranks
+  int64_t forwardMeanNs = 0;
+  int64_t backwardMeanNs = 0;
+  int64_t optimizerMeanNs = 0;
+  int64_t exposedMeanNs = 0;  // per iteration: the most exposed bucket
+  double hiddenShare = 0;     // over every bucket of every iteration
+  uint64_t rebuilds = 0;
+  std::vector<DdpBucketStats> buckets;  // by bucket index
+};
+
 struct Summary {
   std::string source;
   int32_t worldSize = 0;
@@ -101,6 +125,7 @@ struct Summary {
   std::vector<CollectiveStats> collectives;  // by op (most total time first), then size
   std::vector<RankStats> ranks;              // by rank
   SkewStats skew;
+  DdpStats ddp;  // iterations == 0 when the job recorded no DDP events
   uint64_t droppedEvents = 0;
   std::vector<int32_t> truncatedRanks;
   std::vector<int32_t> unalignedRanks;  // not the reference and without clock samples
@@ -109,6 +134,7 @@ struct Summary {
 };
 
 Summary summarize(const TraceSet& trace);
+DdpStats summarizeDdp(const TraceSet& trace);
 
 // The summary as text tables for a terminal, ending in a newline.
 std::string formatSummary(const Summary& summary);

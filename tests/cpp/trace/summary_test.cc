@@ -284,5 +284,54 @@ TEST(Summary, TraceWithoutCollectives) {
   EXPECT_FALSE(contains(text, "Warnings")) << text;
 }
 
+// Two ranks, three DDP iterations each with two buckets: bucket 0 fully hidden,
+// bucket 1 with 40 of its 100 us wire time after backward's compute.
+TEST(Summary, DdpPhasesAndBucketsAreSummarised) {
+  TempDir dir;
+  for (int r = 0; r < 2; ++r) {
+    RankStream s(r, 2);
+    for (int step = 0; step < 3; ++step) {
+      const int64_t t = step * 1000000;
+      if (step > 0)
+        s.span(Category::kDdp, track::kDdp, "optimizer", t - 30000, t, {{"step", step - 1}});
+      s.span(Category::kDdp, track::kDdp, "forward", t, t + 100000, {{"step", step}});
+      s.span(Category::kDdp, track::kDdp, "backward", t + 100000, t + 400000, {{"step", step}});
+      for (int b = 0; b < 2; ++b) {
+        const int64_t ready = t + 150000 + b * 100000;
+        s.span(Category::kDdp, std::string(track::kDdpBucketPrefix) + std::to_string(b), "bucket",
+               ready - 10000, ready + 200000,
+               {{arg::kBucket, b},
+                {arg::kStep, step},
+                {arg::kBytes, int64_t{4096} << b},
+                {arg::kParams, 2 + b},
+                {arg::kReadyNs, ready},
+                {arg::kLaunchNs, ready + 1000},
+                {arg::kWireStartNs, ready + 2000},
+                {arg::kWireEndNs, ready + 102000},
+                {arg::kExposedNs, b == 0 ? 0 : 40000}});
+      }
+    }
+    s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
+  }
+  const DdpStats d = summarizeDdp(readTrace(dir.path()));
+  EXPECT_EQ(d.iterations, 6u);
+  EXPECT_EQ(d.forwardMeanNs, 100000);
+  EXPECT_EQ(d.backwardMeanNs, 300000);
+  EXPECT_EQ(d.optimizerMeanNs, 30000);
+  EXPECT_EQ(d.exposedMeanNs, 40000);
+  EXPECT_NEAR(d.hiddenShare, 1.0 - 40.0 / 200.0, 1e-9);
+  ASSERT_EQ(d.buckets.size(), 2u);
+  EXPECT_EQ(d.buckets[0].samples, 6u);
+  EXPECT_EQ(d.buckets[1].bytes, 8192);
+  EXPECT_EQ(d.buckets[1].params, 3);
+  EXPECT_EQ(d.buckets[0].readyToLaunchMeanNs, 1000);
+  EXPECT_EQ(d.buckets[1].wireMeanNs, 100000);
+  EXPECT_NEAR(d.buckets[0].hiddenShare, 1.0, 1e-9);
+  EXPECT_NEAR(d.buckets[1].hiddenShare, 0.6, 1e-9);
+  const std::string text = formatSummary(summarize(readTrace(dir.path())));
+  EXPECT_TRUE(contains(text, "DDP engine (6 iterations")) << text;
+  EXPECT_TRUE(contains(text, "communication hidden behind backward: 80%")) << text;
+}
+
 }  // namespace
 }  // namespace ringx::trace
