@@ -34,6 +34,7 @@ def data(world, step):
 
 
 def relative_error(a, b):
+    a, b = a.double(), b.double()  # buffers include integer counters
     return ((a - b).norm() / b.norm().clamp_min(1e-12)).item()
 
 
@@ -267,3 +268,47 @@ def test_cpp_sample_trains_on_two_ranks(tmp_path):
     assert losses[-1] < losses[0], result.stdout
     assert sorted(os.listdir(tmp_path / "trace")) == ["manifest.json", "rank-0.ringx",
                                                       "rank-1.ringx"]
+
+
+def _buffers_follow_rank_zero(rank, world):
+    def make(seed):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.Tanh(), nn.Linear(16, 4))
+    model, torch_model = make(rank), make(0)
+    ddp = RingxDDP(model, bucket_cap_mb=0.001)
+    torch_ddp = nn.parallel.DistributedDataParallel(torch_model, bucket_cap_mb=0.001)
+    assert_close(model.buffers(), torch_model.buffers(), tolerance=0)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, torch_model)]
+    mine = slice(rank * BATCH, (rank + 1) * BATCH)
+    for step in range(4):
+        x, y = data(world, step)
+        for m, opt in ((ddp, opts[0]), (torch_ddp, opts[1])):
+            opt.zero_grad()
+            nn.functional.mse_loss(m(x[mine]), y[mine]).backward()
+            opt.step()
+    # Running statistics are re-broadcast from rank 0 before every forward, as in torch.
+    assert_close(model.buffers(), torch_model.buffers())
+    assert_close(model.parameters(), torch_model.parameters())
+    return True
+
+
+def test_broadcast_buffers_matches_torch_ddp():
+    run_ranks(_buffers_follow_rank_zero, 2)
+
+
+def _peer_dies_mid_training(rank, world):
+    model = make_model(rank)
+    ddp = RingxDDP(model, bucket_cap_mb=0.002)
+    for step in range(3):
+        if step == 2 and rank == 1:
+            os._exit(3)  # a crashed rank
+        x, y = data(world, step)
+        nn.functional.mse_loss(ddp(x[:BATCH]), y[:BATCH]).backward()
+
+
+def test_a_dead_peer_fails_backward_naming_the_bucket_and_the_rank():
+    results = run_ranks(_peer_dies_mid_training, 2, allow_errors=True, timeout=90,
+                        group_timeout_s=30)
+    status, text = results[0]
+    assert status == "error", results
+    assert "ringx.ddp: reducing bucket" in text and "rank 1" in text, text
