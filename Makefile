@@ -33,6 +33,7 @@ demo: build
 
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/ddp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
 	@$(BUILD_DIR)/bin/bench_trace_record
 
