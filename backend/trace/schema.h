@@ -27,7 +27,7 @@
 
 namespace ringx::trace {
 
-inline constexpr uint32_t kSchemaVersion = 2;  // 2: DDP bucket names
+inline constexpr uint32_t kSchemaVersion = 3;  // 2: DDP bucket names; 3: FSDP unit names
 
 // The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
@@ -104,6 +104,10 @@ inline constexpr const char* kWireStartNs = "wire_start_ns";
 inline constexpr const char* kWireEndNs = "wire_end_ns";
 inline constexpr const char* kCopyBackNs = "copy_back_ns";  // copy-back began
 inline constexpr const char* kExposedNs = "exposed_ns";     // comm time after backward compute
+// FSDP units (exposed_ns on an all_gather: how long compute waited for it).
+inline constexpr const char* kPhase = "phase";            // forward | backward
+inline constexpr const char* kPrefetched = "prefetched";  // 1: issued ahead of need
+inline constexpr const char* kIssueNs = "issue_ns";       // the collective was issued
 }  // namespace arg
 
 // Well-known tracks (lanes within a rank).
@@ -112,7 +116,8 @@ inline constexpr const char* kCompute = "compute";
 inline constexpr const char* kCommPrefix = "comm:";            // + group name
 inline constexpr const char* kDdp = "ddp";                     // forward/backward/optimizer spans
 inline constexpr const char* kDdpBucketPrefix = "ddp:bucket";  // + bucket index
-inline constexpr const char* kFsdp = "fsdp";
+inline constexpr const char* kFsdp = "fsdp";               // forward/backward/optimizer spans
+inline constexpr const char* kFsdpUnitPrefix = "fsdp:";  // + unit module path, "(root)"
 inline constexpr const char* kSteps = "steps";
 inline constexpr const char* kMemory = "memory";
 inline constexpr const char* kUser = "user";
@@ -122,6 +127,10 @@ inline constexpr const char* kUser = "user";
 namespace counters {
 inline constexpr const char* kRss = "rss_bytes";
 inline constexpr const char* kDdpBucketBytes = "ddp.bucket_bytes";
+inline constexpr const char* kFsdpShardedBytes = "fsdp.sharded_bytes";
+inline constexpr const char* kFsdpUnshardedBytes = "fsdp.unsharded_bytes";
+inline constexpr const char* kFsdpGradBytes = "fsdp.grad_bytes";
+inline constexpr const char* kFsdpPeakBytes = "fsdp.peak_bytes";
 }  // namespace counters
 
 // ---- Decoded records (what codec.h reads and writes) -----------------------------

@@ -317,14 +317,22 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
                            arg::kCopyBackNs,
                            arg::kExposedNs,
                            track::kDdpBucketPrefix,
-                           counters::kDdpBucketBytes}) {
+                           counters::kDdpBucketBytes,
+                           arg::kPhase,
+                           arg::kPrefetched,
+                           arg::kIssueNs,
+                           track::kFsdpUnitPrefix,
+                           counters::kFsdpShardedBytes,
+                           counters::kFsdpUnshardedBytes,
+                           counters::kFsdpGradBytes,
+                           counters::kFsdpPeakBytes}) {
     fingerprint += name;
     fingerprint += ',';
   }
   fingerprint.append(kMagic, sizeof(kMagic));
   fingerprint += std::to_string(kMaxRecordBytes);
-  EXPECT_EQ(kSchemaVersion, 2u);
-  EXPECT_EQ(fnv1a(fingerprint), 0x190911d21dfd7a26ull)
+  EXPECT_EQ(kSchemaVersion, 3u);
+  EXPECT_EQ(fnv1a(fingerprint), 0x04c28066ebf12becull)
       << "the trace schema changed: bump kSchemaVersion and update this test (fingerprint 0x"
       << std::hex << fnv1a(fingerprint) << ")";
 }
