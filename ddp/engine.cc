@@ -52,7 +52,7 @@ std::string show(const Described& d) {
 }  // namespace
 
 void verifyParameterShapes(const c10::intrusive_ptr<::c10d::ProcessGroup>& processGroup,
-                           const NamedTensors& parameters) {
+                           const NamedTensors& parameters, const char* who) {
   const int size = processGroup->getSize();
   const int rank = processGroup->getRank();
   const std::vector<int64_t> mine = describe(parameters);
@@ -79,8 +79,8 @@ void verifyParameterShapes(const c10::intrusive_ptr<::c10d::ProcessGroup>& proce
     const std::vector<Described> theirs = parse(data + 1, data[0]);
     for (size_t i = 0; i < std::max(theirs.size(), reference.size()); ++i) {
       if (i >= theirs.size() || i >= reference.size()) {
-        TORCH_CHECK(false, "ringx.ddp: rank ", rank, " has ", reference.size(),
-                    " parameters but rank ", r, " has ", theirs.size(),
+        TORCH_CHECK(false, who, ": rank ", rank, " has ", reference.size(), " parameters but rank ",
+                    r, " has ", theirs.size(),
                     "; every rank must construct the same model before wrapping it (first "
                     "parameter present on only one side: index ",
                     i, i < parameters.size() ? " '" + parameters[i].first + "'" : std::string(),
@@ -88,7 +88,7 @@ void verifyParameterShapes(const c10::intrusive_ptr<::c10d::ProcessGroup>& proce
       }
       const bool same =
           theirs[i].dtype == reference[i].dtype && theirs[i].sizes == reference[i].sizes;
-      TORCH_CHECK(same, "ringx.ddp: parameter '", parameters[i].first, "' (index ", i, ") is ",
+      TORCH_CHECK(same, who, ": parameter '", parameters[i].first, "' (index ", i, ") is ",
                   show(reference[i]), " on rank ", rank, " but ", show(theirs[i]), " on rank ", r,
                   "; every rank must construct the same model before wrapping it");
     }

@@ -69,9 +69,10 @@ class Engine {
 };
 
 // Throws on every rank when the ranks' parameters differ in count, dtype or
-// shape, naming the first parameter that differs and the ranks involved.
+// shape, naming the first parameter that differs and the ranks involved; `who`
+// starts the message ("ringx.ddp", "ringx.fsdp").
 void verifyParameterShapes(const c10::intrusive_ptr<::c10d::ProcessGroup>& processGroup,
-                           const NamedTensors& parameters);
+                           const NamedTensors& parameters, const char* who = "ringx.ddp");
 
 // Overwrites `tensors` on every rank with rank 0's values.
 void broadcastFromRankZero(const c10::intrusive_ptr<::c10d::ProcessGroup>& processGroup,

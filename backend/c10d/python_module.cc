@@ -12,6 +12,9 @@ void registerTraceBindings(py::module& parent);  // python_trace.cc
 namespace ringx::ddp {
 void registerDdpBindings(py::module& parent);  // ddp/python_bindings.cc
 }
+namespace ringx::fsdp {
+void registerFsdpBindings(py::module& parent);  // fsdp/python_bindings.cc
+}
 using ringx::c10d_glue::BackendBase;
 using ringx::c10d_glue::ProcessGroupRingx;
 
@@ -75,4 +78,5 @@ PYBIND11_MODULE(_C, m) {
 
   ringx::c10d_glue::registerTraceBindings(m);
   ringx::ddp::registerDdpBindings(m);
+  ringx::fsdp::registerFsdpBindings(m);
 }
