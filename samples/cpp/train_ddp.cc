@@ -2,25 +2,18 @@
 //
 //   build/bin/train_ddp_cpp --world-size 2 [--steps 30] [--trace DIR]
 //
-// Without --rank the program starts --world-size copies of itself (ranks 0..N-1)
-// that meet through a torch FileStore, as torchrun-started ranks would meet
-// through a TCPStore. Every rank starts from different random weights; the DDP
+// Without --rank the program starts --world-size copies of itself (rank_launcher.h).
+// Every rank starts from different random weights; the DDP
 // constructor broadcasts rank 0's, backward averages gradients with ringx's ring
 // allreduce (several buckets, overlapped with backward), and every other step
 // accumulates two micro-batches under noSync(). At the end the ranks check that
 // their weights are bit-identical and print the engine's last per-bucket timings.
 // Exit status 0 means training ran and the ranks agree.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -28,99 +21,11 @@
 #include "backend/group/trace_session.h"
 #include "backend/trace/recorder.h"
 #include "ddp/distributed_data_parallel.h"
-
-extern char** environ;
+#include "samples/cpp/rank_launcher.h"
 
 namespace {
 
-struct Args {
-  int worldSize = 2;
-  int rank = -1;
-  int steps = 30;
-  std::string store;
-  std::string trace;
-};
-
-Args parseArgs(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "train_ddp_cpp: %s needs a value\n", flag.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (flag == "--world-size")
-      a.worldSize = std::stoi(value());
-    else if (flag == "--rank")
-      a.rank = std::stoi(value());
-    else if (flag == "--steps")
-      a.steps = std::stoi(value());
-    else if (flag == "--store")
-      a.store = value();
-    else if (flag == "--trace")
-      a.trace = value();
-    else {
-      std::fprintf(stderr,
-                   "usage: train_ddp_cpp [--world-size N] [--steps S] [--trace DIR]\n"
-                   "unknown argument: %s\n",
-                   flag.c_str());
-      std::exit(2);
-    }
-  }
-  if (a.worldSize < 1) {
-    std::fprintf(stderr, "train_ddp_cpp: --world-size must be at least 1\n");
-    std::exit(2);
-  }
-  return a;
-}
-
-// Starts one process per rank and waits for all of them.
-int launch(const Args& args, const char* self) {
-  char storeTemplate[] = "/tmp/ringx-train-ddp-XXXXXX";
-  if (!mkdtemp(storeTemplate)) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string store = std::string(storeTemplate) + "/store";
-  std::vector<pid_t> pids;
-  for (int r = 0; r < args.worldSize; ++r) {
-    std::vector<std::string> argvStrings = {self,
-                                            "--world-size",
-                                            std::to_string(args.worldSize),
-                                            "--rank",
-                                            std::to_string(r),
-                                            "--steps",
-                                            std::to_string(args.steps),
-                                            "--store",
-                                            store};
-    if (!args.trace.empty()) {
-      argvStrings.push_back("--trace");
-      argvStrings.push_back(args.trace);
-    }
-    std::vector<char*> argvPointers;
-    for (std::string& s : argvStrings) argvPointers.push_back(s.data());
-    argvPointers.push_back(nullptr);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argvPointers.data(), environ) != 0) {
-      std::perror("posix_spawn");
-      return 1;
-    }
-    pids.push_back(pid);
-  }
-  int failures = 0;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
-  }
-  std::remove(store.c_str());
-  rmdir(storeTemplate);
-  if (failures) std::fprintf(stderr, "train_ddp_cpp: %d rank(s) failed\n", failures);
-  return failures ? 1 : 0;
-}
+using Args = ringx::samples::RankArgs;
 
 // A synthetic regression problem: y = sum(sin(x)); each rank sees its own shard.
 std::pair<torch::Tensor, torch::Tensor> batch(int rank, int step, int micro) {
@@ -190,8 +95,8 @@ int train(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Args args = parseArgs(argc, argv);
-  if (args.rank < 0) return launch(args, argv[0]);
+  Args args = ringx::samples::parseRankArgs(argc, argv, "train_ddp_cpp", 30);
+  if (args.rank < 0) return ringx::samples::launchRanks(args, argv[0], "train_ddp_cpp");
   try {
     return train(args);
   } catch (const std::exception& e) {
