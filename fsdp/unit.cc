@@ -412,6 +412,9 @@ bool Unit::progressReduce(bool wait) {
           reduceInput_.narrow(0, layout_.shardBegin(shardIndex_), layout_.shardNumel).clone();
     }
     reduceScatterWork_.reset();
+    // The reduce-scatter consumed the unsharded gradient: free it now, not at the
+    // end of backward, or every unit's full gradient would be alive at once.
+    releaseUnshardedGradients();
     recordReduce(name_, reduceScatterTiming_);
     if (groups_.replicate) {
       std::vector<at::Tensor> tensors{reduceOutput_};
@@ -434,7 +437,9 @@ bool Unit::progressReduce(bool wait) {
     recordReduce(name_, replicaTiming_);
   }
   // Done: the reduced shard, averaged, joins the master shard's gradient in fp32.
-  at::Tensor reduced = reduceOutput_.narrow(0, 0, layout_.shardNumel);
+  // reduceOutput_ holds exactly this shard and is no view: it can become .grad
+  // as it is (optimizers detach_() gradients in place, which views refuse).
+  at::Tensor reduced = reduceOutput_;
   if (postDivide_ != 1) reduced = reduced.div(postDivide_);
   reduced = reduced.to(at::kFloat);
   at::Tensor& shardGrad = shard_.mutable_grad();
@@ -449,14 +454,19 @@ bool Unit::progressReduce(bool wait) {
   return true;
 }
 
+void Unit::releaseUnshardedGradients() {
+  flatGrad_ = at::Tensor();
+  for (at::Tensor& p : params_) p.mutable_grad().reset();  // their .grad were views of it
+  if (reduceInput_.defined() && !reduceInput_.is_same(reduceOutput_)) reduceInput_ = at::Tensor();
+}
+
 void Unit::endBackward(bool keepUnshardedGradients) {
   readyCount_ = 0;
   std::fill(ready_.begin(), ready_.end(), 0);
   reduceLaunched_ = false;
   reduceFinished_ = false;
   if (keepUnshardedGradients) return;  // no_sync: .grad keeps accumulating into flatGrad_
-  flatGrad_ = at::Tensor();
-  for (at::Tensor& p : params_) p.mutable_grad().reset();
+  releaseUnshardedGradients();
 }
 
 std::vector<at::Tensor> Unit::gatherFullParameters() {

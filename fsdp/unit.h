@@ -155,6 +155,7 @@ class Unit : public std::enable_shared_from_this<Unit> {
   Unit(std::string name, NamedTensors params, Groups groups, Options options);
   void installHooks();
   void onGradientReady(size_t param);
+  void releaseUnshardedGradients();
   void pointParamsAtUnsharded();
   void pointParamsAtEmpty();
   void allocateUnsharded();
