@@ -128,6 +128,22 @@ int64_t percentile(const std::vector<int64_t>& sorted, int p) {
   return sorted[rank - 1];
 }
 
+// "512 B", "12.3 KiB", "4.50 MiB", "1.20 GiB".
+std::string formatBytes(int64_t bytes) {
+  char buffer[48];
+  const double b = static_cast<double>(bytes);
+  if (bytes < 1024) {
+    std::snprintf(buffer, sizeof(buffer), "%" PRId64 " B", bytes);
+  } else if (bytes < (1ll << 20)) {
+    std::snprintf(buffer, sizeof(buffer), "%.1f KiB", b / 1024);
+  } else if (bytes < (1ll << 30)) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f MiB", b / (1 << 20));
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%.2f GiB", b / (1 << 30));
+  }
+  return buffer;
+}
+
 std::string formatDuration(int64_t ns) {
   if (ns < 0) return "-" + formatDuration(-ns);
   // Each unit up to where its rounding would print 1000 of it.
@@ -380,7 +396,108 @@ Summary summarize(const TraceSet& trace) {
                                 "overflowed or a live client read too slowly"));
   }
   s.ddp = summarizeDdp(trace);
+  s.fsdp = summarizeFsdp(trace);
   return s;
+}
+
+FsdpStats summarizeFsdp(const TraceSet& trace) {
+  FsdpStats f;
+  struct PerUnit {
+    FsdpUnitStats stats;
+    int64_t gatherWire = 0, exposed = 0, reduceWire = 0, replicaWire = 0, forward = 0, backward = 0;
+    uint64_t prefetched = 0, replicas = 0, forwards = 0, backwards = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, PerUnit> units;
+  int64_t forward = 0, backward = 0, optimizer = 0, exposedTotal = 0;
+  uint64_t forwards = 0, optimizers = 0;
+  const std::string prefix = track::kFsdpUnitPrefix;
+  for (const RankTrace& t : trace.ranks) {
+    for (const Event& e : t.events) {
+      const std::string_view name = t.str(e.name);
+      if (e.kind == EventKind::kCounter) {
+        if (name == counters::kFsdpPeakBytes) {
+          f.peakBytes = std::max(f.peakBytes, static_cast<int64_t>(e.value));
+        } else if (name == counters::kFsdpShardedBytes) {
+          f.shardedBytes = std::max(f.shardedBytes, static_cast<int64_t>(e.value));
+        }
+        continue;
+      }
+      if (e.category != Category::kFsdp || e.kind != EventKind::kSpan) continue;
+      const std::string_view trackName = t.str(e.track);
+      const int64_t duration = e.endNs - e.beginNs;
+      if (trackName == track::kFsdp) {
+        if (name == "forward") {
+          forward += duration;
+          ++forwards;
+        } else if (name == "backward") {
+          backward += duration;
+          ++f.iterations;
+        } else if (name == "optimizer") {
+          optimizer += duration;
+          ++optimizers;
+        }
+        continue;
+      }
+      if (trackName.substr(0, prefix.size()) != prefix) continue;
+      const std::string unitName(trackName.substr(prefix.size()));
+      auto [it, added] = units.try_emplace(unitName);
+      if (added) order.push_back(unitName);
+      PerUnit& u = it->second;
+      u.stats.unit = unitName;
+      auto intArg = [&](const char* key) {
+        const Arg* a = t.findArg(e, key);
+        return a && a->type == ArgType::kInt ? a->intValue : 0;
+      };
+      const int64_t wire =
+          std::max<int64_t>(0, intArg(arg::kWireEndNs) - intArg(arg::kWireStartNs));
+      if (name == "all_gather") {
+        ++u.stats.gathers;
+        u.stats.gatherBytes = intArg(arg::kBytes);
+        u.gatherWire += wire;
+        u.exposed += std::max<int64_t>(0, intArg(arg::kExposedNs));
+        exposedTotal += std::max<int64_t>(0, intArg(arg::kExposedNs));
+        u.prefetched += intArg(arg::kPrefetched) ? 1 : 0;
+      } else if (name == "reduce_scatter") {
+        ++u.stats.reductions;
+        u.reduceWire += wire;
+      } else if (name == "allreduce") {
+        ++u.replicas;
+        u.replicaWire += wire;
+      } else if (name == "forward") {
+        ++u.forwards;
+        u.forward += duration;
+      } else if (name == "backward") {
+        ++u.backwards;
+        u.backward += duration;
+      }
+    }
+  }
+  if (forwards) f.forwardMeanNs = forward / static_cast<int64_t>(forwards);
+  if (f.iterations) {
+    f.backwardMeanNs = backward / static_cast<int64_t>(f.iterations);
+    f.exposedMeanNs = exposedTotal / static_cast<int64_t>(f.iterations);
+  }
+  if (optimizers) f.optimizerMeanNs = optimizer / static_cast<int64_t>(optimizers);
+  for (const std::string& name : order) {
+    PerUnit& u = units[name];
+    auto mean = [](int64_t total, uint64_t n) { return n ? total / static_cast<int64_t>(n) : 0; };
+    u.stats.gatherWireMeanNs = mean(u.gatherWire, u.stats.gathers);
+    u.stats.exposedMeanNs = mean(u.exposed, u.stats.gathers);
+    u.stats.prefetchedShare =
+        u.stats.gathers ? static_cast<double>(u.prefetched) / u.stats.gathers : 0;
+    if (u.stats.reductions == 0 && u.replicas > 0) {  // NO_SHARD: the allreduce is the reduction
+      u.stats.reductions = u.replicas;
+      u.stats.reduceWireMeanNs = mean(u.replicaWire, u.replicas);
+    } else {
+      u.stats.reduceWireMeanNs = mean(u.reduceWire, u.stats.reductions);
+      u.stats.replicaWireMeanNs = mean(u.replicaWire, u.replicas);
+    }
+    u.stats.forwardMeanNs = mean(u.forward, u.forwards);
+    u.stats.backwardMeanNs = mean(u.backward, u.backwards);
+    f.units.push_back(u.stats);
+  }
+  return f;
 }
 
 DdpStats summarizeDdp(const TraceSet& trace) {
@@ -565,6 +682,29 @@ std::string formatSummary(const Summary& s) {
               b.bucket, b.bytes, b.params, formatDuration(b.readyToLaunchMeanNs).c_str(),
               formatDuration(b.wireMeanNs).c_str(), formatDuration(b.wireP50Ns).c_str(),
               formatDuration(b.exposedMeanNs).c_str(), 100.0 * b.hiddenShare);
+    }
+  }
+
+  // ---- FSDP
+  const FsdpStats& f = s.fsdp;
+  if (f.iterations > 0) {
+    appendf(out, "\nFSDP engine (%" PRIu64 " iterations over all ranks; means)\n", f.iterations);
+    appendf(out, "  forward %s, backward %s, optimizer and the rest until the next forward %s\n",
+            formatDuration(f.forwardMeanNs).c_str(), formatDuration(f.backwardMeanNs).c_str(),
+            formatDuration(f.optimizerMeanNs).c_str());
+    appendf(out,
+            "  compute waiting for gathers: %s per iteration; memory per rank: shards %s, "
+            "peak held %s\n",
+            formatDuration(f.exposedMeanNs).c_str(), formatBytes(f.shardedBytes).c_str(),
+            formatBytes(f.peakBytes).c_str());
+    appendf(out, "  %-20s %10s %8s %10s %10s %11s %10s %10s %10s\n", "unit", "gathered", "gathers",
+            "wire mean", "waited", "prefetched", "reduce", "forward", "backward");
+    for (const FsdpUnitStats& u : f.units) {
+      appendf(out, "  %-20s %10s %8" PRIu64 " %10s %10s %10.0f%% %10s %10s %10s\n", u.unit.c_str(),
+              formatBytes(u.gatherBytes).c_str(), u.gathers,
+              formatDuration(u.gatherWireMeanNs).c_str(), formatDuration(u.exposedMeanNs).c_str(),
+              100.0 * u.prefetchedShare, formatDuration(u.reduceWireMeanNs).c_str(),
+              formatDuration(u.forwardMeanNs).c_str(), formatDuration(u.backwardMeanNs).c_str());
     }
   }
 

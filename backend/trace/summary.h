@@ -117,6 +117,32 @@ struct DdpStats {
   std::vector<DdpBucketStats> buckets;  // by bucket index
 };
 
+// FSDP engine events (ringx.fsdp), over every rank and iteration.
+struct FsdpUnitStats {
+  std::string unit;  // module path; "(root)"
+  uint64_t gathers = 0;
+  int64_t gatherBytes = 0;  // the unsharded parameters
+  int64_t gatherWireMeanNs = 0;
+  int64_t exposedMeanNs = 0;   // compute waiting for a gather, per gather
+  double prefetchedShare = 0;  // gathers issued ahead of need
+  uint64_t reductions = 0;     // reduce_scatter (or NO_SHARD allreduce) spans
+  int64_t reduceWireMeanNs = 0;
+  int64_t replicaWireMeanNs = 0;  // HYBRID_SHARD's allreduce across replicas
+  int64_t forwardMeanNs = 0;      // the unit's own forward compute
+  int64_t backwardMeanNs = 0;
+};
+
+struct FsdpStats {
+  uint64_t iterations = 0;  // backward spans over all ranks
+  int64_t forwardMeanNs = 0;
+  int64_t backwardMeanNs = 0;
+  int64_t optimizerMeanNs = 0;
+  int64_t exposedMeanNs = 0;         // per iteration and rank: compute waiting for gathers
+  int64_t peakBytes = 0;             // the largest fsdp.peak_bytes of any rank
+  int64_t shardedBytes = 0;          // the largest fsdp.sharded_bytes of any rank
+  std::vector<FsdpUnitStats> units;  // in order of first appearance
+};
+
 struct Summary {
   std::string source;
   int32_t worldSize = 0;
@@ -125,7 +151,8 @@ struct Summary {
   std::vector<CollectiveStats> collectives;  // by op (most total time first), then size
   std::vector<RankStats> ranks;              // by rank
   SkewStats skew;
-  DdpStats ddp;  // iterations == 0 when the job recorded no DDP events
+  DdpStats ddp;    // iterations == 0 when the job recorded no DDP events
+  FsdpStats fsdp;  // iterations == 0 when the job recorded no FSDP events
   uint64_t droppedEvents = 0;
   std::vector<int32_t> truncatedRanks;
   std::vector<int32_t> unalignedRanks;  // not the reference and without clock samples
@@ -135,6 +162,7 @@ struct Summary {
 
 Summary summarize(const TraceSet& trace);
 DdpStats summarizeDdp(const TraceSet& trace);
+FsdpStats summarizeFsdp(const TraceSet& trace);
 
 // The summary as text tables for a terminal, ending in a newline.
 std::string formatSummary(const Summary& summary);

@@ -333,5 +333,67 @@ TEST(Summary, DdpPhasesAndBucketsAreSummarised) {
   EXPECT_TRUE(contains(text, "communication hidden behind backward: 80%")) << text;
 }
 
+// Two ranks, two FSDP iterations: a block gathered in forward (waited 30 us) and
+// prefetched in backward (no wait), reduce-scattered once; memory counters.
+TEST(Summary, FsdpUnitsAndMemoryAreSummarised) {
+  TempDir dir;
+  const std::string block = std::string(track::kFsdpUnitPrefix) + "blocks.0";
+  for (int r = 0; r < 2; ++r) {
+    RankStream s(r, 2);
+    for (int step = 0; step < 2; ++step) {
+      const int64_t t = step * 1000000;
+      s.span(Category::kFsdp, track::kFsdp, "forward", t, t + 200000, {{"step", step}});
+      s.span(Category::kFsdp, track::kFsdp, "backward", t + 200000, t + 600000, {{"step", step}});
+      s.span(Category::kFsdp, block, "all_gather", t + 1000, t + 51000,
+             {{arg::kStep, step},
+              {arg::kBytes, 8192},
+              {arg::kPrefetched, 0},
+              {arg::kWireStartNs, t + 2000},
+              {arg::kWireEndNs, t + 42000},
+              {arg::kExposedNs, 30000}});
+      s.span(Category::kFsdp, block, "forward", t + 51000, t + 151000, {{"step", step}});
+      s.span(Category::kFsdp, block, "all_gather", t + 300000, t + 340000,
+             {{arg::kStep, step},
+              {arg::kBytes, 8192},
+              {arg::kPrefetched, 1},
+              {arg::kWireStartNs, t + 301000},
+              {arg::kWireEndNs, t + 321000},
+              {arg::kExposedNs, 0}});
+      s.span(Category::kFsdp, block, "backward", t + 340000, t + 540000, {{"step", step}});
+      s.span(Category::kFsdp, block, "reduce_scatter", t + 540000, t + 600000,
+             {{arg::kStep, step},
+              {arg::kBytes, 8192},
+              {arg::kWireStartNs, t + 541000},
+              {arg::kWireEndNs, t + 591000}});
+      s.counter(counters::kFsdpShardedBytes, t, 4096);
+      s.counter(counters::kFsdpPeakBytes, t + 500000, 20000 + r * 1000);
+    }
+    s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
+  }
+  const FsdpStats f = summarizeFsdp(readTrace(dir.path()));
+  EXPECT_EQ(f.iterations, 4u);
+  EXPECT_EQ(f.forwardMeanNs, 200000);
+  EXPECT_EQ(f.backwardMeanNs, 400000);
+  EXPECT_EQ(f.exposedMeanNs, 30000);
+  EXPECT_EQ(f.peakBytes, 21000);
+  EXPECT_EQ(f.shardedBytes, 4096);
+  ASSERT_EQ(f.units.size(), 1u);
+  const FsdpUnitStats& u = f.units[0];
+  EXPECT_EQ(u.unit, "blocks.0");
+  EXPECT_EQ(u.gathers, 8u);
+  EXPECT_EQ(u.gatherBytes, 8192);
+  EXPECT_EQ(u.gatherWireMeanNs, 30000);
+  EXPECT_EQ(u.exposedMeanNs, 15000);
+  EXPECT_NEAR(u.prefetchedShare, 0.5, 1e-9);
+  EXPECT_EQ(u.reductions, 4u);
+  EXPECT_EQ(u.reduceWireMeanNs, 50000);
+  EXPECT_EQ(u.forwardMeanNs, 100000);
+  EXPECT_EQ(u.backwardMeanNs, 200000);
+  const std::string text = formatSummary(summarize(readTrace(dir.path())));
+  EXPECT_TRUE(contains(text, "FSDP engine (4 iterations")) << text;
+  EXPECT_TRUE(contains(text, "peak held 20.5 KiB")) << text;
+  EXPECT_TRUE(contains(text, "blocks.0")) << text;
+}
+
 }  // namespace
 }  // namespace ringx::trace
