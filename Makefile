@@ -26,14 +26,19 @@ test: build
 	@scripts/run_tests.sh
 
 demo: build
-	@rm -rf $(BUILD_DIR)/demo-trace
+	@rm -rf $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-fsdp
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace
 	@echo "trace recorded in $(BUILD_DIR)/demo-trace; its summary:"
 	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace
+	@echo
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_fsdp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace-fsdp
+	@echo "trace recorded in $(BUILD_DIR)/demo-trace-fsdp; its summary:"
+	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace-fsdp
 
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/ddp.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/fsdp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
 	@$(BUILD_DIR)/bin/bench_trace_record
 

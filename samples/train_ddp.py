@@ -21,17 +21,15 @@ script) into DIR; then
 """
 
 import argparse
-import os
-import socket
 import sys
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 
 import ringx
+import spawn_ranks
 
 
 def make_model():
@@ -94,12 +92,6 @@ def train(args):
         sys.exit(1)
 
 
-def spawned(rank, args, port):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      WORLD_SIZE=str(args.world_size), LOCAL_RANK=str(rank))
-    train(args)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -108,18 +100,7 @@ def main():
     parser.add_argument("--engine", choices=["ringx", "torch"], default="ringx",
                         help="ringx.ddp (C++ engine, per-bucket timing) or torch's DDP")
     parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
-    args = parser.parse_args()
-    if args.trace:
-        os.environ["RINGX_TRACE_DIR"] = args.trace  # read when the ringx group is created
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    torch.set_num_threads(1)
-    if "RANK" in os.environ:  # launched by torchrun or by hand
-        train(args)
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(spawned, args=(args, port), nprocs=args.world_size)
+    spawn_ranks.run(train, parser.parse_args())
 
 
 if __name__ == "__main__":

@@ -302,3 +302,63 @@ def _over_gloo(rank, world):
 def test_works_over_a_gloo_group():
     for error in run_ranks(_over_gloo, 2):
         assert error < 1e-5
+
+
+def _traced_training(rank, world, trace_dir):
+    ringx.trace.start(trace_dir)
+    model = wrap(make_net(0), "FULL_SHARD", "auto")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    train(model, opt, rank, world, 3)
+    ringx.trace.stop()
+    return [name for name, _, _, _ in model.units()]
+
+
+def test_trace_has_unit_events_and_memory_counters(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    units = run_ranks(functools.partial(_traced_training, trace_dir=trace_dir), 2)[0]
+    out = tmp_path / "trace.json"
+    subprocess.run([os.path.join(BIN, "ringx-trace"), "export", trace_dir, "-o", str(out)],
+                   check=True, timeout=60)
+    events = json.load(open(out))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    fsdp = [e for e in events if e.get("cat") == "fsdp" and e.get("ph") == "X"]
+    for rank in range(2):
+        mine = [e for e in fsdp if e["pid"] == rank + 1]
+        by_track = {}
+        for e in mine:
+            by_track.setdefault(threads[(e["pid"], e["tid"])], []).append(e)
+        assert {f"fsdp:{u or '(root)'}" for u in units} <= set(by_track), sorted(by_track)
+        for unit in units[1:]:  # the blocks: gathered twice per step, reduced once
+            track = by_track[f"fsdp:{unit}"]
+            gathers = [e for e in track if e["name"] == "all_gather"]
+            assert len(gathers) == 2 * 3, [e["name"] for e in track]
+            assert {e["args"]["phase"] for e in gathers} == {"forward", "backward"}
+            for e in gathers:
+                a = e["args"]
+                assert a["issue_ns"] <= a["wire_start_ns"] <= a["wire_end_ns"]
+                assert a["exposed_ns"] >= 0 and a["bytes"] > 0 and a["prefetched"] in (0, 1)
+            # backward gathers after the first unit are prefetched (BACKWARD_PRE)
+            assert len([e for e in track if e["name"] == "reduce_scatter"]) == 3
+            assert len([e for e in track if e["name"] == "forward"]) == 3
+            assert len([e for e in track if e["name"] == "backward"]) == 3
+            assert len([e for e in track if e["name"] == "reshard"]) >= 3
+        prefetched = [e for e in mine if e["name"] == "all_gather" and e["args"]["prefetched"]]
+        assert prefetched, "BACKWARD_PRE issued no prefetch"
+        phases = {e["name"] for e in by_track["fsdp"]}
+        assert {"forward", "backward", "optimizer"} <= phases, phases
+    counters = {e["name"] for e in events if e.get("ph") == "C"}
+    assert {"fsdp.sharded_bytes", "fsdp.unsharded_bytes", "fsdp.grad_bytes",
+            "fsdp.peak_bytes"} <= counters, counters
+
+
+def test_cpp_sample_matches_single_process_training(tmp_path):
+    result = subprocess.run([os.path.join(BIN, "train_fsdp_cpp"), "--world-size", "2",
+                             "--steps", "8", "--trace", str(tmp_path / "trace")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "5 units" in result.stdout and ": match" in result.stdout, result.stdout
+    assert result.stdout.count("peak held") == 2
+    assert sorted(os.listdir(tmp_path / "trace")) == ["manifest.json", "rank-0.ringx",
+                                                      "rank-1.ringx"]
