@@ -202,6 +202,27 @@ def test_no_sync_accumulates_unsharded_gradients_then_reduces_them_all():
         assert error < 1e-5
 
 
+def _accumulate_with_communication(rank, world):
+    model = wrap(make_net(0), "FULL_SHARD", "auto")
+    reference = make_net(0)
+    mine = slice(rank * BATCH, (rank + 1) * BATCH)
+    for step in range(2):  # two synchronised backwards, no zero_grad in between
+        x, y = data(world, step)
+        nn.functional.mse_loss(model(x[mine]), y[mine]).backward()
+        for r in range(world):
+            rows = slice(r * BATCH, (r + 1) * BATCH)
+            (nn.functional.mse_loss(reference(x[rows]), y[rows]) / world).backward()
+    torch.optim.SGD(model.parameters(), lr=1.0).step()
+    torch.optim.SGD(reference.parameters(), lr=1.0).step()
+    state = model.state_dict()
+    return max(relative_error(state[k], v) for k, v in reference.state_dict().items())
+
+
+def test_sharded_gradients_accumulate_across_synchronised_backwards():
+    for error in run_ranks(_accumulate_with_communication, 3):
+        assert error < 1e-5
+
+
 def _state_dicts(rank, world):
     model = wrap(make_net(rank), "FULL_SHARD", "auto")  # every rank starts differently
     full = make_net(7).state_dict()
