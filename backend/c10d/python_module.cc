@@ -4,6 +4,7 @@
 #include <torch/extension.h>
 
 #include "backend/c10d/process_group_ringx.h"
+#include "backend/group/work_queue.h"
 
 namespace py = pybind11;
 namespace ringx::c10d_glue {
@@ -75,6 +76,16 @@ PYBIND11_MODULE(_C, m) {
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
       py::arg("group_name") = "world", py::call_guard<py::gil_scoped_release>(),
       "The creator given to torch.distributed.Backend.register_backend.");
+
+  m.def(
+      "drain_communication_threads",
+      [](double seconds) {
+        return ringx::WorkQueue::drainAll(
+            std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+      },
+      py::arg("seconds"), py::call_guard<py::gil_scoped_release>(),
+      "Waits until every ringx communication thread has finished and released the work issued "
+      "so far (registered with atexit by ringx/__init__.py).");
 
   ringx::c10d_glue::registerTraceBindings(m);
   ringx::ddp::registerDdpBindings(m);

@@ -4,6 +4,7 @@
 // them, which is what keeps the ranks' sequence numbers in step.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -19,6 +20,13 @@ class WorkQueue {
   ~WorkQueue();
 
   void submit(std::function<void()> job);
+
+  // Waits (up to `limit`) until every live queue has run and destroyed the jobs
+  // submitted so far. Python calls it at exit: a job's captured tensors may be
+  // owned by Python objects, and a communication thread that drops the last
+  // reference after the interpreter has finalised is killed inside a destructor
+  // (std::terminate). Returns false if some queue did not get there in time.
+  static bool drainAll(std::chrono::milliseconds limit);
 
  private:
   void loop();

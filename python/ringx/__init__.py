@@ -11,6 +11,8 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
 """
 
+import atexit
+
 import torch
 import torch.distributed as dist
 
@@ -47,6 +49,12 @@ def _register():
 
 
 _register()
+
+# At exit, let every communication thread finish releasing the tensors of work issued so
+# far while the interpreter still runs: a group kept alive past destroy_process_group (by a
+# DDP or FSDP engine, say) would otherwise drop Python-owned tensors after finalisation,
+# which kills the process. Bounded, so a collective stuck on a dead peer cannot hang exit.
+atexit.register(_C.drain_communication_threads, 10.0)
 
 from . import trace  # noqa: E402  (needs _C loaded)
 from . import ddp  # noqa: E402
