@@ -108,6 +108,9 @@ void Engine::preBackward(size_t u) {
   unit.finishUnshard();
   unit.prepareGradients();
   if (options_.backward_prefetch() == BackwardPrefetch::kBackwardPre) prefetch(u, true);
+  // Reductions that finished while this unit's gathers were in flight free their
+  // unsharded gradients now, before this unit's backward adds its own.
+  progressReductions(/*wait=*/false);
   sampleMemory();
   computeBeginNs_[u] = trace::nowNs();
 }

@@ -95,13 +95,16 @@ std::shared_ptr<ShardedImpl<ModuleHolder>> Sharded(ModuleHolder module) {
 template <typename ModuleHolder>
 class FullyShardedDataParallel {
  public:
-  // `shardGroup` and `replicateGroup` are for HYBRID_SHARD only.
+  // `shardGroup` and `replicateGroup` are for HYBRID_SHARD only; `gatherLane`
+  // (optional) is a second group over the shard group's ranks for the gathers.
   FullyShardedDataParallel(ModuleHolder module, ProcessGroupPtr processGroup, Options options = {},
-                           ProcessGroupPtr shardGroup = {}, ProcessGroupPtr replicateGroup = {})
+                           ProcessGroupPtr shardGroup = {}, ProcessGroupPtr replicateGroup = {},
+                           ProcessGroupPtr gatherLane = {})
       : module_(std::move(module)) {
     std::vector<detail::ShardedBase*> nested;
-    Groups groups = makeGroups(options.sharding_strategy(), std::move(processGroup),
-                               std::move(shardGroup), std::move(replicateGroup));
+    Groups groups =
+        makeGroups(options.sharding_strategy(), std::move(processGroup), std::move(shardGroup),
+                   std::move(replicateGroup), std::move(gatherLane));
     engine_ = std::make_unique<Engine>(detail::buildUnits(*module_, groups, options, &nested));
     for (size_t i = 0; i < nested.size(); ++i) {
       nested[i]->engine = engine_.get();

@@ -55,7 +55,7 @@ void registerFsdpBindings(py::module& parent) {
   py::class_<Unit, std::shared_ptr<Unit>>(m, "Unit")
       .def(py::init([](std::string name, const NamedTensors& params, const std::string& strategy,
                        ProcessGroupPtr world, ProcessGroupPtr shard, ProcessGroupPtr replicate,
-                       const c10::optional<std::string>& paramDtype,
+                       ProcessGroupPtr gatherLane, const c10::optional<std::string>& paramDtype,
                        const c10::optional<std::string>& reduceDtype, bool syncModuleStates,
                        const std::string& backwardPrefetch, bool forwardPrefetch,
                        bool limitAllGathers) {
@@ -67,16 +67,17 @@ void registerFsdpBindings(py::module& parent) {
                  .param_dtype(parseDtype(paramDtype))
                  .reduce_dtype(parseDtype(reduceDtype))
                  .sync_module_states(syncModuleStates);
-             return Unit::create(std::move(name), params,
-                                 makeGroups(options.sharding_strategy(), std::move(world),
-                                            std::move(shard), std::move(replicate)),
-                                 options);
+             return Unit::create(
+                 std::move(name), params,
+                 makeGroups(options.sharding_strategy(), std::move(world), std::move(shard),
+                            std::move(replicate), std::move(gatherLane)),
+                 options);
            }),
            py::arg("name"), py::arg("params"), py::arg("sharding_strategy"),
            py::arg("process_group"), py::arg("shard_group"), py::arg("replicate_group"),
-           py::arg("param_dtype"), py::arg("reduce_dtype"), py::arg("sync_module_states"),
-           py::arg("backward_prefetch"), py::arg("forward_prefetch"), py::arg("limit_all_gathers"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("gather_lane"), py::arg("param_dtype"), py::arg("reduce_dtype"),
+           py::arg("sync_module_states"), py::arg("backward_prefetch"), py::arg("forward_prefetch"),
+           py::arg("limit_all_gathers"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("name", &Unit::name)
       .def("set_name", &Unit::setName, py::arg("name"))
       .def_property_readonly("param_names", &Unit::paramNames)

@@ -90,7 +90,7 @@ const char* shardingStrategyName(ShardingStrategy strategy) {
 }
 
 Groups makeGroups(ShardingStrategy strategy, ProcessGroupPtr world, ProcessGroupPtr shard,
-                  ProcessGroupPtr replicate) {
+                  ProcessGroupPtr replicate, ProcessGroupPtr gatherLane) {
   TORCH_CHECK(world, "ringx.fsdp: no process group (initialise torch.distributed first)");
   Groups groups;
   groups.world = world;
@@ -114,6 +114,14 @@ Groups makeGroups(ShardingStrategy strategy, ProcessGroupPtr world, ProcessGroup
   }
   if (groups.shard && groups.shard->getSize() == 1) groups.shard.reset();
   if (groups.replicate && groups.replicate->getSize() == 1) groups.replicate.reset();
+  if (groups.shard && gatherLane) {
+    TORCH_CHECK(gatherLane->getSize() == groups.shard->getSize() &&
+                    gatherLane->getRank() == groups.shard->getRank(),
+                "ringx.fsdp: the gather lane must be a group over the same ranks as the shard "
+                "group (",
+                groups.shard->getSize(), " ranks), with the same rank order");
+    groups.gatherLane = std::move(gatherLane);
+  }
   return groups;
 }
 
@@ -294,7 +302,10 @@ void Unit::beginUnshard(bool backward, bool prefetched, int64_t step) {
   if (input.scalar_type() != unsharded_.scalar_type()) input = input.to(unsharded_.scalar_type());
   gatherInput_ = input;  // alive until the gather is done
   if (groups_.shard) {
-    gatherWork_ = allGatherInto(groups_.shard, unsharded_, input);
+    // On their own lane (a second group over the same ranks) when there is one,
+    // so that a gather never queues behind a reduce-scatter.
+    gatherWork_ =
+        allGatherInto(groups_.gatherLane ? groups_.gatherLane : groups_.shard, unsharded_, input);
   } else {
     unsharded_.copy_(input);  // NO_SHARD in mixed precision: a low-precision copy
   }

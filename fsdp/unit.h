@@ -76,17 +76,19 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 //   HYBRID_SHARD:              shard = this rank's group of S ranks,
 //                              replicate = the ranks holding the same shard
 struct Groups {
-  ProcessGroupPtr world;      // shape checks, sync_module_states
-  ProcessGroupPtr shard;      // null: not sharded
-  ProcessGroupPtr replicate;  // null: no replicas
+  ProcessGroupPtr world;       // shape checks, sync_module_states
+  ProcessGroupPtr shard;       // null: not sharded
+  ProcessGroupPtr replicate;   // null: no replicas
+  ProcessGroupPtr gatherLane;  // optional: a second group over the shard group's ranks for
+                               // gathers, so that they overlap reduce-scatters
   int shardFactor() const { return shard ? shard->getSize() : 1; }
   int dataParallelSize() const { return shardFactor() * (replicate ? replicate->getSize() : 1); }
 };
 
 // Builds Groups for a strategy. HYBRID_SHARD needs `shard` and `replicate`;
-// the others use `world`.
+// the others use `world`. `gatherLane`: see Groups.
 Groups makeGroups(ShardingStrategy strategy, ProcessGroupPtr world, ProcessGroupPtr shard = {},
-                  ProcessGroupPtr replicate = {});
+                  ProcessGroupPtr replicate = {}, ProcessGroupPtr gatherLane = {});
 
 class Unit : public std::enable_shared_from_this<Unit> {
  public:

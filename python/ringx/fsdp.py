@@ -124,6 +124,17 @@ def _unwrapped_numel(module):
 
 
 _hybrid_groups_cache = {}
+_gather_lanes = {}
+
+
+def _gather_lane(process_group):
+    """A second group over every rank of the default group, for gathers (so that they
+    never queue behind a reduce-scatter on ringx's one communication thread per group).
+    new_group is collective over the default group: every rank makes it, once."""
+    key = id(process_group)
+    if key not in _gather_lanes:
+        _gather_lanes[key] = dist.new_group(list(range(process_group.size())))
+    return _gather_lanes[key]
 
 
 def _hybrid_groups(process_group, shard_group_size):
@@ -167,13 +178,15 @@ class FullyShardedDataParallel(nn.Module):
     as strings); auto_wrap_policy is a set of module classes, a minimum parameter count,
     or a callable(module) -> bool. shard_group_size sets S for HYBRID_SHARD (default: the
     LOCAL_WORLD_SIZE environment variable); process_group may also be a
-    (shard group, replicate group) pair for it.
+    (shard group, replicate group) pair for it. gather_lane (ringx's default group,
+    FULL_SHARD and SHARD_GRAD_OP): all-gathers run on a second group over the same ranks, so
+    they overlap reduce-scatters instead of queueing behind them.
     """
 
     def __init__(self, module, process_group=None, sharding_strategy="FULL_SHARD",
                  auto_wrap_policy=None, backward_prefetch="BACKWARD_PRE",
                  forward_prefetch=False, limit_all_gathers=True, mixed_precision=None,
-                 sync_module_states=False, shard_group_size=None):
+                 sync_module_states=False, shard_group_size=None, gather_lane=True):
         super().__init__()
         if isinstance(module, FullyShardedDataParallel):
             raise TypeError("ringx.fsdp: the module is already a FullyShardedDataParallel")
@@ -201,6 +214,11 @@ class FullyShardedDataParallel(nn.Module):
             process_group = dist.distributed_c10d._get_default_group()
         if strategy == "HYBRID_SHARD" and shard_group is None:
             shard_group, replicate_group = _hybrid_groups(process_group, shard_group_size)
+        lane = None
+        if (gather_lane and strategy in ("FULL_SHARD", "SHARD_GRAD_OP")
+                and process_group is dist.distributed_c10d._get_default_group()
+                and dist.get_backend(process_group) == "ringx"):
+            lane = _gather_lane(process_group)
         self.process_group = process_group
         self._arguments = dict(
             process_group=process_group if shard_group is None
@@ -208,7 +226,7 @@ class FullyShardedDataParallel(nn.Module):
             sharding_strategy=strategy, backward_prefetch=prefetch,
             forward_prefetch=forward_prefetch, limit_all_gathers=limit_all_gathers,
             mixed_precision=mixed_precision, sync_module_states=sync_module_states,
-            shard_group_size=shard_group_size)
+            shard_group_size=shard_group_size, gather_lane=gather_lane)
         self._param_dtype = param_dtype
 
         predicate = _wrap_predicate(auto_wrap_policy)
@@ -226,7 +244,7 @@ class FullyShardedDataParallel(nn.Module):
                     dist.broadcast(buffer, 0, group=process_group)
         self._unit = _C.fsdp.Unit(
             "", [(name, p) for _, _, p, name in members], strategy, process_group,
-            shard_group, replicate_group,
+            shard_group, replicate_group, lane,
             None if param_dtype is None else str(param_dtype),
             None if reduce_dtype is None else str(reduce_dtype),
             sync_module_states, prefetch, forward_prefetch, limit_all_gathers)

@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""ringx.fsdp: peak parameter+gradient memory against the FSDP algorithm's account, and
+step time against DDP, same processes, interleaved.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/fsdp.py [--world-size 2] [--quick]
+
+The model is a transformer-like stack without attention: an input Linear(d, d), 8 blocks
+(LayerNorm(d), Linear(d, 4d), GELU, Linear(4d, d), residual; d = 256, 526,080 parameters
+each) and a Linear(d, d) head. FSDP wraps it with auto_wrap_policy={Block}: each block is
+a unit, the input layer and the head form the root unit. Every rank process holds a gloo
+group and a ringx group over the same ranks and every model below; all models start from
+the same seed on every rank, every rank trains on its own batch (SGD,
+zero_grad(set_to_none=True)). Rounds alternate the models so that all see the same
+machine state; each figure is the median over rounds of the mean step time (forward,
+backward, SGD step) of the round's steps.
+
+1. Memory (FSDP on the ringx world group). model.memory_stats()["peak_bytes"] is the
+   peak, at the engine's own events, of what it holds: parameter shards, gathered
+   (unsharded) parameters, gradient buffers (unsharded flat gradients, reduce-scatter
+   outputs, sharded gradients). It is reset after two warm-up steps and read after
+   the measured steps. The formula is what the FSDP algorithm itself must hold at its peak,
+   derived from this engine's schedule (not fitted). In elements (x 4 bytes, fp32), with
+   S the world size, N the number of blocks, U one block's numel, R the root unit's numel
+   (each rounded up to a multiple of S: the engine pads units to equal shards),
+   Psi = R + N*U and Psi/S the parameter shards (the sum of the units' shards):
+
+   FULL_SHARD, BACKWARD_PRE (with or without limit_all_gathers, with or without
+   forward_prefetch) peaks when block 1's backward starts:
+       Psi/S              parameter shards (always held)
+     + R                  root parameters: the root is not resharded after forward, so
+                          it stays gathered until backward ends
+     + R                  root unsharded gradient: allocated when backward starts (the
+                          head is the first module backward reaches) and needed until it
+                          ends (the input layer is the last)
+     + 2U                 block 1's gathered parameters + block 0's, prefetched
+     + U                  block 1's unsharded gradient
+     + U                  block 2's unsharded gradient: the input of its reduce-scatter,
+                          launched when block 2's backward ended, to overlap block 1's;
+                          the engine frees it when it retires the reduction, which it
+                          does only when a unit's backward ends (or backward does), so
+                          it is held when block 1 starts even if the wire is done
+     + (N-2) U/S          sharded gradients of blocks 2..N-1 (block 2's is its
+                          reduce-scatter's output); zero_grad(set_to_none=True) frees
+                          them before each step, so only the ones already reduced exist
+   FULL_SHARD, BACKWARD_POST or no backward prefetch: block k's parameters are gathered
+   only after block k+1's are freed, so one block is gathered at a time, and the peak
+   moves to block 0's backward: Psi/S + 2R + U + U + U + (N-1) U/S.
+   SHARD_GRAD_OP: every unit stays gathered from forward to its backward; the peak is
+   when block N-2's backward starts (block N-1 already freed):
+       Psi/S + (Psi - U) gathered + R root gradient + 2U (block N-2's gradient, block
+       N-1's in its reduce-scatter) + U/S (that reduce-scatter's output)
+     = Psi/S + Psi + R + U + U/S.
+   The paper's coarse figures, 4(2 Psi/S + R + 3U) for FULL_SHARD with prefetch and
+   4(2 Psi/S + Psi + U) for SHARD_GRAD_OP, count every sharded gradient (as if they were
+   kept between steps) and neither the root's gradient nor the pending reduce-scatter;
+   they are printed under the table for comparison.
+   The formula counts one reduce-scatter pending, the one overlapping the next block's
+   backward. The engine can hold more: a reduction not yet finished when a unit's
+   backward ends is retired (its gradient freed) only when the next unit's backward
+   ends, even if its wire finishes in between. The column "RS pending" is the most
+   blocks whose unsharded gradient was still held (reduction launched, not yet retired)
+   when another block's backward started, seen by a hook on each block's output that
+   runs before the engine's; "w/ observed" is the formula's account evaluated at every
+   block's backward start with the counts each measured step actually had (for block k:
+   Psi/S + 2R + gathered x U + U + pending x U + (N-1-k) U/S, gathered = 2 with
+   BACKWARD_PRE and k > 0, else 1; k + 1 for SHARD_GRAD_OP), maximum over the steps.
+   Where it equals "measured", the whole gap to the formula is those extra reductions.
+
+2. Speed: the same model with torch DDP on gloo (the anchor), ringx.ddp on ringx, and
+   ringx.fsdp FULL_SHARD (defaults) and SHARD_GRAD_OP on ringx (the same model objects
+   as in the memory table). Communication per step and rank (bytes sent, bandwidth-
+   optimal ring algorithms): DDP allreduces the gradients, 2(S-1)/S x 4 Psi; FULL_SHARD
+   all-gathers in forward, again in backward, and reduce-scatters: 3(S-1)/S x 4 Psi, the
+   paper's 1.5x of DDP (exactly (S-1)/S x 4 (3 Psi - R) here: the root is gathered once);
+   SHARD_GRAD_OP gathers once and reduce-scatters: 2(S-1)/S x 4 Psi, 1.0x.
+Compare ratios within one run; absolute times on a shared 2-core machine drift.
+"""
+
+import argparse
+import datetime
+import os
+import socket
+import statistics
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+DIM = 256
+BLOCKS = 8
+BATCH = 64  # rows per rank
+MiB = 1 << 20
+
+
+class Block(nn.Module):
+    """LayerNorm, MLP (d -> 4d -> d, GELU), residual: 8 d^2 + 7 d parameters."""
+
+    def __init__(self, dim=DIM):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 4 * dim)
+        self.down = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
+
+
+class Net(nn.Module):
+    def __init__(self, dim=DIM, blocks=BLOCKS):
+        super().__init__()
+        self.embed = nn.Linear(dim, dim)
+        self.blocks = nn.Sequential(*[Block(dim) for _ in range(blocks)])
+        self.head = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.embed(x)))
+
+
+# (label, FSDP keyword arguments); all FSDP runs use the ringx world group.
+MEMORY_CONFIGS = [
+    ("FULL_SHARD, BACKWARD_PRE, limit (default)", {}),
+    ("FULL_SHARD, BACKWARD_PRE, no limit", dict(limit_all_gathers=False)),
+    ("FULL_SHARD, BACKWARD_POST", dict(backward_prefetch="BACKWARD_POST")),
+    ("FULL_SHARD, no backward prefetch", dict(backward_prefetch=None)),
+    ("FULL_SHARD, forward_prefetch", dict(forward_prefetch=True)),
+    ("SHARD_GRAD_OP", dict(sharding_strategy="SHARD_GRAD_OP")),
+    ("FULL_SHARD, gathers on the reduce lane", dict(gather_lane=False)),
+]
+# (label, engine, backend, memory config index for FSDP)
+SPEED_CONFIGS = [
+    ("torch DDP", "torch.ddp", "gloo", None),
+    ("ringx.ddp", "ringx.ddp", "ringx", None),
+    ("ringx.fsdp FULL_SHARD", "ringx.fsdp", "ringx", 0),
+    ("ringx.fsdp SHARD_GRAD_OP", "ringx.fsdp", "ringx", 5),
+    ("ringx.fsdp FULL_SHARD, one lane", "ringx.fsdp", "ringx", 6),
+]
+
+
+def block_params(block):
+    """The original parameters of a Block (FSDP keeps them as attributes)."""
+    return [getattr(m, a) for m in (block.norm, block.up, block.down) for a in ("weight", "bias")]
+
+
+def watch_pending_reductions(fsdp, record):
+    """When block k's backward starts (a hook on its output, which runs before the
+    engine's own), record in record[-1][k] how many other blocks still hold their
+    unsharded gradient: the reductions launched but not yet retired, whose input it is."""
+    blocks = [wrapper.module for wrapper in fsdp.module.blocks]
+
+    def holds_gradient(block):
+        return any(p.grad is not None and p.grad.storage().nbytes() > 0
+                   for p in block_params(block))
+
+    def hook(k):
+        def on_grad(_):
+            if record:
+                record[-1][k] = sum(holds_gradient(b) for i, b in enumerate(blocks) if i != k)
+
+        def forward_hook(module, inputs, output):
+            if output.requires_grad:
+                output.register_hook(on_grad)
+        return forward_hook
+
+    for k, block in enumerate(blocks):
+        block.register_forward_hook(hook(k))
+
+
+def worker(rank, world, init, rounds, steps, results):
+    import ringx  # noqa: F401  registers the backend
+    from ringx.ddp import DistributedDataParallel as RingxDDP
+    from ringx.fsdp import FullyShardedDataParallel as FSDP
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))
+    groups = {"gloo": dist.group.WORLD, "ringx": dist.new_group(backend="ringx")}
+
+    runs = {}  # key -> (model, optimizer)
+    pending = {}
+    for index, (label, kwargs) in enumerate(MEMORY_CONFIGS):
+        torch.manual_seed(0)
+        model = FSDP(Net(), process_group=groups["ringx"], auto_wrap_policy={Block}, **kwargs)
+        pending[("memory", index)] = []
+        watch_pending_reductions(model, pending[("memory", index)])
+        runs[("memory", index)] = (model, torch.optim.SGD(model.parameters(), lr=1e-3))
+    for label, engine, backend, index in SPEED_CONFIGS:
+        if engine == "ringx.fsdp":
+            continue  # the memory table's model
+        torch.manual_seed(0)
+        wrap = RingxDDP if engine == "ringx.ddp" else nn.parallel.DistributedDataParallel
+        model = wrap(Net(), process_group=groups[backend])
+        runs[("speed", label)] = (model, torch.optim.SGD(model.parameters(), lr=1e-3))
+
+    generator = torch.Generator().manual_seed(rank)
+    x = torch.randn(BATCH, DIM, generator=generator)
+    y = torch.randn(BATCH, DIM, generator=generator)
+
+    def step(model, opt):
+        opt.zero_grad(set_to_none=True)
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+    for key, (model, opt) in runs.items():  # warm up (ringx.ddp rebuilds its buckets)
+        for _ in range(2):
+            step(model, opt)
+        if key[0] == "memory":
+            model.reset_peak_memory()
+    times = {key: [] for key in runs}
+    for _ in range(rounds):
+        for key, (model, opt) in runs.items():
+            dist.barrier(group=groups["gloo"])
+            start = time.perf_counter()
+            for _ in range(steps):
+                if key in pending:
+                    pending[key].append({})  # this step's {block: reductions pending}
+                step(model, opt)
+            times[key].append((time.perf_counter() - start) / steps)
+
+    out = {"memory": [], "speed": {}}
+    for index in range(len(MEMORY_CONFIGS)):
+        key = ("memory", index)
+        model = runs[key][0]
+        out["memory"].append(dict(
+            stats=dict(model.memory_stats()), units=model.units(),
+            shard_numel=sum(p.numel() for p in model.parameters()),
+            pending=pending[key],
+            seconds=statistics.median(times[key])))
+    for label, engine, backend, index in SPEED_CONFIGS:
+        key = ("memory", index) if engine == "ringx.fsdp" else ("speed", label)
+        out["speed"][label] = statistics.median(times[key])
+    out["params"] = sum(p.numel() for p in Net().parameters())
+    results[rank] = out
+    dist.destroy_process_group()
+
+
+# ---- the accounts ----------------------------------------------------------------------
+
+
+def unit_sizes(units, world):
+    """(R, U, N, shards): padded root and block numels, number of blocks, sum of shards."""
+    pad = lambda n: -(-n // world) * world  # noqa: E731  the engine pads units to S
+    root = [pad(n) for name, _, _, n in units if name == ""]
+    blocks = [pad(n) for name, _, _, n in units if name != ""]
+    assert len(root) == 1 and len(set(blocks)) == 1, "the formulas assume equal blocks"
+    return root[0], blocks[0], len(blocks), sum(pad(n) // world for _, _, _, n in units)
+
+
+def held_at_block_start(kwargs, sizes, world, k, pending):
+    """Elements the engine holds when block k's backward starts (after its gather, its
+    prefetch and its gradient buffer), with `pending` earlier blocks' reduce-scatters
+    not yet retired. The schedule is the module doc's."""
+    R, U, N, shards = sizes
+    if kwargs.get("sharding_strategy") == "SHARD_GRAD_OP":
+        gathered = k + 1  # blocks 0..k; every later block was freed after its backward
+    else:  # FULL_SHARD: block k, and block k-1 when BACKWARD_PRE prefetched it
+        prefetch = kwargs.get("backward_prefetch", "BACKWARD_PRE") == "BACKWARD_PRE"
+        gathered = 2 if prefetch and k > 0 else 1
+    return (shards                           # parameter shards
+            + R + R                          # root parameters (gathered) and its gradient
+            + gathered * U                   # gathered blocks
+            + U + pending * U                # block k's gradient, those in reduce-scatters
+            + (N - 1 - k) * (U // world))    # sharded gradients of blocks k+1..N-1
+
+
+def memory_formula(kwargs, units, world):
+    """(peak bytes the algorithm must hold: one reduce-scatter pending, the closed forms
+    of the module doc; the paper's coarse figure)."""
+    sizes = R, U, N, shards = unit_sizes(units, world)
+    psi = R + N * U
+    peak = max(held_at_block_start(kwargs, sizes, world, k, min(1, N - 1 - k))
+               for k in range(N))
+    if kwargs.get("sharding_strategy") == "SHARD_GRAD_OP":
+        closed = shards + psi + R + U + U // world
+        paper = 2 * psi // world + psi + U
+    else:
+        prefetch = kwargs.get("backward_prefetch", "BACKWARD_PRE") == "BACKWARD_PRE"
+        closed = (shards + 2 * R + 4 * U + (N - 2) * (U // world) if prefetch
+                  else shards + 2 * R + 3 * U + (N - 1) * (U // world))
+        paper = 2 * psi // world + R + (3 if prefetch else 2) * U
+    assert closed == peak, (closed, peak)
+    return 4 * peak, 4 * paper
+
+
+def schedule_peak(kwargs, units, world, steps):
+    """The same account with the reduce-scatters each step actually had pending."""
+    sizes = unit_sizes(units, world)
+    return 4 * max(held_at_block_start(kwargs, sizes, world, k, m)
+                   for step in steps for k, m in step.items())
+
+
+def report(results, args):
+    world = args.world_size
+    print(f"ringx.fsdp, world size {world} on {socket.gethostname()} ({os.cpu_count()} cores), "
+          f"median of {args.rounds} interleaved rounds x {args.steps} steps; rank 0's view")
+    memory = results["memory"]
+    R, U, N, shards = unit_sizes(memory[0]["units"], world)
+    psi = R + N * U
+    print(f"\nmodel: input Linear + {N} blocks (d={DIM}) + head, {results['params'] / 1e6:.2f} M "
+          f"parameters ({results['params'] * 4 / MiB:.2f} MiB fp32); units: root R = {R:,}, "
+          f"block U = {U:,} (padded to S); batch {BATCH} x {DIM} per rank")
+
+    print("\n1. Peak parameter+gradient memory held by the engine (ringx world group)")
+    print(f"  {'configuration':<42} {'measured MiB':>12} {'formula MiB':>11} {'meas/form':>9} "
+          f"{'RS pending':>10} {'w/ observed':>11} {'step ms':>8}")
+    papers = []
+    for (label, kwargs), run in zip(MEMORY_CONFIGS, memory):
+        formula, paper = memory_formula(kwargs, run["units"], world)
+        observed = schedule_peak(kwargs, run["units"], world, run["pending"])
+        most = max(m for step in run["pending"] for m in step.values())
+        papers.append(paper)
+        peak = run["stats"]["peak_bytes"]
+        print(f"  {label:<42} {peak / MiB:12.2f} {formula / MiB:11.2f} {peak / formula:8.2f}x "
+              f"{most:10d} {observed / MiB:11.2f} {run['seconds'] * 1e3:8.1f}")
+        assert run["stats"]["sharded_bytes"] == 4 * shards == 4 * run["shard_numel"]
+    print(f"  formula, x 4 bytes, with Psi/S = {shards:,} (the parameter shards), root R = {R:,}, "
+          f"block U = {U:,} ({4 * U / MiB:.2f} MiB), N = {N} blocks, S = {world}; one "
+          f"reduce-scatter pending:")
+    print("    FULL_SHARD, BACKWARD_PRE   Psi/S + R root params + R root grad + 2U (current + "
+          "prefetched block) + U its grad + U (previous block's grad, in its reduce-scatter) "
+          "+ (N-2)U/S sharded grads so far")
+    print("    FULL_SHARD, POST or none   Psi/S + 2R + U (one block gathered) + 2U grads + "
+          "(N-1)U/S")
+    print("    SHARD_GRAD_OP              Psi/S + (Psi - U) (all gathered but the last block) + "
+          "R + 2U + U/S")
+    print(f"  the paper's coarse figures: FULL_SHARD 4(2Psi/S + R + 3U) = {papers[0] / MiB:.2f} "
+          f"MiB (no prefetch: 4(2Psi/S + R + 2U) = {papers[3] / MiB:.2f}), SHARD_GRAD_OP "
+          f"4(2Psi/S + Psi + U) = {papers[5] / MiB:.2f}; they count all sharded grads, no root "
+          f"grad, no reduce-scatter pending")
+    print("  RS pending: the most other blocks still holding their unsharded gradient when a "
+          "block's backward started, seen by a hook that runs just before the engine's "
+          "pre-backward (which first retires reductions that are done): an upper bound; the "
+          "formula counts 1, the previous block's reduce-scatter, launched just before. "
+          "Without a backward prefetch, that reduce-scatter usually finishes while this block's "
+          "gather is waited for, so the measured peak is one U below the formula; "
+          "SHARD_GRAD_OP has no gathers in backward, so reduce-scatters (longer than a block's "
+          "backward here) queue up")
+    print("  w/ observed: the formula's account with the probe's pending counts, maximum over "
+          "the measured steps (an upper bound, see RS pending)")
+    print("  gathers on the reduce lane: gather_lane=False, all-gathers queue behind "
+          "reduce-scatters on the group's one communication thread")
+
+    print(f"\n2. Step time, world size {world}")
+    speed = results["speed"]
+    anchor = speed["torch DDP"]
+    ringx_ddp = speed["ringx.ddp"]
+    factor = (world - 1) / world
+    volumes = {
+        "torch DDP": (2 * factor * 4 * results["params"], 2.0),
+        "ringx.ddp": (2 * factor * 4 * results["params"], 2.0),
+        "ringx.fsdp FULL_SHARD": (factor * 4 * (3 * psi - R), 3.0),
+        "ringx.fsdp FULL_SHARD, one lane": (factor * 4 * (3 * psi - R), 3.0),
+        "ringx.fsdp SHARD_GRAD_OP": (2 * factor * 4 * psi, 2.0),
+    }
+    ddp_volume = volumes["ringx.ddp"][0]
+    print(f"  {'engine':<32} {'backend':<7} {'step ms':>8} {'vs torch DDP/gloo':>18} "
+          f"{'vs ringx.ddp':>13} {'comm MiB/rank':>14} {'vol vs DDP':>11} {'paper':>6}")
+    for label, engine, backend, _ in SPEED_CONFIGS:
+        seconds = speed[label]
+        volume, paper_factor = volumes[label]
+        print(f"  {label:<32} {backend:<7} {seconds * 1e3:8.2f} {seconds / anchor:17.2f}x "
+              f"{seconds / ringx_ddp:12.2f}x {volume / MiB:14.2f} {volume / ddp_volume:10.2f}x "
+              f"{paper_factor / 2:5.1f}x")
+    print(f"  FSDP/DDP step time ratio (FULL_SHARD vs ringx.ddp, both on ringx): "
+          f"{speed['ringx.fsdp FULL_SHARD'] / ringx_ddp:.2f}x; predicted by volume "
+          f"1.5x (paper: 2 all-gathers + 1 reduce-scatter vs 1 allreduce), "
+          f"{volumes['ringx.fsdp FULL_SHARD'][0] / ddp_volume:.2f}x exactly (root gathered "
+          f"once)")
+    print(f"  SHARD_GRAD_OP/DDP: {speed['ringx.fsdp SHARD_GRAD_OP'] / ringx_ddp:.2f}x; "
+          f"predicted by volume 1.0x")
+    print("  comm: bytes each rank sends per step with bandwidth-optimal ring algorithms: "
+          "allreduce 2(S-1)/S x 4Psi, all-gather and reduce-scatter (S-1)/S x 4 bytes per "
+          "unit (padded)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--world-size", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--steps", type=int, default=6, help="steps per round")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke test)")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.steps = 2, 2
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    torch.set_num_threads(1)
+    ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory() as tmp, ctx.Manager() as manager:
+        results = manager.dict()
+        init = "file://" + os.path.join(tmp, "rendezvous")
+        procs = [ctx.Process(target=worker,
+                             args=(r, args.world_size, init, args.rounds, args.steps, results))
+                 for r in range(args.world_size)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        if any(p.exitcode != 0 for p in procs) or 0 not in results:
+            raise SystemExit("bench/fsdp.py: a rank failed")
+        report(dict(results[0]), args)
+
+
+if __name__ == "__main__":
+    main()
