@@ -42,6 +42,24 @@ void collectTensors(const T&, std::vector<at::Tensor>&) {}  // not a tensor: not
 NamedTensors named(const torch::OrderedDict<std::string, at::Tensor>& dict);
 }  // namespace detail
 
+// no_sync() for the C++ front ends (ddp::Engine, fsdp::Engine): while it lives,
+// backward keeps gradients local and communicates nothing.
+template <typename EngineT>
+class NoSyncScope {
+ public:
+  explicit NoSyncScope(EngineT& engine)
+      : engine_(engine), previous_(engine.requireBackwardGradSync()) {
+    engine_.setRequireBackwardGradSync(false);
+  }
+  ~NoSyncScope() { engine_.setRequireBackwardGradSync(previous_); }
+  NoSyncScope(const NoSyncScope&) = delete;
+  NoSyncScope& operator=(const NoSyncScope&) = delete;
+
+ private:
+  EngineT& engine_;
+  bool previous_;
+};
+
 // `ModuleHolder` is a torch::nn module holder (torch::nn::Linear, Sequential, a
 // TORCH_MODULE of your own) or a std::shared_ptr to a module.
 template <typename ModuleHolder>
@@ -70,20 +88,7 @@ class DistributedDataParallel {
   }
 
   // While the guard lives, backward accumulates gradients locally (no communication).
-  class NoSyncGuard {
-   public:
-    explicit NoSyncGuard(Engine& engine)
-        : engine_(engine), previous_(engine.requireBackwardGradSync()) {
-      engine_.setRequireBackwardGradSync(false);
-    }
-    ~NoSyncGuard() { engine_.setRequireBackwardGradSync(previous_); }
-    NoSyncGuard(const NoSyncGuard&) = delete;
-    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
-
-   private:
-    Engine& engine_;
-    bool previous_;
-  };
+  using NoSyncGuard = NoSyncScope<Engine>;
   [[nodiscard]] NoSyncGuard noSync() { return NoSyncGuard(engine_); }
 
   void registerCommHook(std::unique_ptr<::c10d::CommHookInterface> hook) {

@@ -170,20 +170,7 @@ class FullyShardedDataParallel {
   }
 
   // While the guard lives, backward keeps unsharded gradients and reduces nothing.
-  class NoSyncGuard {
-   public:
-    explicit NoSyncGuard(Engine& engine)
-        : engine_(engine), previous_(engine.requireBackwardGradSync()) {
-      engine_.setRequireBackwardGradSync(false);
-    }
-    ~NoSyncGuard() { engine_.setRequireBackwardGradSync(previous_); }
-    NoSyncGuard(const NoSyncGuard&) = delete;
-    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
-
-   private:
-    Engine& engine_;
-    bool previous_;
-  };
+  using NoSyncGuard = ddp::NoSyncScope<Engine>;
   [[nodiscard]] NoSyncGuard noSync() { return NoSyncGuard(*engine_); }
 
   MemoryCounters memory() const { return engine_->memory(); }
