@@ -9,6 +9,8 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
 
     ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
+    ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
+    ringx.fsdp.FullyShardedDataParallel  # the C++ FSDP engine (ringx/fsdp.py)
 """
 
 import atexit
@@ -58,6 +60,7 @@ atexit.register(_C.drain_communication_threads, 10.0)
 
 from . import trace  # noqa: E402  (needs _C loaded)
 from . import ddp  # noqa: E402
+from . import fsdp  # noqa: E402
 
 
 def _ringx_group(group):
