@@ -1,0 +1,19 @@
+// Ingest of Chrome Trace Event JSON (ringx-trace export, PyTorch profiler /
+// Kineto traces, anything chrome://tracing opens) into the viewer's store.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "viewer/model/trace_store.h"
+
+namespace ringx::viewer {
+
+// Reads a Chrome trace file into `store` and finalizes it. Throws
+// trace::IoError for an unreadable file and trace::FormatError (naming the file
+// and the offset) for text that is not a Chrome trace.
+void ingestChromeTraceFile(TraceStore& store, const std::string& path);
+// The same from text in memory; `source` names it in errors.
+void ingestChromeTraceText(TraceStore& store, std::string_view text, const std::string& source);
+
+}  // namespace ringx::viewer

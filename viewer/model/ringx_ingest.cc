@@ -1,0 +1,111 @@
+// Converts decoded ringx records (schema.h) into the store's spans, instants and
+// counter samples; string ids are re-interned into the store's pool.
+#include "viewer/model/ringx_ingest.h"
+
+#include <vector>
+
+namespace ringx::viewer {
+namespace {
+
+// Arguments that hold a steady-clock time (schema.h), not a duration.
+bool isSteadyTimeArg(std::string_view key) {
+  namespace a = trace::arg;
+  for (const char* k : {a::kEnqueueNs, a::kFirstGradNs, a::kReadyNs, a::kLaunchNs, a::kWireStartNs,
+                        a::kWireEndNs, a::kCopyBackNs, a::kIssueNs})
+    if (key == k) return true;
+  return false;
+}
+
+}  // namespace
+
+size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
+                       const trace::ClockModel& clock, size_t fromEvent) {
+  RankData& data = store.rank(rank.header.rank);
+  data.host = rank.header.host;
+  data.pid = rank.header.pid;
+  data.source = rank.source;
+  data.truncated = rank.truncated;
+  data.clockAligned = clock.aligned();
+  data.clockUncertaintyNs = clock.maxUncertaintyNs();
+  data.dropped = rank.dropped;
+
+  // Stream string id -> store string id, filled lazily.
+  std::vector<uint32_t> ids(rank.strings.size(), UINT32_MAX);
+  auto id = [&](uint32_t streamId) {
+    if (streamId >= ids.size()) return uint32_t{0};
+    if (ids[streamId] == UINT32_MAX) ids[streamId] = store.strings().intern(rank.strings[streamId]);
+    return ids[streamId];
+  };
+  uint8_t categories[trace::kCategoryCount + 1];
+  for (int c = 1; c <= trace::kCategoryCount; ++c)
+    categories[c] = store.category(trace::categoryName(static_cast<trace::Category>(c)));
+  std::vector<int32_t> trackOf(rank.strings.size(), -1);
+  const uint32_t errorKey = store.strings().intern(trace::arg::kError);
+
+  std::vector<ArgValue> args;
+  for (size_t i = fromEvent; i < rank.events.size(); ++i) {
+    const trace::Event& e = rank.events[i];
+    if (e.kind == trace::EventKind::kCounter) {
+      store.addCounter(data, rank.str(e.name), clock.align(e.beginNs), e.value);
+      continue;
+    }
+    args.clear();
+    bool failed = false;
+    for (uint32_t a = e.firstArg; a < e.firstArg + e.argCount && a < rank.args.size(); ++a) {
+      const trace::Arg& in = rank.args[a];
+      const uint32_t key = id(in.key);
+      failed |= key == errorKey;
+      switch (in.type) {
+        case trace::ArgType::kInt: {
+          // Steady-clock times in args move onto the aligned clock with the event.
+          const bool time = isSteadyTimeArg(rank.str(in.key)) && in.intValue > 0;
+          args.push_back(ArgValue::ofInt(key, time ? clock.align(in.intValue) : in.intValue));
+          break;
+        }
+        case trace::ArgType::kDouble:
+          args.push_back(ArgValue::ofDouble(key, in.doubleValue));
+          break;
+        case trace::ArgType::kString:
+          args.push_back(ArgValue::ofString(key, id(in.stringId)));
+          break;
+      }
+    }
+    const uint32_t first = store.addArgs(data, args.data(), args.size());
+    int32_t track = e.track < trackOf.size() ? trackOf[e.track] : -1;
+    if (track < 0) {
+      track = static_cast<int32_t>(store.track(data, rank.str(e.track)));
+      if (e.track < trackOf.size()) trackOf[e.track] = track;
+    }
+    const int c = static_cast<int>(e.category);
+    const uint8_t category = c >= 1 && c <= trace::kCategoryCount ? categories[c] : 0;
+    if (e.kind == trace::EventKind::kSpan) {
+      Span s;
+      s.begin = clock.align(e.beginNs);
+      s.end = clock.align(e.endNs);
+      s.name = id(e.name);
+      s.firstArg = first;
+      s.argCount = static_cast<uint16_t>(args.size());
+      s.category = category;
+      s.flags = failed ? kSpanFailed : 0;
+      store.addSpan(data, static_cast<uint32_t>(track), s);
+    } else {
+      Instant in;
+      in.time = clock.align(e.beginNs);
+      in.name = id(e.name);
+      in.firstArg = first;
+      in.argCount = static_cast<uint16_t>(args.size());
+      in.category = category;
+      store.addInstant(data, static_cast<uint32_t>(track), in);
+    }
+  }
+  return rank.events.size();
+}
+
+void ingestTraceSet(TraceStore& store, const trace::TraceSet& set) {
+  const auto clocks = trace::clockModels(set.ranks);
+  for (size_t i = 0; i < set.ranks.size(); ++i) ingestRankTrace(store, set.ranks[i], clocks[i]);
+  for (const auto& w : set.warnings) store.addWarning(w);
+  store.finalize();
+}
+
+}  // namespace ringx::viewer

@@ -1,0 +1,380 @@
+// The trace store (see trace_store.h): building, level assignment and lookups.
+#include "viewer/model/trace_store.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+
+namespace ringx::viewer {
+
+StringPool::StringPool() { intern(""); }
+
+uint32_t StringPool::intern(std::string_view text) {
+  auto it = ids_.find(text);
+  if (it != ids_.end()) return it->second;
+  strings_.emplace_back(text);
+  const uint32_t id = static_cast<uint32_t>(strings_.size() - 1);
+  ids_.emplace(std::string_view(strings_.back()), id);
+  return id;
+}
+
+uint32_t StringPool::find(std::string_view text) const {
+  auto it = ids_.find(text);
+  return it == ids_.end() ? 0 : it->second;
+}
+
+ArgValue ArgValue::ofInt(uint32_t key, int64_t v) {
+  ArgValue a;
+  a.key = key;
+  a.kind = ArgKind::kInt;
+  a.intValue = v;
+  return a;
+}
+ArgValue ArgValue::ofDouble(uint32_t key, double v) {
+  ArgValue a;
+  a.key = key;
+  a.kind = ArgKind::kDouble;
+  a.doubleValue = v;
+  return a;
+}
+ArgValue ArgValue::ofString(uint32_t key, uint32_t id) {
+  ArgValue a;
+  a.key = key;
+  a.kind = ArgKind::kString;
+  a.stringId = id;
+  return a;
+}
+
+namespace {
+bool startsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+}  // namespace
+
+TrackKind classifyTrack(std::string_view name) {
+  if (name == "compute") return TrackKind::kCompute;
+  if (startsWith(name, "comm:")) return TrackKind::kComm;
+  if (name == "steps") return TrackKind::kSteps;
+  if (name == "ddp") return TrackKind::kDdp;
+  if (startsWith(name, "ddp:bucket")) return TrackKind::kDdpBucket;
+  if (name == "fsdp") return TrackKind::kFsdp;
+  if (startsWith(name, "fsdp:")) return TrackKind::kFsdpUnit;
+  if (name == "user") return TrackKind::kUser;
+  return TrackKind::kOther;
+}
+
+int RankData::findTrack(uint32_t name) const {
+  for (size_t i = 0; i < tracks.size(); ++i)
+    if (tracks[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+const CounterSeries* RankData::findCounter(uint32_t name) const {
+  for (const auto& c : counters)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+TraceStore::TraceStore() { category("other"); }
+
+RankData& TraceStore::rank(int32_t rank) {
+  auto it = std::lower_bound(ranks_.begin(), ranks_.end(), rank,
+                             [](const RankData& r, int32_t v) { return r.rank < v; });
+  if (it != ranks_.end() && it->rank == rank) return *it;
+  RankData data;
+  data.rank = rank;
+  return *ranks_.insert(it, std::move(data));
+}
+
+uint32_t TraceStore::track(RankData& rank, std::string_view name) {
+  const uint32_t id = strings_.intern(name);
+  const int found = rank.findTrack(id);
+  if (found >= 0) return static_cast<uint32_t>(found);
+  Track t;
+  t.name = id;
+  t.kind = classifyTrack(name);
+  rank.tracks.push_back(std::move(t));
+  return static_cast<uint32_t>(rank.tracks.size() - 1);
+}
+
+uint8_t TraceStore::category(std::string_view name) {
+  for (size_t i = 0; i < categories_.size(); ++i)
+    if (categories_[i] == name) return static_cast<uint8_t>(i);
+  if (categories_.size() >= 255) return 254;
+  categories_.emplace_back(name);
+  return static_cast<uint8_t>(categories_.size() - 1);
+}
+
+uint32_t TraceStore::addArgs(RankData& rank, const ArgValue* args, size_t count) {
+  const uint32_t first = static_cast<uint32_t>(rank.args.size());
+  rank.args.insert(rank.args.end(), args, args + count);
+  return first;
+}
+
+void TraceStore::addSpan(RankData& rank, uint32_t track, const Span& span) {
+  Span s = span;
+  if (s.end < s.begin) s.end = s.begin;
+  rank.tracks[track].pendingSpans.push_back(s);
+  ++rank.events;
+  ++events_;
+  dirty_ = true;
+}
+
+void TraceStore::addInstant(RankData& rank, uint32_t track, const Instant& instant) {
+  rank.tracks[track].pendingInstants.push_back(instant);
+  ++rank.events;
+  ++events_;
+  dirty_ = true;
+}
+
+void TraceStore::addCounter(RankData& rank, std::string_view name, int64_t time, double value) {
+  const uint32_t id = strings_.intern(name);
+  CounterSeries* series = nullptr;
+  for (auto& c : rank.counters)
+    if (c.name == id) series = &c;
+  if (!series) {
+    rank.counters.emplace_back();
+    series = &rank.counters.back();
+    series->name = id;
+  }
+  if (!series->times.empty() && time < series->times.back()) series->dirty = true;
+  series->times.push_back(time);
+  series->values.push_back(value);
+  ++rank.events;
+  ++events_;
+  dirty_ = true;
+}
+
+namespace {
+
+// Re-sorts a track whose pending spans were added, and re-assigns levels.
+void rebuildLevels(Track& track) {
+  std::vector<Span> all;
+  all.reserve(track.spanCount + track.pendingSpans.size());
+  for (auto& level : track.levels) all.insert(all.end(), level.begin(), level.end());
+  all.insert(all.end(), track.pendingSpans.begin(), track.pendingSpans.end());
+  track.pendingSpans.clear();
+  track.pendingSpans.shrink_to_fit();
+  // Parents before their children: earlier begin first, longer first on ties.
+  std::sort(all.begin(), all.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
+  });
+  track.levels.clear();
+  std::vector<int64_t> levelEnd;  // the end of each level's last span
+  for (const Span& s : all) {
+    size_t level = 0;
+    while (level < levelEnd.size() && levelEnd[level] > s.begin) ++level;
+    if (level == levelEnd.size()) {
+      levelEnd.push_back(s.end);
+      track.levels.emplace_back();
+    }
+    levelEnd[level] = s.end;
+    track.levels[level].push_back(s);
+  }
+  track.spanCount = all.size();
+}
+
+int trackOrder(TrackKind kind) {
+  switch (kind) {
+    case TrackKind::kSteps:
+      return 0;
+    case TrackKind::kCompute:
+      return 1;
+    case TrackKind::kComm:
+      return 2;
+    case TrackKind::kDdp:
+      return 3;
+    case TrackKind::kDdpBucket:
+      return 4;
+    case TrackKind::kFsdp:
+      return 5;
+    case TrackKind::kFsdpUnit:
+      return 6;
+    case TrackKind::kUser:
+      return 7;
+    case TrackKind::kOther:
+      return 8;
+  }
+  return 9;
+}
+
+// Natural order: "ddp:bucket2" before "ddp:bucket10".
+bool naturalLess(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
+    if (da && db) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && a[ie] >= '0' && a[ie] <= '9') ++ie;
+      while (je < b.size() && b[je] >= '0' && b[je] <= '9') ++je;
+      if (ie - i != je - j) return ie - i < je - j;
+      const int c = a.substr(i, ie - i).compare(b.substr(j, je - j));
+      if (c != 0) return c < 0;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
+void TraceStore::finalize() {
+  if (!dirty_) return;
+  dirty_ = false;
+  ++generation_;
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  for (RankData& rank : ranks_) {
+    for (Track& track : rank.tracks) {
+      if (!track.pendingSpans.empty()) rebuildLevels(track);
+      if (!track.pendingInstants.empty()) {
+        track.instants.insert(track.instants.end(), track.pendingInstants.begin(),
+                              track.pendingInstants.end());
+        track.pendingInstants.clear();
+        std::stable_sort(track.instants.begin(), track.instants.end(),
+                         [](const Instant& a, const Instant& b) { return a.time < b.time; });
+      }
+      for (const auto& level : track.levels) {
+        if (level.empty()) continue;
+        lo = std::min(lo, level.front().begin);
+        hi = std::max(hi, level.back().end);
+      }
+      if (!track.instants.empty()) {
+        lo = std::min(lo, track.instants.front().time);
+        hi = std::max(hi, track.instants.back().time);
+      }
+    }
+    std::stable_sort(rank.tracks.begin(), rank.tracks.end(), [&](const Track& a, const Track& b) {
+      const int oa = trackOrder(a.kind), ob = trackOrder(b.kind);
+      if (oa != ob) return oa < ob;
+      return naturalLess(strings_.str(a.name), strings_.str(b.name));
+    });
+    for (CounterSeries& c : rank.counters) {
+      if (c.dirty) {
+        std::vector<size_t> order(c.times.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return c.times[a] < c.times[b]; });
+        std::vector<int64_t> t(order.size());
+        std::vector<double> v(order.size());
+        for (size_t i = 0; i < order.size(); ++i) {
+          t[i] = c.times[order[i]];
+          v[i] = c.values[order[i]];
+        }
+        c.times.swap(t);
+        c.values.swap(v);
+        c.dirty = false;
+      }
+      c.maxValue = c.values.empty() ? 0 : c.values[0];
+      c.maxTime = c.times.empty() ? 0 : c.times[0];
+      for (size_t i = 0; i < c.values.size(); ++i) {
+        if (c.values[i] > c.maxValue) {
+          c.maxValue = c.values[i];
+          c.maxTime = c.times[i];
+        }
+      }
+      if (!c.times.empty()) {
+        lo = std::min(lo, c.times.front());
+        hi = std::max(hi, c.times.back());
+      }
+    }
+  }
+  if (lo > hi) lo = hi = 0;
+  begin_ = lo;
+  end_ = hi;
+}
+
+const RankData* TraceStore::findRank(int32_t rank) const {
+  for (const auto& r : ranks_)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+const ArgValue* TraceStore::findArg(const RankData& rank, uint32_t first, uint16_t count,
+                                    std::string_view key) const {
+  const uint32_t id = strings_.find(key);
+  if (id == 0) return nullptr;
+  for (uint32_t i = first; i < first + count && i < rank.args.size(); ++i)
+    if (rank.args[i].key == id) return &rank.args[i];
+  return nullptr;
+}
+
+int64_t TraceStore::intArg(const RankData& rank, const Span& span, std::string_view key,
+                           int64_t fallback) const {
+  const ArgValue* a = findArg(rank, span.firstArg, span.argCount, key);
+  if (!a) return fallback;
+  if (a->kind == ArgKind::kInt) return a->intValue;
+  if (a->kind == ArgKind::kDouble) return static_cast<int64_t>(a->doubleValue);
+  return fallback;
+}
+
+std::string_view TraceStore::stringArg(const RankData& rank, const Span& span,
+                                       std::string_view key) const {
+  const ArgValue* a = findArg(rank, span.firstArg, span.argCount, key);
+  return a && a->kind == ArgKind::kString ? str(a->stringId) : std::string_view();
+}
+
+std::string TraceStore::argText(const ArgValue& arg) const {
+  char buf[64];
+  switch (arg.kind) {
+    case ArgKind::kInt:
+      std::snprintf(buf, sizeof buf, "%" PRId64, arg.intValue);
+      return buf;
+    case ArgKind::kDouble:
+      std::snprintf(buf, sizeof buf, "%g", arg.doubleValue);
+      return buf;
+    case ArgKind::kString:
+      return std::string(str(arg.stringId));
+  }
+  return {};
+}
+
+size_t TraceStore::memoryBytes() const {
+  size_t bytes = 0;
+  for (const auto& r : ranks_) {
+    bytes += r.args.capacity() * sizeof(ArgValue);
+    for (const auto& t : r.tracks) {
+      for (const auto& l : t.levels) bytes += l.capacity() * sizeof(Span);
+      bytes += t.instants.capacity() * sizeof(Instant);
+    }
+    for (const auto& c : r.counters)
+      bytes += c.times.capacity() * sizeof(int64_t) + c.values.capacity() * sizeof(double);
+  }
+  for (size_t i = 0; i < strings_.size(); ++i)
+    bytes += strings_.str(static_cast<uint32_t>(i)).size() + 48;
+  return bytes;
+}
+
+std::vector<CounterColumn> decimateCounter(const CounterSeries& series, int64_t t0, int64_t t1,
+                                           int columns) {
+  std::vector<CounterColumn> out(static_cast<size_t>(std::max(columns, 0)));
+  if (columns <= 0 || t1 <= t0 || series.times.empty()) return out;
+  const double nsPerColumn = double(t1 - t0) / columns;
+  // The sample in force at t0: the last one at or before it.
+  size_t i = std::upper_bound(series.times.begin(), series.times.end(), t0) - series.times.begin();
+  bool haveValue = i > 0;
+  double value = haveValue ? series.values[i - 1] : 0;
+  for (int c = 0; c < columns; ++c) {
+    const int64_t columnEnd = t0 + static_cast<int64_t>((c + 1) * nsPerColumn);
+    CounterColumn col;
+    if (haveValue) col = {value, value, true};
+    while (i < series.times.size() && series.times[i] <= columnEnd) {
+      value = series.values[i++];
+      if (!col.valid) {
+        col = {value, value, true};
+      } else {
+        col.min = std::min(col.min, value);
+        col.max = std::max(col.max, value);
+      }
+      haveValue = true;
+    }
+    out[static_cast<size_t>(c)] = col;
+  }
+  return out;
+}
+
+}  // namespace ringx::viewer
