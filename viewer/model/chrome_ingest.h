@@ -10,7 +10,7 @@
 namespace ringx::viewer {
 
 // Reads a Chrome trace file into `store` and finalizes it. Throws
-// trace::IoError for an unreadable file and trace::FormatError (naming the file
+// IoError for an unreadable file and trace::FormatError (naming the file
 // and the offset) for text that is not a Chrome trace.
 void ingestChromeTraceFile(TraceStore& store, const std::string& path);
 // The same from text in memory; `source` names it in errors.
