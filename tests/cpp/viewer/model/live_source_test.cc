@@ -1,0 +1,438 @@
+// The viewer's live attach against real live trace servers on loopback, one per
+// rank as a job runs them (rank 0's also serves the directory): events reach
+// the store on the right ranks and tracks, aligned with the clock syncs; a rank
+// whose server goes away is marked disconnected while the others stream on, and
+// its replayed backlog is not counted twice when it comes back; what was
+// received saves as a trace directory readTrace() reads; refusals and bad
+// addresses say what is wrong.
+//
+// Every wait is on a condition with a generous deadline, never a fixed sleep, so
+// the tests hold on a loaded machine.
+#include "viewer/model/live_source.h"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/trace/live_server.h"
+#include "backend/trace/trace_dir.h"
+#include "tests/cpp/trace/trace_fixture.h"
+#include "viewer/model/ringx_ingest.h"
+
+namespace ringx::viewer {
+namespace {
+
+using namespace std::chrono_literals;
+using trace::LiveServer;
+namespace fx = trace::fixture;
+
+constexpr auto kPatience = 20s;
+
+template <typename Done>
+bool waitUntil(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kPatience;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// One rank's stream as the recorder hands it to its sinks: a preamble (magic
+// and header), then batches that define their new strings first.
+class RankFeed {
+ public:
+  explicit RankFeed(int rank) : rank_(rank) {
+    trace::Encoder enc;
+    enc.magic();
+    trace::StreamHeader h;
+    h.rank = rank;
+    h.worldSize = 2;
+    h.pid = 4000 + rank;
+    h.host = "node-" + std::to_string(rank);
+    h.startSteadyNs = 1000;
+    h.startWallNs = 1700000000000000000;
+    enc.header(h);
+    preamble_ = enc.bytes();
+  }
+  const std::string& preamble() const { return preamble_; }
+
+  RankFeed& span(const std::string& track, const std::string& name, int64_t begin, int64_t end,
+                 int64_t bytes) {
+    trace::Arg a;
+    a.key = id(trace::arg::kBytes);
+    a.intValue = bytes;
+    trace::Arg g;
+    g.key = id(trace::arg::kGroup);
+    g.type = trace::ArgType::kString;
+    g.stringId = id("world");
+    const trace::Arg args[2] = {a, g};
+    trace::Event e;
+    e.kind = trace::EventKind::kSpan;
+    e.category = trace::Category::kCollective;
+    e.rank = rank_;
+    e.track = id(track);
+    e.name = id(name);
+    e.beginNs = begin;
+    e.endNs = end;
+    e.argCount = 2;
+    records_.event(e, args);
+    ++events_;
+    return *this;
+  }
+  RankFeed& clockSync(int64_t localNs, int64_t offsetNs) {
+    records_.clockSync(trace::ClockSync{localNs, offsetNs, 50});
+    return *this;
+  }
+  RankFeed& dropped(uint64_t count) {
+    records_.dropped(trace::Dropped{0, count, 0});
+    return *this;
+  }
+  // What was added since the last take(), as one batch.
+  trace::Batch take() {
+    trace::Batch b{strings_.bytes(), records_.bytes(), events_};
+    strings_.clear();
+    records_.clear();
+    events_ = 0;
+    return b;
+  }
+
+ private:
+  uint32_t id(const std::string& text) {
+    for (size_t i = 0; i < defined_.size(); ++i) {
+      if (defined_[i] == text) return static_cast<uint32_t>(i + 1);
+    }
+    defined_.push_back(text);
+    strings_.string(static_cast<uint32_t>(defined_.size()), text);
+    return static_cast<uint32_t>(defined_.size());
+  }
+
+  int rank_;
+  std::string preamble_;
+  std::vector<std::string> defined_;
+  trace::Encoder strings_;
+  trace::Encoder records_;
+  uint64_t events_ = 0;
+};
+
+// Two ranks' live servers, wired like a job with RINGX_TRACE_LISTEN.
+struct Job {
+  explicit Job(std::string token = "") {
+    LiveServer::Options options;
+    options.token = token;
+    for (int r = 0; r < 2; ++r) {
+      servers.push_back(std::make_unique<LiveServer>(options));
+      servers[r]->begin(feeds[r].preamble());
+    }
+    servers[0]->setDirectory(
+        {{0, "127.0.0.1", servers[0]->port()}, {1, "127.0.0.1", servers[1]->port()}});
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(servers[0]->port()); }
+  void write(int rank) { servers[rank]->write(feeds[rank].take()); }
+
+  RankFeed feeds[2] = {RankFeed(0), RankFeed(1)};
+  std::vector<std::unique_ptr<LiveServer>> servers;
+};
+
+const Track* findTrack(const TraceStore& store, int32_t rank, const std::string& name) {
+  const RankData* data = store.findRank(rank);
+  if (data == nullptr) return nullptr;
+  const int t = data->findTrack(store.strings().find(name));
+  return t < 0 ? nullptr : &data->tracks[t];
+}
+
+// Drains until the store holds `events` events (false after kPatience).
+bool drainUntil(LiveSource& source, TraceStore& store, uint64_t events) {
+  return waitUntil([&] {
+    source.drainInto(store);
+    return store.eventCount() >= events;
+  });
+}
+
+LiveRankStatus rankStatus(const LiveSource& source, int rank) {
+  for (const LiveRankStatus& s : source.status()) {
+    if (s.rank == rank) return s;
+  }
+  return LiveRankStatus{};
+}
+
+TEST(LiveSource, StreamsEveryRankIntoTheStoreOnItsTracksAndAligned) {
+  Job job;
+  job.feeds[0].span("comm:world", "allreduce", 10000, 11000, 64);
+  job.feeds[0].span("comm:world", "allreduce", 20000, 21000, 128);
+  job.write(0);
+  // Rank 1's clock runs 5000 ns behind rank 0's.
+  job.feeds[1].clockSync(0, 5000).span("compute", "forward", 5000, 6000, 7);
+  job.write(1);
+
+  LiveSource source(job.address(), "");
+  TraceStore store;
+  ASSERT_TRUE(drainUntil(source, store, 3)) << source.stateText();
+
+  // Later batches arrive through the same streams.
+  job.feeds[0].span("comm:world", "broadcast", 30000, 31000, 256);
+  job.write(0);
+  job.feeds[1].span("compute", "backward", 7000, 9000, 8);
+  job.write(1);
+  ASSERT_TRUE(drainUntil(source, store, 5)) << source.stateText();
+  EXPECT_EQ(store.eventCount(), 5u);
+
+  const Track* comm = findTrack(store, 0, "comm:world");
+  ASSERT_NE(comm, nullptr);
+  EXPECT_EQ(comm->spanCount, 3u);
+  ASSERT_FALSE(comm->levels.empty());
+  const Span& last = comm->levels[0].back();
+  EXPECT_EQ(store.str(last.name), "broadcast");
+  EXPECT_EQ(last.begin, 30000);
+  EXPECT_EQ(store.intArg(*store.findRank(0), last, trace::arg::kBytes), 256);
+  EXPECT_EQ(store.stringArg(*store.findRank(0), last, trace::arg::kGroup), "world");
+  EXPECT_EQ(findTrack(store, 0, "compute"), nullptr);
+
+  const Track* compute = findTrack(store, 1, "compute");
+  ASSERT_NE(compute, nullptr);
+  ASSERT_EQ(compute->spanCount, 2u);
+  EXPECT_EQ(compute->levels[0][0].begin, 10000);  // 5000 local + 5000 offset
+  EXPECT_EQ(compute->levels[0][1].begin, 12000);
+  EXPECT_EQ(store.str(compute->levels[0][1].name), "backward");
+  const RankData* rank1 = store.findRank(1);
+  EXPECT_EQ(rank1->host, "node-1");
+  EXPECT_EQ(rank1->pid, 4001);
+  EXPECT_TRUE(rank1->clockAligned);
+  EXPECT_EQ(rank1->source, "127.0.0.1:" + std::to_string(job.servers[1]->port()));
+
+  ASSERT_TRUE(waitUntil([&] { return source.state() == LiveRankStatus::kConnected; }));
+  EXPECT_EQ(source.stateText(), "connected to 2/2 ranks");
+  const std::vector<LiveRankStatus> status = source.status();
+  ASSERT_EQ(status.size(), 2u);
+  EXPECT_EQ(status[0].events, 3u);
+  EXPECT_EQ(status[1].events, 2u);
+  EXPECT_GT(status[1].bytes, 0u);
+  EXPECT_EQ(status[1].reconnects, 0);
+  EXPECT_TRUE(status[1].message.empty()) << status[1].message;
+
+  // Nothing new: a drain changes nothing.
+  source.drainInto(store);
+  const uint64_t generation = store.generation();
+  EXPECT_FALSE(source.drainInto(store));
+  EXPECT_EQ(store.generation(), generation);
+
+  // A second store gets everything from the start.
+  TraceStore other;
+  source.restartDrain();
+  EXPECT_TRUE(source.drainInto(other));
+  EXPECT_EQ(other.eventCount(), 5u);
+}
+
+TEST(LiveSource, ARankWhoseServerGoesAwayIsDisconnectedAndItsReplayIsNotCountedTwice) {
+  Job job;
+  job.feeds[0].span("comm:world", "allreduce", 1000, 2000, 1);
+  job.write(0);
+  job.feeds[1].clockSync(0, 0);
+  job.feeds[1].span("comm:world", "allreduce", 1000, 2000, 1);
+  job.feeds[1].span("comm:world", "allreduce", 3000, 4000, 2);
+  job.feeds[1].dropped(3);
+  std::vector<trace::Batch> rank1History = {job.feeds[1].take()};
+  job.servers[1]->write(rank1History[0]);
+
+  LiveSource source(job.address(), "");
+  TraceStore store;
+  ASSERT_TRUE(drainUntil(source, store, 3)) << source.stateText();
+  ASSERT_TRUE(waitUntil([&] { return source.state() == LiveRankStatus::kConnected; }));
+
+  // Rank 1's server goes away (the process died, or its recorder stopped).
+  const int port1 = job.servers[1]->port();
+  job.servers[1].reset();
+  ASSERT_TRUE(waitUntil([&] {
+    return rankStatus(source, 1).state == LiveRankStatus::kDisconnected;
+  })) << source.stateText();
+  const LiveRankStatus gone = rankStatus(source, 1);
+  EXPECT_TRUE(contains(gone.message, "closed")) << gone.message;
+  EXPECT_EQ(rankStatus(source, 0).state, LiveRankStatus::kConnected);
+  EXPECT_EQ(source.state(), LiveRankStatus::kDisconnected);
+  EXPECT_TRUE(contains(source.stateText(), "connected to 1/2 ranks; rank 1 disconnected"))
+      << source.stateText();
+
+  // Rank 0 streams on.
+  job.feeds[0].span("comm:world", "allreduce", 5000, 6000, 2);
+  job.write(0);
+  ASSERT_TRUE(drainUntil(source, store, 4)) << source.stateText();
+  // What rank 1 sent is kept.
+  EXPECT_EQ(findTrack(store, 1, "comm:world")->spanCount, 2u);
+
+  // It comes back on the same port and replays its history first (as a server's
+  // backlog repeats what an earlier client already had), then new events.
+  LiveServer::Options options;
+  options.port = port1;
+  job.servers[1] = std::make_unique<LiveServer>(options);
+  job.servers[1]->begin(job.feeds[1].preamble());
+  for (const trace::Batch& b : rank1History) job.servers[1]->write(b);
+  job.feeds[1].span("comm:world", "allreduce", 7000, 8000, 3);
+  job.feeds[1].span("comm:world", "allreduce", 9000, 10000, 4);
+  job.write(1);
+
+  ASSERT_TRUE(drainUntil(source, store, 6)) << source.stateText();
+  ASSERT_TRUE(waitUntil([&] { return rankStatus(source, 1).state == LiveRankStatus::kConnected; }));
+  source.drainInto(store);
+  // The last event arrived, so the replay before it did too: counted once.
+  EXPECT_EQ(store.eventCount(), 6u);
+  const Track* comm1 = findTrack(store, 1, "comm:world");
+  ASSERT_NE(comm1, nullptr);
+  EXPECT_EQ(comm1->spanCount, 4u);
+  const LiveRankStatus back = rankStatus(source, 1);
+  EXPECT_EQ(back.reconnects, 1);
+  EXPECT_EQ(back.events, 4u);
+  EXPECT_EQ(store.findRank(1)->dropped, 3u);  // the replayed Dropped record too
+  EXPECT_EQ(source.stateText(), "connected to 2/2 ranks");
+}
+
+TEST(LiveSource, SavesWhatItReceivedAsATraceDirectory) {
+  Job job;
+  job.feeds[0].span("comm:world", "allreduce", 1000, 2000, 11);
+  job.feeds[0].span("steps", "step", 500, 2500, 0);
+  job.write(0);
+  job.feeds[1].clockSync(100, -300).span("comm:world", "allreduce", 1200, 2100, 11);
+  job.feeds[1].dropped(2);
+  job.write(1);
+
+  LiveSource source(job.address(), "");
+  TraceStore live;
+  ASSERT_TRUE(drainUntil(source, live, 3)) << source.stateText();
+  ASSERT_TRUE(waitUntil([&] {
+    source.drainInto(live);
+    return live.findRank(1) != nullptr && live.findRank(1)->dropped == 2;
+  }));
+
+  fx::TempDir dir;
+  source.saveTo(dir.path() + "/saved");
+  const trace::TraceSet set = trace::readTrace(dir.path() + "/saved");
+  EXPECT_TRUE(set.warnings.empty()) << set.warnings.front();
+  ASSERT_TRUE(set.manifest.has_value());
+  EXPECT_EQ(set.manifest->worldSize, 2);
+  ASSERT_EQ(set.manifest->ranks.size(), 2u);
+  EXPECT_EQ(set.manifest->ranks[1].host, "node-1");
+  ASSERT_EQ(set.ranks.size(), 2u);
+
+  const trace::RankTrace& r0 = set.ranks[0];
+  EXPECT_EQ(r0.header.rank, 0);
+  EXPECT_EQ(r0.header.pid, 4000);
+  ASSERT_EQ(r0.events.size(), 2u);
+  EXPECT_EQ(r0.str(r0.events[0].track), "comm:world");
+  EXPECT_EQ(r0.str(r0.events[0].name), "allreduce");
+  EXPECT_EQ(r0.events[0].beginNs, 1000);
+  EXPECT_EQ(r0.events[0].endNs, 2000);
+  EXPECT_EQ(r0.intArg(r0.events[0], trace::arg::kBytes), 11);
+  EXPECT_EQ(r0.stringArg(r0.events[0], trace::arg::kGroup), "world");
+  EXPECT_EQ(r0.str(r0.events[1].track), "steps");
+
+  const trace::RankTrace& r1 = set.ranks[1];
+  EXPECT_EQ(r1.header.host, "node-1");
+  ASSERT_EQ(r1.events.size(), 1u);
+  EXPECT_EQ(r1.events[0].beginNs, 1200);
+  ASSERT_EQ(r1.clockSyncs.size(), 1u);
+  EXPECT_EQ(r1.clockSyncs[0].offsetNs, -300);
+  EXPECT_EQ(r1.dropped, 2u);
+
+  // The saved trace opens as the live one looked.
+  TraceStore reopened;
+  ingestTraceSet(reopened, set);
+  EXPECT_EQ(reopened.eventCount(), live.eventCount());
+  EXPECT_EQ(reopened.beginNs(), live.beginNs());
+  EXPECT_EQ(reopened.endNs(), live.endNs());
+}
+
+TEST(LiveSource, WaitsForAJobThatIsNotReadyYet) {
+  // Rank 0's server is up but the ranks have not published their endpoints.
+  Job job;
+  LiveServer::Options options;
+  LiveServer early(options);
+  LiveSource source("127.0.0.1:" + std::to_string(early.port()), "");
+  ASSERT_TRUE(waitUntil([&] { return contains(source.stateText(), "directory not ready"); }))
+      << source.stateText();
+  EXPECT_EQ(source.state(), LiveRankStatus::kConnecting);
+  EXPECT_TRUE(contains(source.stateText(), "fetching the directory from 127.0.0.1:"))
+      << source.stateText();
+  EXPECT_TRUE(source.status().empty());
+
+  early.setDirectory(
+      {{0, "127.0.0.1", job.servers[0]->port()}, {1, "127.0.0.1", job.servers[1]->port()}});
+  job.feeds[1].span("compute", "forward", 100, 200, 1);
+  job.write(1);
+  TraceStore store;
+  ASSERT_TRUE(drainUntil(source, store, 1)) << source.stateText();
+  EXPECT_NE(findTrack(store, 1, "compute"), nullptr);
+}
+
+TEST(LiveSource, AWrongTokenFailsWithTheServersMessageWithoutHammeringIt) {
+  Job job("right-token");
+  LiveSource source(job.address(), "wrong-token");
+  ASSERT_TRUE(waitUntil([&] { return source.state() == LiveRankStatus::kFailed; }))
+      << source.stateText();
+  EXPECT_TRUE(contains(source.stateText(), "invalid token")) << source.stateText();
+  EXPECT_FALSE(contains(source.stateText(), ".cc:")) << source.stateText();
+  // Backing off: a second or so brings a couple of requests, not a busy loop's thousands.
+  const uint64_t before = job.servers[0]->stats().requestsRejected;
+  std::this_thread::sleep_for(1s);
+  EXPECT_LT(job.servers[0]->stats().requestsRejected - before, 10u);
+
+  // The right token streams.
+  LiveSource good(job.address(), "right-token");
+  job.feeds[0].span("compute", "forward", 100, 200, 1);
+  job.write(0);
+  TraceStore store;
+  ASSERT_TRUE(drainUntil(good, store, 1)) << good.stateText();
+}
+
+TEST(LiveSource, ABadAddressOrTokenThrowsAtOnce) {
+  for (const char* bad : {"", "node:", "node:http", "node:70000", "::1:9100", "127.0.0.1:0"}) {
+    EXPECT_THROW(LiveSource(bad, ""), InvalidArgument) << bad;
+  }
+  EXPECT_THROW(LiveSource("127.0.0.1:9100", "two words"), InvalidArgument);
+}
+
+TEST(LiveSource, StopsAtOnceWhileNothingAnswers) {
+  // Nothing listens there (a port just freed): the source keeps trying until
+  // destroyed, and the destructor does not wait for the retries.
+  int port = 0;
+  { port = LiveServer(LiveServer::Options{}).port(); }
+  auto refused = std::make_unique<LiveSource>("127.0.0.1:" + std::to_string(port), "");
+  ASSERT_TRUE(waitUntil([&] { return contains(refused->stateText(), "last try"); }))
+      << refused->stateText();
+  EXPECT_EQ(refused->state(), LiveRankStatus::kConnecting);
+  refused.reset();
+
+  // A server that accepts connections and never answers holds a handshake for
+  // its whole timeout (10 s); stopping must not wait for it.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  auto silent =
+      std::make_unique<LiveSource>("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "");
+  std::this_thread::sleep_for(100ms);  // let the attempt connect and wait for the reply
+  EXPECT_EQ(silent->state(), LiveRankStatus::kConnecting);
+  const auto start = std::chrono::steady_clock::now();
+  silent.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);  // not the 10 s handshake
+  ::close(listener);
+}
+
+}  // namespace
+}  // namespace ringx::viewer
