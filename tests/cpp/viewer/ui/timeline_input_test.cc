@@ -1,0 +1,263 @@
+// The timeline and the panels driven headless through ImGui input: zoom at the
+// cursor, drag to pan, WASD, click to select, double click to zoom to an event,
+// a ruler drag to select a range; level of detail; every panel's content.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/cpp/viewer/ui/sample_store.h"
+#include "tests/cpp/viewer/ui/ui_harness.h"
+#include "viewer/ui/style.h"
+#include "viewer/ui/viewer_ui.h"
+
+namespace ringx::viewer {
+namespace {
+
+using testing::HeadlessImGui;
+using testing::kMs;
+
+class TimelineInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::fillSampleStore(store);
+    view.time.show(store.beginNs(), store.endNs(), 0.0);
+    frame();
+  }
+  void frame() {
+    gui.frame([&] {
+      UiActions actions;
+      ui.frame(store, view, nullptr, {}, actions);
+    });
+  }
+  const TimelinePanel& timeline() const { return ui.timeline(); }
+  float xOf(int64_t t) const {
+    return view.time.toX(t, timeline().plotX0(), timeline().plotWidth());
+  }
+  // Presses and releases the left button at (x, y) (a click: no movement).
+  void click(float x, float y) {
+    gui.mouse(x, y);
+    frame();
+    gui.button(true);
+    frame();
+    gui.button(false);
+    frame();
+  }
+
+  HeadlessImGui gui;
+  TraceStore store;
+  ViewState view;
+  ViewerUi ui;
+};
+
+TEST_F(TimelineInput, RowsExistForEveryRankAndTrackInDisplayOrder) {
+  const auto* compute0 = timeline().findRow(store, 0, "compute");
+  const auto* comm0 = timeline().findRow(store, 0, "comm:world");
+  const auto* comm1 = timeline().findRow(store, 1, "comm:world");
+  ASSERT_NE(compute0, nullptr);
+  ASSERT_NE(comm0, nullptr);
+  ASSERT_NE(comm1, nullptr);
+  EXPECT_LT(compute0->y0, comm0->y0);  // compute before communication
+  EXPECT_LT(comm0->y0, comm1->y0);     // rank 0 before rank 1
+  // ddp has nested spans? no: forward/backward/optimizer are disjoint: one level.
+  EXPECT_EQ(timeline().findRow(store, 0, "ddp", 1), nullptr);
+}
+
+TEST_F(TimelineInput, WheelZoomsInKeepingTheTimeUnderTheCursor) {
+  const float x = timeline().plotX0() + timeline().plotWidth() * 0.3f;
+  const float y = timeline().findRow(store, 0, "comm:world")->y0 + 5;
+  const int64_t before = view.time.toTime(x, timeline().plotX0(), timeline().plotWidth());
+  const int64_t span = view.time.span();
+  gui.mouse(x, y);
+  gui.wheel(2);
+  frame();
+  EXPECT_NEAR(double(view.time.span()), span * 0.64, span * 0.01);
+  const int64_t after = view.time.toTime(x, timeline().plotX0(), timeline().plotWidth());
+  EXPECT_NEAR(double(after), double(before), view.time.nsPerPixel(timeline().plotWidth()) * 1.5);
+  gui.wheel(-2);
+  frame();
+  EXPECT_NEAR(double(view.time.span()), double(span), span * 0.01);
+}
+
+TEST_F(TimelineInput, DraggingPansTimeByTheMouseMovement) {
+  const float y = timeline().findRow(store, 0, "compute")->y0 + 5;
+  const float x = timeline().plotX0() + 400;
+  const int64_t t0 = view.time.t0;
+  const double nsPerPixel = view.time.nsPerPixel(timeline().plotWidth());
+  gui.mouse(x, y);
+  frame();
+  gui.button(true);
+  frame();
+  for (int i = 1; i <= 10; ++i) {
+    gui.mouse(x + 20 * i, y);
+    frame();
+  }
+  gui.button(false);
+  frame();
+  // Dragged 200 px right: the view moved 200 px of time left (the first pixels of
+  // a drag are the click threshold).
+  EXPECT_NEAR(double(t0 - view.time.t0), 200 * nsPerPixel, 25 * nsPerPixel);
+  EXPECT_FALSE(view.selection.event.valid());  // a drag is not a click
+}
+
+TEST_F(TimelineInput, ClickSelectsTheEventUnderTheCursorAndDoubleClickZoomsToIt) {
+  // Rank 1's second allreduce of iteration 1: ready at 10+6 ms + 0.5 ms skew, 2 ms long.
+  const int64_t begin = 16 * kMs + kMs / 2, end = begin + 2 * kMs;
+  const auto* row = timeline().findRow(store, 1, "comm:world");
+  ASSERT_NE(row, nullptr);
+  click(xOf((begin + end) / 2), (row->y0 + row->y1) / 2);
+  ASSERT_TRUE(view.selection.event.valid());
+  EXPECT_EQ(view.selection.event.rank, 1);
+  EXPECT_EQ(store.str(view.selection.nameId), "allreduce");
+  const RankData& r = *store.findRank(1);
+  const Span& s = r.tracks[view.selection.event.track].levels[0][view.selection.event.index];
+  EXPECT_EQ(s.begin, begin);
+  // The statistics panel now shows every allreduce: 2 ranks x 4 iterations x 2 buckets.
+  ASSERT_EQ(ui.stats().rows().size(), 1u);
+  EXPECT_EQ(ui.stats().rows()[0].count, 16u);
+  EXPECT_EQ(ui.stats().rows()[0].perRank.size(), 2u);
+
+  // Double click: the view shows the event with a small margin.
+  const float x = xOf((begin + end) / 2), y = (row->y0 + row->y1) / 2;
+  gui.mouse(x, y);
+  frame();
+  for (int i = 0; i < 2; ++i) {
+    gui.button(true);
+    frame();
+    gui.button(false);
+    frame();
+  }
+  EXPECT_LE(view.time.t0, begin);
+  EXPECT_GE(view.time.t1, end);
+  EXPECT_LT(view.time.span(), (end - begin) * 3 / 2);
+}
+
+TEST_F(TimelineInput, ClickingEmptySpaceClearsTheSelection) {
+  const auto* row = timeline().findRow(store, 0, "comm:world");
+  click(xOf(16 * kMs + kMs), (row->y0 + row->y1) / 2);
+  ASSERT_TRUE(view.selection.event.valid());
+  click(xOf(1 * kMs), (row->y0 + row->y1) / 2);  // no collective at 1 ms
+  EXPECT_FALSE(view.selection.event.valid());
+}
+
+TEST_F(TimelineInput, WKeyZoomsInAndDKeyPansRight) {
+  const int64_t span = view.time.span(), t0 = view.time.t0;
+  gui.mouse(10, 10);  // away from the plot: zoom around the centre
+  gui.key('W', true);
+  for (int i = 0; i < 6; ++i) frame();
+  gui.key('W', false);
+  frame();
+  EXPECT_LT(view.time.span(), span * 0.75);
+  const int64_t zoomedT0 = view.time.t0;
+  EXPECT_GT(zoomedT0, t0);
+  gui.key('D', true);
+  frame();
+  gui.key('D', false);
+  frame();
+  EXPECT_GT(view.time.t0, zoomedT0);
+}
+
+TEST_F(TimelineInput, DraggingOnTheRulerSelectsARangeAndItsStatistics) {
+  const float y = (timeline().rulerY0() + timeline().rulerY1()) / 2;
+  gui.mouse(xOf(10 * kMs), y);
+  frame();
+  gui.button(true);
+  frame();
+  gui.mouse(xOf(20 * kMs), y);
+  frame();
+  gui.button(false);
+  frame();
+  ASSERT_TRUE(view.selection.hasRange);
+  const double px = view.time.nsPerPixel(timeline().plotWidth());
+  EXPECT_NEAR(double(view.selection.rangeBegin), 10.0 * kMs, 2 * px);
+  EXPECT_NEAR(double(view.selection.rangeEnd), 20.0 * kMs, 2 * px);
+  frame();
+  // Every span name of the range, most total time first.
+  ASSERT_FALSE(ui.stats().rows().empty());
+  bool sawAllreduce = false;
+  for (const auto& s : ui.stats().rows()) sawAllreduce |= s.name == "allreduce";
+  EXPECT_TRUE(sawAllreduce);
+}
+
+TEST_F(TimelineInput, AKnownEventIsDrawnInItsCategoryColourInsideItsRow) {
+  const auto* row = timeline().findRow(store, 0, "comm:world");
+  const int64_t begin = 5 * kMs, end = 6 * kMs;  // iteration 0, bucket 0's allreduce
+  EXPECT_TRUE(HeadlessImGui::colorAt(categoryColor("collective"), xOf((begin + end) / 2),
+                                     (row->y0 + row->y1) / 2));
+  // ... and nothing of that colour where the row has no event.
+  EXPECT_FALSE(
+      HeadlessImGui::colorAt(categoryColor("collective"), xOf(2 * kMs), (row->y0 + row->y1) / 2));
+}
+
+TEST(TimelineLevelOfDetail, AMillionNarrowEventsDrawAsFewFoldedBlocks) {
+  HeadlessImGui gui;
+  TraceStore store;
+  RankData& r = store.rank(0);
+  const uint32_t track = store.track(r, "comm:world");
+  const uint8_t cat = store.category("collective");
+  for (int i = 0; i < 1000000; ++i) {
+    Span s;
+    s.begin = int64_t(i) * 1000;
+    s.end = s.begin + 600;
+    s.category = cat;
+    store.addSpan(r, track, s);
+  }
+  store.finalize();
+  ViewState view;
+  view.time.show(store.beginNs(), store.endNs(), 0);
+  ViewerUi ui;
+  gui.frame([&] {
+    UiActions a;
+    ui.frame(store, view, nullptr, {}, a);
+  });
+  EXPECT_LT(ui.timeline().itemsDrawn(), 1000u);  // folded, not a million rectangles
+  // Zoomed in to 100 events: each is its own rectangle.
+  view.time.t0 = 500000 * int64_t(1000);
+  view.time.t1 = view.time.t0 + 100 * 1000 - 1;
+  gui.frame([&] {
+    UiActions a;
+    ui.frame(store, view, nullptr, {}, a);
+  });
+  EXPECT_GE(ui.timeline().itemsDrawn(), 100u);
+  EXPECT_LE(ui.timeline().itemsDrawn(), 102u);
+}
+
+TEST_F(TimelineInput, EveryPanelShowsItsContent) {
+  for (PanelId id : kAllPanels) {
+    view.panel = id;
+    view.panelRequested = true;
+    for (int i = 0; i < 3; ++i) frame();
+    EXPECT_EQ(view.panel, id) << panelName(id);
+  }
+  // Collectives: 8 matched across 2 ranks, none missing; rank 1 arrives last.
+  ASSERT_EQ(ui.collectives().rows().size(), 8u);
+  for (const auto& row : ui.collectives().rows()) {
+    EXPECT_EQ(row.ranks.size(), 2u);
+    EXPECT_EQ(row.lastArrivalRank, 1);
+    EXPECT_EQ(row.arrivalSkewNs, kMs / 2);
+  }
+  EXPECT_EQ(ui.ddp().analysis().iterations.size(), 8u);  // 2 ranks x 4
+  EXPECT_EQ(ui.ddp().analysis().buckets.size(), 2u);
+  ASSERT_EQ(ui.fsdp().analysis().units.size(), 1u);
+  EXPECT_EQ(ui.fsdp().analysis().units[0].unit, "layers.0");
+  // Memory: one chart per rank and counter; the bucket-bytes peak (8 MiB in
+  // iteration 2) is marked at its time.
+  ASSERT_EQ(ui.memory().charts().size(), 4u);
+  for (const auto& c : ui.memory().charts()) {
+    if (store.str(c.counter) != "ddp.bucket_bytes") continue;
+    const int64_t peakAt = 2 * 10 * kMs + c.rank * kMs / 2 + 6 * kMs;
+    EXPECT_NEAR(c.peakX, view.time.toX(peakAt, c.x0, c.x1 - c.x0), 1.0);
+  }
+}
+
+TEST_F(TimelineInput, CollectivesSortAndAClickJumpsTheTimeline) {
+  view.panel = PanelId::kCollectives;
+  view.panelRequested = true;
+  for (int i = 0; i < 3; ++i) frame();
+  ui.collectives().sortBy(CollectivesPanel::Column::kSeq, false);
+  const auto& order = ui.collectives().order();
+  ASSERT_EQ(order.size(), 8u);
+  EXPECT_GT(ui.collectives().rows()[order.front()].seq, ui.collectives().rows()[order.back()].seq);
+}
+
+}  // namespace
+}  // namespace ringx::viewer

@@ -1,0 +1,69 @@
+// Runs the viewer's UI headless: an ImGui context with a built font atlas and a
+// display size, no window and no GL. Input is fed the way ImGui 1.86 takes it
+// (io.MousePos, io.MouseDown, io.MouseWheel, io.KeysDown), and frames end in
+// ImGui::Render(), so draw lists can be inspected like pixels.
+#pragma once
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace ringx::viewer::testing {
+
+class HeadlessImGui {
+ public:
+  explicit HeadlessImGui(float width = 1600, float height = 900) {
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(width, height);
+    io.DeltaTime = 1.0f / 60;
+    // As the OpenGL3 backend does: big draw lists split with vertex offsets.
+    io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;
+    unsigned char* pixels;
+    int w, h;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
+    io.Fonts->SetTexID(ImTextureID(1));
+  }
+  ~HeadlessImGui() { ImGui::DestroyContext(); }
+
+  // One frame: NewFrame, build(), Render. The wheel is consumed by the frame.
+  void frame(const std::function<void()>& build) {
+    ImGui::NewFrame();
+    build();
+    ImGui::Render();
+    ImGui::GetIO().MouseWheel = 0;
+  }
+  void mouse(float x, float y) { ImGui::GetIO().MousePos = ImVec2(x, y); }
+  void button(bool down) { ImGui::GetIO().MouseDown[0] = down; }
+  void wheel(float w) { ImGui::GetIO().MouseWheel = w; }
+  void key(int k, bool down) { ImGui::GetIO().KeysDown[k] = down; }
+
+  // Whether some filled triangle of the last frame has colour `color` and covers
+  // the point (x, y): a headless stand-in for reading a pixel.
+  static bool colorAt(ImU32 color, float x, float y) {
+    const ImDrawData* data = ImGui::GetDrawData();
+    for (int l = 0; l < data->CmdListsCount; ++l) {
+      const ImDrawList* list = data->CmdLists[l];
+      for (const ImDrawCmd& cmd : list->CmdBuffer) {
+        const ImDrawIdx* idx = list->IdxBuffer.Data + cmd.IdxOffset;
+        const ImDrawVert* vtx = list->VtxBuffer.Data + cmd.VtxOffset;
+        for (unsigned i = 0; i + 2 < cmd.ElemCount; i += 3) {
+          const ImDrawVert& a = vtx[idx[i]];
+          const ImDrawVert& b = vtx[idx[i + 1]];
+          const ImDrawVert& c = vtx[idx[i + 2]];
+          if (a.col != color || b.col != color || c.col != color) continue;
+          const float minX = std::min({a.pos.x, b.pos.x, c.pos.x});
+          const float maxX = std::max({a.pos.x, b.pos.x, c.pos.x});
+          const float minY = std::min({a.pos.y, b.pos.y, c.pos.y});
+          const float maxY = std::max({a.pos.y, b.pos.y, c.pos.y});
+          if (x >= minX && x <= maxX && y >= minY && y <= maxY) return true;
+        }
+      }
+    }
+    return false;
+  }
+};
+
+}  // namespace ringx::viewer::testing

@@ -1,0 +1,33 @@
+// Collectives lined up across ranks by group and sequence number: arrival skew,
+// the last and the slowest rank, bus bandwidth, in a sortable table; a click
+// jumps the timeline to the collective. Collectives whose ranks disagree on the
+// op, or that some rank never recorded, are highlighted, and the ranks that
+// stopped arriving are listed first (hang diagnosis).
+#pragma once
+
+#include <vector>
+
+#include "viewer/model/analysis.h"
+#include "viewer/ui/view_state.h"
+
+namespace ringx::viewer {
+
+class CollectivesPanel {
+ public:
+  enum class Column { kGroup, kSeq, kOp, kBytes, kRanks, kSkew, kLast, kSlowest, kBusbw, kStatus };
+  void draw(const TraceStore& store, ViewState& view);
+  const std::vector<CollectiveRow>& rows() const { return rows_; }
+  const CollectiveOverview& overview() const { return overview_; }
+  // Row indices in display order (after sorting).
+  const std::vector<size_t>& order() const { return order_; }
+  void sortBy(Column column, bool ascending);
+
+ private:
+  std::vector<CollectiveRow> rows_;
+  CollectiveOverview overview_;
+  std::vector<size_t> order_;
+  uint64_t generation_ = ~0ull;
+  bool onlyProblems_ = false;
+};
+
+}  // namespace ringx::viewer

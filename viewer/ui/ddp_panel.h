@@ -1,0 +1,25 @@
+// DDP (ringx.ddp): per iteration, a breakdown bar (forward, backward, exposed
+// communication, optimizer); per bucket, the averages over iterations (wait to
+// launch, wire time, exposed vs hidden) and, for one chosen iteration, each
+// bucket's ready / launch / wire interval against backward.
+#pragma once
+
+#include "viewer/model/analysis.h"
+#include "viewer/ui/view_state.h"
+
+namespace ringx::viewer {
+
+class DdpPanel {
+ public:
+  void draw(const TraceStore& store, ViewState& view);
+  const DdpAnalysis& analysis() const { return analysis_; }
+
+ private:
+  void drawIterations(ViewState& view);
+  void drawBucketTimeline(const DdpIteration& it);
+  DdpAnalysis analysis_;
+  uint64_t generation_ = ~0ull;
+  int chosen_ = -1;  // index into analysis_.iterations
+};
+
+}  // namespace ringx::viewer

@@ -1,0 +1,23 @@
+// FSDP (ringx.fsdp): per unit, in execution order — gathers (forward and
+// backward), how many were prefetched in time and how long compute waited for
+// the others, forward and backward compute, reshards, reduce-scatters and
+// replica allreduces; a bar per unit shows gather wire time against the part of
+// it compute waited for.
+#pragma once
+
+#include "viewer/model/analysis.h"
+#include "viewer/ui/view_state.h"
+
+namespace ringx::viewer {
+
+class FsdpPanel {
+ public:
+  void draw(const TraceStore& store, ViewState& view);
+  const FsdpAnalysis& analysis() const { return analysis_; }
+
+ private:
+  FsdpAnalysis analysis_;
+  uint64_t generation_ = ~0ull;
+};
+
+}  // namespace ringx::viewer

@@ -1,0 +1,414 @@
+// The timeline panel (see timeline_panel.h).
+//
+// Rows are laid out every frame from the store (cheap: one entry per track
+// level), then only rows inside the visible band are drawn. Vertical scrolling is
+// our own offset rather than an ImGui child window's, because the mouse wheel
+// belongs to zooming.
+#include "viewer/ui/timeline_panel.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+#include "backend/trace/summary.h"
+#include "viewer/ui/style.h"
+
+namespace ringx::viewer {
+namespace {
+
+constexpr float kRulerHeight = 26.0f;
+constexpr ImU32 kBackground = IM_COL32(30, 32, 36, 255);
+constexpr ImU32 kRowStripe = IM_COL32(38, 41, 46, 255);
+constexpr ImU32 kRankHeader = IM_COL32(52, 56, 64, 255);
+constexpr ImU32 kTextColor = IM_COL32(220, 220, 220, 255);
+constexpr ImU32 kSelectedOutline = IM_COL32(255, 235, 59, 255);
+constexpr ImU32 kRangeFill = IM_COL32(255, 255, 255, 28);
+constexpr ImU32 kCursorLine = IM_COL32(255, 255, 255, 110);
+
+// A "nice" tick step (1, 2 or 5 x 10^k ns) giving at least minPixels between ticks.
+int64_t tickStep(double nsPerPixel, float minPixels) {
+  const double want = nsPerPixel * minPixels;
+  double step = 1;
+  while (step < want) {
+    if (step * 2 >= want) return int64_t(step * 2);
+    if (step * 5 >= want) return int64_t(step * 5);
+    step *= 10;
+  }
+  return std::max<int64_t>(int64_t(step), 1);
+}
+
+// Text clipped to [x0, x1] (nothing when it cannot show a few characters).
+void clippedText(ImDrawList* draw, float x0, float x1, float y, ImU32 color, const char* text) {
+  if (x1 - x0 < 12) return;
+  const ImVec4 clip(x0, y - 2, x1, y + ImGui::GetFontSize() + 2);
+  draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(x0, y), color, text, nullptr, 0,
+                &clip);
+}
+
+std::string rankLabel(const RankData& rank) {
+  std::string label = "rank " + std::to_string(rank.rank);
+  if (!rank.host.empty()) label += " (" + rank.host + ")";
+  if (rank.truncated) label += "  [cut off]";
+  if (!rank.clockAligned) label += "  [clock not aligned]";
+  if (rank.dropped) label += "  [" + std::to_string(rank.dropped) + " dropped]";
+  return label;
+}
+
+}  // namespace
+
+const TimelinePanel::Row* TimelinePanel::findRow(const TraceStore& store, int32_t rank,
+                                                 std::string_view track, int level) const {
+  const RankData* r = store.findRank(rank);
+  if (!r) return nullptr;
+  const int t = r->findTrack(store.strings().find(track));
+  for (const Row& row : rows_)
+    if (row.rank == rank && row.track == t && row.level == level) return &row;
+  return nullptr;
+}
+
+void TimelinePanel::draw(const TraceStore& store, ViewState& view) {
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float width = std::max(avail.x, 50.0f);
+  const float height = std::max(avail.y, 50.0f);
+  plotX0_ = origin.x + view.settings.labelWidth;
+  plotWidth_ = std::max(width - view.settings.labelWidth, 10.0f);
+  rulerY0_ = origin.y;
+  rulerY1_ = origin.y + kRulerHeight;
+  rowsY0_ = rulerY1_;
+  rowsY1_ = origin.y + height;
+  itemsDrawn_ = 0;
+
+  // One invisible button over the whole panel takes the mouse, so that dragging
+  // here does not move the window.
+  ImGui::InvisibleButton("##timeline", ImVec2(width, height),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  const bool hovered = ImGui::IsItemHovered();
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  rulerHovered_ = hovered && mouse.y < rulerY1_ && mouse.x >= plotX0_;
+  rowsHovered_ = hovered && mouse.y >= rowsY0_ && mouse.x >= plotX0_;
+  if (hovered && mouse.x >= plotX0_) {
+    view.hasCursor = true;
+    view.cursorTime = view.time.toTime(mouse.x, plotX0_, plotWidth_);
+  }
+
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + height), kBackground);
+  drawRows(store, view, width);
+  drawRuler(store, view, draw, origin, width);
+  handleInput(store, view);
+  if (hovered_.valid() && !panning_) tooltip(store, view);
+}
+
+void TimelinePanel::drawRuler(const TraceStore& store, ViewState& view, ImDrawList* draw,
+                              ImVec2 origin, float width) {
+  draw->AddRectFilled(origin, ImVec2(origin.x + width, rulerY1_), kRankHeader);
+  const double nsPerPixel = view.time.nsPerPixel(plotWidth_);
+  const int64_t step = tickStep(nsPerPixel, 90);
+  const int64_t base = store.beginNs();  // labels count from the trace's first event
+  int64_t first = view.time.t0 - base;
+  first = (first >= 0 ? first / step : (first - step + 1) / step) * step;
+  draw->PushClipRect(ImVec2(plotX0_, rulerY0_), ImVec2(plotX0_ + plotWidth_, rowsY1_), true);
+  for (int64_t t = first + base; t <= view.time.t1; t += step) {
+    const float x = view.time.toX(t, plotX0_, plotWidth_);
+    draw->AddLine(ImVec2(x, rulerY1_ - 8), ImVec2(x, rulerY1_), kTextColor);
+    draw->AddLine(ImVec2(x, rulerY1_), ImVec2(x, rowsY1_), IM_COL32(255, 255, 255, 18));
+    const std::string label = formatNs(t - base);
+    draw->AddText(ImVec2(x + 3, rulerY0_ + 3), kTextColor, label.c_str());
+  }
+  if (view.selection.hasRange) {
+    const float a = view.time.toX(view.selection.rangeBegin, plotX0_, plotWidth_);
+    const float b = view.time.toX(view.selection.rangeEnd, plotX0_, plotWidth_);
+    draw->AddRectFilled(ImVec2(a, rulerY0_), ImVec2(b, rowsY1_), kRangeFill);
+    const std::string label = formatNs(view.selection.rangeEnd - view.selection.rangeBegin);
+    draw->AddText(ImVec2(std::max(a, plotX0_) + 3, rulerY1_ + 2), kSelectedOutline, label.c_str());
+  }
+  if (view.hasCursor) {
+    const float x = view.time.toX(view.cursorTime, plotX0_, plotWidth_);
+    draw->AddLine(ImVec2(x, rulerY0_), ImVec2(x, rowsY1_), kCursorLine);
+  }
+  draw->PopClipRect();
+  char span[64];
+  std::snprintf(span, sizeof span, "view %s", formatNs(view.time.span()).c_str());
+  draw->AddText(ImVec2(origin.x + 4, rulerY0_ + 3), kTextColor, span);
+}
+
+void TimelinePanel::drawRows(const TraceStore& store, ViewState& view, float width) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ViewerSettings& s = view.settings;
+  rows_.clear();
+  hovered_ = EventRef{};
+  hover_ = Hover{};
+  // Lay out every row; the scroll offset shifts them.
+  float y = 0;
+  for (const RankData& rank : store.ranks()) {
+    rows_.push_back(Row{rank.rank, -1, 0, y, y + s.rankHeaderHeight});
+    y += s.rankHeaderHeight;
+    for (size_t t = 0; t < rank.tracks.size(); ++t) {
+      const Track& track = rank.tracks[t];
+      const int levels =
+          std::clamp(int(track.levels.size()), track.instants.empty() ? 0 : 1, s.maxLevelsPerTrack);
+      for (int l = 0; l < std::max(levels, 1); ++l) {
+        rows_.push_back(Row{rank.rank, int32_t(t), l, y, y + s.laneHeight});
+        y += s.laneHeight;
+      }
+    }
+  }
+  contentHeight_ = y;
+  const float visible = rowsY1_ - rowsY0_;
+  scrollY_ = std::clamp(scrollY_, 0.0f, std::max(0.0f, contentHeight_ - visible));
+  for (Row& row : rows_) {
+    row.y0 += rowsY0_ - scrollY_;
+    row.y1 += rowsY0_ - scrollY_;
+  }
+
+  draw->PushClipRect(ImVec2(plotX0_ - s.labelWidth, rowsY0_), ImVec2(plotX0_ + plotWidth_, rowsY1_),
+                     true);
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  int stripe = 0;
+  for (const Row& row : rows_) {
+    if (row.y1 < rowsY0_ || row.y0 > rowsY1_) continue;  // culled
+    const RankData& rank = *store.findRank(row.rank);
+    if (row.track < 0) {
+      draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
+                          ImVec2(plotX0_ + plotWidth_, row.y1), kRankHeader);
+      draw->AddText(ImVec2(plotX0_ - s.labelWidth + 4, row.y0 + 2), kTextColor,
+                    rankLabel(rank).c_str());
+      continue;
+    }
+    const Track& track = rank.tracks[row.track];
+    if (row.level == 0) ++stripe;
+    if (stripe % 2 == 0)
+      draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
+                          ImVec2(plotX0_ + plotWidth_, row.y1), kRowStripe);
+    if (row.level == 0) {
+      const std::string name(store.str(track.name));
+      clippedText(draw, plotX0_ - s.labelWidth + 12, plotX0_ - 4, row.y0 + 2, kTextColor,
+                  name.c_str());
+    }
+    draw->PushClipRect(ImVec2(plotX0_, row.y0), ImVec2(plotX0_ + plotWidth_, row.y1), true);
+    if (row.level < int(track.levels.size()))
+      drawLevel(store, rank, row.track, row.level, view, draw, row.y0 + 1, row.y1 - 1);
+    if (row.level == 0 && !track.instants.empty())
+      drawInstants(store, rank, row.track, view, draw, row.y0 + 1, row.y1 - 1);
+    draw->PopClipRect();
+    (void)mouse;
+  }
+  draw->PopClipRect();
+  // A scroll bar hint when the rows do not fit.
+  if (contentHeight_ > visible) {
+    const float h = visible * visible / contentHeight_;
+    const float top = rowsY0_ + (visible - h) * (scrollY_ / (contentHeight_ - visible));
+    draw->AddRectFilled(ImVec2(plotX0_ + plotWidth_ - 5, top),
+                        ImVec2(plotX0_ + plotWidth_, top + h), IM_COL32(255, 255, 255, 60));
+  }
+  (void)width;
+}
+
+void TimelinePanel::drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex,
+                              int level, ViewState& view, ImDrawList* draw, float y0, float y1) {
+  const std::vector<Span>& spans = rank.tracks[trackIndex].levels[level];
+  const double nsPerPixel = view.time.nsPerPixel(plotWidth_);
+  const int64_t minNs = std::max<int64_t>(1, int64_t(nsPerPixel * view.settings.minEventPixels));
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool mouseInRow = rowsHovered_ && mouse.y >= y0 && mouse.y < y1;
+  const EventRef& selected = view.selection.event;
+  const bool selectedHere =
+      selected.rank == rank.rank && selected.track == trackIndex && selected.level == level;
+  visitLevel(spans, view.time.t0, view.time.t1, minNs, [&](const LevelItem& item) {
+    float x0 = view.time.toX(item.begin, plotX0_, plotWidth_);
+    float x1 = view.time.toX(item.end, plotX0_, plotWidth_);
+    x0 = std::max(x0, plotX0_ - 2);
+    x1 = std::min(std::max(x1, x0 + 1), plotX0_ + plotWidth_ + 2);
+    const Span& first = spans[item.first];
+    const ImU32 color = categoryColor(store.categories()[first.category]);
+    ++itemsDrawn_;
+    if (item.count == 1) {
+      // Wide enough: a one-pixel gap separates it from a neighbour that touches it.
+      const float right = x1 - x0 > 4 ? x1 - 1 : x1;
+      draw->AddRectFilled(ImVec2(x0, y0), ImVec2(right, y1),
+                          first.flags & kSpanFailed ? IM_COL32(229, 57, 53, 255) : color);
+      if (x1 - x0 > 30) {
+        const std::string name(store.str(first.name));
+        clippedText(draw, x0 + 3, x1 - 2, y0 + 1, textColorOn(color), name.c_str());
+      }
+    } else {
+      // A folded run: darker, with its count when there is room.
+      draw->AddRectFilled(ImVec2(x0, y0 + 2), ImVec2(x1, y1 - 2), darker(color));
+      if (x1 - x0 > 50) {
+        char label[48];
+        std::snprintf(label, sizeof label, "%u events", item.count);
+        clippedText(draw, x0 + 3, x1 - 2, y0 + 1, IM_COL32(230, 230, 230, 255), label);
+      }
+    }
+    if (selectedHere && selected.index >= int64_t(item.first) &&
+        selected.index < int64_t(item.first + item.count))
+      draw->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), kSelectedOutline, 0, 0, 2.0f);
+    if (mouseInRow && mouse.x >= x0 - 1 && mouse.x <= x1 + 1) {
+      hover_.item = item;
+      hover_.folded = item.count > 1;
+      hover_.event = EventRef{rank.rank, trackIndex, level, int64_t(item.first)};
+      hovered_ = hover_.event;
+    }
+  });
+}
+
+void TimelinePanel::drawInstants(const TraceStore& store, const RankData& rank, int32_t trackIndex,
+                                 ViewState& view, ImDrawList* draw, float y0, float y1) {
+  const std::vector<Instant>& instants = rank.tracks[trackIndex].instants;
+  const double nsPerPixel = view.time.nsPerPixel(plotWidth_);
+  const int64_t minNs = std::max<int64_t>(1, int64_t(nsPerPixel * view.settings.minEventPixels));
+  auto it = std::lower_bound(instants.begin(), instants.end(), view.time.t0,
+                             [](const Instant& a, int64_t t) { return a.time < t; });
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool mouseInRow = rowsHovered_ && mouse.y >= y0 && mouse.y < y1;
+  while (it != instants.end() && it->time <= view.time.t1) {
+    const float x = view.time.toX(it->time, plotX0_, plotWidth_);
+    const ImU32 color = categoryColor(store.categories()[it->category]);
+    draw->AddTriangleFilled(ImVec2(x - 4, y0), ImVec2(x + 4, y0), ImVec2(x, y1), color);
+    ++itemsDrawn_;
+    if (mouseInRow && std::fabs(mouse.x - x) <= 4) {
+      hover_ = Hover{};
+      hover_.event = EventRef{rank.rank, trackIndex, -1, int64_t(it - instants.begin())};
+      hovered_ = hover_.event;
+    }
+    // Skip the instants that would land on the same few pixels.
+    it = std::lower_bound(it + 1, instants.end(), it->time + minNs,
+                          [](const Instant& a, int64_t t) { return a.time < t; });
+  }
+}
+
+void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
+  ImGuiIO& io = ImGui::GetIO();
+  const ImVec2 mouse = io.MousePos;
+  const bool overPlot = (rowsHovered_ || rulerHovered_);
+  // Zoom with the wheel at the cursor.
+  if (overPlot && io.MouseWheel != 0) {
+    const int64_t at = view.time.toTime(mouse.x, plotX0_, plotWidth_);
+    view.time.zoomAt(at, std::pow(0.8, double(io.MouseWheel)));
+  }
+  // WASD: zoom in/out around the cursor (or the centre), pan left/right.
+  // (Keys work whenever no text field has the keyboard, as in Tracy.)
+  if (!io.WantTextInput) {
+    const float dt = std::max(io.DeltaTime, 1.0f / 120);
+    const int64_t centre = overPlot ? view.time.toTime(mouse.x, plotX0_, plotWidth_)
+                                    : view.time.t0 + view.time.span() / 2;
+    if (ImGui::IsKeyDown('W')) view.time.zoomAt(centre, std::pow(0.05, double(dt)));
+    if (ImGui::IsKeyDown('S')) view.time.zoomAt(centre, std::pow(20.0, double(dt)));
+    if (ImGui::IsKeyDown('A')) view.time.pan(-int64_t(double(view.time.span()) * dt));
+    if (ImGui::IsKeyDown('D')) view.time.pan(int64_t(double(view.time.span()) * dt));
+  }
+  // A press on the ruler starts a range; on the rows, a pan (or a click).
+  if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+    dragDistance_ = 0;
+    if (rulerHovered_) {
+      rangeDragging_ = true;
+      rangeAnchor_ = view.time.toTime(mouse.x, plotX0_, plotWidth_);
+    } else if (rowsHovered_) {
+      panning_ = true;
+    }
+  }
+  if (ImGui::IsMouseDown(ImGuiMouseButton_Left) && (panning_ || rangeDragging_)) {
+    const ImVec2 d = io.MouseDelta;
+    dragDistance_ += std::fabs(d.x) + std::fabs(d.y);
+    if (panning_ && dragDistance_ > 2) {
+      view.time.pan(-int64_t(double(d.x) * view.time.nsPerPixel(plotWidth_)));
+      scrollY_ -= d.y;
+    }
+    if (rangeDragging_) {
+      const int64_t t = view.time.toTime(mouse.x, plotX0_, plotWidth_);
+      view.selection.hasRange = dragDistance_ > 2;
+      view.selection.rangeBegin = std::min(rangeAnchor_, t);
+      view.selection.rangeEnd = std::max(rangeAnchor_, t);
+    }
+  }
+  if (ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
+    if (panning_ && dragDistance_ <= 2) {
+      // A click: select what is under the cursor (or clear the selection).
+      view.selection.event = hover_.folded ? EventRef{} : hovered_;
+      view.selection.nameId = 0;
+      if (hovered_.valid() && !hover_.folded) {
+        const RankData& rank = *store.findRank(hovered_.rank);
+        const Track& track = rank.tracks[hovered_.track];
+        view.selection.nameId = hovered_.level >= 0
+                                    ? track.levels[hovered_.level][hovered_.index].name
+                                    : track.instants[hovered_.index].name;
+      }
+    }
+    if (rangeDragging_ && dragDistance_ <= 2) view.selection.hasRange = false;
+    panning_ = rangeDragging_ = false;
+  }
+  // Double click: zoom to the event (or to a folded block's extent).
+  if (rowsHovered_ && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_.valid() &&
+      hovered_.level >= 0)
+    view.time.show(hover_.item.begin, hover_.item.end);
+}
+
+void TimelinePanel::tooltip(const TraceStore& store, const ViewState& view) const {
+  const RankData* rank = store.findRank(hovered_.rank);
+  if (!rank) return;
+  const Track& track = rank->tracks[hovered_.track];
+  ImGui::BeginTooltip();
+  if (hover_.folded) {
+    ImGui::Text("%u events (zoom in to see them)", hover_.item.count);
+    ImGui::Text("from %s to %s", formatNs(hover_.item.begin - store.beginNs()).c_str(),
+                formatNs(hover_.item.end - store.beginNs()).c_str());
+    ImGui::Text("rank %d, %.*s", rank->rank, int(store.str(track.name).size()),
+                store.str(track.name).data());
+    ImGui::EndTooltip();
+    return;
+  }
+  uint32_t name, firstArg;
+  uint16_t argCount;
+  int64_t begin, end;
+  uint8_t category;
+  if (hovered_.level >= 0) {
+    const Span& s = track.levels[hovered_.level][hovered_.index];
+    name = s.name, firstArg = s.firstArg, argCount = s.argCount, begin = s.begin, end = s.end,
+    category = s.category;
+  } else {
+    const Instant& in = track.instants[hovered_.index];
+    name = in.name, firstArg = in.firstArg, argCount = in.argCount, begin = end = in.time,
+    category = in.category;
+  }
+  const std::string_view nameText = store.str(name), trackText = store.str(track.name);
+  ImGui::Text("%.*s", int(nameText.size()), nameText.data());
+  ImGui::Separator();
+  ImGui::Text("rank %d  track %.*s  category %s", rank->rank, int(trackText.size()),
+              trackText.data(), store.categories()[category].c_str());
+  ImGui::Text("start %s", formatNs(begin - store.beginNs()).c_str());
+  if (hovered_.level >= 0) ImGui::Text("duration %s", formatNs(end - begin).c_str());
+  // Derived values: bus bandwidth (nccl-tests' convention) and queue wait.
+  const ArgValue* bytes = store.findArg(*rank, firstArg, argCount, "bytes");
+  const ArgValue* groupSize = store.findArg(*rank, firstArg, argCount, "group_size");
+  if (bytes && bytes->kind == ArgKind::kInt && end > begin) {
+    const double factor = trace::busBandwidthFactor(
+        nameText, groupSize && groupSize->kind == ArgKind::kInt ? groupSize->intValue : 1);
+    ImGui::Text("busbw %s  (algbw %s)",
+                formatBandwidth(double(bytes->intValue) / double(end - begin) * factor).c_str(),
+                formatBandwidth(double(bytes->intValue) / double(end - begin)).c_str());
+  }
+  const ArgValue* enqueue = store.findArg(*rank, firstArg, argCount, "enqueue_ns");
+  if (enqueue && enqueue->kind == ArgKind::kInt && enqueue->intValue > 0)
+    ImGui::Text("queue wait %s", formatNs(begin - enqueue->intValue).c_str());
+  if (argCount) ImGui::Separator();
+  for (uint32_t i = firstArg; i < firstArg + argCount; ++i) {
+    const ArgValue& a = rank->args[i];
+    const std::string_view key = store.str(a.key);
+    std::string value = store.argText(a);
+    // Times in args are absolute aligned ns: show them relative to the event.
+    if (a.kind == ArgKind::kInt && key.size() > 3 && key.substr(key.size() - 3) == "_ns" &&
+        key != "exposed_ns" && a.intValue > store.beginNs() / 2)
+      value = formatNs(a.intValue - begin) + " after start";
+    else if (a.kind == ArgKind::kInt && key == "bytes")
+      value += " (" + formatBytes(double(a.intValue)) + ")";
+    else if (a.kind == ArgKind::kInt && key == "exposed_ns")
+      value = formatNs(a.intValue);
+    ImGui::Text("%.*s: %s", int(key.size()), key.data(), value.c_str());
+  }
+  (void)view;
+  ImGui::EndTooltip();
+}
+
+}  // namespace ringx::viewer

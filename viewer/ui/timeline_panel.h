@@ -1,0 +1,87 @@
+// The timeline: every rank's tracks on one aligned time axis.
+//
+// One group per rank (a header row, then its tracks; a track is as many rows as
+// it has nesting levels), a time ruler on top. Drawing walks only what is
+// visible: rows outside the scrolled region are skipped, and within a row
+// visitLevel() folds runs of spans narrower than a few pixels into one "N
+// events" block (Tracy's approach), so a frame costs O(pixels), not O(events).
+//
+// Input (like Tracy and Perfetto): the mouse wheel zooms at the cursor, a left
+// drag pans time and scrolls the rows, W/S zoom and A/D pan, a click selects the
+// event under the cursor, a double click zooms to it, and a drag on the ruler
+// selects a time range. Hovering shows every argument plus derived values
+// (duration, bus bandwidth, queue wait).
+#pragma once
+
+#include <imgui.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "viewer/model/trace_store.h"
+#include "viewer/ui/view_state.h"
+
+namespace ringx::viewer {
+
+class TimelinePanel {
+ public:
+  // One drawn row (screen coordinates of the last frame): a level of a track.
+  struct Row {
+    int32_t rank = 0;    // RankData::rank
+    int32_t track = -1;  // index in RankData::tracks; -1: the rank's header row
+    int32_t level = 0;
+    float y0 = 0, y1 = 0;
+  };
+
+  // Draws into the current window, filling its remaining content region.
+  void draw(const TraceStore& store, ViewState& view);
+
+  // Layout and counters of the last frame, for tests, screenshots and --print-stats.
+  const std::vector<Row>& rows() const { return rows_; }
+  // The row showing `level` of the track named `track` on `rank`, or nullptr.
+  const Row* findRow(const TraceStore& store, int32_t rank, std::string_view track,
+                     int level = 0) const;
+  float plotX0() const { return plotX0_; }
+  float plotWidth() const { return plotWidth_; }
+  float rulerY0() const { return rulerY0_; }
+  float rulerY1() const { return rulerY1_; }
+  uint64_t itemsDrawn() const { return itemsDrawn_; }  // rectangles of the last frame
+  const EventRef& hovered() const { return hovered_; }
+
+ private:
+  struct Hover {
+    EventRef event;
+    LevelItem item;  // the drawn item (count > 1: a folded block)
+    bool folded = false;
+  };
+
+  void drawRuler(const TraceStore& store, ViewState& view, ImDrawList* draw, ImVec2 origin,
+                 float width);
+  void drawRows(const TraceStore& store, ViewState& view, float width);
+  void drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex, int level,
+                 ViewState& view, ImDrawList* draw, float y0, float y1);
+  void drawInstants(const TraceStore& store, const RankData& rank, int32_t trackIndex,
+                    ViewState& view, ImDrawList* draw, float y0, float y1);
+  void handleInput(const TraceStore& store, ViewState& view);
+  void tooltip(const TraceStore& store, const ViewState& view) const;
+
+  std::vector<Row> rows_;
+  float plotX0_ = 0, plotWidth_ = 1;
+  float rulerY0_ = 0, rulerY1_ = 0;
+  float rowsY0_ = 0, rowsY1_ = 0;
+  uint64_t itemsDrawn_ = 0;
+  EventRef hovered_;
+  Hover hover_;
+  bool rowsHovered_ = false;
+  bool rulerHovered_ = false;
+  // Drag state: panning (from the rows) or selecting a range (from the ruler).
+  bool panning_ = false;
+  bool rangeDragging_ = false;
+  float dragDistance_ = 0;
+  int64_t rangeAnchor_ = 0;
+  float scrollY_ = 0;
+  float contentHeight_ = 0;
+};
+
+}  // namespace ringx::viewer

@@ -1,0 +1,93 @@
+// What every panel shares: the visible time range (one axis for the timeline
+// and the memory charts), the cursor, the selection, and the viewer's settings.
+// Plain structs, so tests can set them up and check them without a window.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace ringx::viewer {
+
+struct ViewerSettings {
+  float laneHeight = 18.0f;  // pixels per level of a track
+  float rankHeaderHeight = 20.0f;
+  float labelWidth = 150.0f;    // the left column with rank and track names
+  float minEventPixels = 3.0f;  // narrower events fold into "N events" blocks
+  int maxLevelsPerTrack = 4;    // deeper nesting is not drawn (the tooltip still lists it)
+  bool followLive = true;       // keep the newest data in view while attached
+  float followWindowSeconds = 10.0f;
+};
+
+// The visible time range [t0, t1] in aligned ns, mapped onto [x0, x0 + width].
+struct TimeView {
+  int64_t t0 = 0;
+  int64_t t1 = 1;
+
+  int64_t span() const { return std::max<int64_t>(t1 - t0, 1); }
+  double nsPerPixel(float width) const { return double(span()) / std::max(width, 1.0f); }
+  float toX(int64_t t, float x0, float width) const {
+    return x0 + float(double(t - t0) / double(span()) * width);
+  }
+  int64_t toTime(float x, float x0, float width) const {
+    return t0 + int64_t(double(x - x0) / std::max(width, 1.0f) * double(span()));
+  }
+  // Zooms by `factor` (< 1 zooms in) keeping time `at` where it is on screen.
+  void zoomAt(int64_t at, double factor) {
+    const double newSpan = std::clamp(double(span()) * factor, 100.0, 1e15);
+    const double f = double(at - t0) / double(span());
+    t0 = at - int64_t(f * newSpan);
+    t1 = t0 + int64_t(newSpan);
+  }
+  void pan(int64_t ns) {
+    t0 += ns;
+    t1 += ns;
+  }
+  // Shows [begin, end] with a margin of `margin` of the span on each side.
+  void show(int64_t begin, int64_t end, double margin = 0.05) {
+    const int64_t s = std::max<int64_t>(end - begin, 100);
+    t0 = begin - int64_t(s * margin);
+    t1 = end + int64_t(s * margin);
+  }
+};
+
+// One span or instant, addressed inside the store.
+struct EventRef {
+  int32_t rank = -1;  // RankData::rank
+  int32_t track = -1;
+  int32_t level = -1;  // -1: an instant
+  int64_t index = -1;
+  bool valid() const { return rank >= 0 && track >= 0 && index >= 0; }
+  bool operator==(const EventRef& o) const {
+    return rank == o.rank && track == o.track && level == o.level && index == o.index;
+  }
+};
+
+struct Selection {
+  EventRef event;         // clicked event
+  uint32_t nameId = 0;    // its name: the statistics panel shows every event of this name
+  bool hasRange = false;  // a range dragged on the ruler
+  int64_t rangeBegin = 0;
+  int64_t rangeEnd = 0;
+};
+
+// Panels below the timeline, in tab order; --panel NAME picks one.
+enum class PanelId { kStats, kCollectives, kDdp, kFsdp, kMemory, kLive };
+inline constexpr PanelId kAllPanels[] = {PanelId::kStats, PanelId::kCollectives, PanelId::kDdp,
+                                         PanelId::kFsdp,  PanelId::kMemory,      PanelId::kLive};
+const char* panelName(PanelId id);  // "stats", "collectives", ...
+bool parsePanelName(const std::string& name, PanelId* out);
+
+// Shared by the panels during one frame.
+struct ViewState {
+  TimeView time;
+  Selection selection;
+  ViewerSettings settings;
+  PanelId panel = PanelId::kStats;
+  bool hasCursor = false;       // the mouse is over a time axis
+  int64_t cursorTime = 0;       // ... at this time: the other panels draw a line there
+  bool panelRequested = false;  // a panel asked to be brought to front (jump links)
+  bool timeRangeInitialised = false;
+};
+
+}  // namespace ringx::viewer

@@ -1,0 +1,192 @@
+// The window layout, menus and the live panel (see viewer_ui.h).
+#include "viewer/ui/viewer_ui.h"
+
+#include <imgui.h>
+
+#include <cstring>
+
+#include "viewer/ui/style.h"
+
+namespace ringx::viewer {
+
+void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource* live,
+                     const std::vector<std::string>& recent, UiActions& actions) {
+  const ImGuiIO& io = ImGui::GetIO();
+  ImGui::SetNextWindowPos(ImVec2(0, 0));
+  ImGui::SetNextWindowSize(io.DisplaySize);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowRounding, 0);
+  ImGui::Begin("ringx-viewer", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_MenuBar |
+                   ImGuiWindowFlags_NoScrollWithMouse);
+  ImGui::PopStyleVar();
+  menuBar(live, recent, actions);
+  popups(actions);
+  if (!message_.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, messageIsError_ ? IM_COL32(255, 110, 100, 255)
+                                                         : IM_COL32(160, 220, 160, 255));
+    ImGui::TextWrapped("%s", message_.c_str());
+    ImGui::PopStyleColor();
+  }
+  // Hover state is rebuilt every frame by whichever axis the mouse is over.
+  view.hasCursor = false;
+  const float timelineHeight = (ImGui::GetContentRegionAvail().y) * timelineShare_;
+  ImGui::BeginChild("##timeline", ImVec2(0, timelineHeight), false,
+                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  if (store.empty() && !live)
+    ImGui::TextWrapped(
+        "No trace open. File > Open trace... (a ringx trace directory, a .ringx "
+        "file or a Chrome trace .json), or File > Attach to a running job.");
+  else
+    timeline_.draw(store, view);
+  ImGui::EndChild();
+
+  if (ImGui::BeginTabBar("##panels")) {
+    for (PanelId id : kAllPanels) {
+      static const char* kTitles[] = {"Statistics", "Collectives", "DDP", "FSDP", "Memory", "Live"};
+      ImGuiTabItemFlags flags = 0;
+      if ((firstFrame_ || view.panelRequested) && id == view.panel)
+        flags |= ImGuiTabItemFlags_SetSelected;
+      if (ImGui::BeginTabItem(kTitles[int(id)], nullptr, flags)) {
+        shownPanel_ = id;
+        switch (id) {
+          case PanelId::kStats:
+            stats_.draw(store, view);
+            break;
+          case PanelId::kCollectives:
+            collectives_.draw(store, view);
+            break;
+          case PanelId::kDdp:
+            ddp_.draw(store, view);
+            break;
+          case PanelId::kFsdp:
+            fsdp_.draw(store, view);
+            break;
+          case PanelId::kMemory:
+            memory_.draw(store, view);
+            break;
+          case PanelId::kLive:
+            livePanel(live, view, actions);
+            break;
+        }
+        ImGui::EndTabItem();
+      }
+    }
+    ImGui::EndTabBar();
+  }
+  if (!view.panelRequested || shownPanel_ == view.panel) view.panelRequested = false;
+  if (!firstFrame_ && !view.panelRequested) view.panel = shownPanel_;
+  firstFrame_ = false;
+  ImGui::End();
+}
+
+void ViewerUi::menuBar(const LiveSource* live, const std::vector<std::string>& recent,
+                       UiActions& actions) {
+  if (!ImGui::BeginMenuBar()) return;
+  if (ImGui::BeginMenu("File")) {
+    if (ImGui::MenuItem("Open trace...")) openPopup_ = true;
+    if (ImGui::MenuItem("Attach to a running job...")) attachPopup_ = true;
+    if (ImGui::BeginMenu("Recent", !recent.empty())) {
+      for (const std::string& r : recent) {
+        if (ImGui::MenuItem(r.c_str())) {
+          if (r.rfind("attach:", 0) == 0)
+            actions.attach = r.substr(7);
+          else
+            actions.open = r;
+        }
+      }
+      ImGui::EndMenu();
+    }
+    if (ImGui::MenuItem("Detach", nullptr, false, live != nullptr)) actions.detach = true;
+    ImGui::Separator();
+    if (ImGui::MenuItem("Quit")) actions.quit = true;
+    ImGui::EndMenu();
+  }
+  if (live) ImGui::TextDisabled("  live: %s", live->stateText().c_str());
+  ImGui::EndMenuBar();
+}
+
+void ViewerUi::popups(UiActions& actions) {
+  if (openPopup_) {
+    ImGui::OpenPopup("Open trace");
+    openPopup_ = false;
+  }
+  if (attachPopup_) {
+    ImGui::OpenPopup("Attach");
+    attachPopup_ = false;
+  }
+  if (ImGui::BeginPopupModal("Open trace", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    ImGui::TextUnformatted("A ringx trace directory, a rank-N.ringx file or a Chrome trace .json:");
+    ImGui::SetNextItemWidth(520);
+    const bool enter = ImGui::InputText("##path", pathBuffer_, sizeof pathBuffer_,
+                                        ImGuiInputTextFlags_EnterReturnsTrue);
+    if ((ImGui::Button("Open") || enter) && pathBuffer_[0]) {
+      actions.open = pathBuffer_;
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+  }
+  if (ImGui::BeginPopupModal("Attach", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    ImGui::TextUnformatted("Rank 0's live trace address (RINGX_TRACE_LISTEN), HOST:PORT:");
+    ImGui::SetNextItemWidth(300);
+    ImGui::InputText("address", attachBuffer_, sizeof attachBuffer_);
+    ImGui::SetNextItemWidth(300);
+    ImGui::InputText("token", tokenBuffer_, sizeof tokenBuffer_, ImGuiInputTextFlags_Password);
+    if (ImGui::Button("Attach") && attachBuffer_[0]) {
+      actions.attach = attachBuffer_;
+      actions.attachToken = tokenBuffer_;
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+  }
+}
+
+void ViewerUi::livePanel(const LiveSource* live, ViewState& view, UiActions& actions) {
+  if (!live) {
+    ImGui::TextWrapped(
+        "Not attached. Start a job with RINGX_TRACE_LISTEN=HOST:PORT (and "
+        "RINGX_TRACE_TOKEN), then File > Attach, or run ringx-viewer --attach "
+        "HOST:PORT.");
+    return;
+  }
+  ImGui::Text("%s: %s", live->hostPort().c_str(), live->stateText().c_str());
+  ImGui::Checkbox("follow the newest data", &view.settings.followLive);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(260);
+  ImGui::InputText("##save", saveBuffer_, sizeof saveBuffer_);
+  ImGui::SameLine();
+  if (ImGui::Button("Save received trace") && saveBuffer_[0]) actions.saveDir = saveBuffer_;
+  if (!ImGui::BeginTable("##ranks", 7, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders)) return;
+  for (const char* h : {"rank", "endpoint", "state", "events", "bytes", "reconnects", "message"})
+    ImGui::TableSetupColumn(h);
+  ImGui::TableHeadersRow();
+  for (const LiveRankStatus& r : live->status()) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::Text("%d", r.rank);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(r.endpoint.c_str());
+    ImGui::TableNextColumn();
+    const ImU32 color = r.state == LiveRankStatus::kConnected    ? IM_COL32(120, 220, 120, 255)
+                        : r.state == LiveRankStatus::kConnecting ? IM_COL32(230, 200, 90, 255)
+                                                                 : IM_COL32(255, 110, 100, 255);
+    ImGui::PushStyleColor(ImGuiCol_Text, color);
+    ImGui::TextUnformatted(liveStateName(r.state));
+    ImGui::PopStyleColor();
+    ImGui::TableNextColumn();
+    ImGui::Text("%llu", (unsigned long long)r.events);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(formatBytes(double(r.bytes)).c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%d", r.reconnects);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(r.message.c_str());
+  }
+  ImGui::EndTable();
+}
+
+}  // namespace ringx::viewer

@@ -1,0 +1,76 @@
+// The whole window: a menu bar (File: open a trace, attach to a job, recent
+// files, save what a live job sent), the timeline on top, and a tab bar of
+// panels below it (statistics, collectives, DDP, FSDP, memory, live). The UI
+// never loads or connects itself: it returns what the user asked for in
+// UiActions and the app does it, so panels stay testable without I/O.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "viewer/model/live_source.h"
+#include "viewer/ui/collectives_panel.h"
+#include "viewer/ui/ddp_panel.h"
+#include "viewer/ui/fsdp_panel.h"
+#include "viewer/ui/memory_panel.h"
+#include "viewer/ui/stats_panel.h"
+#include "viewer/ui/timeline_panel.h"
+#include "viewer/ui/view_state.h"
+
+namespace ringx::viewer {
+
+// What the user asked for this frame (empty: nothing).
+struct UiActions {
+  std::string open;    // a trace path to open (replacing what is shown)
+  std::string attach;  // HOST:PORT to attach to
+  std::string attachToken;
+  std::string saveDir;  // save what the live job sent to this directory
+  bool detach = false;
+  bool quit = false;
+};
+
+class ViewerUi {
+ public:
+  // Draws one frame covering the whole display. `live` is null when not attached.
+  void frame(const TraceStore& store, ViewState& view, const LiveSource* live,
+             const std::vector<std::string>& recent, UiActions& actions);
+  // A line shown under the menu bar (load errors, "saved to ...").
+  void setMessage(std::string message, bool error) {
+    message_ = std::move(message);
+    messageIsError_ = error;
+  }
+  // Fraction of the window's height given to the timeline.
+  void setTimelineShare(float share) { timelineShare_ = share; }
+
+  TimelinePanel& timeline() { return timeline_; }
+  MemoryPanel& memory() { return memory_; }
+  StatsPanel& stats() { return stats_; }
+  CollectivesPanel& collectives() { return collectives_; }
+  DdpPanel& ddp() { return ddp_; }
+  FsdpPanel& fsdp() { return fsdp_; }
+  const TimelinePanel& timeline() const { return timeline_; }
+
+ private:
+  void menuBar(const LiveSource* live, const std::vector<std::string>& recent, UiActions& actions);
+  void popups(UiActions& actions);
+  void livePanel(const LiveSource* live, ViewState& view, UiActions& actions);
+
+  TimelinePanel timeline_;
+  MemoryPanel memory_;
+  StatsPanel stats_;
+  CollectivesPanel collectives_;
+  DdpPanel ddp_;
+  FsdpPanel fsdp_;
+  float timelineShare_ = 0.58f;
+  std::string message_;
+  bool messageIsError_ = false;
+  bool openPopup_ = false, attachPopup_ = false;
+  char pathBuffer_[1024] = {};
+  char attachBuffer_[256] = {};
+  char tokenBuffer_[256] = {};
+  char saveBuffer_[1024] = "ringx-live-trace";
+  PanelId shownPanel_ = PanelId::kStats;
+  bool firstFrame_ = true;
+};
+
+}  // namespace ringx::viewer
