@@ -9,6 +9,11 @@ PACKAGES=(
   libgtest-dev
   nlohmann-json3-dev     # ringx-trace export/import, the viewer's Chrome-trace reader
   libopenblas0-pthread   # without it Debian's torch runs the reference BLAS
+  # ringx-viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), GLFW, stb
+  # (font packing, PNG screenshots), simdjson (Chrome traces), and for tests and
+  # screenshots a virtual display with Mesa's llvmpipe OpenGL.
+  libimgui-dev libglfw3-dev libstb-dev libgl-dev libsimdjson-dev
+  xvfb xauth libgl1-mesa-dri
 )
 
 missing=()

@@ -1,0 +1,149 @@
+// The application (see app.h).
+#include "viewer/app/app.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "backend/common/error.h"
+#include "viewer/model/loader.h"
+
+namespace ringx::viewer {
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+}  // namespace
+
+App::App(const AppOptions& options) : options_(options), store_(std::make_unique<TraceStore>()) {
+  const auto begin = Clock::now();
+  loadTraces(*store_, options_.inputs);
+  loadMs_ = msSince(begin);
+  start();
+}
+
+App::App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded)
+    : options_(options), store_(std::move(preloaded)) {
+  start();
+}
+
+void App::start() {
+  for (const auto& w : store_->warnings())
+    std::fprintf(stderr, "ringx-viewer: warning: %s\n", w.c_str());
+  if (!options_.attach.empty()) attach(options_.attach, options_.token);
+  if (!options_.panel.empty() && parsePanelName(options_.panel, &view_.panel))
+    view_.panelRequested = true;
+  resetView();
+  if (options_.zoomBeginMs >= 0) {
+    view_.time.t0 = store_->beginNs() + int64_t(options_.zoomBeginMs * 1e6);
+    view_.time.t1 = store_->beginNs() + int64_t(options_.zoomEndMs * 1e6);
+  }
+  for (const auto& in : options_.inputs) recent_.add(in);
+  window_ = std::make_unique<Window>(options_.width, options_.height, "ringx-viewer",
+                                     /*vsync=*/!options_.scripted());
+}
+
+void App::resetView() {
+  view_.time.show(store_->beginNs(), store_->endNs(), 0.01);
+  viewGeneration_ = store_->generation();
+}
+
+void App::open(const std::string& path) {
+  auto fresh = std::make_unique<TraceStore>();
+  try {
+    loadTraces(*fresh, {path});
+  } catch (const std::exception& e) {
+    ui_.setMessage(e.what(), true);
+    return;
+  }
+  live_.reset();
+  store_ = std::move(fresh);
+  view_.selection = Selection{};
+  resetView();
+  recent_.add(path);
+  ui_.setMessage(strCat("opened ", path, ": ", store_->ranks().size(), " ranks, ",
+                        store_->eventCount(), " events"),
+                 false);
+}
+
+void App::attach(const std::string& address, const std::string& token) {
+  live_.reset();
+  live_ = std::make_unique<LiveSource>(address, token);
+  store_ = std::make_unique<TraceStore>();
+  view_.selection = Selection{};
+  recent_.add("attach:" + address);
+}
+
+void App::handle(const UiActions& a) {
+  if (!a.open.empty()) open(a.open);
+  if (!a.attach.empty()) {
+    try {
+      attach(a.attach, a.attachToken.empty() ? options_.token : a.attachToken);
+    } catch (const std::exception& e) {
+      ui_.setMessage(e.what(), true);
+    }
+  }
+  if (!a.saveDir.empty() && live_) {
+    try {
+      live_->saveTo(a.saveDir);
+      ui_.setMessage("saved what the job sent to " + a.saveDir, false);
+    } catch (const std::exception& e) {
+      ui_.setMessage(e.what(), true);
+    }
+  }
+  if (a.detach) live_.reset();
+  if (a.quit) window_->requestClose();
+}
+
+void App::frame() {
+  if (live_ && live_->drainInto(*store_)) {
+    if (view_.settings.followLive) {
+      // Keep the newest data at the right edge.
+      const int64_t window = int64_t(view_.settings.followWindowSeconds * 1e9);
+      view_.time.t1 = store_->endNs() + window / 50;
+      view_.time.t0 = std::max(store_->beginNs(), store_->endNs() - window);
+    } else if (viewGeneration_ == 0) {
+      resetView();
+    }
+  }
+  window_->beginFrame();
+  UiActions actions;
+  ui_.frame(*store_, view_, live_.get(), recent_.entries(), actions);
+  handle(actions);
+  window_->render();
+}
+
+int App::run() {
+  const bool scripted = options_.scripted();
+  int frames = options_.frames;
+  if (scripted && frames < 0 && options_.seconds < 0) frames = 10;
+  int rendered = 0;
+  Clock::time_point measuredFrom;
+  const auto start = Clock::now();
+  while (!window_->shouldClose()) {
+    frame();
+    ++rendered;
+    // The first frame uploads the font atlas and warms caches: fps counts the rest.
+    if (rendered == 1) measuredFrom = Clock::now();
+    const bool last =
+        scripted && ((frames >= 0 && rendered >= frames) ||
+                     (options_.seconds >= 0 && msSince(start) >= options_.seconds * 1e3));
+    if (last && !options_.screenshot.empty()) window_->screenshot(options_.screenshot);
+    window_->present();
+    if (last) break;
+  }
+  if (live_ && !options_.saveDir.empty()) {
+    live_->saveTo(options_.saveDir);
+    std::fprintf(stderr, "ringx-viewer: saved what the job sent to %s\n", options_.saveDir.c_str());
+  }
+  if (options_.printStats) {
+    const double ms = msSince(measuredFrom);
+    const double fps = rendered > 1 && ms > 0 ? (rendered - 1) * 1e3 / ms : 0;
+    std::printf("ranks=%zu events=%" PRIu64 " load_ms=%.0f fps=%.1f\n", store_->ranks().size(),
+                store_->eventCount(), loadMs_, fps);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace ringx::viewer

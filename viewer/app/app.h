@@ -1,0 +1,60 @@
+// The viewer application: loads what the command line names, attaches to a live
+// job, and runs the frame loop (poll, drain live data, build the UI, render,
+// swap), or a fixed number of frames for screenshots and benchmarks.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "viewer/app/options.h"
+#include "viewer/app/recent_files.h"
+#include "viewer/app/window.h"
+#include "viewer/model/live_source.h"
+#include "viewer/model/trace_store.h"
+#include "viewer/ui/viewer_ui.h"
+
+namespace ringx::viewer {
+
+class App {
+ public:
+  // Loads the inputs and attaches (throws Error subclasses for unreadable input
+  // or a bad address), then opens the window (throws when there is no display).
+  explicit App(const AppOptions& options);
+  // With a store built elsewhere (tests) instead of options.inputs.
+  App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded);
+
+  // Runs until the window closes, or for the scripted frames/seconds; takes the
+  // screenshot and prints the stats line when asked. Returns the exit code.
+  int run();
+
+  // One frame: drain live data, UI, render; `capture` keeps the back buffer
+  // unpresented until the caller has read it (then call present()).
+  void frame();
+  void present() { window_->present(); }
+
+  TraceStore& store() { return *store_; }
+  ViewState& view() { return view_; }
+  ViewerUi& ui() { return ui_; }
+  Window& window() { return *window_; }
+  double loadMs() const { return loadMs_; }
+
+ private:
+  void open(const std::string& path);
+  void attach(const std::string& address, const std::string& token);
+  void handle(const UiActions& actions);
+  void resetView();
+  void start();
+
+  AppOptions options_;
+  std::unique_ptr<TraceStore> store_;
+  std::unique_ptr<LiveSource> live_;
+  ViewState view_;
+  ViewerUi ui_;
+  RecentFiles recent_;
+  std::unique_ptr<Window> window_;
+  double loadMs_ = 0;
+  uint64_t viewGeneration_ = 0;
+};
+
+}  // namespace ringx::viewer
