@@ -23,32 +23,6 @@ namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
 
-// Length of the valid UTF-8 sequence at p (at most `left` bytes), 0 if invalid.
-// Overlong forms, surrogates and code points above U+10FFFF are invalid.
-size_t utf8SequenceLength(const unsigned char* p, size_t left) {
-  const unsigned char c = p[0];
-  size_t length;
-  unsigned char low = 0x80, high = 0xbf;  // allowed range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) {
-    length = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    length = 3;
-    if (c == 0xe0) low = 0xa0;
-    if (c == 0xed) high = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    length = 4;
-    if (c == 0xf0) low = 0x90;
-    if (c == 0xf4) high = 0x8f;
-  } else {
-    return 0;
-  }
-  if (left < length || p[1] < low || p[1] > high) return 0;
-  for (size_t i = 2; i < length; ++i) {
-    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
-  }
-  return length;
-}
-
 // Tracks in the order a reader wants them top to bottom: step markers, work,
 // communication, then memory; unknown tracks last, by name.
 int trackOrder(std::string_view name) {
@@ -189,6 +163,31 @@ std::string processLabel(const RankView& view) {
 }
 
 }  // namespace
+
+size_t utf8SequenceLength(const unsigned char* p, size_t left) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t length;
+  unsigned char low = 0x80, high = 0xbf;  // allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    length = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    length = 3;
+    if (c == 0xe0) low = 0xa0;
+    if (c == 0xed) high = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    length = 4;
+    if (c == 0xf0) low = 0x90;
+    if (c == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (left < length || p[1] < low || p[1] > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+  }
+  return length;
+}
 
 void appendJsonString(std::string& out, std::string_view text) {
   static const char kHex[] = "0123456789abcdef";

@@ -39,4 +39,8 @@ ExportStats writeChromeTraceFile(const TraceSet& trace, const std::string& path)
 // valid UTF-8 with U+FFFD (JSON readers reject them).
 void appendJsonString(std::string& out, std::string_view text);
 
+// Length of the valid UTF-8 sequence at p (1 for ASCII; at most `left` bytes), 0 if invalid:
+// overlong forms, surrogates and code points above U+10FFFF are invalid.
+size_t utf8SequenceLength(const unsigned char* p, size_t left);
+
 }  // namespace ringx::trace

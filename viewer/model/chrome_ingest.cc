@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "backend/common/error.h"
+#include "backend/trace/chrome_export.h"
 #include "backend/trace/codec.h"
 #include "backend/trace/schema.h"
 
@@ -132,38 +133,13 @@ bool exactMicros(std::string_view text, int64_t* ns) {
   return true;
 }
 
-// Where a valid UTF-8 sequence at p ends, or 0 when it is not one.
-size_t utf8Length(const unsigned char* p, size_t left) {
-  const unsigned char c = p[0];
-  if (c < 0x80) return 1;
-  size_t length;
-  unsigned char low = 0x80, high = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) {
-    length = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    length = 3;
-    if (c == 0xe0) low = 0xa0;
-    if (c == 0xed) high = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    length = 4;
-    if (c == 0xf0) low = 0x90;
-    if (c == 0xf4) high = 0x8f;
-  } else {
-    return 0;
-  }
-  if (left < length || p[1] < low || p[1] > high) return 0;
-  for (size_t i = 2; i < length; ++i)
-    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
-  return length;
-}
-
 // Replaces every byte that is not part of valid UTF-8 with '?', in place (the
 // length, and so every byte offset, stays). Returns how many were replaced.
 size_t replaceInvalidUtf8(char* data, size_t size) {
   auto* p = reinterpret_cast<unsigned char*>(data);
   size_t replaced = 0;
   for (size_t i = 0; i < size;) {
-    const size_t n = utf8Length(p + i, size - i);
+    const size_t n = trace::utf8SequenceLength(p + i, size - i);
     if (n == 0) {
       p[i++] = '?';
       ++replaced;

@@ -34,6 +34,7 @@
 
 #include "backend/common/error.h"
 #include "backend/trace/alignment.h"
+#include "backend/trace/chrome_export.h"
 #include "backend/trace/file_sink.h"
 #include "backend/trace/trace_dir.h"
 #include "viewer/model/ringx_ingest.h"
@@ -107,29 +108,9 @@ bool sameArg(const trace::Arg& a, const trace::Arg& b) {
 }
 
 std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  trace::appendJsonString(out, text);
+  return out;
 }
 
 void writeFileAtomically(const std::string& path, const std::string& bytes) {
