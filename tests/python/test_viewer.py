@@ -1,0 +1,141 @@
+"""ringx-viewer as a user runs it, on a real job's trace: a recorded directory, its
+Chrome export, a file cut off by a crash, input that is not a trace, and live attach
+to a running job. Under Xvfb (xvfb-run), with llvmpipe's OpenGL."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+import ringx
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
+BIN = os.path.join(PYTHONPATH, "..", "bin")
+VIEWER = os.path.join(BIN, "ringx-viewer")
+STATS = re.compile(r"^ranks=(\d+) events=(\d+) load_ms=(\d+) fps=([\d.]+)$", re.M)
+
+
+def viewer(*args, timeout=120):
+    """Runs ringx-viewer under a virtual display; returns the CompletedProcess."""
+    return subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", VIEWER, *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+def record_job(trace_dir, steps=6):
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    env.pop("RANK", None)
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "samples", "train_ddp.py"),
+                             "--world-size", "2", "--steps", str(steps), "--trace", str(trace_dir)],
+                            capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def job_trace(tmp_path_factory):
+    trace = tmp_path_factory.mktemp("viewer") / "trace"
+    record_job(trace)
+    return trace
+
+
+def test_opens_a_recorded_job_renders_a_screenshot_and_prints_stats(job_trace, tmp_path):
+    shot = tmp_path / "ddp.png"
+    result = viewer(str(job_trace), "--panel", "ddp", "--frames", "5", "--size", "1280x720",
+                    "--screenshot", str(shot), "--print-stats")
+    assert result.returncode == 0, result.stderr
+    match = STATS.search(result.stdout)
+    assert match, result.stdout
+    assert int(match.group(1)) == 2
+    assert int(match.group(2)) > 100  # collectives, buckets, phases, counters
+    assert float(match.group(4)) > 0
+    assert png_size(shot) == (1280, 720)
+
+
+def test_opens_the_same_job_from_its_chrome_export(job_trace, tmp_path):
+    exported = tmp_path / "job.json"
+    export = subprocess.run([os.path.join(BIN, "ringx-trace"), "export", str(job_trace), "-o",
+                             str(exported)], capture_output=True, text=True, timeout=60)
+    assert export.returncode == 0, export.stderr
+    direct = STATS.search(viewer(str(job_trace), "--frames", "2", "--print-stats").stdout)
+    result = viewer(str(exported), "--frames", "2", "--print-stats")
+    assert result.returncode == 0, result.stderr
+    via_json = STATS.search(result.stdout)
+    assert via_json, result.stdout
+    assert via_json.group(1) == "2"
+    assert via_json.group(2) == direct.group(2)  # every event made the round trip
+
+
+def test_a_file_cut_off_by_a_crash_still_opens(job_trace, tmp_path):
+    cut = tmp_path / "cut"
+    shutil.copytree(job_trace, cut)
+    os.remove(cut / "manifest.json")
+    rank1 = cut / "rank-1.ringx"
+    data = rank1.read_bytes()
+    rank1.write_bytes(data[: len(data) * 2 // 3 + 5])  # mid-record
+    result = viewer(str(cut), "--frames", "2", "--print-stats")
+    assert result.returncode == 0, result.stderr
+    assert STATS.search(result.stdout).group(1) == "2"
+    assert "cut off" in result.stderr or "truncated" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("content", [b"RINGXT\n\x1a" + os.urandom(4000), b"{\"traceEvents\": [{\"ph\":",
+                                     b"plain text, not a trace\n"])
+def test_input_that_is_not_a_trace_is_a_clear_error_not_a_crash(tmp_path, content):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    result = viewer(str(bad), "--frames", "1")
+    assert result.returncode == 1, (result.returncode, result.stderr)  # not a signal
+    assert "ringx-viewer: error:" in result.stderr and "bad.json" in result.stderr, result.stderr
+
+
+def test_missing_input_and_bad_options_say_what_is_wrong(tmp_path):
+    result = viewer(str(tmp_path / "nope"), "--frames", "1")
+    assert result.returncode == 1 and "nope" in result.stderr, result.stderr
+    result = viewer("--panel", "gpu")
+    assert result.returncode == 2 and "--panel expects" in result.stderr, result.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_attaches_to_a_running_job_and_saves_what_it_received(tmp_path):
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, RINGX_TRACE_LISTEN=f"127.0.0.1:{port}")
+    env.pop("RANK", None)
+    job = subprocess.Popen([sys.executable, os.path.join(ROOT, "samples", "train_ddp.py"),
+                            "--world-size", "2", "--steps", "100000"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           start_new_session=True)
+    try:
+        saved = tmp_path / "received"
+        result = viewer("--attach", f"127.0.0.1:{port}", "--seconds", "12", "--panel", "live",
+                        "--screenshot", str(tmp_path / "live.png"), "--print-stats",
+                        "--save", str(saved), timeout=120)
+        assert result.returncode == 0, result.stderr
+        match = STATS.search(result.stdout)
+        assert match and match.group(1) == "2", result.stdout + result.stderr
+        assert int(match.group(2)) > 50
+        assert (saved / "rank-0.ringx").exists() and (saved / "rank-1.ringx").exists()
+        # What was saved opens like any recorded trace.
+        again = STATS.search(viewer(str(saved), "--frames", "1", "--print-stats").stdout)
+        assert again and again.group(1) == "2" and int(again.group(2)) >= int(match.group(2))
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait(timeout=30)
