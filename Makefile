@@ -1,6 +1,7 @@
 # ringx — the two commands:
-#   make demo   install what is missing, build, run a traced 2-rank training job on
-#               backend="ringx" and print the trace's summary
+#   make demo   install what is missing, build, run traced 2-rank training jobs (ringx.ddp,
+#               ringx.fsdp) on backend="ringx", print their summaries and take ringx-viewer
+#               screenshots of them (docs/images/)
 #   make test   install, build, run every test suite; non-zero exit on any failure
 # and `make` alone builds (programs in build/bin/, the Python package in build/python/ringx).
 
@@ -34,6 +35,9 @@ demo: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_fsdp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace-fsdp
 	@echo "trace recorded in $(BUILD_DIR)/demo-trace-fsdp; its summary:"
 	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace-fsdp
+	@echo
+	@scripts/demo_screenshots.sh $(BUILD_DIR)
+	@echo "open the traces: $(BUILD_DIR)/bin/ringx-viewer $(BUILD_DIR)/demo-trace (or demo-trace-fsdp)"
 
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
@@ -41,6 +45,7 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/fsdp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
 	@$(BUILD_DIR)/bin/bench_trace_record
+	@$(PYTHON) bench/viewer.py
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')
