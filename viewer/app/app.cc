@@ -99,14 +99,18 @@ void App::frame() {
   if (live_ && live_->drainInto(*store_)) {
     if (view_.settings.followLive) {
       // Keep the newest data at the right edge.
-      const int64_t window = int64_t(view_.settings.followWindowSeconds * 1e9);
+      // The last followWindowSeconds (or all of it while the job is younger).
+      const int64_t window = std::min(int64_t(view_.settings.followWindowSeconds * 1e9),
+                                      std::max<int64_t>(store_->endNs() - store_->beginNs(), 1000));
+      view_.time.t0 = store_->endNs() - window;
       view_.time.t1 = store_->endNs() + window / 50;
-      view_.time.t0 = std::max(store_->beginNs(), store_->endNs() - window);
     } else if (viewGeneration_ == 0) {
       resetView();
     }
   }
-  window_->beginFrame();
+  // A person at an idle viewer: draw when something happens (live data needs no
+  // input to change, and scripted runs measure frames).
+  window_->beginFrame(/*waitForInput=*/!options_.scripted() && !live_);
   UiActions actions;
   ui_.frame(*store_, view_, live_.get(), recent_.entries(), actions);
   handle(actions);

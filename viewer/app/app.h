@@ -38,6 +38,7 @@ class App {
   ViewerUi& ui() { return ui_; }
   Window& window() { return *window_; }
   double loadMs() const { return loadMs_; }
+  const LiveSource* live() const { return live_.get(); }
 
  private:
   void open(const std::string& path);

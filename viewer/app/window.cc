@@ -61,8 +61,11 @@ bool Window::shouldClose() const { return glfwWindowShouldClose(window_); }
 void Window::requestClose() { glfwSetWindowShouldClose(window_, 1); }
 void Window::setTitle(const std::string& title) { glfwSetWindowTitle(window_, title.c_str()); }
 
-void Window::beginFrame() {
-  glfwPollEvents();
+void Window::beginFrame(bool waitForInput) {
+  if (waitForInput)
+    glfwWaitEventsTimeout(0.05);
+  else
+    glfwPollEvents();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();

@@ -22,8 +22,10 @@ class Window {
 
   bool shouldClose() const;
   void requestClose();
-  // Polls events and starts an ImGui frame.
-  void beginFrame();
+  // Takes input and starts an ImGui frame. With `waitForInput` it first sleeps
+  // until an event arrives or 50 ms pass, so an idle viewer does not redraw at
+  // full speed (software OpenGL costs a core); otherwise it only polls.
+  void beginFrame(bool waitForInput = false);
   // Renders ImGui's draw data into the back buffer; present() swaps it.
   void render();
   void present();

@@ -10,6 +10,8 @@
 // the tests hold on a loaded machine.
 #include "viewer/model/live_source.h"
 
+#include "tests/cpp/viewer/live_job.h"
+
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -32,6 +34,8 @@ namespace ringx::viewer {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Job;
+using testing::RankFeed;
 using trace::LiveServer;
 namespace fx = trace::fixture;
 
@@ -50,102 +54,6 @@ bool waitUntil(Done done) {
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
-
-// One rank's stream as the recorder hands it to its sinks: a preamble (magic
-// and header), then batches that define their new strings first.
-class RankFeed {
- public:
-  explicit RankFeed(int rank) : rank_(rank) {
-    trace::Encoder enc;
-    enc.magic();
-    trace::StreamHeader h;
-    h.rank = rank;
-    h.worldSize = 2;
-    h.pid = 4000 + rank;
-    h.host = "node-" + std::to_string(rank);
-    h.startSteadyNs = 1000;
-    h.startWallNs = 1700000000000000000;
-    enc.header(h);
-    preamble_ = enc.bytes();
-  }
-  const std::string& preamble() const { return preamble_; }
-
-  RankFeed& span(const std::string& track, const std::string& name, int64_t begin, int64_t end,
-                 int64_t bytes) {
-    trace::Arg a;
-    a.key = id(trace::arg::kBytes);
-    a.intValue = bytes;
-    trace::Arg g;
-    g.key = id(trace::arg::kGroup);
-    g.type = trace::ArgType::kString;
-    g.stringId = id("world");
-    const trace::Arg args[2] = {a, g};
-    trace::Event e;
-    e.kind = trace::EventKind::kSpan;
-    e.category = trace::Category::kCollective;
-    e.rank = rank_;
-    e.track = id(track);
-    e.name = id(name);
-    e.beginNs = begin;
-    e.endNs = end;
-    e.argCount = 2;
-    records_.event(e, args);
-    ++events_;
-    return *this;
-  }
-  RankFeed& clockSync(int64_t localNs, int64_t offsetNs) {
-    records_.clockSync(trace::ClockSync{localNs, offsetNs, 50});
-    return *this;
-  }
-  RankFeed& dropped(uint64_t count) {
-    records_.dropped(trace::Dropped{0, count, 0});
-    return *this;
-  }
-  // What was added since the last take(), as one batch.
-  trace::Batch take() {
-    trace::Batch b{strings_.bytes(), records_.bytes(), events_};
-    strings_.clear();
-    records_.clear();
-    events_ = 0;
-    return b;
-  }
-
- private:
-  uint32_t id(const std::string& text) {
-    for (size_t i = 0; i < defined_.size(); ++i) {
-      if (defined_[i] == text) return static_cast<uint32_t>(i + 1);
-    }
-    defined_.push_back(text);
-    strings_.string(static_cast<uint32_t>(defined_.size()), text);
-    return static_cast<uint32_t>(defined_.size());
-  }
-
-  int rank_;
-  std::string preamble_;
-  std::vector<std::string> defined_;
-  trace::Encoder strings_;
-  trace::Encoder records_;
-  uint64_t events_ = 0;
-};
-
-// Two ranks' live servers, wired like a job with RINGX_TRACE_LISTEN.
-struct Job {
-  explicit Job(std::string token = "") {
-    LiveServer::Options options;
-    options.token = token;
-    for (int r = 0; r < 2; ++r) {
-      servers.push_back(std::make_unique<LiveServer>(options));
-      servers[r]->begin(feeds[r].preamble());
-    }
-    servers[0]->setDirectory(
-        {{0, "127.0.0.1", servers[0]->port()}, {1, "127.0.0.1", servers[1]->port()}});
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(servers[0]->port()); }
-  void write(int rank) { servers[rank]->write(feeds[rank].take()); }
-
-  RankFeed feeds[2] = {RankFeed(0), RankFeed(1)};
-  std::vector<std::unique_ptr<LiveServer>> servers;
-};
 
 const Track* findTrack(const TraceStore& store, int32_t rank, const std::string& name) {
   const RankData* data = store.findRank(rank);
