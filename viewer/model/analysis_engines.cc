@@ -1,0 +1,356 @@
+// The DDP and FSDP engines' iterations, buckets and units (see analysis.h for what each computes
+// and why).
+#include "viewer/model/analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "backend/common/error.h"
+#include "viewer/model/analysis_internal.h"
+
+namespace ringx::viewer {
+using namespace analysis_internal;
+
+// ---- DDP --------------------------------------------------------------------------
+
+namespace {
+
+// Phase spans of one (rank, step) on the "ddp" or "fsdp" track.
+struct Phases {
+  int64_t forwardBegin = 0, forward = 0, backwardBegin = 0, backwardEnd = 0, backward = 0,
+          optimizer = 0;
+  bool hasBackward = false, hasForward = false, hasOptimizer = false;
+};
+
+// The names of the engines' phase spans as ids.
+struct PhaseNames {
+  explicit PhaseNames(const StringPool& p)
+      : forward(p.find("forward")), backward(p.find("backward")), optimizer(p.find("optimizer")) {}
+  uint32_t forward, backward, optimizer;
+  // Adds a phase span to its step's phases; false when it is none of them.
+  bool add(std::unordered_map<int64_t, Phases>& steps, const Span& s, int64_t step) const {
+    if (s.name == 0) return false;
+    if (s.name == forward) {
+      Phases& p = steps[step];
+      p.forwardBegin = p.hasForward ? std::min(p.forwardBegin, s.begin) : s.begin;
+      p.forward += s.duration();
+      p.hasForward = true;
+    } else if (s.name == backward) {
+      Phases& p = steps[step];
+      p.backwardBegin = p.hasBackward ? std::min(p.backwardBegin, s.begin) : s.begin;
+      p.backwardEnd = std::max(p.backwardEnd, s.end);
+      p.backward += s.duration();
+      p.hasBackward = true;
+    } else if (s.name == optimizer) {
+      Phases& p = steps[step];
+      p.optimizer += s.duration();
+      p.hasOptimizer = true;
+    } else {
+      return false;
+    }
+    return true;
+  }
+};
+
+// The steps that have a backward span (the iterations), ascending.
+std::vector<int64_t> sortedSteps(const std::unordered_map<int64_t, Phases>& steps) {
+  std::vector<int64_t> out;
+  for (const auto& [step, p] : steps)
+    if (p.hasBackward) out.push_back(step);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t positive(int64_t v) { return std::max<int64_t>(0, v); }
+int64_t difference(int64_t later, int64_t earlier) {
+  return later > 0 && earlier > 0 ? positive(later - earlier) : 0;
+}
+
+}  // namespace
+
+DdpAnalysis analyzeDdp(const TraceStore& store) {
+  DdpAnalysis d;
+  const Keys keys(store.strings());
+  const PhaseNames phases(store.strings());
+  const uint32_t bucketName = store.strings().find("bucket");
+  const uint32_t rebuildName = store.strings().find("bucket_rebuild");
+  const std::string_view bucketPrefix = trace::track::kDdpBucketPrefix;
+
+  struct BucketTotals {
+    DdpBucketAverage avg;
+    int64_t readyOffset = 0, launchDelay = 0, wire = 0, exposed = 0, hiddenExposed = 0;
+    uint64_t withOffset = 0;
+  };
+  std::map<int64_t, BucketTotals> buckets;
+  int64_t wireTotal = 0, hiddenExposedTotal = 0;
+  int64_t forward = 0, optimizer = 0;
+  uint64_t forwards = 0, optimizers = 0;
+
+  for (const RankData& rank : store.ranks()) {
+    std::unordered_map<int64_t, Phases> steps;
+    std::vector<std::pair<int64_t, DdpBucketSample>> samples;  // (step, sample)
+    for (uint32_t t = 0; t < rank.tracks.size(); ++t) {
+      const Track& track = rank.tracks[t];
+      if (track.kind == TrackKind::kDdp) {
+        forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
+          if (s.name != 0 && s.name == rebuildName) {
+            ++d.rebuilds;
+            return;
+          }
+          phases.add(steps, s, ArgRange(rank, s).integer(keys.step, -1));
+        });
+      } else if (track.kind == TrackKind::kDdpBucket) {
+        // The track's own index, should a span lack its bucket argument.
+        const std::string_view suffix = store.str(track.name).substr(bucketPrefix.size());
+        int64_t trackBucket = 0;
+        for (char c : suffix) trackBucket = c >= '0' && c <= '9' ? trackBucket * 10 + (c - '0') : 0;
+        forAllSpans(track, [&](uint32_t level, uint32_t index, const Span& s) {
+          if (bucketName == 0 || s.name != bucketName) return;
+          const ArgRange a(rank, s);
+          DdpBucketSample b;
+          b.bucket = a.integer(keys.bucket, trackBucket);
+          b.bytes = a.integer(keys.bytes, 0);
+          b.params = a.integer(keys.params, 0);
+          b.seq = a.integer(keys.seq, -1);
+          b.beginNs = s.begin;
+          b.endNs = s.end;
+          b.firstGradNs = a.integer(keys.firstGrad, 0);
+          b.readyNs = a.integer(keys.ready, 0);
+          b.launchNs = a.integer(keys.launch, 0);
+          b.wireStartNs = a.integer(keys.wireStart, 0);
+          b.wireEndNs = a.integer(keys.wireEnd, 0);
+          b.copyBackNs = a.integer(keys.copyBack, 0);
+          b.exposedNs = positive(a.integer(keys.exposed, 0));
+          b.launchDelayNs = difference(b.launchNs, b.readyNs);
+          b.wireNs = difference(b.wireEndNs, b.wireStartNs);
+          b.hiddenShare =
+              b.wireNs > 0 ? 1.0 - static_cast<double>(std::min(b.exposedNs, b.wireNs)) / b.wireNs
+                           : 0;
+          b.span = SpanRef{rank.rank, t, level, index};
+          samples.emplace_back(a.integer(keys.step, -1), b);
+        });
+      }
+    }
+
+    const std::vector<int64_t> order = sortedSteps(steps);
+    const size_t first = d.iterations.size();
+    std::unordered_map<int64_t, size_t> iterationOf;
+    for (int64_t step : order) {
+      const Phases& p = steps[step];
+      DdpIteration it;
+      it.rank = rank.rank;
+      it.step = step;
+      it.forwardBeginNs = p.forwardBegin;
+      it.forwardNs = p.forward;
+      it.backwardBeginNs = p.backwardBegin;
+      it.backwardEndNs = p.backwardEnd;
+      it.backwardNs = p.backward;
+      it.optimizerNs = p.optimizer;
+      if (p.hasForward) {
+        forward += p.forward;
+        ++forwards;
+      }
+      if (p.hasOptimizer) {
+        optimizer += p.optimizer;
+        ++optimizers;
+      }
+      iterationOf[step] = d.iterations.size();
+      d.iterations.push_back(std::move(it));
+    }
+    for (auto& [step, b] : samples) {
+      auto found = iterationOf.find(step);
+      DdpIteration* it = found == iterationOf.end() ? nullptr : &d.iterations[found->second];
+      if (it && b.readyNs > 0) b.readyOffsetNs = b.readyNs - it->backwardBeginNs;
+      BucketTotals& bt = buckets[b.bucket];
+      bt.avg.bucket = b.bucket;
+      ++bt.avg.samples;
+      bt.avg.bytes = b.bytes;
+      bt.avg.params = b.params;
+      if (it && b.readyNs > 0) {
+        bt.readyOffset += b.readyOffsetNs;
+        ++bt.withOffset;
+      }
+      bt.launchDelay += b.launchDelayNs;
+      bt.wire += b.wireNs;
+      bt.exposed += b.exposedNs;
+      bt.hiddenExposed += std::min(b.exposedNs, b.wireNs);
+      wireTotal += b.wireNs;
+      hiddenExposedTotal += std::min(b.exposedNs, b.wireNs);
+      if (it) {
+        it->exposedNs = std::max(it->exposedNs, b.exposedNs);
+        it->wireNs += b.wireNs;
+        it->buckets.push_back(b);
+      }
+    }
+    for (size_t i = first; i < d.iterations.size(); ++i) {
+      auto& bs = d.iterations[i].buckets;
+      std::sort(bs.begin(), bs.end(), [](const DdpBucketSample& a, const DdpBucketSample& b) {
+        return a.bucket < b.bucket;
+      });
+    }
+  }
+
+  int64_t backward = 0, exposed = 0;
+  for (const DdpIteration& it : d.iterations) {
+    backward += it.backwardNs;
+    exposed += it.exposedNs;
+  }
+  d.forwardMeanNs = meanOf(forward, forwards);
+  d.backwardMeanNs = meanOf(backward, d.iterations.size());
+  d.optimizerMeanNs = meanOf(optimizer, optimizers);
+  d.exposedMeanNs = meanOf(exposed, d.iterations.size());
+  d.hiddenShare = wireTotal > 0 ? 1.0 - static_cast<double>(hiddenExposedTotal) / wireTotal : 0;
+  for (auto& [index, bt] : buckets) {
+    DdpBucketAverage a = bt.avg;
+    a.readyOffsetMeanNs = meanOf(bt.readyOffset, bt.withOffset);
+    a.launchDelayMeanNs = meanOf(bt.launchDelay, a.samples);
+    a.wireMeanNs = meanOf(bt.wire, a.samples);
+    a.exposedMeanNs = meanOf(bt.exposed, a.samples);
+    a.hiddenShare = bt.wire > 0 ? 1.0 - static_cast<double>(bt.hiddenExposed) / bt.wire : 0;
+    d.buckets.push_back(a);
+  }
+  return d;
+}
+
+// ---- FSDP -------------------------------------------------------------------------
+
+FsdpAnalysis analyzeFsdp(const TraceStore& store) {
+  FsdpAnalysis f;
+  const StringPool& pool = store.strings();
+  const Keys keys(pool);
+  const PhaseNames phases(pool);
+  const uint32_t allGather = pool.find("all_gather"), reshard = pool.find("reshard"),
+                 reduceScatter = pool.find("reduce_scatter"), allreduce = pool.find("allreduce"),
+                 backwardValue = pool.find("backward");
+  const std::string_view unitPrefix = trace::track::kFsdpUnitPrefix;
+
+  struct UnitTotals {
+    FsdpUnitAnalysis u;
+    int64_t gather = 0, gatherWire = 0, forward = 0, backward = 0, reduceScatter = 0, allreduce = 0;
+    bool seen = false;
+  };
+  std::unordered_map<uint32_t, UnitTotals> units;  // by track name id (shared by every rank)
+  int64_t forward = 0, backward = 0, optimizer = 0, exposed = 0;
+  uint64_t forwards = 0, optimizers = 0;
+
+  for (const RankData& rank : store.ranks()) {
+    std::unordered_map<int64_t, Phases> steps;
+    std::unordered_map<int64_t, FsdpIteration> perStep;
+    for (const Track& track : rank.tracks) {
+      if (track.kind == TrackKind::kFsdp) {
+        forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
+          phases.add(steps, s, ArgRange(rank, s).integer(keys.step, -1));
+        });
+        continue;
+      }
+      if (track.kind != TrackKind::kFsdpUnit) continue;
+      UnitTotals& ut = units[track.name];
+      if (!ut.seen) {
+        ut.u.unit = std::string(store.str(track.name).substr(unitPrefix.size()));
+        ut.u.firstBeginNs = INT64_MAX;
+        ut.seen = true;
+      }
+      FsdpUnitAnalysis& u = ut.u;
+      forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
+        u.firstBeginNs = std::min(u.firstBeginNs, s.begin);
+        if (s.name == 0) return;
+        const ArgRange a(rank, s);
+        const int64_t wire = difference(a.integer(keys.wireEnd, 0), a.integer(keys.wireStart, 0));
+        const int64_t bytes = a.integer(keys.bytes, 0);
+        if (s.name == allGather) {
+          const int64_t waited = positive(a.integer(keys.exposed, 0));
+          const bool prefetched = a.integer(keys.prefetched, 0) != 0;
+          ++u.gathers;
+          if (a.string(keys.phase) == backwardValue && backwardValue != 0) {
+            ++u.backwardGathers;
+          } else {
+            ++u.forwardGathers;
+          }
+          u.prefetched += prefetched;
+          u.gatherBytes = std::max(u.gatherBytes, bytes);
+          u.gatherBytesTotal += bytes;
+          u.exposedTotalNs += waited;
+          ut.gather += s.duration();
+          ut.gatherWire += wire;
+          FsdpIteration& it = perStep[a.integer(keys.step, -1)];
+          ++it.gathers;
+          it.prefetched += prefetched;
+          it.gatherBytes += bytes;
+          it.gatherWireNs += wire;
+          it.exposedNs += waited;
+        } else if (s.name == phases.forward) {
+          ++u.forwards;
+          ut.forward += s.duration();
+        } else if (s.name == phases.backward) {
+          ++u.backwards;
+          ut.backward += s.duration();
+        } else if (s.name == reshard) {
+          ++u.reshards;
+        } else if (s.name == reduceScatter || s.name == allreduce) {
+          if (s.name == reduceScatter) {
+            ++u.reduceScatters;
+            u.reduceScatterBytes = std::max(u.reduceScatterBytes, bytes);
+            ut.reduceScatter += wire;
+          } else {
+            ++u.allreduces;
+            ut.allreduce += wire;
+          }
+          FsdpIteration& it = perStep[a.integer(keys.step, -1)];
+          ++it.reductions;
+          it.reduceBytes += bytes;
+          it.reduceWireNs += wire;
+        }
+      });
+    }
+    for (int64_t step : sortedSteps(steps)) {
+      const Phases& p = steps[step];
+      auto found = perStep.find(step);
+      FsdpIteration it = found == perStep.end() ? FsdpIteration{} : found->second;
+      it.rank = rank.rank;
+      it.step = step;
+      it.forwardBeginNs = p.forwardBegin;
+      it.forwardNs = p.forward;
+      it.backwardBeginNs = p.backwardBegin;
+      it.backwardNs = p.backward;
+      it.optimizerNs = p.optimizer;
+      if (p.hasForward) {
+        forward += p.forward;
+        ++forwards;
+      }
+      if (p.hasOptimizer) {
+        optimizer += p.optimizer;
+        ++optimizers;
+      }
+      backward += p.backward;
+      exposed += it.exposedNs;
+      f.iterations.push_back(it);
+    }
+  }
+
+  f.forwardMeanNs = meanOf(forward, forwards);
+  f.backwardMeanNs = meanOf(backward, f.iterations.size());
+  f.optimizerMeanNs = meanOf(optimizer, optimizers);
+  f.exposedMeanNs = meanOf(exposed, f.iterations.size());
+  for (auto& [id, ut] : units) {
+    FsdpUnitAnalysis u = ut.u;
+    if (u.firstBeginNs == INT64_MAX) u.firstBeginNs = 0;
+    u.gatherMeanNs = meanOf(ut.gather, u.gathers);
+    u.gatherWireMeanNs = meanOf(ut.gatherWire, u.gathers);
+    u.exposedMeanNs = meanOf(u.exposedTotalNs, u.gathers);
+    u.forwardMeanNs = meanOf(ut.forward, u.forwards);
+    u.backwardMeanNs = meanOf(ut.backward, u.backwards);
+    u.reduceScatterMeanNs = meanOf(ut.reduceScatter, u.reduceScatters);
+    u.allreduceMeanNs = meanOf(ut.allreduce, u.allreduces);
+    f.units.push_back(std::move(u));
+  }
+  std::sort(
+      f.units.begin(), f.units.end(), [](const FsdpUnitAnalysis& a, const FsdpUnitAnalysis& b) {
+        return a.firstBeginNs != b.firstBeginNs ? a.firstBeginNs < b.firstBeginNs : a.unit < b.unit;
+      });
+  return f;
+}
+
+}  // namespace ringx::viewer

@@ -1,0 +1,124 @@
+// Helpers shared by the analyses (analysis_*.cc): argument keys resolved to
+// string ids once per pass, a span's args as a range, bus bandwidth as the
+// summary computes it, and walks over a level's spans. Internal to the model.
+//
+// Argument keys are resolved once per call and each span's args are scanned
+// directly: the store's intArg() looks the key text up in the pool on every
+// call, which would dominate a pass over a million spans.
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "backend/trace/schema.h"
+#include "backend/trace/summary.h"
+#include "viewer/model/trace_store.h"
+
+namespace ringx::viewer::analysis_internal {
+
+namespace targ = trace::arg;
+using trace::busBandwidthFactor;
+using trace::isPointToPoint;
+using trace::percentile;
+
+inline bool startsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// The well-known argument keys as string ids (0: no event carries that key).
+struct Keys {
+  explicit Keys(const StringPool& p)
+      : bytes(p.find(targ::kBytes)),
+        seq(p.find(targ::kSeq)),
+        group(p.find(targ::kGroup)),
+        groupRank(p.find(targ::kGroupRank)),
+        groupSize(p.find(targ::kGroupSize)),
+        error(p.find(targ::kError)),
+        step(p.find(targ::kStep)),
+        bucket(p.find(targ::kBucket)),
+        params(p.find(targ::kParams)),
+        firstGrad(p.find(targ::kFirstGradNs)),
+        ready(p.find(targ::kReadyNs)),
+        launch(p.find(targ::kLaunchNs)),
+        wireStart(p.find(targ::kWireStartNs)),
+        wireEnd(p.find(targ::kWireEndNs)),
+        copyBack(p.find(targ::kCopyBackNs)),
+        exposed(p.find(targ::kExposedNs)),
+        phase(p.find(targ::kPhase)),
+        prefetched(p.find(targ::kPrefetched)) {}
+  uint32_t bytes, seq, group, groupRank, groupSize, error, step, bucket, params, firstGrad, ready,
+      launch, wireStart, wireEnd, copyBack, exposed, phase, prefetched;
+};
+
+// A span's args as a range, clipped to what the rank holds.
+struct ArgRange {
+  const ArgValue* begin;
+  const ArgValue* end;
+  ArgRange(const RankData& rank, uint32_t first, uint16_t count) {
+    const size_t n = rank.args.size();
+    const size_t lo = std::min<size_t>(first, n);
+    const size_t hi = std::min<size_t>(size_t{first} + count, n);
+    begin = rank.args.data() + lo;
+    end = rank.args.data() + hi;
+  }
+  ArgRange(const RankData& rank, const Span& s) : ArgRange(rank, s.firstArg, s.argCount) {}
+
+  const ArgValue* find(uint32_t key) const {
+    if (key == 0) return nullptr;
+    for (const ArgValue* a = begin; a != end; ++a)
+      if (a->key == key) return a;
+    return nullptr;
+  }
+  int64_t integer(uint32_t key, int64_t fallback) const {
+    const ArgValue* a = find(key);
+    if (!a) return fallback;
+    if (a->kind == ArgKind::kInt) return a->intValue;
+    if (a->kind == ArgKind::kDouble) return static_cast<int64_t>(a->doubleValue);
+    return fallback;
+  }
+  uint32_t string(uint32_t key) const {
+    const ArgValue* a = find(key);
+    return a && a->kind == ArgKind::kString ? a->stringId : 0;
+  }
+};
+
+// Bytes per ns is GB/s. 0 when there is nothing to divide.
+inline double busbw(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize) {
+  if (bytes <= 0 || durationNs <= 0) return 0;
+  return static_cast<double>(bytes) / static_cast<double>(durationNs) *
+         busBandwidthFactor(op, groupSize);
+}
+
+// Nearest-rank median (as the summary's), reordering `values`; 0 when empty.
+inline double median(std::vector<double>& values) {
+  if (values.empty()) return 0;
+  const size_t k = (values.size() + 1) / 2 - 1;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+  return values[k];
+}
+
+inline int64_t meanOf(int64_t total, uint64_t n) { return n ? total / static_cast<int64_t>(n) : 0; }
+
+// Visits the spans of `level` that overlap [t0, t1]: f(const Span&, uint32_t index).
+template <typename F>
+void forOverlapping(const std::vector<Span>& level, int64_t t0, int64_t t1, F&& f) {
+  // Within a level spans are disjoint, so ends are sorted like begins.
+  size_t i =
+      static_cast<size_t>(std::lower_bound(level.begin(), level.end(), t0,
+                                           [](const Span& s, int64_t t) { return s.end < t; }) -
+                          level.begin());
+  for (; i < level.size() && level[i].begin <= t1; ++i) f(level[i], static_cast<uint32_t>(i));
+}
+
+// Visits every span of a track: f(levelIndex, spanIndex, span).
+template <typename F>
+void forAllSpans(const Track& track, F&& f) {
+  for (size_t l = 0; l < track.levels.size(); ++l) {
+    const auto& level = track.levels[l];
+    for (size_t i = 0; i < level.size(); ++i)
+      f(static_cast<uint32_t>(l), static_cast<uint32_t>(i), level[i]);
+  }
+}
+
+}  // namespace ringx::viewer::analysis_internal
