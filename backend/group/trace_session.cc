@@ -4,18 +4,17 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 
 #include "backend/common/error.h"
 #include "backend/group/clock_sync.h"
-#include "backend/trace/chrome_export.h"
 #include "backend/trace/file_sink.h"
 #include "backend/trace/live_client.h"
 #include "backend/trace/live_server.h"
 #include "backend/trace/recorder.h"
+#include "backend/trace/trace_dir.h"
 #include "backend/transport/host_identity.h"
 #include "backend/transport/tcp/mesh.h"
 
@@ -30,12 +29,6 @@ int intFromEnvironment(const char* name, int fallback) {
   RINGX_CHECK(end != nullptr && *end == '\0' && value >= 0, "ringx: ", name, "='", text,
               "' is not a non-negative integer (milliseconds)");
   return static_cast<int>(value);
-}
-
-std::string jsonString(const std::string& text) {
-  std::string out;
-  trace::appendJsonString(out, text);
-  return out;
 }
 
 struct SessionState {
@@ -91,28 +84,22 @@ std::string startLiveServer(const TraceConfig& config, Store& store, const std::
 // some rank files are missing.
 void writeManifest(const std::string& dir, Store& store, const std::string& prefix, int size,
                    std::chrono::milliseconds timeout, int64_t startWallNs) {
-  std::ostringstream json;
-  json << "{\n  \"format\": \"ringx-trace\",\n  \"schema_version\": " << trace::kSchemaVersion
-       << ",\n  \"world_size\": " << size << ",\n  \"start_wall_ns\": " << startWallNs
-       << ",\n  \"ranks\": [\n";
+  trace::Manifest manifest;
+  manifest.worldSize = size;
+  manifest.startWallNs = startWallNs;
   for (int r = 0; r < size; ++r) {
-    std::string entry = store.getString(strCat(prefix, "rank/", r), timeout);
+    // Each rank published "host\npid".
+    const std::string entry = store.getString(strCat(prefix, "rank/", r), timeout);
     const size_t split = entry.find('\n');
-    const std::string host = entry.substr(0, split);
-    const std::string pid = split == std::string::npos ? "0" : entry.substr(split + 1);
-    json << "    {\"rank\": " << r << ", \"host\": " << jsonString(host) << ", \"pid\": " << pid
-         << ", \"file\": " << jsonString(strCat("rank-", r, ".ringx")) << "}"
-         << (r + 1 < size ? ",\n" : "\n");
+    trace::ManifestRank rank;
+    rank.rank = r;
+    rank.host = entry.substr(0, split);
+    rank.pid =
+        split == std::string::npos ? 0 : std::strtoll(entry.c_str() + split + 1, nullptr, 10);
+    rank.file = strCat("rank-", r, ".ringx");
+    manifest.ranks.push_back(std::move(rank));
   }
-  json << "  ]\n}\n";
-  const std::string path = dir + "/manifest.json";
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << json.str();
-    if (!out) RINGX_THROW(IoError, "cannot write the trace manifest ", tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  trace::writeManifest(dir, manifest);
 }
 
 }  // namespace

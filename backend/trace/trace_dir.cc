@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/trace/chrome_export.h"
+
 namespace ringx::trace {
 namespace {
 
@@ -351,6 +353,38 @@ TraceSet readTrace(const std::string& path) {
   if (trace->truncated) set.warnings.push_back(truncationWarning(*trace));
   set.ranks.push_back(std::move(*trace));
   return set;
+}
+
+std::string formatManifest(const Manifest& m) {
+  std::string out =
+      strCat("{\n  \"format\": \"", kManifestFormat, "\",\n  \"schema_version\": ", m.schemaVersion,
+             ",\n  \"world_size\": ", m.worldSize, ",\n  \"start_wall_ns\": ", m.startWallNs,
+             ",\n  \"ranks\": [\n");
+  for (size_t i = 0; i < m.ranks.size(); ++i) {
+    const ManifestRank& r = m.ranks[i];
+    out += strCat("    {\"rank\": ", r.rank, ", \"host\": ");
+    appendJsonString(out, r.host);
+    out += strCat(", \"pid\": ", r.pid, ", \"file\": ");
+    appendJsonString(out, r.file);
+    out += i + 1 < m.ranks.size() ? "},\n" : "}\n";
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
+void writeManifest(const std::string& dir, const Manifest& manifest) {
+  const std::string path = dir + "/" + kManifestFile;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << formatManifest(manifest);
+    out.flush();
+    if (!out)
+      RINGX_THROW(IoError, "cannot write the trace manifest ", tmp, ": ", std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) RINGX_THROW(IoError, "cannot rename ", tmp, " to ", path, ": ", ec.message());
 }
 
 }  // namespace ringx::trace

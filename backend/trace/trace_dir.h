@@ -69,4 +69,10 @@ TraceSet readTrace(const std::string& path);
 // for text that is not JSON, another format, or a newer schema.
 Manifest parseManifest(std::string_view text, const std::string& source);
 
+// manifest.json's text for `manifest` (what parseManifest reads back).
+std::string formatManifest(const Manifest& manifest);
+// Writes DIR/manifest.json through a temporary file and a rename, so that a
+// reader never sees half of one. Throws IoError.
+void writeManifest(const std::string& dir, const Manifest& manifest);
+
 }  // namespace ringx::trace

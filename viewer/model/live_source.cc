@@ -34,7 +34,6 @@
 
 #include "backend/common/error.h"
 #include "backend/trace/alignment.h"
-#include "backend/trace/chrome_export.h"
 #include "backend/trace/file_sink.h"
 #include "backend/trace/trace_dir.h"
 #include "viewer/model/ringx_ingest.h"
@@ -105,12 +104,6 @@ bool sameArg(const trace::Arg& a, const trace::Arg& b) {
       return a.stringId == b.stringId;
   }
   return false;
-}
-
-std::string jsonString(const std::string& text) {
-  std::string out;
-  trace::appendJsonString(out, text);
-  return out;
 }
 
 void writeFileAtomically(const std::string& path, const std::string& bytes) {
@@ -740,19 +733,16 @@ void LiveSource::saveTo(const std::string& dir) const {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) RINGX_THROW(IoError, "cannot create the trace directory ", dir, ": ", ec.message());
-  std::string ranksJson;
+  trace::Manifest manifest;
+  manifest.schemaVersion = version == 0 ? trace::kSchemaVersion : version;
+  manifest.worldSize = std::max(worldSize, 1);
+  manifest.startWallNs = startWallNs;
   for (const Output& o : outputs) {
     writeFileAtomically(trace::rankFileName(dir, o.rank), o.bytes);
-    ranksJson += strCat(ranksJson.empty() ? "" : ",\n", "    {\"rank\": ", o.rank,
-                        ", \"host\": ", jsonString(o.host), ", \"pid\": ", o.pid,
-                        ", \"file\": ", jsonString(strCat("rank-", o.rank, ".ringx")), "}");
+    manifest.ranks.push_back(
+        trace::ManifestRank{o.rank, o.host, o.pid, strCat("rank-", o.rank, ".ringx")});
   }
-  const std::string manifest = strCat(
-      "{\n  \"format\": \"", trace::kManifestFormat,
-      "\",\n  \"schema_version\": ", version == 0 ? trace::kSchemaVersion : version,
-      ",\n  \"world_size\": ", std::max(worldSize, 1), ",\n  \"start_wall_ns\": ", startWallNs,
-      ",\n  \"ranks\": [\n", ranksJson, "\n  ]\n}\n");
-  writeFileAtomically(dir + "/" + trace::kManifestFile, manifest);
+  trace::writeManifest(dir, manifest);
 }
 
 }  // namespace ringx::viewer

@@ -74,6 +74,27 @@ TEST(TraceDir, ReadsDirectoryWithManifestSortedByRank) {
   EXPECT_EQ(set.findRank(5), nullptr);
 }
 
+TEST(TraceDir, AWrittenManifestReadsBackAndNamesTheRankFiles) {
+  TempDir dir;
+  Manifest m;
+  m.worldSize = 2;
+  m.startWallNs = 1700000000000000000;
+  m.ranks = {{0, "node \"a\"", 1000, "rank-0.ringx"}, {1, "node-b", 1001, "rank-1.ringx"}};
+  writeManifest(dir.path(), m);
+  for (int r = 0; r < 2; ++r)
+    RankStream(r, 2, m.ranks[r].host).writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
+  const TraceSet set = readTrace(dir.path());
+  ASSERT_TRUE(set.manifest.has_value());
+  EXPECT_EQ(set.manifest->worldSize, 2);
+  EXPECT_EQ(set.manifest->startWallNs, m.startWallNs);
+  ASSERT_EQ(set.manifest->ranks.size(), 2u);
+  EXPECT_EQ(set.manifest->ranks[0].host, "node \"a\"");  // escaped on the way out
+  EXPECT_EQ(set.manifest->ranks[1].pid, 1001);
+  EXPECT_EQ(set.manifest->ranks[1].file, "rank-1.ringx");
+  EXPECT_TRUE(set.warnings.empty());
+  EXPECT_FALSE(std::filesystem::exists(dir.file("manifest.json.tmp")));
+}
+
 TEST(TraceDir, ReadsDirectoryWithoutManifest) {
   TempDir dir;
   writeRanks(dir, 3);
