@@ -32,6 +32,12 @@ const char* eventKindName(EventKind kind) {
   return "unknown";
 }
 
+bool arg::isSteadyTime(std::string_view key) {
+  for (const char* k : kSteadyTimes)
+    if (key == k) return true;
+  return false;
+}
+
 bool parseCategory(std::string_view name, Category* out) {
   for (int i = 1; i <= kCategoryCount; ++i) {
     if (name == categoryName(static_cast<Category>(i))) {

@@ -108,6 +108,11 @@ inline constexpr const char* kExposedNs = "exposed_ns";     // comm time after b
 inline constexpr const char* kPhase = "phase";            // forward | backward
 inline constexpr const char* kPrefetched = "prefetched";  // 1: issued ahead of need
 inline constexpr const char* kIssueNs = "issue_ns";       // the collective was issued
+// The arguments above that are steady-clock times (like beginNs, so readers align
+// them with the event), as opposed to durations such as exposed_ns.
+inline constexpr const char* kSteadyTimes[] = {kEnqueueNs,   kFirstGradNs, kReadyNs,    kLaunchNs,
+                                               kWireStartNs, kWireEndNs,   kCopyBackNs, kIssueNs};
+bool isSteadyTime(std::string_view key);
 }  // namespace arg
 
 // Well-known tracks (lanes within a rank).
@@ -116,8 +121,8 @@ inline constexpr const char* kCompute = "compute";
 inline constexpr const char* kCommPrefix = "comm:";            // + group name
 inline constexpr const char* kDdp = "ddp";                     // forward/backward/optimizer spans
 inline constexpr const char* kDdpBucketPrefix = "ddp:bucket";  // + bucket index
-inline constexpr const char* kFsdp = "fsdp";               // forward/backward/optimizer spans
-inline constexpr const char* kFsdpUnitPrefix = "fsdp:";  // + unit module path, "(root)"
+inline constexpr const char* kFsdp = "fsdp";                   // forward/backward/optimizer spans
+inline constexpr const char* kFsdpUnitPrefix = "fsdp:";        // + unit module path, "(root)"
 inline constexpr const char* kSteps = "steps";
 inline constexpr const char* kMemory = "memory";
 inline constexpr const char* kUser = "user";

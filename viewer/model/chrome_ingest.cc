@@ -222,10 +222,7 @@ class Reader {
   Reader(TraceStore& store, std::string source) : store_(store), source_(std::move(source)) {
     nameKey_ = intern("name");
     errorKey_ = intern(trace::arg::kError);
-    namespace a = trace::arg;
-    for (const char* k : {a::kEnqueueNs, a::kFirstGradNs, a::kReadyNs, a::kLaunchNs,
-                          a::kWireStartNs, a::kWireEndNs, a::kCopyBackNs, a::kIssueNs})
-      timeKeys_.push_back(intern(k));
+    for (const char* k : trace::arg::kSteadyTimes) timeKeys_.push_back(intern(k));
   }
 
   // Reads the JSON text in data[0, size), which it may change; `capacity` bytes

@@ -5,18 +5,6 @@
 #include <vector>
 
 namespace ringx::viewer {
-namespace {
-
-// Arguments that hold a steady-clock time (schema.h), not a duration.
-bool isSteadyTimeArg(std::string_view key) {
-  namespace a = trace::arg;
-  for (const char* k : {a::kEnqueueNs, a::kFirstGradNs, a::kReadyNs, a::kLaunchNs, a::kWireStartNs,
-                        a::kWireEndNs, a::kCopyBackNs, a::kIssueNs})
-    if (key == k) return true;
-  return false;
-}
-
-}  // namespace
 
 size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
                        const trace::ClockModel& clock, size_t fromEvent) {
@@ -58,7 +46,7 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
       switch (in.type) {
         case trace::ArgType::kInt: {
           // Steady-clock times in args move onto the aligned clock with the event.
-          const bool time = isSteadyTimeArg(rank.str(in.key)) && in.intValue > 0;
+          const bool time = trace::arg::isSteadyTime(rank.str(in.key)) && in.intValue > 0;
           args.push_back(ArgValue::ofInt(key, time ? clock.align(in.intValue) : in.intValue));
           break;
         }
