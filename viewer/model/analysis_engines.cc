@@ -55,6 +55,29 @@ struct PhaseNames {
   }
 };
 
+// The phases summed over iterations, for the means. Every iteration has a
+// backward; forward and optimizer spans may be missing (the first step's
+// optimizer, a trace cut off mid-step), so they keep counts of their own.
+struct PhaseTotals {
+  int64_t forward = 0, backward = 0, optimizer = 0;
+  uint64_t forwards = 0, backwards = 0, optimizers = 0;
+  void add(const Phases& p) {
+    if (p.hasForward) {
+      forward += p.forward;
+      ++forwards;
+    }
+    backward += p.backward;
+    ++backwards;
+    if (p.hasOptimizer) {
+      optimizer += p.optimizer;
+      ++optimizers;
+    }
+  }
+  int64_t forwardMean() const { return meanOf(forward, forwards); }
+  int64_t backwardMean() const { return meanOf(backward, backwards); }
+  int64_t optimizerMean() const { return meanOf(optimizer, optimizers); }
+};
+
 // The steps that have a backward span (the iterations), ascending.
 std::vector<int64_t> sortedSteps(const std::unordered_map<int64_t, Phases>& steps) {
   std::vector<int64_t> out;
@@ -86,8 +109,7 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
   };
   std::map<int64_t, BucketTotals> buckets;
   int64_t wireTotal = 0, hiddenExposedTotal = 0;
-  int64_t forward = 0, optimizer = 0;
-  uint64_t forwards = 0, optimizers = 0;
+  PhaseTotals totals;
 
   for (const RankData& rank : store.ranks()) {
     std::unordered_map<int64_t, Phases> steps;
@@ -149,14 +171,7 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
       it.backwardEndNs = p.backwardEnd;
       it.backwardNs = p.backward;
       it.optimizerNs = p.optimizer;
-      if (p.hasForward) {
-        forward += p.forward;
-        ++forwards;
-      }
-      if (p.hasOptimizer) {
-        optimizer += p.optimizer;
-        ++optimizers;
-      }
+      totals.add(p);
       iterationOf[step] = d.iterations.size();
       d.iterations.push_back(std::move(it));
     }
@@ -193,14 +208,11 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
     }
   }
 
-  int64_t backward = 0, exposed = 0;
-  for (const DdpIteration& it : d.iterations) {
-    backward += it.backwardNs;
-    exposed += it.exposedNs;
-  }
-  d.forwardMeanNs = meanOf(forward, forwards);
-  d.backwardMeanNs = meanOf(backward, d.iterations.size());
-  d.optimizerMeanNs = meanOf(optimizer, optimizers);
+  int64_t exposed = 0;
+  for (const DdpIteration& it : d.iterations) exposed += it.exposedNs;
+  d.forwardMeanNs = totals.forwardMean();
+  d.backwardMeanNs = totals.backwardMean();
+  d.optimizerMeanNs = totals.optimizerMean();
   d.exposedMeanNs = meanOf(exposed, d.iterations.size());
   d.hiddenShare = wireTotal > 0 ? 1.0 - static_cast<double>(hiddenExposedTotal) / wireTotal : 0;
   for (auto& [index, bt] : buckets) {
@@ -233,8 +245,8 @@ FsdpAnalysis analyzeFsdp(const TraceStore& store) {
     bool seen = false;
   };
   std::unordered_map<uint32_t, UnitTotals> units;  // by track name id (shared by every rank)
-  int64_t forward = 0, backward = 0, optimizer = 0, exposed = 0;
-  uint64_t forwards = 0, optimizers = 0;
+  PhaseTotals totals;
+  int64_t exposed = 0;
 
   for (const RankData& rank : store.ranks()) {
     std::unordered_map<int64_t, Phases> steps;
@@ -316,23 +328,15 @@ FsdpAnalysis analyzeFsdp(const TraceStore& store) {
       it.backwardBeginNs = p.backwardBegin;
       it.backwardNs = p.backward;
       it.optimizerNs = p.optimizer;
-      if (p.hasForward) {
-        forward += p.forward;
-        ++forwards;
-      }
-      if (p.hasOptimizer) {
-        optimizer += p.optimizer;
-        ++optimizers;
-      }
-      backward += p.backward;
+      totals.add(p);
       exposed += it.exposedNs;
       f.iterations.push_back(it);
     }
   }
 
-  f.forwardMeanNs = meanOf(forward, forwards);
-  f.backwardMeanNs = meanOf(backward, f.iterations.size());
-  f.optimizerMeanNs = meanOf(optimizer, optimizers);
+  f.forwardMeanNs = totals.forwardMean();
+  f.backwardMeanNs = totals.backwardMean();
+  f.optimizerMeanNs = totals.optimizerMean();
   f.exposedMeanNs = meanOf(exposed, f.iterations.size());
   for (auto& [id, ut] : units) {
     FsdpUnitAnalysis u = ut.u;
