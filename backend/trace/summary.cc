@@ -14,14 +14,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backend/common/text.h"
 #include "backend/trace/alignment.h"
 
 namespace ringx::trace {
 namespace {
-
-bool startsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
 
 // "1 KiB", "256 B", "16 EiB" for 2^bits bytes (bits <= 64).
 std::string powerOfTwoBytes(int bits) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/common/text.h"
 #include "backend/trace/schema.h"
 #include "backend/trace/summary.h"
 #include "viewer/model/trace_store.h"
@@ -21,10 +22,6 @@ namespace targ = trace::arg;
 using trace::busBandwidthFactor;
 using trace::isPointToPoint;
 using trace::percentile;
-
-inline bool startsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
 
 // The well-known argument keys as string ids (0: no event carries that key).
 struct Keys {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "backend/common/text.h"
+
 namespace ringx::viewer {
 
 StringPool::StringPool() { intern(""); }
@@ -44,12 +46,6 @@ ArgValue ArgValue::ofString(uint32_t key, uint32_t id) {
   a.stringId = id;
   return a;
 }
-
-namespace {
-bool startsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-}  // namespace
 
 TrackKind classifyTrack(std::string_view name) {
   if (name == "compute") return TrackKind::kCompute;
