@@ -134,6 +134,13 @@ void TraceStore::addCounter(RankData& rank, std::string_view name, int64_t time,
     series->name = id;
   }
   if (!series->times.empty() && time < series->times.back()) series->dirty = true;
+  // The peak is kept as samples arrive (the earliest time on ties, whatever the
+  // arrival order), so finalize() need not rescan every series of a live job.
+  if (series->times.empty() || value > series->maxValue ||
+      (value == series->maxValue && time < series->maxTime)) {
+    series->maxValue = value;
+    series->maxTime = time;
+  }
   series->times.push_back(time);
   series->values.push_back(value);
   ++rank.events;
@@ -264,14 +271,6 @@ void TraceStore::finalize() {
         c.times.swap(t);
         c.values.swap(v);
         c.dirty = false;
-      }
-      c.maxValue = c.values.empty() ? 0 : c.values[0];
-      c.maxTime = c.times.empty() ? 0 : c.times[0];
-      for (size_t i = 0; i < c.values.size(); ++i) {
-        if (c.values[i] > c.maxValue) {
-          c.maxValue = c.values[i];
-          c.maxTime = c.times[i];
-        }
       }
       if (!c.times.empty()) {
         lo = std::min(lo, c.times.front());

@@ -125,6 +125,24 @@ TEST(DecimateCounter, ColumnsHoldMinMaxAndRepeatTheValueInForce) {
   EXPECT_EQ(cols[9].min, 3);
 }
 
+TEST(TraceStore, ACountersPeakIsItsEarliestMaximumWhateverTheArrivalOrder) {
+  TraceStore store;
+  RankData& r = store.rank(0);
+  store.addCounter(r, "bytes", 50, 7);
+  store.addCounter(r, "bytes", 30, 9);  // out of order, and the maximum
+  store.addCounter(r, "bytes", 40, 2);
+  store.addCounter(r, "bytes", 10, 9);  // the same maximum, earlier
+  store.finalize();
+  const CounterSeries* c = store.ranks()[0].findCounter(store.strings().find("bytes"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->times, (std::vector<int64_t>{10, 30, 40, 50}));
+  EXPECT_EQ(c->maxValue, 9);
+  EXPECT_EQ(c->maxTime, 10);
+  store.addCounter(store.rank(0), "bytes", 60, -1);  // a later, lower sample changes nothing
+  store.finalize();
+  EXPECT_EQ(store.ranks()[0].findCounter(store.strings().find("bytes"))->maxTime, 10);
+}
+
 TEST(RingxIngest, EventsAreAlignedToRankZerosClockWithTheirTimeArgs) {
   fx::TempDir dir;
   fx::RankStream r0(0);
