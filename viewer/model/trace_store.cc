@@ -150,31 +150,44 @@ void TraceStore::addCounter(RankData& rank, std::string_view name, int64_t time,
 
 namespace {
 
-// Re-sorts a track whose pending spans were added, and re-assigns levels.
-void rebuildLevels(Track& track) {
-  std::vector<Span> all;
-  all.reserve(track.spanCount + track.pendingSpans.size());
-  for (auto& level : track.levels) all.insert(all.end(), level.begin(), level.end());
-  all.insert(all.end(), track.pendingSpans.begin(), track.pendingSpans.end());
-  track.pendingSpans.clear();
-  track.pendingSpans.shrink_to_fit();
-  // Parents before their children: earlier begin first, longer first on ties.
-  std::sort(all.begin(), all.end(), [](const Span& a, const Span& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
-  });
-  track.levels.clear();
-  std::vector<int64_t> levelEnd;  // the end of each level's last span
-  for (const Span& s : all) {
+// Parents before their children: earlier begin first, longer first on ties.
+bool parentsFirst(const Span& a, const Span& b) {
+  return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
+}
+
+// Puts each span (in parentsFirst order, after every span already placed) on
+// the first level whose last span has ended by its begin.
+void placeOnLevels(Track& track, const std::vector<Span>& sorted) {
+  for (const Span& s : sorted) {
     size_t level = 0;
-    while (level < levelEnd.size() && levelEnd[level] > s.begin) ++level;
-    if (level == levelEnd.size()) {
-      levelEnd.push_back(s.end);
-      track.levels.emplace_back();
-    }
-    levelEnd[level] = s.end;
+    while (level < track.levels.size() && track.levels[level].back().end > s.begin) ++level;
+    if (level == track.levels.size()) track.levels.emplace_back();
     track.levels[level].push_back(s);
   }
-  track.spanCount = all.size();
+}
+
+// Adds a track's pending spans to its levels. When they all begin after every
+// span already there (a live stream's usual case) they are placed after them,
+// which is what sorting everything again would give; otherwise the track is
+// sorted and laid out anew.
+void addPendingSpans(Track& track) {
+  std::vector<Span> pending;
+  pending.swap(track.pendingSpans);
+  std::sort(pending.begin(), pending.end(), parentsFirst);
+  int64_t lastBegin = std::numeric_limits<int64_t>::min();
+  for (const auto& level : track.levels) lastBegin = std::max(lastBegin, level.back().begin);
+  track.spanCount += pending.size();
+  if (pending.front().begin > lastBegin) {
+    placeOnLevels(track, pending);
+    return;
+  }
+  std::vector<Span> all;
+  all.reserve(track.spanCount);
+  for (auto& level : track.levels) all.insert(all.end(), level.begin(), level.end());
+  all.insert(all.end(), pending.begin(), pending.end());
+  std::sort(all.begin(), all.end(), parentsFirst);
+  track.levels.clear();
+  placeOnLevels(track, all);
 }
 
 int trackOrder(TrackKind kind) {
@@ -233,7 +246,7 @@ void TraceStore::finalize() {
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   for (RankData& rank : ranks_) {
     for (Track& track : rank.tracks) {
-      if (!track.pendingSpans.empty()) rebuildLevels(track);
+      if (!track.pendingSpans.empty()) addPendingSpans(track);
       if (!track.pendingInstants.empty()) {
         track.instants.insert(track.instants.end(), track.pendingInstants.begin(),
                               track.pendingInstants.end());

@@ -45,6 +45,56 @@ TEST(TraceStore, NestedSpansStackOnLevelsAndLevelsAreDisjoint) {
   EXPECT_EQ(store.eventCount(), 5u);
 }
 
+TEST(TraceStore, SpansAddedInBatchesGetTheLevelsOfOneBatch) {
+  // Nested and disjoint spans, handed over in batches as a live stream does:
+  // mostly later than what is there (the appending path), sometimes earlier
+  // (parents arrive after their children: the path that lays out anew).
+  std::vector<Span> spans;
+  uint64_t x = 12345;
+  auto next = [&] { return (x = x * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  int64_t t = 0;
+  for (int i = 0; i < 3000; ++i) {
+    t += int64_t(next() % 50);
+    const int64_t w = int64_t(next() % 200) + 1;
+    spans.push_back(span(t, t + w));
+    if (next() % 4 == 0) spans.push_back(span(t + 1, t + 1 + w / 2));  // a child
+  }
+  TraceStore once, batched;
+  RankData& a = once.rank(0);
+  RankData& b = batched.rank(0);
+  const uint32_t ta = once.track(a, "comm:world"), tb = batched.track(b, "comm:world");
+  for (const Span& s : spans) once.addSpan(a, ta, s);
+  once.finalize();
+  for (size_t i = 0; i < spans.size(); i += 97) {
+    const size_t end = std::min(spans.size(), i + 97);
+    // Within a batch, the last spans first: arrival order is not begin order.
+    for (size_t j = end; j-- > i;) batched.addSpan(b, tb, spans[j]);
+    batched.finalize();
+  }
+  auto expectSameLevels = [&] {
+    const Track& x1 = once.ranks()[0].tracks[0];
+    const Track& x2 = batched.ranks()[0].tracks[0];
+    EXPECT_EQ(x1.spanCount, x2.spanCount);
+    ASSERT_EQ(x1.levels.size(), x2.levels.size());
+    for (size_t l = 0; l < x1.levels.size(); ++l) {
+      ASSERT_EQ(x1.levels[l].size(), x2.levels[l].size()) << "level " << l;
+      for (size_t i = 0; i < x1.levels[l].size(); ++i) {
+        EXPECT_EQ(x1.levels[l][i].begin, x2.levels[l][i].begin);
+        EXPECT_EQ(x1.levels[l][i].end, x2.levels[l][i].end);
+      }
+    }
+  };
+  EXPECT_EQ(batched.ranks()[0].tracks[0].spanCount, spans.size());
+  expectSameLevels();
+  // A late parent of everything: laid out anew on both.
+  once.addSpan(once.rank(0), ta, span(-1, t + 1000));
+  batched.addSpan(batched.rank(0), tb, span(-1, t + 1000));
+  once.finalize();
+  batched.finalize();
+  EXPECT_EQ(batched.ranks()[0].tracks[0].levels[0].size(), 1u);
+  expectSameLevels();
+}
+
 TEST(TraceStore, TracksAreOrderedByKindThenNaturally) {
   TraceStore store;
   RankData& r = store.rank(3);
