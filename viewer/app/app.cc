@@ -45,7 +45,7 @@ void App::start() {
 
 void App::resetView() {
   view_.time.show(store_->beginNs(), store_->endNs(), 0.01);
-  viewGeneration_ = store_->generation();
+  viewFitted_ = !store_->empty();
 }
 
 void App::open(const std::string& path) {
@@ -98,13 +98,13 @@ void App::handle(const UiActions& a) {
 void App::frame() {
   if (live_ && live_->drainInto(*store_)) {
     if (view_.settings.followLive) {
-      // Keep the newest data at the right edge.
-      // The last followWindowSeconds (or all of it while the job is younger).
+      // Keep the newest data at the right edge: the last followWindowSeconds (or all of it while
+      // the job is younger).
       const int64_t window = std::min(int64_t(view_.settings.followWindowSeconds * 1e9),
                                       std::max<int64_t>(store_->endNs() - store_->beginNs(), 1000));
       view_.time.t0 = store_->endNs() - window;
       view_.time.t1 = store_->endNs() + window / 50;
-    } else if (viewGeneration_ == 0) {
+    } else if (!viewFitted_) {
       resetView();
     }
   }

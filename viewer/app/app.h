@@ -55,7 +55,7 @@ class App {
   RecentFiles recent_;
   std::unique_ptr<Window> window_;
   double loadMs_ = 0;
-  uint64_t viewGeneration_ = 0;
+  bool viewFitted_ = false;  // the view was fitted to data (a live job's starts empty)
 };
 
 }  // namespace ringx::viewer

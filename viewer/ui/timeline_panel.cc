@@ -95,10 +95,10 @@ void TimelinePanel::draw(const TraceStore& store, ViewState& view) {
 
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRectFilled(origin, ImVec2(origin.x + width, origin.y + height), kBackground);
-  drawRows(store, view, width);
+  drawRows(store, view);
   drawRuler(store, view, draw, origin, width);
   handleInput(store, view);
-  if (hovered_.valid() && !panning_) tooltip(store, view);
+  if (hovered_.valid() && !panning_) tooltip(store);
 }
 
 void TimelinePanel::drawRuler(const TraceStore& store, ViewState& view, ImDrawList* draw,
@@ -134,7 +134,7 @@ void TimelinePanel::drawRuler(const TraceStore& store, ViewState& view, ImDrawLi
   draw->AddText(ImVec2(origin.x + 4, rulerY0_ + 3), kTextColor, span);
 }
 
-void TimelinePanel::drawRows(const TraceStore& store, ViewState& view, float width) {
+void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ViewerSettings& s = view.settings;
   rows_.clear();
@@ -165,7 +165,6 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view, float wid
 
   draw->PushClipRect(ImVec2(plotX0_ - s.labelWidth, rowsY0_), ImVec2(plotX0_ + plotWidth_, rowsY1_),
                      true);
-  const ImVec2 mouse = ImGui::GetIO().MousePos;
   int stripe = 0;
   for (const Row& row : rows_) {
     if (row.y1 < rowsY0_ || row.y0 > rowsY1_) continue;  // culled
@@ -193,7 +192,6 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view, float wid
     if (row.level == 0 && !track.instants.empty())
       drawInstants(store, rank, row.track, view, draw, row.y0 + 1, row.y1 - 1);
     draw->PopClipRect();
-    (void)mouse;
   }
   draw->PopClipRect();
   // A scroll bar hint when the rows do not fit.
@@ -203,7 +201,6 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view, float wid
     draw->AddRectFilled(ImVec2(plotX0_ + plotWidth_ - 5, top),
                         ImVec2(plotX0_ + plotWidth_, top + h), IM_COL32(255, 255, 255, 60));
   }
-  (void)width;
 }
 
 void TimelinePanel::drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex,
@@ -345,7 +342,7 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
     view.time.show(hover_.item.begin, hover_.item.end);
 }
 
-void TimelinePanel::tooltip(const TraceStore& store, const ViewState& view) const {
+void TimelinePanel::tooltip(const TraceStore& store) const {
   const RankData* rank = store.findRank(hovered_.rank);
   if (!rank) return;
   const Track& track = rank->tracks[hovered_.track];
@@ -407,7 +404,6 @@ void TimelinePanel::tooltip(const TraceStore& store, const ViewState& view) cons
       value = formatNs(a.intValue);
     ImGui::Text("%.*s: %s", int(key.size()), key.data(), value.c_str());
   }
-  (void)view;
   ImGui::EndTooltip();
 }
 

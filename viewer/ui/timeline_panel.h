@@ -58,13 +58,13 @@ class TimelinePanel {
 
   void drawRuler(const TraceStore& store, ViewState& view, ImDrawList* draw, ImVec2 origin,
                  float width);
-  void drawRows(const TraceStore& store, ViewState& view, float width);
+  void drawRows(const TraceStore& store, ViewState& view);
   void drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex, int level,
                  ViewState& view, ImDrawList* draw, float y0, float y1);
   void drawInstants(const TraceStore& store, const RankData& rank, int32_t trackIndex,
                     ViewState& view, ImDrawList* draw, float y0, float y1);
   void handleInput(const TraceStore& store, ViewState& view);
-  void tooltip(const TraceStore& store, const ViewState& view) const;
+  void tooltip(const TraceStore& store) const;
 
   std::vector<Row> rows_;
   float plotX0_ = 0, plotWidth_ = 1;
