@@ -21,13 +21,13 @@ import datetime
 import os
 import socket
 import statistics
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
+
+from bench_ranks import run_ranks
 
 
 def mlp():
@@ -135,20 +135,7 @@ def main():
         args.rounds, args.steps = 2, 3
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     torch.set_num_threads(1)
-    ctx = mp.get_context("spawn")
-    with tempfile.TemporaryDirectory() as tmp, ctx.Manager() as manager:
-        results = manager.dict()
-        init = "file://" + os.path.join(tmp, "rendezvous")
-        procs = [ctx.Process(target=worker,
-                             args=(r, args.world_size, init, args.rounds, args.steps, results))
-                 for r in range(args.world_size)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join()
-        if any(p.exitcode != 0 for p in procs) or 0 not in results:
-            raise SystemExit("bench/ddp.py: a rank failed")
-        report(dict(results[0]), args)
+    report(run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/ddp.py"), args)
 
 
 def report(results, args):

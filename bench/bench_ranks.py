@@ -1,0 +1,26 @@
+"""Starting a benchmark's ranks (bench/ddp.py, bench/fsdp.py): one spawned process per
+rank, a file:// rendezvous in a temporary directory, and a shared dict each rank's worker
+writes its results into; rank 0's come back."""
+
+import os
+import tempfile
+
+import torch.multiprocessing as mp
+
+
+def run_ranks(worker, world_size, *args, name):
+    """Runs worker(rank, world_size, init_method, *args, results) on every rank and
+    returns results[0]; exits naming the benchmark `name` when a rank fails."""
+    ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory() as tmp, ctx.Manager() as manager:
+        results = manager.dict()
+        init = "file://" + os.path.join(tmp, "rendezvous")
+        procs = [ctx.Process(target=worker, args=(r, world_size, init, *args, results))
+                 for r in range(world_size)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        if any(p.exitcode != 0 for p in procs) or 0 not in results:
+            raise SystemExit(f"{name}: a rank failed")
+        return dict(results[0])
