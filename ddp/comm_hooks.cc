@@ -14,7 +14,7 @@ class CompressionHook : public ::c10d::CommHookInterface {
     std::vector<at::Tensor> tensors{compressed};
     c10::intrusive_ptr<c10::ivalue::Future> sent = processGroup_->allreduce(tensors)->getFuture();
     return sent->then(
-        [buffer, compressed](c10::ivalue::Future& done) mutable {
+        [buffer, compressed](c10::ivalue::Future& done) {
           done.value();  // rethrows the allreduce's error
           buffer.copy_(compressed);
           return c10::IValue(buffer);

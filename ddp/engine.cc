@@ -100,7 +100,7 @@ void broadcastFromRankZero(const c10::intrusive_ptr<::c10d::ProcessGroup>& proce
   if (tensors.empty() || processGroup->getSize() == 1) return;
   at::NoGradGuard noGrad;
   for (at::Tensor& t : tensors) t = t.detach();  // same storage, no autograd bookkeeping
-  if (auto* ringx = dynamic_cast<c10d_glue::ProcessGroupRingx*>(processGroup.get())) {
+  if (auto* ringx = c10d_glue::ringxBackendOf(processGroup)) {
     ringx->broadcastCoalesced(tensors, 0, kBroadcastBucketBytes);
   } else {
     ::c10d::broadcast_coalesced(processGroup, tensors, 250ull << 20, 0);

@@ -101,8 +101,7 @@ void Reducer::installHooks() {
   for (size_t i = 0; i < params_.size(); ++i) {
     // The accumulator is the node that writes .grad; autograd holds it weakly, so
     // keep it alive for as long as the hook should fire.
-    std::shared_ptr<torch::autograd::Node> accumulator =
-        torch::autograd::impl::grad_accumulator(params_[i]);
+    c10d_glue::GradAccumulatorPtr accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
     hookKeys_.push_back(
         accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
             [weak, i](const variable_list& outputs, const variable_list&) {
@@ -398,7 +397,8 @@ void Reducer::launchBucket(size_t index) {
     std::vector<at::Tensor> bucketParams;
     for (size_t p : bucket.spec.params) bucketParams.push_back(params_[p]);
     ::c10d::GradBucket gradBucket(index, buckets_.size(), bucket.flat, bucket.offsets,
-                                  bucket.lengths, sizes, bucketParams);
+                                  bucket.lengths, sizes, bucketParams,
+                                  /*sparse_grad_indices=*/std::nullopt);
     bucket.future = commHook_->runHook(gradBucket);
     TORCH_CHECK(bucket.future, "ringx.ddp: the communication hook returned no future");
   }

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/c10d/torch_compat.h"
 #include "ddp/bucket_plan.h"
 #include "ddp/timing.h"
 
@@ -127,7 +128,7 @@ class Reducer {
   std::unique_ptr<::c10d::CommHookInterface> commHook_;
 
   // Keeps each gradient accumulator alive (the hooks live on it) and the hook keys.
-  std::vector<std::shared_ptr<torch::autograd::Node>> gradAccumulators_;
+  std::vector<c10d_glue::GradAccumulatorPtr> gradAccumulators_;
   std::vector<uintptr_t> hookKeys_;
   // Lets the hooks and callbacks see whether the reducer still exists.
   std::shared_ptr<Reducer*> self_;

@@ -26,26 +26,11 @@ Ownership& ownership() {
   return o;
 }
 
-bool isRingx(const ProcessGroupPtr& group) { return group->getBackendName() == "ringx"; }
-
 void wireTimes(const c10::intrusive_ptr<::c10d::Work>& work, int64_t* start, int64_t* end) {
   if (auto* ringxWork = dynamic_cast<c10d_glue::RingxWork*>(work.get())) {
     *start = ringxWork->startedNs();
     *end = ringxWork->finishedNs();
   }
-}
-
-// all_gather_base on ringx (one even-sized collective straight into `output`);
-// other backends (gloo in torch 1.13 has no _allgather_base) gather into views.
-c10::intrusive_ptr<::c10d::Work> allGatherInto(const ProcessGroupPtr& group, at::Tensor output,
-                                               at::Tensor input) {
-  if (isRingx(group)) return group->_allgather_base(output, input);
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < group->getSize(); ++r) {
-    outputs[0].push_back(output.narrow(0, r * input.numel(), input.numel()));
-  }
-  std::vector<at::Tensor> inputs{input};
-  return group->allgather(outputs, inputs);
 }
 
 // PyTorch's split of 1/world into a division before the reduction and one
@@ -226,8 +211,7 @@ void Unit::installHooks() {
     return;
   }
   for (size_t i = 0; i < params_.size(); ++i) {
-    std::shared_ptr<torch::autograd::Node> accumulator =
-        torch::autograd::impl::grad_accumulator(params_[i]);
+    c10d_glue::GradAccumulatorPtr accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
     hookKeys_.push_back(
         accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
             [weak, i](const torch::autograd::variable_list& outputs,
@@ -304,8 +288,8 @@ void Unit::beginUnshard(bool backward, bool prefetched, int64_t step) {
   if (groups_.shard) {
     // On their own lane (a second group over the same ranks) when there is one,
     // so that a gather never queues behind a reduce-scatter.
-    gatherWork_ =
-        allGatherInto(groups_.gatherLane ? groups_.gatherLane : groups_.shard, unsharded_, input);
+    gatherWork_ = (groups_.gatherLane ? groups_.gatherLane : groups_.shard)
+                      ->_allgather_base(unsharded_, input);
   } else {
     unsharded_.copy_(input);  // NO_SHARD in mixed precision: a low-precision copy
   }
@@ -397,13 +381,7 @@ void Unit::launchReduce(int64_t step) {
     reduceOutput_ = at::empty({layout_.shardNumel}, reduceInput_.options());
     reduceScatterTiming_.bytes = reduceInput_.numel() * reduceInput_.element_size();
     reduceScatterTiming_.launchNs = trace::nowNs();
-    if (isRingx(groups_.shard)) {
-      reduceScatterWork_ = groups_.shard->_reduce_scatter_base(reduceOutput_, reduceInput_);
-    } else {
-      // torch 1.13's gloo has no reduce_scatter: allreduce, then keep our chunk.
-      std::vector<at::Tensor> tensors{reduceInput_};
-      reduceScatterWork_ = groups_.shard->allreduce(tensors);
-    }
+    reduceScatterWork_ = groups_.shard->_reduce_scatter_base(reduceOutput_, reduceInput_);
   } else {
     reduceOutput_ = reduceInput_;  // NO_SHARD: the replica allreduce is the reduction
   }
@@ -418,10 +396,6 @@ bool Unit::progressReduce(bool wait) {
     wireTimes(reduceScatterWork_, &reduceScatterTiming_.wireStartNs,
               &reduceScatterTiming_.wireEndNs);
     reduceScatterTiming_.doneNs = trace::nowNs();
-    if (!isRingx(groups_.shard)) {
-      reduceOutput_ =
-          reduceInput_.narrow(0, layout_.shardBegin(shardIndex_), layout_.shardNumel).clone();
-    }
     reduceScatterWork_.reset();
     // The reduce-scatter consumed the unsharded gradient: free it now, not at the
     // end of backward, or every unit's full gradient would be alive at once.
@@ -485,7 +459,8 @@ std::vector<at::Tensor> Unit::gatherFullParameters() {
   at::Tensor full;
   if (groups_.shard) {
     full = at::empty({layout_.paddedNumel}, shard_.options());
-    allGatherInto(groups_.shard, full, shard_.detach())->wait();
+    at::Tensor shard = shard_.detach();
+    groups_.shard->_allgather_base(full, shard)->wait();
   } else {
     full = shard_.detach();
   }

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/c10d/torch_compat.h"
 #include "fsdp/flat_layout.h"
 #include "fsdp/timing.h"
 
@@ -186,7 +187,7 @@ class Unit : public std::enable_shared_from_this<Unit> {
   GatherTiming gather_;
 
   // Gradients.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<c10d_glue::GradAccumulatorPtr> accumulators_;
   std::vector<uintptr_t> hookKeys_;
   std::vector<char> ready_;
   size_t readyCount_ = 0;

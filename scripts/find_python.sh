@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
-# Prints the Python interpreter that can import torch.
-# RINGX_PYTHON overrides; otherwise Debian's /usr/bin/python3 (python3-torch),
-# then whatever python3 is first on PATH.
+# Prints the Python interpreter that ringx builds against and runs with: RINGX_PYTHON if set,
+# else the project's virtual environment (.venv, created by scripts/setup.sh with the torch
+# pinned in scripts/requirements.txt). The one place every script and the Makefile ask.
 set -u
-for candidate in "${RINGX_PYTHON:-}" /usr/bin/python3 python3; do
-  [ -n "$candidate" ] || continue
-  if "$candidate" -c "import torch" >/dev/null 2>&1; then
-    command -v "$candidate"
-    exit 0
-  fi
-done
 if [ -n "${RINGX_PYTHON:-}" ]; then
-  echo "RINGX_PYTHON=$RINGX_PYTHON cannot import torch" >&2
+  if ! "$RINGX_PYTHON" -c "import torch" >/dev/null 2>&1; then
+    echo "find_python: RINGX_PYTHON=$RINGX_PYTHON cannot import torch" >&2
+  fi
+  command -v "$RINGX_PYTHON" || echo "$RINGX_PYTHON"
+  exit 0
 fi
-echo "/usr/bin/python3"
+echo "$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python"

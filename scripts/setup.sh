@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ringx needs, and only those that are missing.
-# Idempotent and quiet when everything is there. Needs root (or sudo) to install.
+# Installs what ringx needs, and only what is missing; quiet when everything is there.
+#   1. Debian packages: compilers, CMake, GoogleTest, the viewer's libraries, Xvfb (needs root
+#      or sudo).
+#   2. The Python environment .venv (skipped when RINGX_PYTHON names another interpreter):
+#      made from a Python 3.11 (the torch wheel's version) with the packages pinned in
+#      scripts/requirements.txt; re-installed when that file changes.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake make git
-  python3-torch libtorch-dev python3-pytest python3-numpy pybind11-dev
   libgtest-dev
   nlohmann-json3-dev     # ringx-trace export/import, the viewer's Chrome-trace reader
-  libopenblas0-pthread   # without it Debian's torch runs the reference BLAS
   # ringx-viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), GLFW, stb
   # (font packing, PNG screenshots), simdjson (Chrome traces), and for tests and
   # screenshots a virtual display with Mesa's llvmpipe OpenGL.
@@ -16,24 +19,64 @@ PACKAGES=(
   xvfb xauth libgl1-mesa-dri
 )
 
+# A Python 3.11 that can make virtual environments: python3.11 or python3 on PATH, else
+# Debian's (which needs python3-venv).
+base_python() {
+  local candidate
+  for candidate in "${RINGX_BASE_PYTHON:-}" python3.11 python3 /usr/bin/python3; do
+    [ -n "$candidate" ] || continue
+    command -v "$candidate" >/dev/null 2>&1 || continue
+    if "$candidate" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \
+      >/dev/null 2>&1; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+if [ -z "${RINGX_PYTHON:-}" ] && ! base_python >/dev/null; then
+  PACKAGES+=(python3 python3-venv python3-dev)
+fi
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
   [ "$status" = "install ok installed" ] || missing+=("$pkg")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "ringx setup: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-  else
-    echo "ringx setup: missing packages (${missing[*]}) and not root; install them with apt-get" >&2
-    exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ringx setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+      SUDO="sudo"
+    else
+      echo "ringx setup: missing packages (${missing[*]}) and not root; install them with apt-get" >&2
+      exit 1
+    fi
   fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+[ -z "${RINGX_PYTHON:-}" ] || exit 0
+VENV=.venv
+STAMP=$VENV/.ringx-requirements
+if [ -x $VENV/bin/python ] && cmp -s scripts/requirements.txt "$STAMP"; then
+  exit 0
+fi
+if [ ! -x $VENV/bin/python ]; then
+  base=$(base_python) || {
+    echo "ringx setup: no Python 3.11 with venv found (torch 2.13's wheel is for 3.11)" >&2
+    exit 1
+  }
+  echo "ringx setup: creating $VENV from $base"
+  "$base" -m venv $VENV
+fi
+echo "ringx setup: installing scripts/requirements.txt into $VENV (torch takes a minute)"
+# (pip warns about every index location this machine's pip.conf names but lacks: noise)
+$VENV/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt \
+  2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+cp scripts/requirements.txt "$STAMP"
 echo "ringx setup: done"

@@ -79,8 +79,8 @@ std::pair<torch::Tensor, torch::Tensor> batch(int rank, int step) {
 int train(const Args& args) {
   if (!args.trace.empty()) setenv("RINGX_TRACE_DIR", args.trace.c_str(), 1);
   auto store = c10::make_intrusive<c10d::FileStore>(args.store, args.worldSize);
-  auto group = c10::make_intrusive<ringx::c10d_glue::ProcessGroupRingx>(
-      store, args.rank, args.worldSize, std::chrono::milliseconds(60000));
+  auto group = ringx::c10d_glue::makeRingxProcessGroup(store, args.rank, args.worldSize,
+                                                       std::chrono::milliseconds(60000));
 
   torch::manual_seed(args.rank);  // different weights everywhere: sync_module_states fixes that
   ringx::fsdp::FullyShardedDataParallel<Net> fsdp(Net(true), group,
