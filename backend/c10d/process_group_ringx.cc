@@ -1,5 +1,6 @@
 #include "backend/c10d/process_group_ringx.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 
@@ -41,14 +42,85 @@ ProcessGroupRingx::GilRelease gilRelease;
 
 void ProcessGroupRingx::setGilRelease(GilRelease gil) { gilRelease = gil; }
 
-ProcessGroupRingx::~ProcessGroupRingx() {
-  // Python drops the last reference with the GIL held. Our threads may be
-  // releasing tensors that Python owns, which needs the GIL: joining them while
-  // holding it would deadlock, so let go of it while they finish.
+ProcessGroupRingx::~ProcessGroupRingx() { close(); }
+
+void ProcessGroupRingx::close() {
+  if (closed_.exchange(true)) return;
+  // Python drops the last reference (or calls shutdown) with the GIL held. Our threads may
+  // be releasing tensors that Python owns, which needs the GIL: joining them while holding
+  // it would deadlock, so let go of it while they finish.
   void* released = gilRelease.release ? gilRelease.release() : nullptr;
   queue_.reset();  // finish what was issued while the group still exists
   group_.reset();
   if (released) gilRelease.restore(released);
+}
+
+void ProcessGroupRingx::checkOpen(const char* collective) const {
+  TORCH_CHECK(!closed_.load(), "ringx: ", collective, " on group '", name_,
+              "' after the group was shut down or aborted (destroy_process_group); create a "
+              "new group");
+}
+
+void ProcessGroupRingx::shutdown() { close(); }
+
+void ProcessGroupRingx::abort() {
+  if (closed_.load()) return;
+  // Fail what is in flight now (and, through the closed connections, on the peers), so that
+  // joining the communication thread does not wait out a timeout.
+  group_->abort("the process group was aborted on rank " + std::to_string(rank_) +
+                " (ProcessGroup.abort or destroy_process_group after an error)");
+  close();
+}
+
+// ---- coalescing, splitting, options -------------------------------------------------------------
+
+void ProcessGroupRingx::noteIssued(const c10::intrusive_ptr<RingxWork>& work) {
+  std::lock_guard<std::mutex> lock(coalescingMutex_);
+  if (coalescing_) coalesced_.push_back(work);
+}
+
+void ProcessGroupRingx::startCoalescing() {
+  checkOpen("startCoalescing");
+  std::lock_guard<std::mutex> lock(coalescingMutex_);
+  TORCH_CHECK(!coalescing_, "ringx: startCoalescing called twice without endCoalescing");
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::endCoalescing() {
+  checkOpen("endCoalescing");
+  std::vector<c10::intrusive_ptr<RingxWork>> works;
+  {
+    std::lock_guard<std::mutex> lock(coalescingMutex_);
+    TORCH_CHECK(coalescing_, "ringx: endCoalescing called without startCoalescing");
+    coalescing_ = false;
+    works.swap(coalesced_);
+  }
+  return RingxWork::whenAll(rank_, OpType::COALESCED, works, group_->timeout());
+}
+
+c10::intrusive_ptr<BackendBase> ProcessGroupRingx::split(
+    const c10::intrusive_ptr<::c10d::Store>& store, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<Options>& opts) {
+  checkOpen("split");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    TORCH_CHECK(ranks[i] >= 0 && ranks[i] < size_, "ringx: split: rank ", ranks[i],
+                " is not in this group of ", size_, " ranks");
+  }
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) return nullptr;  // not a member: nothing to connect
+  const auto timeout = opts && opts->timeout.count() > 0 ? opts->timeout : group_->timeout();
+  std::string name = opts && !opts->group_name.empty() ? opts->group_name : name_ + ":split";
+  return c10::make_intrusive<ProcessGroupRingx>(store, static_cast<int>(me - ranks.begin()),
+                                                static_cast<int>(ranks.size()), timeout,
+                                                std::move(name));
+}
+
+c10::intrusive_ptr<BackendBase::Options> ProcessGroupRingx::getBackendOptions() {
+  checkOpen("getBackendOptions");
+  auto options = c10::make_intrusive<Options>("ringx", group_->timeout());
+  options->group_name = name_;
+  return options;
 }
 
 std::chrono::milliseconds ProcessGroupRingx::callTimeout(
@@ -100,7 +172,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
     note.enqueueNs = trace::nowNs();
     for (const at::Tensor& t : outputs) note.bytes += t.numel() * t.element_size();
     if (type == OpType::REDUCE_SCATTER || type == OpType::_REDUCE_SCATTER_BASE ||
-        type == OpType::SCATTER) {
+        type == OpType::REDUCE_SCATTER_TENSOR_COALESCED || type == OpType::SCATTER) {
       note.bytes *= size_;
     }
   }
@@ -118,6 +190,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
     }
     work->markSuccess();
   });
+  noteIssued(work);
   return work;
 }
 
@@ -125,26 +198,27 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
+  checkOpen("allreduce");
   at::Tensor tensor = checkSingle(tensors, "allreduce", "tensors");
-  bool average = false;
-  const ReduceOp op = toReduceOp(opts.reduceOp, tensor, "allreduce", &average);
+  const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensor, "allreduce");
   const DataType dtype = toDataType(tensor, "allreduce");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::ALLREDUCE, "ringx:all_reduce", tensors, [=] {
+  return enqueue(OpType::ALLREDUCE, "ringx:all_reduce", tensors, [=, this] {
     Staged staged(tensor);
-    group_->run(CollectiveKind::kAllreduce, dtype, op, -1, timeout, [&](Collective& c) {
-      algorithms::allreduce(c, staged.data(), tensor.numel(), dtype, op, group_->tuning());
+    reduce.premultiplyInPlace(staged.tensor());  // the tensor is the output: scale it in place
+    group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout, [&](Collective& c) {
+      algorithms::allreduce(c, staged.data(), tensor.numel(), dtype, reduce.op, group_->tuning());
     });
-    if (average) staged.tensor().div_(size_);
+    reduce.finish(staged.tensor(), size_);
     staged.copyBack();
   });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  checkOpen("allreduce_coalesced");
   TORCH_CHECK(!tensors.empty(), "ringx: allreduce_coalesced needs at least one tensor");
-  bool average = false;
-  const ReduceOp op = toReduceOp(opts.reduceOp, tensors[0], "allreduce_coalesced", &average);
+  const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensors[0], "allreduce_coalesced");
   const DataType dtype = toDataType(tensors[0], "allreduce_coalesced");
   for (size_t i = 0; i < tensors.size(); ++i) {
     checkTensor(tensors[i], "allreduce_coalesced", "tensors");
@@ -154,37 +228,38 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
   }
   const auto timeout = callTimeout(opts.timeout);
   // Flatten, run once, copy back into the caller's tensors.
-  return enqueue(OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, [=]() mutable {
-    at::Tensor flat = flattenBytes(tensors, &scratch_[0]);
-    const size_t count = byteSize(flat) / elementSize(dtype);
-    group_->run(CollectiveKind::kAllreduce, dtype, op, -1, timeout, [&](Collective& c) {
-      algorithms::allreduce(c, flat.data_ptr(), count, dtype, op, group_->tuning());
-    });
-    unflattenBytes(flat, tensors);
-    if (average) {
-      for (auto& t : tensors) t.div_(size_);
-    }
-  });
+  return enqueue(
+      OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, [=, this]() mutable {
+        at::Tensor flat = flattenBytes(tensors, &scratch_[0]);
+        const size_t count = byteSize(flat) / elementSize(dtype);
+        if (reduce.premul) reduce.premultiplyInPlace(flat.view(tensors[0].scalar_type()));
+        group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout, [&](Collective& c) {
+          algorithms::allreduce(c, flat.data_ptr(), count, dtype, reduce.op, group_->tuning());
+        });
+        unflattenBytes(flat, tensors);
+        for (auto& t : tensors) reduce.finish(t, size_);
+      });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tensor>& tensors,
                                                            const ::c10d::ReduceOptions& opts) {
+  checkOpen("reduce");
   at::Tensor tensor = checkSingle(tensors, "reduce", "tensors");
   checkRoot(opts.rootRank, "reduce");
-  bool average = false;
-  const ReduceOp op = toReduceOp(opts.reduceOp, tensor, "reduce", &average);
+  const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensor, "reduce");
   const DataType dtype = toDataType(tensor, "reduce");
   const int root = static_cast<int>(opts.rootRank);
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::REDUCE, "ringx:reduce", tensors, [=] {
-    Staged staged(tensor);
-    group_->run(CollectiveKind::kReduce, dtype, op, root, timeout, [&](Collective& c) {
-      algorithms::chainReduce(c, staged.data(), tensor.numel(), dtype, op, root,
+  return enqueue(OpType::REDUCE, "ringx:reduce", tensors, [=, this] {
+    // Only the root's tensor is an output: the others' stay as they are.
+    Staged staged(reduce.premultiplied(tensor));
+    group_->run(CollectiveKind::kReduce, dtype, reduce.op, root, timeout, [&](Collective& c) {
+      algorithms::chainReduce(c, staged.data(), tensor.numel(), dtype, reduce.op, root,
                               group_->tuning().segmentBytes);
     });
     if (rank_ == root) {
-      if (average) staged.tensor().div_(size_);
-      staged.copyBack();
+      reduce.finish(staged.tensor(), size_);
+      if (!staged.tensor().is_same(tensor)) tensor.copy_(staged.tensor());
     }
   });
 }
@@ -192,6 +267,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tenso
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
+  checkOpen("reduce_scatter");
   at::Tensor output = checkSingle(outputs, "reduce_scatter", "output_tensors");
   TORCH_CHECK(inputs.size() == 1, "ringx: reduce_scatter expects one input list per process");
   TORCH_CHECK(static_cast<int>(inputs[0].size()) == size_,
@@ -201,64 +277,103 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
   for (int i = 0; i < size_; ++i) {
     checkLike(inputs[0][i], output, "reduce_scatter", "input_list[" + std::to_string(i) + "]");
   }
-  bool average = false;
-  const ReduceOp op = toReduceOp(opts.reduceOp, output, "reduce_scatter", &average);
+  const ReduceSpec reduce = toReduceSpec(opts.reduceOp, output, "reduce_scatter");
   const DataType dtype = toDataType(output, "reduce_scatter");
   const auto timeout = callTimeout(opts.timeout);
   std::vector<at::Tensor> inputList = inputs[0];
-  return enqueue(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, [=] {
-    // Read straight from the caller's input tensors (staged if not contiguous).
-    std::vector<Staged> ins(inputList.begin(), inputList.end());
+  return enqueue(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, [=, this] {
+    // Read straight from the caller's input tensors (staged if not contiguous or scaled).
+    std::vector<Staged> ins;
+    for (const at::Tensor& in : inputList) ins.emplace_back(reduce.premultiplied(in));
     std::vector<const void*> blocks;
     for (auto& in : ins) blocks.push_back(in.data());
     Staged staged(output);
-    group_->run(CollectiveKind::kReduceScatter, dtype, op, -1, timeout, [&](Collective& c) {
-      algorithms::ringReduceScatter(c, blocks, staged.data(), output.numel(), dtype, op,
+    group_->run(CollectiveKind::kReduceScatter, dtype, reduce.op, -1, timeout, [&](Collective& c) {
+      algorithms::ringReduceScatter(c, blocks, staged.data(), output.numel(), dtype, reduce.op,
                                     group_->tuning().segmentBytes);
     });
-    if (average) staged.tensor().div_(size_);
+    reduce.finish(staged.tensor(), size_);
     staged.copyBack();
   });
 }
 
+void ProcessGroupRingx::checkTensorPair(const at::Tensor& output, const at::Tensor& input,
+                                        bool outputIsWhole, const char* collective,
+                                        int index) const {
+  // "output"/"input" for the single-tensor calls, "outputs[i]"/"inputs[i]" for coalesced ones.
+  const std::string out = index < 0 ? "output" : c10::str("outputs[", index, "]");
+  const std::string in = index < 0 ? "input" : c10::str("inputs[", index, "]");
+  checkTensor(output, collective, out.c_str());
+  checkTensor(input, collective, in.c_str());
+  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: ", collective, ": ", in,
+              " has dtype ", input.scalar_type(), " but ", out, " has ", output.scalar_type());
+  const at::Tensor& whole = outputIsWhole ? output : input;
+  const at::Tensor& share = outputIsWhole ? input : output;
+  TORCH_CHECK(whole.numel() == share.numel() * size_, "ringx: ", collective, ": ",
+              outputIsWhole ? out : in, " must have world_size (", size_,
+              ") times the elements of ", outputIsWhole ? in : out, " (", share.numel(), "), got ",
+              whole.numel());
+}
+
+void ProcessGroupRingx::runReduceScatterInto(const at::Tensor& output, const at::Tensor& input,
+                                             const ReduceSpec& reduce,
+                                             std::chrono::milliseconds timeout) {
+  const DataType dtype = toDataType(output, "reduce_scatter");
+  Staged in(reduce.premultiplied(input));  // the input stays as the caller gave it
+  Staged out(output);
+  group_->run(CollectiveKind::kReduceScatter, dtype, reduce.op, -1, timeout, [&](Collective& c) {
+    algorithms::ringReduceScatter(c, in.data(), out.data(), output.numel(), dtype, reduce.op,
+                                  group_->tuning().segmentBytes);
+  });
+  reduce.finish(out.tensor(), size_);
+  out.copyBack();
+}
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
-  checkTensor(output, "_reduce_scatter_base", "output");
-  checkTensor(input, "_reduce_scatter_base", "input");
-  TORCH_CHECK(input.scalar_type() == output.scalar_type(),
-              "ringx: _reduce_scatter_base: input "
-              "dtype ",
-              input.scalar_type(), " differs from output dtype ", output.scalar_type());
-  TORCH_CHECK(input.numel() == output.numel() * size_,
-              "ringx: _reduce_scatter_base: the input "
-              "must have world_size (",
-              size_, ") times the output's elements (", output.numel(), "), got ", input.numel());
-  bool average = false;
-  const ReduceOp op = toReduceOp(opts.reduceOp, output, "_reduce_scatter_base", &average);
-  const DataType dtype = toDataType(output, "_reduce_scatter_base");
+  checkOpen("_reduce_scatter_base");
+  checkTensorPair(output, input, /*outputIsWhole=*/false, "_reduce_scatter_base", -1);
+  const ReduceSpec reduce = toReduceSpec(opts.reduceOp, output, "_reduce_scatter_base");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", {output}, [=] {
-    Staged in(input);
-    Staged out(output);
-    group_->run(CollectiveKind::kReduceScatter, dtype, op, -1, timeout, [&](Collective& c) {
-      algorithms::ringReduceScatter(c, in.data(), out.data(), output.numel(), dtype, op,
-                                    group_->tuning().segmentBytes);
-    });
-    if (average) out.tensor().div_(size_);
-    out.copyBack();
-  });
+  return enqueue(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", {output},
+                 [=, this] { runReduceScatterInto(output, input, reduce, timeout); });
+}
+
+// DTensor and functional collectives call this even for one tensor; FSDP2 with several.
+// Each pair is one ring reduce-scatter, all in one Work (the tensors may differ in dtype).
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::ReduceScatterOptions& opts) {
+  checkOpen("reduce_scatter_tensor_coalesced");
+  const char* name = "reduce_scatter_tensor_coalesced";
+  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(), "ringx: ", name,
+              " needs as many outputs as inputs (at least one), got ", outputs.size(), " and ",
+              inputs.size());
+  std::vector<ReduceSpec> reduces;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    checkTensorPair(outputs[i], inputs[i], /*outputIsWhole=*/false, name, static_cast<int>(i));
+    reduces.push_back(toReduceSpec(opts.reduceOp, outputs[i], name));
+  }
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced",
+                 outputs, [=, this] {
+                   for (size_t i = 0; i < outputs.size(); ++i) {
+                     runReduceScatterInto(outputs[i], inputs[i], reduces[i], timeout);
+                   }
+                 });
 }
 
 // ---- broadcast ----------------------------------------------------------------------------------
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::broadcast(
     std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
+  checkOpen("broadcast");
   at::Tensor tensor = checkSingle(tensors, "broadcast", "tensors");
   checkRoot(opts.rootRank, "broadcast");
   const DataType dtype = toDataType(tensor, "broadcast");
   const int root = static_cast<int>(opts.rootRank);
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::BROADCAST, "ringx:broadcast", tensors, [=] {
+  return enqueue(OpType::BROADCAST, "ringx:broadcast", tensors, [=, this] {
     Staged staged(tensor);
     group_->run(CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, root, timeout,
                 [&](Collective& c) {
@@ -271,6 +386,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::broadcast(
 
 void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int src,
                                            int64_t bucketBytes) {
+  checkOpen("broadcastCoalesced");
   checkRoot(src, "broadcast_coalesced");
   TORCH_CHECK(bucketBytes > 0, "ringx: broadcast_coalesced: bucket_bytes must be positive, got ",
               bucketBytes);
@@ -327,6 +443,7 @@ void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
+  checkOpen("allgather");
   at::Tensor input = checkSingle(inputs, "allgather", "input_tensor");
   TORCH_CHECK(outputs.size() == 1, "ringx: allgather expects one output list per process, got ",
               outputs.size());
@@ -340,7 +457,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
   toDataType(input, "allgather");
   const auto timeout = callTimeout(opts.timeout);
   std::vector<at::Tensor> outputList = outputs[0];
-  return enqueue(OpType::ALLGATHER, "ringx:all_gather", outputList, [=]() mutable {
+  return enqueue(OpType::ALLGATHER, "ringx:all_gather", outputList, [=, this]() mutable {
     Staged in(input);
     const size_t bytes = byteSize(input);
     // Straight into the caller's tensors when they are contiguous.
@@ -358,30 +475,52 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
-  checkTensor(output, "_allgather_base", "output");
-  checkTensor(input, "_allgather_base", "input");
-  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: _allgather_base: input dtype ",
-              input.scalar_type(), " differs from output dtype ", output.scalar_type());
-  TORCH_CHECK(output.numel() == input.numel() * size_,
-              "ringx: _allgather_base: the output must "
-              "have world_size (",
-              size_, ") times the input's elements (", input.numel(), "), got ", output.numel());
-  const DataType dtype = toDataType(input, "_allgather_base");
+  checkOpen("_allgather_base");
+  checkTensorPair(output, input, /*outputIsWhole=*/true, "_allgather_base", -1);
+  toDataType(input, "_allgather_base");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", {output}, [=] {
-    Staged in(input);
-    Staged out(output);
-    group_->run(CollectiveKind::kAllgather, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
-      algorithms::ringAllgather(c, in.data(), out.data(), byteSize(input),
-                                group_->tuning().segmentBytes);
-    });
-    out.copyBack();
-  });
+  return enqueue(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", {output},
+                 [=, this] { runAllgatherInto(output, input, timeout); });
+}
+
+void ProcessGroupRingx::runAllgatherInto(const at::Tensor& output, const at::Tensor& input,
+                                         std::chrono::milliseconds timeout) {
+  Staged in(input);
+  Staged out(output);
+  group_->run(CollectiveKind::kAllgather, toDataType(input, "allgather"), ReduceOp::kSum, -1,
+              timeout, [&](Collective& c) {
+                algorithms::ringAllgather(c, in.data(), out.data(), byteSize(input),
+                                          group_->tuning().segmentBytes);
+              });
+  out.copyBack();
+}
+
+// DTensor and functional collectives call this even for one tensor; FSDP2 with several.
+// Each pair is one ring all-gather, all in one Work (the tensors may differ in dtype).
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  checkOpen("allgather_into_tensor_coalesced");
+  const char* name = "allgather_into_tensor_coalesced";
+  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(), "ringx: ", name,
+              " needs as many outputs as inputs (at least one), got ", outputs.size(), " and ",
+              inputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    checkTensorPair(outputs[i], inputs[i], /*outputIsWhole=*/true, name, static_cast<int>(i));
+    toDataType(inputs[i], name);
+  }
+  const auto timeout = callTimeout(opts.timeout);
+  return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs,
+                 [=, this] {
+                   for (size_t i = 0; i < outputs.size(); ++i)
+                     runAllgatherInto(outputs[i], inputs[i], timeout);
+                 });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
+  checkOpen("allgather_coalesced");
   TORCH_CHECK(static_cast<int>(outputLists.size()) == size_,
               "ringx: allgather_coalesced: "
               "expected one output list per rank (",
@@ -403,7 +542,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
   for (auto& list : outputLists) flatOutputs.insert(flatOutputs.end(), list.begin(), list.end());
   // Any mix of dtypes: gathering moves bytes.
   return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_coalesced", flatOutputs,
-                 [=]() mutable {
+                 [=, this]() mutable {
                    at::Tensor in = flattenBytes(inputs, &scratch_[1]);
                    const size_t bytes = byteSize(in);
                    at::Tensor flat = scratch(0, bytes * size_);
@@ -419,13 +558,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::GatherOptions& opts) {
+  checkOpen("gather");
   at::Tensor input = checkSingle(inputs, "gather", "tensor");
   checkRoot(opts.rootRank, "gather");
   const int root = static_cast<int>(opts.rootRank);
   std::vector<at::Tensor> outputList = rootOnlyList(outputs, input, root, "gather", "gather_list");
   const DataType dtype = toDataType(input, "gather");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::GATHER, "ringx:gather", outputList, [=]() mutable {
+  return enqueue(OpType::GATHER, "ringx:gather", outputList, [=, this]() mutable {
     Staged in(input);
     const size_t bytes = byteSize(input);
     at::Tensor flat = scratch(0, rank_ == root ? bytes * size_ : 0);
@@ -439,13 +579,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ScatterOptions& opts) {
+  checkOpen("scatter");
   at::Tensor output = checkSingle(outputs, "scatter", "tensor");
   checkRoot(opts.rootRank, "scatter");
   const int root = static_cast<int>(opts.rootRank);
   std::vector<at::Tensor> inputList = rootOnlyList(inputs, output, root, "scatter", "scatter_list");
   const DataType dtype = toDataType(output, "scatter");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::SCATTER, "ringx:scatter", outputs, [=] {
+  return enqueue(OpType::SCATTER, "ringx:scatter", outputs, [=, this] {
     at::Tensor flat = rank_ == root ? flattenBytes(inputList, &scratch_[0]) : scratch(0, 0);
     Staged out(output);
     group_->run(CollectiveKind::kScatter, dtype, ReduceOp::kSum, root, timeout, [&](Collective& c) {
@@ -460,6 +601,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplitSizes,
     std::vector<int64_t>& inputSplitSizes, const ::c10d::AllToAllOptions& opts) {
+  checkOpen("alltoall_base");
   checkTensor(output, "alltoall_base", "output");
   checkTensor(input, "alltoall_base", "input");
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: alltoall_base: input dtype ",
@@ -499,7 +641,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
   TORCH_CHECK(sendBytes[rank_] == recvBytes[rank_], "ringx: alltoall_base: rank ", rank_, " sends ",
               sendBytes[rank_], " bytes to itself but its output expects ", recvBytes[rank_]);
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::ALLTOALL_BASE, "ringx:all_to_all", {output}, [=] {
+  return enqueue(OpType::ALLTOALL_BASE, "ringx:all_to_all", {output}, [=, this] {
     Staged in(input);
     Staged out(output);
     group_->run(CollectiveKind::kAlltoall, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
@@ -513,6 +655,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Tensor>& outputs,
                                                              std::vector<at::Tensor>& inputs,
                                                              const ::c10d::AllToAllOptions& opts) {
+  checkOpen("alltoall");
   TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
               "ringx: alltoall needs one input and one output tensor per rank (", size_, "), got ",
               inputs.size(), " and ", outputs.size());
@@ -538,7 +681,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
     recvTotal += recvBytes.back();
   }
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::ALLTOALL, "ringx:all_to_all", outputs, [=]() mutable {
+  return enqueue(OpType::ALLTOALL, "ringx:all_to_all", outputs, [=, this]() mutable {
     at::Tensor in = flattenBytes(inputs, &scratch_[1]);
     at::Tensor out = scratch(0, recvTotal);
     group_->run(CollectiveKind::kAlltoall, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
@@ -552,8 +695,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
 // ---- barrier ------------------------------------------------------------------------------------
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::barrier(const ::c10d::BarrierOptions& opts) {
+  checkOpen("barrier");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::BARRIER, "ringx:barrier", {}, [=] {
+  return enqueue(OpType::BARRIER, "ringx:barrier", {}, [=, this] {
     group_->run(CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, -1, timeout,
                 [&](Collective& c) { algorithms::barrier(c); });
   });
@@ -581,11 +725,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::send(std::vector<at::Tensor>
   at::Tensor tensor = checkSingle(tensors, "send", "tensor");
   TORCH_CHECK(dstRank >= 0 && dstRank < size_ && dstRank != rank_, "ringx: send: destination rank ",
               dstRank, " is invalid (this is rank ", rank_, " of ", size_, ")");
+  checkOpen("send");
   at::Tensor contiguous = tensor.contiguous();
   auto work =
       c10::make_intrusive<RingxWork>(rank_, OpType::SEND, "ringx:send", tensors, group_->timeout());
   group_->p2p().send(dstRank, tag, contiguous.data_ptr(), byteSize(contiguous),
                      completeWork(work, contiguous, contiguous));
+  noteIssued(work);
   return work;
 }
 
@@ -606,11 +752,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::postRecv(std::vector<at::Ten
                                                              int srcRank, int tag, OpType type,
                                                              const char* title) {
   at::Tensor tensor = checkSingle(tensors, "recv", "tensor");
+  checkOpen(title);
   at::Tensor staging =
       tensor.is_contiguous() ? tensor : at::empty_like(tensor, at::MemoryFormat::Contiguous);
   auto work = c10::make_intrusive<RingxWork>(rank_, type, title, tensors, group_->timeout());
   group_->p2p().recv(srcRank, tag, staging.data_ptr(), byteSize(staging),
                      completeWork(work, staging, tensor));
+  noteIssued(work);
   return work;
 }
 
@@ -618,6 +766,22 @@ c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
     std::chrono::milliseconds timeout, std::string name) {
   return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout, std::move(name));
+}
+
+c10::intrusive_ptr<::c10d::ProcessGroup> makeRingxProcessGroup(
+    const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+    std::chrono::milliseconds timeout, std::string name) {
+  auto group = c10::make_intrusive<::c10d::ProcessGroup>(store, rank, size);
+  using BackendType = ::c10d::ProcessGroup::BackendType;
+  group->setBackend(c10::DeviceType::CPU, BackendType::CUSTOM,
+                    createProcessGroupRingx(store, rank, size, timeout, std::move(name)));
+  group->setDefaultBackend(BackendType::CUSTOM);
+  return group;
+}
+
+ProcessGroupRingx* ringxBackendOf(const c10::intrusive_ptr<::c10d::ProcessGroup>& group) {
+  if (!group || !group->hasBackendForDeviceType(c10::DeviceType::CPU)) return nullptr;
+  return dynamic_cast<ProcessGroupRingx*>(group->getBackend(c10::DeviceType::CPU).get());
 }
 
 }  // namespace ringx::c10d_glue

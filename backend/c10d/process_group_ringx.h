@@ -13,7 +13,11 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "backend/c10d/tensor_utils.h"
 #include "backend/c10d/torch_compat.h"
 #include "backend/c10d/work.h"
 #include "backend/group/group.h"
@@ -41,7 +45,10 @@ class ProcessGroupRingx : public BackendBase {
   const std::string getBackendName() const override { return "ringx"; }
   const std::string& groupName() const { return name_; }
   // Starts the process's trace session over this group's ranks (collective).
-  void startTracing(const TraceConfig& config) { group_->startTracing(config); }
+  void startTracing(const TraceConfig& config) {
+    checkOpen("startTracing");
+    group_->startTracing(config);
+  }
 
   c10::intrusive_ptr<::c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                              const ::c10d::BroadcastOptions& opts) override;
@@ -59,6 +66,9 @@ class ProcessGroupRingx : public BackendBase {
   c10::intrusive_ptr<::c10d::Work> allgather_coalesced(
       std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
       const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                           std::vector<at::Tensor>& inputs,
                                           const ::c10d::GatherOptions& opts) override;
@@ -70,6 +80,9 @@ class ProcessGroupRingx : public BackendBase {
       const ::c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                  std::vector<int64_t>& outputSplitSizes,
                                                  std::vector<int64_t>& inputSplitSizes,
@@ -88,14 +101,45 @@ class ProcessGroupRingx : public BackendBase {
   void setSequenceNumberForGroup() override {}  // every rank starts at 0
   uint64_t getSequenceNumberForGroup() override { return collectivesIssued_.load(); }
 
+  // Coalescing (batch_isend_irecv, torch's _coalescing_manager): the operations issued
+  // between startCoalescing and endCoalescing run as usual, and endCoalescing returns one
+  // Work that completes when all of them have.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<::c10d::Work> endCoalescing() override;
+
+  // split_group: a new ringx group over `ranks` (ranks of this group, sorted), or nullptr on
+  // ranks not in it. Every rank of this group calls it.
+  bool supportsSplitting() const override { return true; }
+  c10::intrusive_ptr<BackendBase> split(const c10::intrusive_ptr<::c10d::Store>& store,
+                                        const std::vector<int>& ranks,
+                                        const c10::intrusive_ptr<Options>& opts) override;
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+  void setTimeout(std::chrono::milliseconds timeout) override {
+    checkOpen("setTimeout");
+    group_->setTimeout(timeout);
+  }
+
+  // destroy_process_group calls shutdown: work already issued finishes (bounded by its
+  // timeout), then the connections close. abort fails work in flight at once, on this rank
+  // and (through the closed connections) on its peers. Afterwards every call is an error.
+  void shutdown() override;
+  void abort() override;
+
   // Broadcasts many tensors from `src` as few flat buckets of at most
   // `bucketBytes` (one dtype per bucket), at most two buckets in flight.
   // Blocks until every tensor holds src's values.
   void broadcastCoalesced(std::vector<at::Tensor>& tensors, int src, int64_t bucketBytes);
 
-  std::chrono::milliseconds timeout() const { return group_->timeout(); }
+  std::chrono::milliseconds timeout() const {
+    checkOpen("timeout");
+    return group_->timeout();
+  }
   // Per peer: "shm", "tcp", or "self".
-  std::vector<std::string> transports() const { return group_->transports(); }
+  std::vector<std::string> transports() const {
+    checkOpen("transports");
+    return group_->transports();
+  }
 
  private:
   using Job = std::function<void()>;
@@ -106,6 +150,22 @@ class ProcessGroupRingx : public BackendBase {
   c10::intrusive_ptr<::c10d::Work> postRecv(std::vector<at::Tensor>& tensors, int srcRank, int tag,
                                             ::c10d::OpType type, const char* title);
   std::chrono::milliseconds callTimeout(std::chrono::milliseconds requested) const;
+  // Raises if the group was shut down or aborted; what every call checks first.
+  void checkOpen(const char* collective) const;
+  // Joins the communication thread after the work queued so far, then closes the group.
+  void close();
+  // Remembers `work` for endCoalescing when a coalescing block is open.
+  void noteIssued(const c10::intrusive_ptr<RingxWork>& work);
+  // An output/input pair of an all-gather (outputIsWhole) or a reduce-scatter: same dtype,
+  // the whole tensor world_size times the share. `index` names the pair of a coalesced call
+  // in errors (-1: a single pair).
+  void checkTensorPair(const at::Tensor& output, const at::Tensor& input, bool outputIsWhole,
+                       const char* collective, int index) const;
+  // The bodies of _allgather_base and _reduce_scatter_base (communication thread).
+  void runAllgatherInto(const at::Tensor& output, const at::Tensor& input,
+                        std::chrono::milliseconds timeout);
+  void runReduceScatterInto(const at::Tensor& output, const at::Tensor& input,
+                            const ReduceSpec& reduce, std::chrono::milliseconds timeout);
   void checkRoot(int64_t root, const char* collective) const;
   // gather_list / scatter_list: one tensor per rank like `like` on the root, nothing elsewhere.
   std::vector<at::Tensor> rootOnlyList(std::vector<std::vector<at::Tensor>>& lists,
@@ -117,6 +177,10 @@ class ProcessGroupRingx : public BackendBase {
 
   std::unique_ptr<Group> group_;
   std::atomic<uint64_t> collectivesIssued_{0};
+  std::atomic<bool> closed_{false};
+  std::mutex coalescingMutex_;
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<RingxWork>> coalesced_;
   std::string name_;
   at::Tensor scratch_[2];
   // Declared last: destroyed first, so queued jobs finish while group_ lives.
@@ -127,5 +191,14 @@ class ProcessGroupRingx : public BackendBase {
 c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
     std::chrono::milliseconds timeout, std::string name = "world");
+
+// For C++ programs (libtorch has no init_process_group): a c10d::ProcessGroup whose CPU
+// backend is ringx, which is what the DDP and FSDP engines and torch's own C++ code take.
+c10::intrusive_ptr<::c10d::ProcessGroup> makeRingxProcessGroup(
+    const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+    std::chrono::milliseconds timeout, std::string name = "world");
+
+// The ringx backend that serves CPU tensors in `group`, or nullptr when another backend does.
+ProcessGroupRingx* ringxBackendOf(const c10::intrusive_ptr<::c10d::ProcessGroup>& group);
 
 }  // namespace ringx::c10d_glue

@@ -114,7 +114,8 @@ void registerTraceBindings(py::module& parent) {
         Recorder::instance().stop();
       },
       py::call_guard<py::gil_scoped_release>(), "Flush and close the trace (every sink).");
-  m.def("flush", [] { Recorder::instance().flush(); }, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "flush", [] { Recorder::instance().flush(); }, py::call_guard<py::gil_scoped_release>());
   m.def("live_address", &TraceSession::liveAddress);
   m.def("dropped_events", [] { return Recorder::instance().droppedEvents(); });
 }

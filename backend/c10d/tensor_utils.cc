@@ -38,55 +38,91 @@ DataType toDataType(const at::Tensor& tensor, const char* collective) {
   }
 }
 
-ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const at::Tensor& tensor, const char* collective,
-                    bool* average) {
-  *average = false;
-  ReduceOp mapped = ReduceOp::kSum;
+ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
+                        const char* collective) {
+  ReduceSpec spec;
+  const bool floating =
+      at::isFloatingType(tensor.scalar_type()) || at::isComplexType(tensor.scalar_type());
   switch (op.op_) {
     case ::c10d::ReduceOp::SUM:
-      mapped = ReduceOp::kSum;
+      spec.op = ReduceOp::kSum;
       break;
     case ::c10d::ReduceOp::PRODUCT:
-      mapped = ReduceOp::kProduct;
+      spec.op = ReduceOp::kProduct;
       break;
     case ::c10d::ReduceOp::MIN:
-      mapped = ReduceOp::kMin;
+      spec.op = ReduceOp::kMin;
       break;
     case ::c10d::ReduceOp::MAX:
-      mapped = ReduceOp::kMax;
+      spec.op = ReduceOp::kMax;
       break;
     case ::c10d::ReduceOp::BAND:
-      mapped = ReduceOp::kBAnd;
+      spec.op = ReduceOp::kBAnd;
       break;
     case ::c10d::ReduceOp::BOR:
-      mapped = ReduceOp::kBOr;
+      spec.op = ReduceOp::kBOr;
       break;
     case ::c10d::ReduceOp::BXOR:
-      mapped = ReduceOp::kBXor;
+      spec.op = ReduceOp::kBXor;
       break;
     case ::c10d::ReduceOp::AVG:
-      TORCH_CHECK(
-          at::isFloatingType(tensor.scalar_type()) || at::isComplexType(tensor.scalar_type()),
-          "ringx: ", collective,
-          " with ReduceOp.AVG needs a floating point or complex "
-          "tensor, got ",
-          tensor.scalar_type(), "; use SUM and divide yourself");
-      *average = true;
-      mapped = ReduceOp::kSum;
+      TORCH_CHECK(floating, "ringx: ", collective,
+                  " with ReduceOp.AVG needs a floating point or complex tensor, got ",
+                  tensor.scalar_type(), "; use SUM and divide yourself");
+      spec.average = true;
       break;
+    case ::c10d::ReduceOp::PREMUL_SUM: {
+      TORCH_CHECK(floating, "ringx: ", collective,
+                  " with PREMUL_SUM needs a floating point or complex tensor, got ",
+                  tensor.scalar_type());
+      const auto* supplement =
+          dynamic_cast<const ::c10d::PreMulSumSupplement*>(op.supplement_.get());
+      TORCH_CHECK(supplement, "ringx: ", collective,
+                  ": a PREMUL_SUM op without its factor; make it with "
+                  "torch.distributed._make_nccl_premul_sum(factor)");
+      spec.premul = true;
+      if (supplement->tensor_factor.defined()) {
+        TORCH_CHECK(supplement->tensor_factor.device().is_cpu(), "ringx: ", collective,
+                    ": PREMUL_SUM's factor tensor is on ", supplement->tensor_factor.device(),
+                    "; ringx needs it on the CPU");
+        spec.factorTensor = supplement->tensor_factor;
+      } else {
+        spec.factor = supplement->double_factor;
+      }
+      break;
+    }
     default:
       TORCH_CHECK(false, "ringx: ", collective, " does not support this ReduceOp (",
                   static_cast<int>(op.op_),
-                  "); use SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR "
-                  "or BXOR");
+                  "); use SUM, AVG, PREMUL_SUM, PRODUCT, MIN, MAX, BAND, BOR or BXOR");
   }
   DataType type = toDataType(tensor, collective);
-  TORCH_CHECK(reduceOpSupports(mapped, type), "ringx: ", collective, " cannot apply ReduceOp.",
-              reduceOpName(mapped), " to a ", tensor.scalar_type(), " tensor",
-              (mapped == ReduceOp::kMin || mapped == ReduceOp::kMax)
+  TORCH_CHECK(reduceOpSupports(spec.op, type), "ringx: ", collective, " cannot apply ReduceOp.",
+              reduceOpName(spec.op), " to a ", tensor.scalar_type(), " tensor",
+              (spec.op == ReduceOp::kMin || spec.op == ReduceOp::kMax)
                   ? " (complex numbers have no order)"
                   : " (bitwise ops need an integer or bool tensor)");
-  return mapped;
+  return spec;
+}
+
+void ReduceSpec::premultiplyInPlace(const at::Tensor& t) const {
+  if (!premul) return;
+  if (factorTensor.defined()) {
+    t.mul_(factorTensor.reshape({}));
+  } else {
+    t.mul_(factor);
+  }
+}
+
+at::Tensor ReduceSpec::premultiplied(const at::Tensor& t) const {
+  if (!premul) return t;
+  at::Tensor copy = t.clone(at::MemoryFormat::Contiguous);
+  premultiplyInPlace(copy);
+  return copy;
+}
+
+void ReduceSpec::finish(const at::Tensor& t, int groupSize) const {
+  if (average) t.div_(groupSize);
 }
 
 void checkTensor(const at::Tensor& tensor, const char* collective, const char* what) {

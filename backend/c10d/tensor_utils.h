@@ -16,9 +16,28 @@ namespace ringx::c10d_glue {
 
 DataType toDataType(const at::Tensor& tensor, const char* collective);
 
-// Maps a c10d reduce op; AVG is reported as SUM with *average set.
-ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const at::Tensor& tensor, const char* collective,
-                    bool* average);
+// A c10d reduce op as ringx runs it: the core reduces with `op`; AVG and PREMUL_SUM are sums
+// with a step around them (a division by the group size after, a multiplication by the
+// user's factor before), as torch defines them.
+struct ReduceSpec {
+  ReduceOp op = ReduceOp::kSum;
+  bool average = false;     // AVG: divide the sum by the group size
+  bool premul = false;      // PREMUL_SUM: multiply every rank's input by the factor first
+  double factor = 1;        // PREMUL_SUM's factor, when given as a number
+  at::Tensor factorTensor;  // ... or as a one-element tensor
+
+  // Multiplies `t` in place by the PREMUL_SUM factor (nothing for other ops).
+  void premultiplyInPlace(const at::Tensor& t) const;
+  // `t` multiplied by the PREMUL_SUM factor in a new tensor, for inputs that must stay as
+  // they are; `t` itself for other ops.
+  at::Tensor premultiplied(const at::Tensor& t) const;
+  // Divides `t` in place by `groupSize` for AVG (nothing for other ops).
+  void finish(const at::Tensor& t, int groupSize) const;
+};
+
+// Maps a c10d reduce op for `tensor`, or raises a clear error (an op the dtype cannot take).
+ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
+                        const char* collective);
 
 // A dense CPU tensor, else a clear error naming `what` in `collective`.
 void checkTensor(const at::Tensor& tensor, const char* collective, const char* what);

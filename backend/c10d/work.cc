@@ -13,6 +13,46 @@ RingxWork::RingxWork(int rank, ::c10d::OpType opType, const char* profilingTitle
           c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
       waitLimit_(waitLimit) {}
 
+c10::intrusive_ptr<RingxWork> RingxWork::whenAll(
+    int rank, ::c10d::OpType opType, const std::vector<c10::intrusive_ptr<RingxWork>>& works,
+    std::chrono::milliseconds waitLimit) {
+  std::vector<at::Tensor> outputs;
+  for (const auto& work : works) {
+    for (const at::Tensor& t : work->outputs_) outputs.push_back(t);
+  }
+  auto all = c10::make_intrusive<RingxWork>(rank, opType, "ringx:coalesced", std::move(outputs),
+                                            waitLimit);
+  if (works.empty()) {
+    all->markSuccess();
+    return all;
+  }
+  // The last of the works to finish completes `all`; the first error is the one reported.
+  struct Pending {
+    std::mutex mutex;
+    size_t left;
+    std::exception_ptr error;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->left = works.size();
+  for (const auto& work : works) {
+    work->future_->addCallback([all, pending](c10::ivalue::Future& done) {
+      std::exception_ptr error;
+      {
+        std::lock_guard<std::mutex> lock(pending->mutex);
+        if (done.hasError() && !pending->error) pending->error = done.exception_ptr();
+        if (--pending->left > 0) return;
+        error = pending->error;
+      }
+      if (error) {
+        all->markFailed(error);
+      } else {
+        all->markSuccess();
+      }
+    });
+  }
+  return all;
+}
+
 void RingxWork::markStarted(int64_t startedNs, int64_t seq) {
   seq_.store(seq, std::memory_order_release);
   startedNs_.store(startedNs, std::memory_order_release);

@@ -22,6 +22,12 @@ class RingxWork : public ::c10d::Work {
   RingxWork(int rank, ::c10d::OpType opType, const char* profilingTitle,
             std::vector<at::Tensor> outputs, std::chrono::milliseconds waitLimit);
 
+  // A Work that completes when every one of `works` has (failing with the first error), with
+  // their outputs: what endCoalescing returns.
+  static c10::intrusive_ptr<RingxWork> whenAll(
+      int rank, ::c10d::OpType opType, const std::vector<c10::intrusive_ptr<RingxWork>>& works,
+      std::chrono::milliseconds waitLimit);
+
   // Called exactly once from the thread that ran the operation.
   void markSuccess(int sourceRank = -1);
   void markFailed(std::exception_ptr error);

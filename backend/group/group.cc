@@ -52,7 +52,8 @@ algorithms::Tuning tuningFromEnvironment() {
   return tuning;
 }
 
-Group::Group(GroupOptions options) : options_(std::move(options)) {
+Group::Group(GroupOptions options)
+    : options_(std::move(options)), timeoutMs_(options_.timeout.count()) {
   RINGX_CHECK(options_.size >= 1 && options_.rank >= 0 && options_.rank < options_.size,
               "ringx: rank ", options_.rank, " is not within a group of size ", options_.size);
   RINGX_CHECK(options_.store != nullptr, "ringx: a store is required");
@@ -156,7 +157,7 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
                   "). Destroy it and create a new one, or restart the job.");
     }
   }
-  if (timeout.count() <= 0) timeout = options_.timeout;
+  if (timeout.count() <= 0) timeout = this->timeout();
   algorithms::CallSignature call;
   call.kind = kind;
   call.seq = seq;

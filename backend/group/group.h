@@ -10,6 +10,7 @@
 // the published reason, so the error on every rank names the rank that died.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -49,7 +50,9 @@ class Group {
 
   int rank() const { return options_.rank; }
   int size() const { return options_.size; }
-  std::chrono::milliseconds timeout() const { return options_.timeout; }
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeoutMs_.load()); }
+  // The timeout of collectives issued from now on (torch's ProcessGroup.set_timeout).
+  void setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
   const algorithms::Tuning& tuning() const { return options_.tuning; }
 
   // Runs one collective: assigns the next sequence number, builds the
@@ -84,6 +87,7 @@ class Group {
                      CollectiveOutcome* outcome);
 
   GroupOptions options_;
+  std::atomic<std::chrono::milliseconds::rep> timeoutMs_;
   std::string token_;  // the group's connection token (from the store)
   std::unique_ptr<transport::Context> context_;
   std::unique_ptr<PointToPoint> p2p_;

@@ -8,6 +8,7 @@ Everything torch.distributed offers on CPU tensors (all_reduce, broadcast, all_g
 reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
 
     ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
+    ringx.transports(group=None)      # "shm" / "tcp" / "self" to each rank
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
     ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
     ringx.fsdp.FullyShardedDataParallel  # the C++ FSDP engine (ringx/fsdp.py)
@@ -21,7 +22,8 @@ import torch.distributed as dist
 from . import _C
 from ._C import ProcessGroupRingx
 
-__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
+__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "transports", "BACKEND_NAME",
+           "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
 # PyTorch's DDP syncs module state in 250 MiB buckets; smaller buckets pipeline better.
@@ -52,6 +54,11 @@ def _register():
 
 _register()
 
+
+def _autoload():
+    """torch's entry point for out-of-tree backends (pyproject.toml): `import torch` imports
+    this package, which registers "ringx" above; nothing more to do."""
+
 # At exit, let every communication thread finish releasing the tensors of work issued so
 # far while the interpreter still runs: a group kept alive past destroy_process_group (by a
 # DDP or FSDP engine, say) would otherwise drop Python-owned tensors after finalisation,
@@ -77,6 +84,16 @@ def _ringx_group(group):
         if isinstance(backend, ProcessGroupRingx):
             return backend
     return None
+
+
+def transports(group=None):
+    """The transport this rank uses to each rank of `group` (None = the default group), a
+    ringx group: "shm" (shared memory, same host), "tcp", or "self"."""
+    pg = _ringx_group(group)
+    if pg is None:
+        raise ValueError("ringx.transports needs a ringx process group; this group's CPU "
+                         "backend is not ringx")
+    return pg.transports()
 
 
 def broadcast_coalesced(tensors, src, group=None, bucket_bytes=DEFAULT_BUCKET_BYTES):

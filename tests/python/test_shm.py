@@ -5,12 +5,13 @@ import os
 import torch
 import torch.distributed as dist
 
+import ringx
+
 from harness import run_ranks
 
 
 def _transports(rank, world):
-    pg = dist.distributed_c10d._get_default_group()
-    return pg.transports()
+    return ringx.transports()
 
 
 def _ringx_entries():
