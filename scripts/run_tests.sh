@@ -2,12 +2,21 @@
 # Runs every test suite of ringx and prints one summary. Used by `make test` and CI.
 #   gtest (through ctest)  the torch-free core: algorithms x transport x world size
 #   pytest                 the Python face, multi-process
-#   conformance            PyTorch's own distributed_test.py with BACKEND=ringx
-# RINGX_CONFORMANCE_WORLD_SIZES (default "2 3") picks the conformance world sizes.
+#   conformance            PyTorch's own distributed_test.py with BACKEND=ringx, at world
+#                          sizes 2 and 3, strict against the gloo baseline
+# It always runs all of them: variables that would run less (PYTEST_ARGS and the conformance
+# switches that run_conformance.sh takes when run by hand) are reported and ignored.
 set -u
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-PYTHON=${RINGX_PYTHON:-$(scripts/find_python.sh)}
+PYTHON=$(scripts/find_python.sh)
+for var in PYTEST_ARGS PYTEST_ADDOPTS WORLD_SIZES BACKEND BASELINE_DIR STRICT_BASELINE \
+  RINGX_CONFORMANCE_UNGATE RINGX_CONFORMANCE_EARLY_SKIP; do
+  if [ -n "${!var+set}" ]; then
+    echo "run_tests: ignoring $var=${!var}: make test runs every test" >&2
+    unset "$var"
+  fi
+done
 export PYTHONPATH="$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 # A test that gloo passes and a plugin can reach, but that does not pass for ringx, fails the run.
@@ -32,7 +41,7 @@ run_suite() {
 
 run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
 run_suite pytest "$PYTHON" -m pytest -q tests/python
-run_suite conformance tests/conformance/run_conformance.sh ringx "${RINGX_CONFORMANCE_WORLD_SIZES:-2 3}"
+run_suite conformance env PYTHON="$PYTHON" tests/conformance/run_conformance.sh ringx "2 3"
 
 echo
 echo "==== summary"

@@ -8,16 +8,16 @@
 #   WORLD_SIZES   default: $WORLD_SIZES, else "2 3"   (space separated)
 #
 # Environment:
-#   PYTHON            interpreter (default: $RINGX_PYTHON, else /usr/bin/python3 -- the Debian
-#                     python that has torch 1.13; not the pyenv python3 first on PATH)
+#   PYTHON            interpreter (default: scripts/find_python.sh: $RINGX_PYTHON, else .venv)
 #   CONFORMANCE_OUT   output directory (default: build/conformance under the repo root)
 #   PYTEST_ARGS       extra pytest arguments, e.g. PYTEST_ARGS="-k all_reduce"
 #   BASELINE_DIR      where gloo_passing_ws<N>.txt / plugin_reachable_ws<N>.txt live (default:
 #                     this directory).  For a non-gloo backend, tests that pass under gloo
 #                     but not here are listed, each marked as either suite-gated to gloo or
 #                     a regression (in plugin_reachable_ws<N>.txt, i.e. the suite runs it
-#                     for a plugin backend).  STRICT_BASELINE=1 makes regressions (or, with
-#                     no plugin_reachable list, any missing test) a failure too.
+#                     for a plugin backend, or in ringx_ungated.txt).  STRICT_BASELINE=1
+#                     makes regressions (or, with no plugin_reachable list, any missing
+#                     test), and baseline tests that were not collected at all, a failure too.
 #
 # Per world size N it writes, in CONFORMANCE_OUT:
 #   <backend>_ws<N>.xml           junit xml from pytest
@@ -33,7 +33,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 
 BACKEND_ARG="${1:-${BACKEND:-ringx}}"
 WORLD_SIZES_ARG="${2:-${WORLD_SIZES:-2 3}}"
-PY="${PYTHON:-${RINGX_PYTHON:-/usr/bin/python3}}"
+PY="${PYTHON:-$("$REPO/scripts/find_python.sh")}"
 OUT="${CONFORMANCE_OUT:-$REPO/build/conformance}"
 BASELINE_DIR="${BASELINE_DIR:-$HERE}"
 case "$OUT" in /*) ;; *) OUT="$REPO/$OUT" ;; esac
@@ -63,7 +63,7 @@ for ws in $WORLD_SIZES_ARG; do
   secs=$(( $(date +%s) - start ))
 
   baseline="$BASELINE_DIR/gloo_passing_ws${ws}.txt"
-  "$PY" - "$xml" "$summary" "$passed_list" "$ws" "$secs" "$rc" "$BACKEND" "$baseline" \
+  RINGX_CONFORMANCE_DIR="$HERE" "$PY" - "$xml" "$summary" "$passed_list" "$ws" "$secs" "$rc" "$BACKEND" "$baseline" \
       "${STRICT_BASELINE:-0}" <<'EOF'
 import os, sys
 import xml.etree.ElementTree as ET
@@ -94,10 +94,13 @@ collected = set(passed) | set(failed) | set(skipped)
 if suite_ran and backend != "gloo" and os.path.exists(baseline) and collected:
     with open(baseline) as f:
         expected = {l.strip() for l in f if l.strip() and not l.startswith("#")}
-    not_collected = expected - collected
+    not_collected = sorted(expected - collected)
     if not_collected:
         lines.append(f"  {len(not_collected)} baseline tests not collected in this run "
-                     f"(deselected by PYTEST_ARGS?); compared on the rest")
+                     f"(deselected by PYTEST_ARGS, or gone from the suite?)")
+        lines += [f"    not collected: {n}" for n in not_collected]
+        if strict == "1":
+            bad = True
     expected &= collected
     missing = sorted(expected - set(passed))
     lines.append(f"  vs gloo baseline ({os.path.basename(baseline)}): "
@@ -111,6 +114,11 @@ if suite_ran and backend != "gloo" and os.path.exists(baseline) and collected:
     if os.path.exists(reachable_file):
         with open(reachable_file) as f:
             reachable = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+        # Tests whose gloo-only gate the driver lifts for ringx count as reachable too.
+        ungated_file = os.path.join(os.environ["RINGX_CONFORMANCE_DIR"], "ringx_ungated.txt")
+        if backend == "ringx" and os.path.exists(ungated_file):
+            with open(ungated_file) as f:
+                reachable |= {l.split()[0] for l in f if l.strip() and not l.startswith("#")}
     status = {n: "FAILED" for n in failed}
     status.update({n: "SKIPPED" for n in skipped})
     for m in missing:

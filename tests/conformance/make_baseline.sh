@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Records the conformance baselines that run_conformance.sh compares ringx with, for the torch
+# of the project's environment, at world sizes 2 and 3 (about an hour on 2 cores):
+#   gloo_passing_ws<N>.txt       the tests that pass with BACKEND=gloo
+#   plugin_reachable_ws<N>.txt   the tests that pass with a stand-in plugin named "ringx" that
+#                                hands out gloo groups (gloo_standin/): what the suite lets a
+#                                plugin backend reach
+# Tests that can only skip on this machine (no GPU, world size) are skipped before spawning,
+# as in make test; RINGX_CONFORMANCE_EARLY_SKIP=0 records with every skip decided by the suite
+# in its ranks (slower: every skipped test still starts WORLD_SIZE interpreters).
+#   tests/conformance/make_baseline.sh [WORLD_SIZES]
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+PY="${PYTHON:-$("$REPO/scripts/find_python.sh")}"
+OUT="$REPO/build/conformance-baseline"
+mkdir -p "$OUT"
+for ws in ${1:-2 3}; do
+  PYTHON="$PY" CONFORMANCE_OUT="$OUT/gloo" "$HERE/run_conformance.sh" gloo "$ws" || true
+  cp "$OUT/gloo/gloo_ws${ws}_passed.txt" "$HERE/gloo_passing_ws${ws}.txt"
+  # The stand-in is found before build/python, and the driver skips nothing ringx-specific
+  # for it: it only lifts gates for the real ringx (RINGX_CONFORMANCE_UNGATE=0).
+  PYTHONPATH="$HERE/gloo_standin" RINGX_CONFORMANCE_UNGATE=0 PYTHON="$PY" \
+    CONFORMANCE_OUT="$OUT/standin" "$HERE/run_conformance.sh" ringx "$ws" || true
+  cp "$OUT/standin/ringx_ws${ws}_passed.txt" "$HERE/plugin_reachable_ws${ws}.txt"
+  echo "ws=$ws: $(wc -l <"$HERE/gloo_passing_ws${ws}.txt") pass on gloo," \
+    "$(wc -l <"$HERE/plugin_reachable_ws${ws}.txt") with the stand-in plugin"
+done
