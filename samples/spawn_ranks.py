@@ -1,8 +1,7 @@
 """What the Python samples share: run `train(args)` on every rank.
 
 Under torchrun (RANK in the environment) this process is one rank; otherwise it starts
-args.world_size processes with the env:// variables torchrun would set (Debian's torchrun
-1.13 fails on Python 3.11 before it starts any worker).
+args.world_size processes with the env:// variables torchrun would set.
 """
 import os
 import socket

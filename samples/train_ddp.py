@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Train a small model on several CPU processes with DDP over backend="ringx".
 
-    PYTHONPATH=build/python /usr/bin/python3 samples/train_ddp.py --world-size 2
-    torchrun --nproc-per-node 2 samples/train_ddp.py          # where torchrun works
+    PYTHONPATH=build/python .venv/bin/python samples/train_ddp.py --world-size 2
+    PYTHONPATH=build/python .venv/bin/torchrun --standalone --nproc-per-node 2 samples/train_ddp.py
 
 Without RANK in the environment it starts --world-size processes itself, with the same
 env:// variables torchrun would set. Each rank starts from different random weights.

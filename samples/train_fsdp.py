@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Train a small transformer-like model fully sharded (ringx.fsdp) over backend="ringx".
 
-    PYTHONPATH=build/python /usr/bin/python3 samples/train_fsdp.py --world-size 2
-    torchrun --nproc-per-node 2 samples/train_fsdp.py          # where torchrun works
+    PYTHONPATH=build/python .venv/bin/python samples/train_fsdp.py --world-size 2
+    PYTHONPATH=build/python .venv/bin/torchrun --standalone --nproc-per-node 2 samples/train_fsdp.py
 
 The model is an input projection, --blocks residual MLP blocks (norm, up, GELU, down) and a
 head. Every block is its own FSDP unit (auto_wrap_policy={Block}); the projection and head

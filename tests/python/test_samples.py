@@ -25,6 +25,24 @@ def test_train_ddp_sample_agrees_across_ranks(tmp_path):
     assert (tmp_path / "trace" / "rank-1.ringx").exists()
 
 
+def test_samples_run_under_torchrun_as_the_readme_writes():
+    # PYTHONPATH=build/python .venv/bin/torchrun --standalone --nproc-per-node 2 samples/...
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
+        env.pop(var, None)
+    for sample, args, ok in (
+            ("train_ddp.py", ["--steps", "5"], "weights identical on all ranks: True"),
+            ("train_fsdp.py", ["--steps", "4", "--blocks", "2"],
+             "full state dict identical on all ranks: True")):
+        result = subprocess.run(
+            [torchrun, "--standalone", "--nproc-per-node", "2",
+             os.path.join(ROOT, "samples", sample), *args],
+            capture_output=True, text=True, timeout=180, env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert ok in result.stdout, result.stdout
+
+
 def test_train_fsdp_sample_agrees_across_ranks_and_reports_memory(tmp_path):
     result = run_sample("train_fsdp.py", "--world-size", "2", "--steps", "4", "--blocks", "3",
                         "--trace", str(tmp_path / "trace"))
