@@ -315,6 +315,18 @@ void ProcessGroupRingx::checkTensorPair(const at::Tensor& output, const at::Tens
               whole.numel());
 }
 
+void ProcessGroupRingx::checkTensorPairs(const std::vector<at::Tensor>& outputs,
+                                         const std::vector<at::Tensor>& inputs, bool outputIsWhole,
+                                         const char* collective) const {
+  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(), "ringx: ", collective,
+              " needs as many outputs as inputs (at least one), got ", outputs.size(), " and ",
+              inputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    checkTensorPair(outputs[i], inputs[i], outputIsWhole, collective, static_cast<int>(i));
+    toDataType(inputs[i], collective);
+  }
+}
+
 void ProcessGroupRingx::runReduceScatterInto(const at::Tensor& output, const at::Tensor& input,
                                              const ReduceSpec& reduce,
                                              std::chrono::milliseconds timeout) {
@@ -345,14 +357,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("reduce_scatter_tensor_coalesced");
-  const char* name = "reduce_scatter_tensor_coalesced";
-  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(), "ringx: ", name,
-              " needs as many outputs as inputs (at least one), got ", outputs.size(), " and ",
-              inputs.size());
+  checkTensorPairs(outputs, inputs, /*outputIsWhole=*/false, "reduce_scatter_tensor_coalesced");
   std::vector<ReduceSpec> reduces;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    checkTensorPair(outputs[i], inputs[i], /*outputIsWhole=*/false, name, static_cast<int>(i));
-    reduces.push_back(toReduceSpec(opts.reduceOp, outputs[i], name));
+  for (const at::Tensor& output : outputs) {
+    reduces.push_back(toReduceSpec(opts.reduceOp, output, "reduce_scatter_tensor_coalesced"));
   }
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced",
@@ -501,14 +509,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_into_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather_into_tensor_coalesced");
-  const char* name = "allgather_into_tensor_coalesced";
-  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(), "ringx: ", name,
-              " needs as many outputs as inputs (at least one), got ", outputs.size(), " and ",
-              inputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    checkTensorPair(outputs[i], inputs[i], /*outputIsWhole=*/true, name, static_cast<int>(i));
-    toDataType(inputs[i], name);
-  }
+  checkTensorPairs(outputs, inputs, /*outputIsWhole=*/true, "allgather_into_tensor_coalesced");
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs,
                  [=, this] {

@@ -161,6 +161,10 @@ class ProcessGroupRingx : public BackendBase {
   // in errors (-1: a single pair).
   void checkTensorPair(const at::Tensor& output, const at::Tensor& input, bool outputIsWhole,
                        const char* collective, int index) const;
+  // The pairs of a tensor-coalesced call: as many outputs as inputs, each pair checked.
+  void checkTensorPairs(const std::vector<at::Tensor>& outputs,
+                        const std::vector<at::Tensor>& inputs, bool outputIsWhole,
+                        const char* collective) const;
   // The bodies of _allgather_base and _reduce_scatter_base (communication thread).
   void runAllgatherInto(const at::Tensor& output, const at::Tensor& input,
                         std::chrono::milliseconds timeout);

@@ -25,7 +25,7 @@ def _batch(step, world):
     return torch.randn(4 * world, 16, generator=g), torch.randn(4 * world, 4, generator=g)
 
 
-def _reference(world, dtype=None):
+def _reference(world):
     """The model after STEPS SGD steps on the whole batch in one process, as numpy arrays."""
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=LR)
@@ -48,6 +48,12 @@ def _train(model, rank, world, data_rank, data_world):
         opt.step()
 
 
+def _assert_every_rank_matches(results, expected, rtol=1e-5, atol=1e-6):
+    for params in results:
+        for got, want in zip(params, expected):
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
 def _full_parameters(model):
     from torch.distributed.tensor import DTensor
 
@@ -65,11 +71,7 @@ def _fsdp1(rank, world):
 
 
 def test_torch_fsdp_over_ringx_matches_single_process_training():
-    world = 2
-    expected = _reference(world)
-    for params in run_ranks(_fsdp1, world):
-        for got, want in zip(params, expected):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _assert_every_rank_matches(run_ranks(_fsdp1, 2), _reference(2))
 
 
 def _fsdp2(rank, world, mesh_shape=None, mixed=False):
@@ -78,10 +80,8 @@ def _fsdp2(rank, world, mesh_shape=None, mixed=False):
 
     if mesh_shape is None:
         mesh = init_device_mesh("cpu", (world,))
-        data_rank = rank
-    else:
+    else:  # HSDP: replicate over dim 0, shard over dim 1; the gradient averages over all ranks
         mesh = init_device_mesh("cpu", mesh_shape, mesh_dim_names=("replicate", "shard"))
-        data_rank = rank  # every rank sees its own rows: HSDP averages over all of them
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
         if mixed else MixedPrecisionPolicy()
     model = _model()
@@ -89,7 +89,7 @@ def _fsdp2(rank, world, mesh_shape=None, mixed=False):
         if isinstance(layer, nn.Linear):
             fully_shard(layer, mesh=mesh, mp_policy=policy)
     fully_shard(model, mesh=mesh, mp_policy=policy)
-    _train(model, rank, world, data_rank, world)
+    _train(model, rank, world, rank, world)
     return _full_parameters(model)
 
 
@@ -106,29 +106,16 @@ def _fsdp2_mixed(rank, world):
 
 
 def test_fsdp2_fully_shard_over_ringx_matches_single_process_training():
-    world = 2
-    expected = _reference(world)
-    for params in run_ranks(_fsdp2_plain, world):
-        for got, want in zip(params, expected):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _assert_every_rank_matches(run_ranks(_fsdp2_plain, 2), _reference(2))
 
 
 def test_fsdp2_hsdp_on_a_2x2_mesh_matches_single_process_training():
-    world = 4
-    expected = _reference(world)
-    for params in run_ranks(_fsdp2_hsdp, world, timeout=240):
-        for got, want in zip(params, expected):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    _assert_every_rank_matches(run_ranks(_fsdp2_hsdp, 4, timeout=240), _reference(4))
 
 
 def test_fsdp2_mixed_precision_stays_close_to_single_process_training():
-    world = 2
-    expected = _reference(world)
-    results = run_ranks(_fsdp2_mixed, world)
-    for params in results:
-        for got, want in zip(params, expected):
-            # bf16 compute: close, not equal
-            np.testing.assert_allclose(got, want, rtol=0.05, atol=0.02)
+    results = run_ranks(_fsdp2_mixed, 2)
+    _assert_every_rank_matches(results, _reference(2), rtol=0.05, atol=0.02)  # bf16: close
     # ...and every rank holds the same model
     for a, b in zip(results[0], results[1]):
         np.testing.assert_array_equal(a, b)
