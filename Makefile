@@ -10,7 +10,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 export RINGX_PYTHON := $(PYTHON)
 
-.PHONY: all setup build test demo bench format clean
+.PHONY: all setup build test demo bench pip-check format clean
 
 all: build
 
@@ -46,6 +46,10 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
 	@$(BUILD_DIR)/bin/bench_trace_record
 	@$(PYTHON) bench/viewer.py
+
+# pip install . in a fresh environment, then a torchrun allreduce (scripts/pip_check.sh).
+pip-check: setup
+	@scripts/pip_check.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -54,11 +54,6 @@ def _register():
 
 _register()
 
-
-def _autoload():
-    """torch's entry point for out-of-tree backends (pyproject.toml): `import torch` imports
-    this package, which registers "ringx" above; nothing more to do."""
-
 # At exit, let every communication thread finish releasing the tensors of work issued so
 # far while the interpreter still runs: a group kept alive past destroy_process_group (by a
 # DDP or FSDP engine, say) would otherwise drop Python-owned tensors after finalisation,

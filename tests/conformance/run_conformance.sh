@@ -68,6 +68,8 @@ for ws in $WORLD_SIZES_ARG; do
 import os, sys
 import xml.etree.ElementTree as ET
 
+import torch
+
 xml, summary, passed_list, ws, secs, rc, backend, baseline, strict = sys.argv[1:]
 rc = int(rc)
 passed, failed, skipped = [], [], []
@@ -91,9 +93,21 @@ if not suite_ran:
 
 missing = []
 collected = set(passed) | set(failed) | set(skipped)
+if suite_ran and backend != "gloo" and strict == "1" and not os.path.exists(baseline):
+    lines.append(f"  no baseline {baseline}: record it with tests/conformance/make_baseline.sh")
+    bad = True
 if suite_ran and backend != "gloo" and os.path.exists(baseline) and collected:
     with open(baseline) as f:
+        recorded = f.readline()
+        f.seek(0)
         expected = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+    # A baseline is only good for the torch it was recorded with (its first line says which).
+    if not recorded.startswith(f"# torch {torch.__version__},"):
+        lines.append(f"  {os.path.basename(baseline)} was not recorded with torch "
+                     f"{torch.__version__} (its first line: {recorded.strip()!r}); re-record "
+                     f"it with tests/conformance/make_baseline.sh")
+        if strict == "1":
+            bad = True
     not_collected = sorted(expected - collected)
     if not_collected:
         lines.append(f"  {len(not_collected)} baseline tests not collected in this run "
