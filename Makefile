@@ -8,7 +8,6 @@
 PYTHON := $(shell scripts/find_python.sh)
 BUILD_DIR ?= build
 JOBS ?= 2
-export RINGX_PYTHON := $(PYTHON)
 
 .PHONY: all setup build test demo bench pip-check format clean
 
