@@ -2,7 +2,7 @@
 """ringx.fsdp: peak parameter+gradient memory against the FSDP algorithm's account, and
 step time against DDP, same processes, interleaved.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/fsdp.py [--world-size 2] [--quick]
+    PYTHONPATH=build/python .venv/bin/python bench/fsdp.py [--world-size 2] [--quick]
 
 The model is a transformer-like stack without attention: an input Linear(d, d), 8 blocks
 (LayerNorm(d), Linear(d, 4d), GELU, Linear(4d, d), residual; d = 256, 526,080 parameters
@@ -73,6 +73,15 @@ backward, SGD step) of the round's steps.
    all-gathers in forward, again in backward, and reduce-scatters: 3(S-1)/S x 4 Psi, the
    paper's 1.5x of DDP (exactly (S-1)/S x 4 (3 Psi - R) here: the root is gathered once);
    SHARD_GRAD_OP gathers once and reduce-scatters: 2(S-1)/S x 4 Psi, 1.0x.
+
+3. torch's own FSDP2 beside ringx.fsdp, measured from the outside, in separate rank processes:
+   torch DDP on gloo, ringx.ddp on ringx, FSDP2 (fully_shard on every Block and the root, on a
+   device mesh over the group) on gloo and on ringx, and ringx.fsdp FULL_SHARD on ringx, the
+   same model from the same seed. Step time as above (interleaved rounds, medians). Peak
+   memory, the same tool for every engine: torch.profiler(profile_memory=True) on one extra
+   step, the highest point of the running sum of the allocations and frees it saw (activations
+   included), relative to the step's start; ringx.fsdp's own peak counter (parameters and
+   gradients only) is printed beside it.
 Compare ratios within one run; absolute times on a shared 2-core machine drift.
 """
 
@@ -375,6 +384,108 @@ def report(results, args):
           "unit (padded)")
 
 
+# ---- 3. torch FSDP2 beside ringx.fsdp ----------------------------------------------------
+
+ENGINES = [  # (label, engine, backend)
+    ("torch DDP", "torch.ddp", "gloo"),
+    ("ringx.ddp", "ringx.ddp", "ringx"),
+    ("torch FSDP2", "torch.fsdp2", "gloo"),
+    ("torch FSDP2", "torch.fsdp2", "ringx"),
+    ("ringx.fsdp FULL_SHARD", "ringx.fsdp", "ringx"),
+]
+
+
+def peak_allocated(step):
+    """The highest point, relative to its start, of what step() allocated minus what it freed,
+    as torch.profiler(profile_memory=True) saw it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    running = peak = 0
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        running += event.self_cpu_memory_usage
+        peak = max(peak, running)
+    return peak
+
+
+def worker_fsdp2(rank, world, init, rounds, steps, results):
+    import ringx  # noqa: F401  registers the backend
+    from ringx.ddp import DistributedDataParallel as RingxDDP
+    from ringx.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))
+    groups = {"gloo": dist.group.WORLD, "ringx": dist.new_group(backend="ringx")}
+
+    def build(engine, backend):
+        torch.manual_seed(0)
+        net = Net()
+        group = groups[backend]
+        if engine == "torch.ddp":
+            return nn.parallel.DistributedDataParallel(net, process_group=group)
+        if engine == "ringx.ddp":
+            return RingxDDP(net, process_group=group)
+        if engine == "ringx.fsdp":
+            return FSDP(net, process_group=group, auto_wrap_policy={Block})
+        mesh = DeviceMesh.from_group(group, "cpu")
+        for block in net.blocks:
+            fully_shard(block, mesh=mesh)
+        return fully_shard(net, mesh=mesh)
+
+    runs = {}
+    for label, engine, backend in ENGINES:
+        model = build(engine, backend)
+        runs[(label, backend)] = (model, torch.optim.SGD(model.parameters(), lr=1e-3))
+    generator = torch.Generator().manual_seed(rank)
+    x = torch.randn(BATCH, DIM, generator=generator)
+    y = torch.randn(BATCH, DIM, generator=generator)
+
+    def step(model, opt):
+        opt.zero_grad(set_to_none=True)
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+    out = {}
+    for key, (model, opt) in runs.items():
+        for _ in range(2):  # warm up
+            step(model, opt)
+        if hasattr(model, "reset_peak_memory"):
+            model.reset_peak_memory()
+        out[key] = dict(peak=peak_allocated(lambda: step(model, opt)), times=[],
+                        own_peak=model.memory_stats()["peak_bytes"]
+                        if hasattr(model, "memory_stats") else None)
+    for _ in range(rounds):
+        for key, (model, opt) in runs.items():
+            dist.barrier(group=groups["gloo"])
+            start = time.perf_counter()
+            for _ in range(steps):
+                step(model, opt)
+            out[key]["times"].append((time.perf_counter() - start) / steps)
+    results[rank] = {f"{label}|{backend}": dict(v, seconds=statistics.median(v.pop("times")))
+                     for (label, backend), v in out.items()}
+    dist.destroy_process_group()
+
+
+def report_fsdp2(results, args):
+    print(f"\n3. torch FSDP2 beside ringx.fsdp, world size {args.world_size} (separate processes; "
+          f"peak memory measured on one step, rank 0)")
+    anchor = results["torch FSDP2|gloo"]
+    print(f"  {'engine':<24} {'backend':<7} {'step ms':>8} {'vs FSDP2/gloo':>14} "
+          f"{'peak MiB (profiler)':>20} {'vs FSDP2/gloo':>14} {'own counter MiB':>16}")
+    for label, _, backend in ENGINES:
+        r = results[f"{label}|{backend}"]
+        own = f"{r['own_peak'] / MiB:16.2f}" if r["own_peak"] is not None else f"{'-':>16}"
+        print(f"  {label:<24} {backend:<7} {r['seconds'] * 1e3:8.2f} "
+              f"{r['seconds'] / anchor['seconds']:13.2f}x {r['peak'] / MiB:20.2f} {r['peak'] / anchor['peak']:13.2f}x {own}")
+    print("  peak: the profiler's allocations minus frees during the step, highest point "
+          "(activations and temporaries included); own counter: ringx.fsdp's "
+          "parameters+gradients peak")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--world-size", type=int, default=2)
@@ -387,6 +498,8 @@ def main():
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     torch.set_num_threads(1)
     report(run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/fsdp.py"), args)
+    report_fsdp2(run_ranks(worker_fsdp2, args.world_size, args.rounds, args.steps,
+                           name="bench/fsdp.py (FSDP2)"), args)
 
 
 if __name__ == "__main__":
