@@ -148,6 +148,21 @@ SPEED_CONFIGS = [
 ]
 
 
+def training_step(rank):
+    """step(model, opt): one SGD step on this rank's fixed batch (zero_grad(set_to_none=True)),
+    the step every engine of sections 1 to 3 is timed on."""
+    generator = torch.Generator().manual_seed(rank)
+    x = torch.randn(BATCH, DIM, generator=generator)
+    y = torch.randn(BATCH, DIM, generator=generator)
+
+    def step(model, opt):
+        opt.zero_grad(set_to_none=True)
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
 def block_params(block):
     """The original parameters of a Block (FSDP keeps them as attributes)."""
     return [getattr(m, a) for m in (block.norm, block.up, block.down) for a in ("weight", "bias")]
@@ -203,14 +218,7 @@ def worker(rank, world, init, rounds, steps, results):
         model = wrap(Net(), process_group=groups[backend])
         runs[("speed", label)] = (model, torch.optim.SGD(model.parameters(), lr=1e-3))
 
-    generator = torch.Generator().manual_seed(rank)
-    x = torch.randn(BATCH, DIM, generator=generator)
-    y = torch.randn(BATCH, DIM, generator=generator)
-
-    def step(model, opt):
-        opt.zero_grad(set_to_none=True)
-        nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
+    step = training_step(rank)
 
     for key, (model, opt) in runs.items():  # warm up (ringx.ddp rebuilds its buckets)
         for _ in range(2):
@@ -440,14 +448,7 @@ def worker_fsdp2(rank, world, init, rounds, steps, results):
     for label, engine, backend in ENGINES:
         model = build(engine, backend)
         runs[(label, backend)] = (model, torch.optim.SGD(model.parameters(), lr=1e-3))
-    generator = torch.Generator().manual_seed(rank)
-    x = torch.randn(BATCH, DIM, generator=generator)
-    y = torch.randn(BATCH, DIM, generator=generator)
-
-    def step(model, opt):
-        opt.zero_grad(set_to_none=True)
-        nn.functional.mse_loss(model(x), y).backward()
-        opt.step()
+    step = training_step(rank)
 
     out = {}
     for key, (model, opt) in runs.items():
