@@ -140,6 +140,11 @@ class ProcessGroupRingx : public BackendBase {
     checkOpen("transports");
     return group_->transports();
   }
+  // Bytes sent and received over each connection so far, counted by the transports.
+  std::vector<ConnectionTraffic> traffic() const {
+    checkOpen("traffic");
+    return group_->traffic();
+  }
 
  private:
   using Job = std::function<void()>;

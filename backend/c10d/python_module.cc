@@ -65,7 +65,25 @@ PYBIND11_MODULE(_C, m) {
           py::arg("clock_sync_interval_ms"), py::call_guard<py::gil_scoped_release>(),
           "Starts tracing over this group's ranks (every rank must call it); see ringx.trace.")
       .def("transports", &ProcessGroupRingx::transports,
-           "The transport to each rank of the group: 'shm', 'tcp', or 'self'.");
+           "The transport to each rank of the group: 'shm', 'tcp', or 'self'.")
+      .def(
+          "traffic",
+          [](const ProcessGroupRingx& self) {
+            py::list out;
+            for (const ringx::ConnectionTraffic& c : self.traffic()) {
+              py::dict entry;
+              entry["peer"] = c.peer;
+              entry["channel"] = c.channel;
+              entry["transport"] = c.transport;
+              entry["sent"] = c.sent;
+              entry["received"] = c.received;
+              out.append(entry);
+            }
+            return out;
+          },
+          "Bytes sent and received over each connection to another rank, cumulative: one "
+          "dict per (peer, channel) with peer, channel ('collective' or 'p2p'), transport, "
+          "sent, received.");
 
   m.def(
       "create_process_group",

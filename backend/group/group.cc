@@ -88,6 +88,19 @@ std::vector<std::string> Group::transports() const {
   return out;
 }
 
+std::vector<ConnectionTraffic> Group::traffic() const {
+  std::vector<ConnectionTraffic> out;
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer == rank()) continue;
+    const transport::Pair& collective = context_->pair(peer);
+    out.push_back({peer, "collective", collective.transportName(), collective.sendCompleted(),
+                   collective.recvCompleted()});
+    const transport::Pair& p2p = p2p_->pair(peer);
+    out.push_back({peer, "p2p", p2p.transportName(), p2p.sendCompleted(), p2p.recvCompleted()});
+  }
+  return out;
+}
+
 std::string Group::failureReportedByOthers() {
   try {
     if (options_.store->check(kFailureKey)) {

@@ -42,6 +42,15 @@ struct GroupOptions {
 // Reads RINGX_SEGMENT_BYTES and RINGX_DIRECT_ALLREDUCE_MAX_BYTES over the defaults.
 algorithms::Tuning tuningFromEnvironment();
 
+// What one of this rank's connections has carried (Group::traffic()).
+struct ConnectionTraffic {
+  int peer;
+  std::string channel;    // "collective" or "p2p"
+  std::string transport;  // "shm", "tcp"
+  uint64_t sent;          // payload bytes, cumulative since the group was made
+  uint64_t received;
+};
+
 class Group {
  public:
   // Connects to every other rank (collective and point-to-point meshes).
@@ -78,6 +87,10 @@ class Group {
   uint64_t collectivesIssued() const { return nextSeq_; }
   // The transport of each peer's collective connection ("shm", "tcp"; "self" for this rank).
   std::vector<std::string> transports() const;
+  // Bytes moved over each connection to another rank, as counted by the transports
+  // themselves: what the collectives actually sent, not what a formula says they should.
+  // Safe to call from any thread (the counters only grow).
+  std::vector<ConnectionTraffic> traffic() const;
 
  private:
   std::string failureReportedByOthers();

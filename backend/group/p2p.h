@@ -44,6 +44,9 @@ class PointToPoint {
   // Breaks all connections and fails every pending operation with `reason`.
   void abort(const std::string& reason);
 
+  // The connection to `peer` (not this rank's own), for its traffic counters.
+  const transport::Pair& pair(int peer) const { return *pairs_.at(peer); }
+
  private:
   struct FrameHeader {
     uint32_t magic;

@@ -56,7 +56,7 @@ void Pair::deliver(const char* from, size_t n) {
 void Pair::advanceSend(size_t n) {
   Op& op = sends_.front();
   op.done += n;
-  sendCompleted_ += n;
+  sendCompleted_.store(sendCompleted() + n, std::memory_order_relaxed);
   RINGX_ENFORCE_LE(op.done, op.size);
   if (op.done == op.size) {
     sends_.pop_front();
@@ -66,7 +66,7 @@ void Pair::advanceSend(size_t n) {
 void Pair::advanceRecv(size_t n) {
   Op& op = recvs_.front();
   op.done += n;
-  recvCompleted_ += n;
+  recvCompleted_.store(recvCompleted() + n, std::memory_order_relaxed);
   RINGX_ENFORCE_LE(op.done, op.size);
   if (op.done == op.size) {
     recvs_.pop_front();
@@ -76,10 +76,10 @@ void Pair::advanceRecv(size_t n) {
 std::string Pair::describePending() const {
   std::string out;
   if (!recvs_.empty()) {
-    out += strCat("receiving (", recvPosted_ - recvCompleted_, " bytes outstanding)");
+    out += strCat("receiving (", recvPosted_ - recvCompleted(), " bytes outstanding)");
   }
   if (!sends_.empty()) {
-    out += strCat(out.empty() ? "" : ", ", "sending (", sendPosted_ - sendCompleted_,
+    out += strCat(out.empty() ? "" : ", ", "sending (", sendPosted_ - sendCompleted(),
                   " bytes outstanding)");
   }
   return out;

@@ -16,6 +16,7 @@
 // plus doorbell() and checkAlive() where they cannot be polled.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -51,8 +52,12 @@ class Pair {
   uint64_t postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op,
                           const void* accumulate = nullptr);
 
-  uint64_t sendCompleted() const { return sendCompleted_; }
-  uint64_t recvCompleted() const { return recvCompleted_; }
+  // Bytes sent and received so far, cumulative over the pair's life: the offsets
+  // postSend/postRecv's results are compared with, and the traffic counters that
+  // ringx.traffic() reports. Only the thread that drives the pair writes them;
+  // any thread may read them.
+  uint64_t sendCompleted() const { return sendCompleted_.load(std::memory_order_relaxed); }
+  uint64_t recvCompleted() const { return recvCompleted_.load(std::memory_order_relaxed); }
   bool hasPendingSend() const { return !sends_.empty(); }
   bool hasPendingRecv() const { return !recvs_.empty(); }
   bool hasPending() const { return hasPendingSend() || hasPendingRecv(); }
@@ -103,8 +108,10 @@ class Pair {
   const int peer_;
   uint64_t sendPosted_ = 0;
   uint64_t recvPosted_ = 0;
-  uint64_t sendCompleted_ = 0;
-  uint64_t recvCompleted_ = 0;
+  // Atomic only so that other threads may read them; one writer, so a relaxed
+  // load and store (no locked add) on the data path.
+  std::atomic<uint64_t> sendCompleted_{0};
+  std::atomic<uint64_t> recvCompleted_{0};
 };
 
 }  // namespace ringx::transport

@@ -9,6 +9,7 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
 
     ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
     ringx.transports(group=None)      # "shm" / "tcp" / "self" to each rank
+    ringx.traffic(group=None)         # bytes sent/received over each connection
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
     ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
     ringx.fsdp.FullyShardedDataParallel  # the C++ FSDP engine (ringx/fsdp.py)
@@ -22,7 +23,7 @@ import torch.distributed as dist
 from . import _C
 from ._C import ProcessGroupRingx
 
-__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "transports", "BACKEND_NAME",
+__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "transports", "traffic", "BACKEND_NAME",
            "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
@@ -89,6 +90,19 @@ def transports(group=None):
         raise ValueError("ringx.transports needs a ringx process group; this group's CPU "
                          "backend is not ringx")
     return pg.transports()
+
+
+def traffic(group=None):
+    """Bytes this rank has sent and received over `group`'s connections (None = the default
+    group; a ringx group), counted by ringx's transports since the group was made: one dict
+    per peer and channel, {"peer": group rank, "channel": "collective" or "p2p", "transport":
+    "shm" or "tcp", "sent": bytes, "received": bytes}. Take the difference of two calls to
+    measure what a step or a collective put on the wire."""
+    pg = _ringx_group(group)
+    if pg is None:
+        raise ValueError("ringx.traffic needs a ringx process group; this group's CPU "
+                         "backend is not ringx")
+    return pg.traffic()
 
 
 def broadcast_coalesced(tensors, src, group=None, bucket_bytes=DEFAULT_BUCKET_BYTES):

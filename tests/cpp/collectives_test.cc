@@ -370,5 +370,48 @@ TEST(Barrier, ManyBackToBackMixedCollectives) {
   });
 }
 
+// Group::traffic() counts what the transports moved. In a ring allreduce of S equal
+// chunks, a rank sends S-1 chunks in the reduce-scatter and S-1 in the all-gather,
+// all to its right neighbour, plus one 32-byte header to each ring neighbour; every
+// byte sent is a byte received. (Ranks as threads use TCP; shm_test.cc checks shm.)
+TEST(Traffic, RingAllreduceSendsEachChunkTwiceAroundTheRing) {
+  for (int size : {2, 3, 4}) {
+    const size_t count = 12000;  // divisible by every size: equal chunks
+    std::vector<std::vector<ConnectionTraffic>> before(size), after(size);
+    runGroup(size, [&](Group& group) {
+      std::vector<int64_t> data(count, group.rank());
+      before[group.rank()] = group.traffic();
+      group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64,
+                                            ReduceOp::kSum, 4096);
+                });
+      after[group.rank()] = group.traffic();
+    });
+    const uint64_t header = sizeof(algorithms::CollectiveHeader);
+    const uint64_t chunk = count / size * sizeof(int64_t);
+    uint64_t sent = 0, received = 0;
+    for (int rank = 0; rank < size; ++rank) {
+      ASSERT_EQ(after[rank].size(), 2u * (size - 1));  // collective + p2p to each peer
+      for (size_t i = 0; i < after[rank].size(); ++i) {
+        const ConnectionTraffic& a = after[rank][i];
+        const uint64_t out = a.sent - before[rank][i].sent;
+        EXPECT_EQ(a.transport, "tcp");
+        uint64_t expected = 0;
+        if (a.channel == "collective" && a.peer == (rank + 1) % size) {
+          expected = 2 * (size - 1) * chunk + header;
+        } else if (a.channel == "collective" && a.peer == (rank + size - 1) % size) {
+          expected = header;
+        }
+        EXPECT_EQ(out, expected) << "world size " << size << ", rank " << rank << " to "
+                                 << a.peer << " on " << a.channel;
+        sent += out;
+        received += a.received - before[rank][i].received;
+      }
+    }
+    EXPECT_EQ(received, sent);
+  }
+}
+
 }  // namespace
 }  // namespace ringx

@@ -122,5 +122,27 @@ TEST(PointToPoint, ReceiveFromDeadPeerFails) {
   });
 }
 
+TEST(PointToPoint, TrafficCountsThePayloadAndItsFrameHeader) {
+  runGroup(2, [](Group& group) {
+    std::vector<char> buffer(12345, 'x');
+    const uint64_t before = group.traffic()[1].sent;  // [0] is the collective channel
+    Completion done;
+    if (group.rank() == 0) {
+      group.p2p().send(1, 3, buffer.data(), buffer.size(), done.callback());
+      EXPECT_EQ(done.wait().first, "");
+      const ConnectionTraffic p2p = group.traffic()[1];
+      EXPECT_EQ(p2p.channel, "p2p");
+      EXPECT_EQ(p2p.peer, 1);
+      // The frame header (magic, tag, size) travels with the payload.
+      EXPECT_GT(p2p.sent - before, buffer.size());
+      EXPECT_LE(p2p.sent - before, buffer.size() + 64);
+    } else {
+      group.p2p().recv(0, 3, buffer.data(), buffer.size(), done.callback());
+      EXPECT_EQ(done.wait().first, "");
+      EXPECT_GT(group.traffic()[1].received, buffer.size());
+    }
+  });
+}
+
 }  // namespace
 }  // namespace ringx

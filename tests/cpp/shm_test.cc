@@ -109,6 +109,36 @@ TEST(SharedMemory, StreamingPlacementGivesTheSameResults) {
   for (auto& e : errors) EXPECT_EQ(e, "");
 }
 
+TEST(SharedMemory, TrafficCountsWhatTheRingMoved) {
+  // The same account as Traffic.RingAllreduceSendsEachChunkTwiceAroundTheRing, over shm.
+  auto errors = runProcesses(3, [](int rank, std::shared_ptr<Store> store) {
+    Group group(processOptions(rank, 3, store));
+    const size_t count = 30000;
+    std::vector<int64_t> data(count, rank);
+    const std::vector<ConnectionTraffic> before = group.traffic();
+    group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
+              [&](Collective& c) {
+                algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64, ReduceOp::kSum,
+                                          4096);
+              });
+    const std::vector<ConnectionTraffic> after = group.traffic();
+    const uint64_t header = sizeof(algorithms::CollectiveHeader);
+    for (size_t i = 0; i < after.size(); ++i) {
+      const ConnectionTraffic& a = after[i];
+      const bool collective = a.channel == "collective";
+      expect(a.transport == (collective ? "shm" : "tcp"), strCat("transport ", a.transport));
+      const uint64_t sent = a.sent - before[i].sent;
+      // To the right neighbour: 2 chunks of count/3 and a header; to the left: a header.
+      const uint64_t expected = !collective                 ? 0
+                                : a.peer == (rank + 1) % 3 ? 2 * 2 * (count / 3) * 8 + header
+                                                           : header;
+      expect(sent == expected, strCat("rank ", rank, " sent ", sent, " bytes to ", a.peer, " on ",
+                                      a.channel, ", expected ", expected));
+    }
+  });
+  for (auto& e : errors) EXPECT_EQ(e, "");
+}
+
 TEST(SharedMemory, MixedHostsUseTcpBetweenAndShmWithin) {
   auto errors = runProcesses(4, [](int rank, std::shared_ptr<Store> store) {
     ::setenv("RINGX_HOST_ID", rank < 2 ? "host-a" : "host-b", 1);
