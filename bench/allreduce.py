@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""ringx vs gloo, nccl-tests style: allreduce and (coalesced) broadcast, same processes.
+"""ringx vs gloo, nccl-tests style: allreduce (SUM and AVG), all_gather, reduce_scatter and
+(coalesced) broadcast, same processes.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/allreduce.py [--world-sizes 2 3] [--quick]
+    PYTHONPATH=build/python .venv/bin/python bench/allreduce.py [--world-sizes 2 3] [--quick]
 
 Every rank process holds a gloo group and a ringx group over the same ranks; each
 measurement alternates gloo and ringx blocks several times and keeps each backend's median
@@ -14,15 +15,14 @@ numbers on a shared 2-core machine move from run to run.
 import argparse
 import datetime
 import os
-import socket
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+from bench_ranks import run_ranks
 
 KIB, MIB = 1 << 10, 1 << 20
 # memcpy reference: copy a buffer too big for the caches (GB/s of bytes copied).
@@ -44,10 +44,9 @@ def timed_block(fn, group, iters):
     return (time.perf_counter() - start) / iters
 
 
-def measure(make_op, groups, size, rounds, budget_s, only=None):
-    """Median seconds per op for each backend name in `groups` (or `only` those),
-    interleaved."""
-    ops = {name: make_op(group) for name, group in groups.items() if not only or name in only}
+def measure(make_op, groups, size, rounds, budget_s):
+    """Median seconds per op for each backend name in `groups`, interleaved."""
+    ops = {name: make_op(group) for name, group in groups.items()}
     for op in ops.values():  # warm up connections and caches
         op()
     probe = torch.tensor([max(timed_block(op, groups[name], 1) for name, op in ops.items())])
@@ -59,7 +58,7 @@ def measure(make_op, groups, size, rounds, budget_s, only=None):
         for name, op in ops.items():
             samples[name].append(timed_block(op, groups[name], iters))
     # Every rank must agree on the figure: take the slowest rank's median.
-    out = {name: None for name in groups}
+    out = {}
     for name in ops:
         t = torch.tensor([statistics.median(samples[name])], dtype=torch.float64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
@@ -67,10 +66,10 @@ def measure(make_op, groups, size, rounds, budget_s, only=None):
     return out
 
 
-def allreduce_op(size):
+def allreduce_op(size, op=dist.ReduceOp.SUM):
     def make(group):
         t = torch.ones(size // 4, dtype=torch.float32)
-        return lambda: dist.all_reduce(t, group=group)
+        return lambda: dist.all_reduce(t, op=op, group=group)
     return make
 
 
@@ -92,12 +91,12 @@ def allgather_op(size):
 
 
 def reduce_scatter_op(size):
-    """`size` is the input size; gloo in torch 1.13 has no reduce_scatter."""
+    """`size` is the input size; reduce_scatter_tensor, the form FSDP calls."""
     def make(group):
         world = dist.get_world_size(group)
-        inputs = [torch.ones(size // 4 // world) for _ in range(world)]
-        out = torch.empty_like(inputs[0])
-        return lambda: dist.reduce_scatter(out, inputs, group=group)
+        inp = torch.ones(size // 4 // world * world)
+        out = torch.empty(size // 4 // world)
+        return lambda: dist.reduce_scatter_tensor(out, inp, group=group)
     return make
 
 
@@ -142,10 +141,11 @@ def worker(rank, world, init, sizes, rounds, budget_s, results):
         rows.append(("allreduce", size, world, t, 2 * (world - 1) / world))
     ring_factor = (world - 1) / world
     for size in [s for s in (1 * MIB, 64 * MIB) if s <= max(sizes)]:
+        t = measure(allreduce_op(size, dist.ReduceOp.AVG), groups, size, rounds, budget_s)
+        rows.append(("allreduce AVG", size, world, t, 2 * (world - 1) / world))
         t = measure(allgather_op(size), groups, size, rounds, budget_s)
         rows.append(("all_gather", size, world, t, ring_factor))
-        t = measure(reduce_scatter_op(size), {"gloo": groups["gloo"], "ringx": groups["ringx"]},
-                    size, rounds, budget_s, only=("ringx",))
+        t = measure(reduce_scatter_op(size), groups, size, rounds, budget_s)
         rows.append(("reduce_scatter", size, world, t, ring_factor))
         t = measure(broadcast_op(size), groups, size, rounds, budget_s)
         rows.append(("broadcast", size, world, t, 1.0))
@@ -153,7 +153,8 @@ def worker(rank, world, init, sizes, rounds, budget_s, results):
         t = measure(make, groups, size, rounds, budget_s)
         rows.append((f"broadcast_coalesced ({count} tensors)", size, world, t, 1.0))
     if rank == 0:
-        results.put((rows, memcpy_gbps(MEMCPY_BYTES if max(sizes) >= 64 * MIB else max(sizes))))
+        results[rank] = dict(rows=rows, memcpy=memcpy_gbps(
+            MEMCPY_BYTES if max(sizes) >= 64 * MIB else max(sizes)))
     dist.destroy_process_group()
 
 
@@ -174,34 +175,20 @@ def main():
     rounds, budget = (2, 0.05) if args.quick else (args.rounds, args.budget)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-    ctx = mp.get_context("spawn")
     print(f"# ringx vs gloo on {os.cpu_count()} cores, torch {torch.__version__}; "
           "busbw = algbw * 2(n-1)/n for allreduce")
     for world in args.world_sizes:
-        results = ctx.Queue()
-        with tempfile.TemporaryDirectory() as tmp:
-            init = "file://" + os.path.join(tmp, "rdv")
-            procs = [ctx.Process(target=worker,
-                                 args=(r, world, init, sizes, rounds, budget, results))
-                     for r in range(world)]
-            for p in procs:
-                p.start()
-            rows, memcpy = results.get(timeout=1800)
-            for p in procs:
-                p.join()
-            if any(p.exitcode != 0 for p in procs):
-                sys.exit(f"a rank failed at world size {world}")
+        out = run_ranks(worker, world, sizes, rounds, budget, name=f"bench/allreduce.py, "
+                        f"world size {world}")
+        rows, memcpy = out["rows"], out["memcpy"]
         print(f"\n## world size {world} (memcpy {memcpy:.1f} GB/s in this run)\n")
         print("| collective | size | gloo time (us) | ringx time (us) | gloo busbw (GB/s) "
               "| ringx busbw (GB/s) | ringx/gloo | ringx busbw / memcpy |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for name, size, n, t, factor in rows:
-            bus = {k: (size / v / 1e9 * factor if v else None) for k, v in t.items()}
-            gloo_time = f"{t['gloo'] * 1e6:.0f}" if t["gloo"] else "n/a"
-            gloo_bus = f"{bus['gloo']:.2f}" if t["gloo"] else "n/a"
-            ratio = f"{bus['ringx'] / bus['gloo']:.2f}" if t["gloo"] else "n/a"
-            print(f"| {name} | {human(size)} | {gloo_time} | {t['ringx'] * 1e6:.0f} "
-                  f"| {gloo_bus} | {bus['ringx']:.2f} | {ratio} "
+            bus = {k: size / v / 1e9 * factor for k, v in t.items()}
+            print(f"| {name} | {human(size)} | {t['gloo'] * 1e6:.0f} | {t['ringx'] * 1e6:.0f} "
+                  f"| {bus['gloo']:.2f} | {bus['ringx']:.2f} | {bus['ringx'] / bus['gloo']:.2f} "
                   f"| {bus['ringx'] / memcpy:.0%} |")
         sys.stdout.flush()
 

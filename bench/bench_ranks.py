@@ -1,4 +1,4 @@
-"""Starting a benchmark's ranks (bench/ddp.py, bench/fsdp.py): one spawned process per
+"""Starting a benchmark's ranks (every bench/*.py that runs ranks): one spawned process per
 rank, a file:// rendezvous in a temporary directory, and a shared dict each rank's worker
 writes its results into; rank 0's come back."""
 

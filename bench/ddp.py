@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ringx.ddp vs torch DDP: training step time, same processes, interleaved.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/ddp.py [--world-size 2] [--quick]
+    PYTHONPATH=build/python .venv/bin/python bench/ddp.py [--world-size 2] [--quick]
 
 Every rank process holds a gloo group and a ringx group over the same ranks and four
 copies of each model, wrapped as

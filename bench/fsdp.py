@@ -68,8 +68,12 @@ backward, SGD step) of the round's steps.
 
 2. Speed: the same model with torch DDP on gloo (the anchor), ringx.ddp on ringx, and
    ringx.fsdp FULL_SHARD (defaults) and SHARD_GRAD_OP on ringx (the same model objects
-   as in the memory table). Communication per step and rank (bytes sent, bandwidth-
-   optimal ring algorithms): DDP allreduces the gradients, 2(S-1)/S x 4 Psi; FULL_SHARD
+   as in the memory table). Bytes on the wire are measured, per rank and step over all
+   timed steps: the kernel's counters of the process's TCP sockets (gloo's, and ringx's
+   TCP connections) plus ringx's own counters of its shared-memory connections
+   (ringx.wire.bytes_sent; tests/python/test_traffic.py checks that ringx's counters and
+   the kernel's agree to the byte over TCP). Beside them, what bandwidth-optimal ring
+   algorithms would send: DDP allreduces the gradients, 2(S-1)/S x 4 Psi; FULL_SHARD
    all-gathers in forward, again in backward, and reduce-scatters: 3(S-1)/S x 4 Psi, the
    paper's 1.5x of DDP (exactly (S-1)/S x 4 (3 Psi - R) here: the root is gathered once);
    SHARD_GRAD_OP gathers once and reduce-scatters: 2(S-1)/S x 4 Psi, 1.0x.
@@ -77,11 +81,24 @@ backward, SGD step) of the round's steps.
 3. torch's own FSDP2 beside ringx.fsdp, measured from the outside, in separate rank processes:
    torch DDP on gloo, ringx.ddp on ringx, FSDP2 (fully_shard on every Block and the root, on a
    device mesh over the group) on gloo and on ringx, and ringx.fsdp FULL_SHARD on ringx, the
-   same model from the same seed. Step time as above (interleaved rounds, medians). Peak
-   memory, the same tool for every engine: torch.profiler(profile_memory=True) on one extra
-   step, the highest point of the running sum of the allocations and frees it saw (activations
-   included), relative to the step's start; ringx.fsdp's own peak counter (parameters and
-   gradients only) is printed beside it.
+   same model from the same seed. Step time and bytes sent as above (interleaved rounds,
+   medians; bytes over all timed steps). One extra step per engine runs under
+   torch.profiler(profile_memory=True, record_shapes=True), the same outside tool for every
+   engine, for two figures:
+   - the collectives it recorded: every c10d operator (c10d::allreduce_,
+     c10d::_allgather_base_, ...; all backends and engines go through them) and the payload
+     its recorded input shapes give (the gathered output, the reduced input; elements x the
+     recorded dtype's size, fp32 for tensor lists, whose dtype the profiler does not record).
+     Sent/payload shows what each backend's algorithms make of a payload: about (S-1)/S for
+     a ring all-gather or reduce-scatter, 2(S-1)/S for an allreduce.
+   - memory: the profiler runs from before the engine is built, through two warm-up steps,
+     to the end of the measured step, so the running sum of the allocations and frees it saw
+     is what the engine holds: "held" when the measured step starts, "peak" at its highest
+     point during the step (parameters, gradients, buffers, activations, temporaries), and
+     "rise", the difference. ringx.fsdp's own peak counter (parameters and gradients only)
+     is printed beside it. The profiler's account can miss frees: on torch 2.13, FSDP2 on
+     gloo's grows by about one block (2 MiB) per warm-up step while the process's RSS does
+     not, so its held and peak overstate it by a few MiB; "rise" does not carry that drift.
 Compare ratios within one run; absolute times on a shared 2-core machine drift.
 """
 
@@ -90,6 +107,8 @@ import datetime
 import os
 import socket
 import statistics
+import json
+import tempfile
 import time
 
 import torch
@@ -97,6 +116,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from bench_ranks import run_ranks
+from ringx.wire import bytes_sent
 
 DIM = 256
 BLOCKS = 8
@@ -226,15 +246,18 @@ def worker(rank, world, init, rounds, steps, results):
         if key[0] == "memory":
             model.reset_peak_memory()
     times = {key: [] for key in runs}
+    sent = {key: 0 for key in runs}
     for _ in range(rounds):
         for key, (model, opt) in runs.items():
             dist.barrier(group=groups["gloo"])
+            before = bytes_sent([groups["ringx"]])
             start = time.perf_counter()
             for _ in range(steps):
                 if key in pending:
                     pending[key].append({})  # this step's {block: reductions pending}
                 step(model, opt)
             times[key].append((time.perf_counter() - start) / steps)
+            sent[key] += bytes_sent([groups["ringx"]]) - before
 
     out = {"memory": [], "speed": {}}
     for index in range(len(MEMORY_CONFIGS)):
@@ -247,7 +270,8 @@ def worker(rank, world, init, rounds, steps, results):
             seconds=statistics.median(times[key])))
     for label, engine, backend, index in SPEED_CONFIGS:
         key = ("memory", index) if engine == "ringx.fsdp" else ("speed", label)
-        out["speed"][label] = statistics.median(times[key])
+        out["speed"][label] = dict(seconds=statistics.median(times[key]),
+                                   sent=sent[key] / (rounds * steps))
     out["params"] = sum(p.numel() for p in Net().parameters())
     results[rank] = out
     dist.destroy_process_group()
@@ -359,37 +383,47 @@ def report(results, args):
     print("  gathers on the reduce lane: gather_lane=False, all-gathers queue behind "
           "reduce-scatters on the group's one communication thread")
 
-    print(f"\n2. Step time, world size {world}")
+    print(f"\n2. Step time and bytes on the wire, world size {world}")
     speed = results["speed"]
     anchor = speed["torch DDP"]
     ringx_ddp = speed["ringx.ddp"]
     factor = (world - 1) / world
-    volumes = {
-        "torch DDP": (2 * factor * 4 * results["params"], 2.0),
-        "ringx.ddp": (2 * factor * 4 * results["params"], 2.0),
-        "ringx.fsdp FULL_SHARD": (factor * 4 * (3 * psi - R), 3.0),
-        "ringx.fsdp FULL_SHARD, one lane": (factor * 4 * (3 * psi - R), 3.0),
-        "ringx.fsdp SHARD_GRAD_OP": (2 * factor * 4 * psi, 2.0),
+    # What each rank would send with bandwidth-optimal ring algorithms (the paper's account),
+    # printed beside the measured bytes.
+    ideal = {
+        "torch DDP": 2 * factor * 4 * results["params"],
+        "ringx.ddp": 2 * factor * 4 * results["params"],
+        "ringx.fsdp FULL_SHARD": factor * 4 * (3 * psi - R),
+        "ringx.fsdp FULL_SHARD, one lane": factor * 4 * (3 * psi - R),
+        "ringx.fsdp SHARD_GRAD_OP": 2 * factor * 4 * psi,
     }
-    ddp_volume = volumes["ringx.ddp"][0]
+    paper = {"torch DDP": 1.0, "ringx.ddp": 1.0, "ringx.fsdp FULL_SHARD": 1.5,
+             "ringx.fsdp FULL_SHARD, one lane": 1.5, "ringx.fsdp SHARD_GRAD_OP": 1.0}
     print(f"  {'engine':<32} {'backend':<7} {'step ms':>8} {'vs torch DDP/gloo':>18} "
-          f"{'vs ringx.ddp':>13} {'comm MiB/rank':>14} {'vol vs DDP':>11} {'paper':>6}")
+          f"{'vs ringx.ddp':>13} {'sent MiB/step':>14} {'vs ideal':>9} {'vs ringx.ddp':>13} "
+          f"{'paper':>6}")
     for label, engine, backend, _ in SPEED_CONFIGS:
-        seconds = speed[label]
-        volume, paper_factor = volumes[label]
-        print(f"  {label:<32} {backend:<7} {seconds * 1e3:8.2f} {seconds / anchor:17.2f}x "
-              f"{seconds / ringx_ddp:12.2f}x {volume / MiB:14.2f} {volume / ddp_volume:10.2f}x "
-              f"{paper_factor / 2:5.1f}x")
+        r = speed[label]
+        print(f"  {label:<32} {backend:<7} {r['seconds'] * 1e3:8.2f} "
+              f"{r['seconds'] / anchor['seconds']:17.2f}x "
+              f"{r['seconds'] / ringx_ddp['seconds']:12.2f}x {r['sent'] / MiB:14.2f} "
+              f"{r['sent'] / ideal[label]:8.3f}x {r['sent'] / ringx_ddp['sent']:12.2f}x "
+              f"{paper[label]:5.1f}x")
+    fsdp = speed["ringx.fsdp FULL_SHARD"]
     print(f"  FSDP/DDP step time ratio (FULL_SHARD vs ringx.ddp, both on ringx): "
-          f"{speed['ringx.fsdp FULL_SHARD'] / ringx_ddp:.2f}x; predicted by volume "
-          f"1.5x (paper: 2 all-gathers + 1 reduce-scatter vs 1 allreduce), "
-          f"{volumes['ringx.fsdp FULL_SHARD'][0] / ddp_volume:.2f}x exactly (root gathered "
-          f"once)")
-    print(f"  SHARD_GRAD_OP/DDP: {speed['ringx.fsdp SHARD_GRAD_OP'] / ringx_ddp:.2f}x; "
-          f"predicted by volume 1.0x")
-    print("  comm: bytes each rank sends per step with bandwidth-optimal ring algorithms: "
-          "allreduce 2(S-1)/S x 4Psi, all-gather and reduce-scatter (S-1)/S x 4 bytes per "
-          "unit (padded)")
+          f"{fsdp['seconds'] / ringx_ddp['seconds']:.2f}x; bytes sent "
+          f"{fsdp['sent'] / ringx_ddp['sent']:.2f}x (paper: 1.5x, 2 all-gathers + 1 "
+          f"reduce-scatter vs 1 allreduce; {ideal['ringx.fsdp FULL_SHARD'] / ideal['ringx.ddp']:.2f}x "
+          f"here, the root is gathered once)")
+    sgo = speed["ringx.fsdp SHARD_GRAD_OP"]
+    print(f"  SHARD_GRAD_OP/DDP: {sgo['seconds'] / ringx_ddp['seconds']:.2f}x time, "
+          f"{sgo['sent'] / ringx_ddp['sent']:.2f}x bytes (paper 1.0x)")
+    print("  sent: bytes this rank put on the wire per step, measured (the kernel's TCP "
+          "counters, gloo's sockets and ringx's, plus ringx's shared-memory counters; "
+          "ringx.wire.bytes_sent), over all timed steps")
+    print("  ideal: what bandwidth-optimal ring algorithms send, allreduce 2(S-1)/S x 4Psi, "
+          "all-gather and reduce-scatter (S-1)/S x 4 bytes per unit (padded); above 1: "
+          "headers, and algorithms that send more")
 
 
 # ---- 3. torch FSDP2 beside ringx.fsdp ----------------------------------------------------
@@ -399,22 +433,89 @@ ENGINES = [  # (label, engine, backend)
     ("ringx.ddp", "ringx.ddp", "ringx"),
     ("torch FSDP2", "torch.fsdp2", "gloo"),
     ("torch FSDP2", "torch.fsdp2", "ringx"),
-    ("ringx.fsdp FULL_SHARD", "ringx.fsdp", "ringx"),
+    ("ringx.fsdp", "ringx.fsdp", "ringx"),
 ]
 
 
-def peak_allocated(step):
-    """The highest point, relative to its start, of what step() allocated minus what it freed,
-    as torch.profiler(profile_memory=True) saw it."""
-    from torch.profiler import ProfilerActivity, profile
+# Which recorded input of each c10d operator is its payload: the gathered output (0), the
+# reduced input (1), the broadcast or allreduced tensors (0).
+PAYLOAD_INPUT = {
+    "c10d::allreduce_": 0, "c10d::allreduce_coalesced_": 0, "c10d::broadcast_": 0,
+    "c10d::_allgather_base_": 0, "c10d::allgather_": 0,
+    "c10d::allgather_into_tensor_coalesced_": 0, "c10d::_reduce_scatter_base_": 1,
+    "c10d::reduce_scatter_": 1, "c10d::reduce_scatter_tensor_coalesced_": 1,
+}
+ELEMENT_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2}
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step()
-    running = peak = 0
-    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
-        running += event.self_cpu_memory_usage
-        peak = max(peak, running)
-    return peak
+
+def recorded_collectives(trace_events):
+    """(count, payload bytes) of the c10d collectives among Chrome trace events exported by
+    torch.profiler(record_shapes=True)."""
+    def numel(dims):  # a tensor's dims, or a tensor list's list of dims
+        if all(isinstance(d, int) for d in dims):
+            n = 1
+            for d in dims:
+                n *= d
+            return n
+        return sum(numel(d) for d in dims)
+
+    count = payload = 0
+    for event in trace_events:
+        name = event.get("name", "")
+        if not name.startswith("c10d::") or event.get("ph") != "X":
+            continue
+        if name not in PAYLOAD_INPUT:
+            raise SystemExit(f"bench/fsdp.py: a step issued {name}, which recorded_collectives "
+                             f"does not know the payload of; add it to PAYLOAD_INPUT")
+        index = PAYLOAD_INPUT[name]
+        dims = event["args"]["Input Dims"][index]
+        dtype = event["args"]["Input type"][index]
+        count += 1
+        payload += numel(dims) * ELEMENT_BYTES.get(dtype, 4)  # tensor lists: fp32 (see above)
+    return count, payload
+
+
+MEASURED_STEP = "bench/fsdp.py: measured step"
+
+
+def profile_engine(build, step):
+    """Builds an engine, warms it up (two steps) and runs one more step, all under
+    torch.profiler(profile_memory=True, record_shapes=True), so that the profiler sees every
+    allocation the engine holds. Returns the model, its optimizer and the measured step's
+    figures: held (bytes allocated since the build began and not yet freed, when the step
+    starts), peak (their highest point during the step), and the step's collectives and
+    payload."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True,
+                 record_shapes=True) as prof:
+        model = build()
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        for _ in range(2):  # warm up (buckets rebuilt, lazy state made)
+            step(model, opt)
+        if hasattr(model, "reset_peak_memory"):
+            model.reset_peak_memory()
+        with record_function(MEASURED_STEP):
+            step(model, opt)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    span = next(e for e in events if e.get("name") == MEASURED_STEP and e.get("ph") == "X")
+    start, end = span["ts"], span["ts"] + span["dur"]
+    running, held, peak = 0, None, 0
+    for event in sorted((e for e in events if e.get("name") == "[memory]"),
+                        key=lambda e: e["ts"]):
+        if event["ts"] > end:
+            break
+        if held is None and event["ts"] >= start:
+            held = peak = running
+        running += event["args"]["Bytes"]
+        if held is not None:
+            peak = max(peak, running)
+    count, payload = recorded_collectives(e for e in events if start <= e.get("ts", -1) <= end)
+    return model, opt, dict(held=held, peak=peak, collectives=count, payload=payload)
 
 
 def worker_fsdp2(rank, world, init, rounds, steps, results):
@@ -444,29 +545,24 @@ def worker_fsdp2(rank, world, init, rounds, steps, results):
             fully_shard(block, mesh=mesh)
         return fully_shard(net, mesh=mesh)
 
-    runs = {}
-    for label, engine, backend in ENGINES:
-        model = build(engine, backend)
-        runs[(label, backend)] = (model, torch.optim.SGD(model.parameters(), lr=1e-3))
     step = training_step(rank)
-
-    out = {}
-    for key, (model, opt) in runs.items():
-        for _ in range(2):  # warm up
-            step(model, opt)
-        if hasattr(model, "reset_peak_memory"):
-            model.reset_peak_memory()
-        out[key] = dict(peak=peak_allocated(lambda: step(model, opt)), times=[],
-                        own_peak=model.memory_stats()["peak_bytes"]
-                        if hasattr(model, "memory_stats") else None)
+    runs, out = {}, {}
+    for label, engine, backend in ENGINES:
+        model, opt, figures = profile_engine(lambda: build(engine, backend), step)
+        runs[(label, backend)] = (model, opt)
+        out[(label, backend)] = dict(figures, times=[], sent=0, own_peak=(
+            model.memory_stats()["peak_bytes"] if hasattr(model, "memory_stats") else None))
     for _ in range(rounds):
         for key, (model, opt) in runs.items():
             dist.barrier(group=groups["gloo"])
+            before = bytes_sent([groups["ringx"]])
             start = time.perf_counter()
             for _ in range(steps):
                 step(model, opt)
             out[key]["times"].append((time.perf_counter() - start) / steps)
-    results[rank] = {f"{label}|{backend}": dict(v, seconds=statistics.median(v.pop("times")))
+            out[key]["sent"] += bytes_sent([groups["ringx"]]) - before
+    results[rank] = {f"{label}|{backend}": dict(v, seconds=statistics.median(v.pop("times")),
+                                                sent=v["sent"] / (rounds * steps))
                      for (label, backend), v in out.items()}
     dist.destroy_process_group()
 
@@ -475,16 +571,25 @@ def report_fsdp2(results, args):
     print(f"\n3. torch FSDP2 beside ringx.fsdp, world size {args.world_size} (separate processes; "
           f"peak memory measured on one step, rank 0)")
     anchor = results["torch FSDP2|gloo"]
-    print(f"  {'engine':<24} {'backend':<7} {'step ms':>8} {'vs FSDP2/gloo':>14} "
-          f"{'peak MiB (profiler)':>20} {'vs FSDP2/gloo':>14} {'own counter MiB':>16}")
+    print(f"  {'engine':<12} {'backend':<7} {'step ms':>8} {'vs FSDP2/gloo':>14} "
+          f"{'collectives':>11} {'payload MiB':>11} {'sent MiB':>9} {'sent/payload':>12} "
+          f"{'held MiB':>9} {'peak MiB':>9} {'vs FSDP2/gloo':>14} {'rise MiB':>9} "
+          f"{'own counter MiB':>16}")
     for label, _, backend in ENGINES:
         r = results[f"{label}|{backend}"]
         own = f"{r['own_peak'] / MiB:16.2f}" if r["own_peak"] is not None else f"{'-':>16}"
-        print(f"  {label:<24} {backend:<7} {r['seconds'] * 1e3:8.2f} "
-              f"{r['seconds'] / anchor['seconds']:13.2f}x {r['peak'] / MiB:20.2f} {r['peak'] / anchor['peak']:13.2f}x {own}")
-    print("  peak: the profiler's allocations minus frees during the step, highest point "
-          "(activations and temporaries included); own counter: ringx.fsdp's "
-          "parameters+gradients peak")
+        print(f"  {label:<12} {backend:<7} {r['seconds'] * 1e3:8.2f} "
+              f"{r['seconds'] / anchor['seconds']:13.2f}x {r['collectives']:11d} "
+              f"{r['payload'] / MiB:11.2f} {r['sent'] / MiB:9.2f} "
+              f"{r['sent'] / r['payload']:11.3f}x {r['held'] / MiB:9.2f} {r['peak'] / MiB:9.2f} "
+              f"{r['peak'] / anchor['peak']:13.2f}x {(r['peak'] - r['held']) / MiB:9.2f} {own}")
+    print("  per step and rank. collectives, payload: the c10d operators torch.profiler recorded "
+          "in one step and the bytes their recorded shapes hold; sent: bytes put on the wire, "
+          "measured over the timed steps (kernel TCP counters + ringx shared-memory counters)")
+    print("  held, peak: what the engine held when the step started and at its highest point "
+          "during the step, from the profiler's allocations and frees since the engine was "
+          "built (parameters, gradients, buffers, activations, temporaries); rise: peak - held; "
+          "own counter: ringx.fsdp's peak of parameters and gradients")
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What tracing costs: allreduce time with tracing off and on, in the same processes.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/trace_overhead.py [--sizes 64K 1M] [--world-size 2]
+    PYTHONPATH=build/python .venv/bin/python bench/trace_overhead.py [--sizes 64K 1M] [--world-size 2]
 
 The ranks form one ringx group and alternate many short blocks of allreduces with tracing
 stopped and tracing started (ringx.trace.start(dir) / stop(), every collective recorded to a
@@ -16,13 +16,13 @@ import argparse
 import datetime
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+from bench_ranks import run_ranks
 
 KIB, MIB = 1 << 10, 1 << 20
 
@@ -71,8 +71,7 @@ def worker(rank, world, init, sizes, rounds, iters, trace_root, results):
                   flush=True)
         rows.append((size, {k: interquartile_mean(v) for k, v in samples.items()}))
     if rank == 0:
-        events = sum(1 for _ in os.scandir(trace_root))
-        results.put((rows, events))
+        results[rank] = dict(rows=rows)
     dist.destroy_process_group()
 
 
@@ -87,21 +86,9 @@ def main():
     unit = {"K": KIB, "M": MIB}
     sizes = [int(x[:-1]) * unit[x[-1].upper()] for x in args.sizes]
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    with tempfile.TemporaryDirectory() as tmp:
-        init = "file://" + os.path.join(tmp, "rdv")
-        trace_root = os.path.join(tmp, "traces")
-        procs = [ctx.Process(target=worker, args=(r, args.world_size, init, sizes, args.rounds,
-                                                  args.iters, trace_root, results))
-                 for r in range(args.world_size)]
-        for p in procs:
-            p.start()
-        rows, _ = results.get(timeout=1800)
-        for p in procs:
-            p.join()
-        if any(p.exitcode != 0 for p in procs):
-            sys.exit("a rank failed")
+    with tempfile.TemporaryDirectory() as trace_root:
+        rows = run_ranks(worker, args.world_size, sizes, args.rounds, args.iters, trace_root,
+                         name="bench/trace_overhead.py")["rows"]
     print(f"# tracing overhead, {args.world_size} ranks, {os.cpu_count()} cores, "
           f"interquartile mean of {args.rounds} alternating blocks\n")
     print("| size | ringx off (us) | ringx traced (us) | ringx slowdown "

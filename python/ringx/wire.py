@@ -10,6 +10,9 @@ TCP sockets, so that one outside tool measures gloo and ringx-over-TCP alike:
     step()
     sent = ringx.wire.tcp_traffic().sent - before.sent
 
+bytes_sent(ringx_groups) adds what ringx's shared-memory connections moved: the bytes a
+process put on the wire, for any mix of backends (bench/fsdp.py's "sent" column).
+
 Sockets opened and closed between two calls are not seen; process groups keep theirs
 open, and a rendezvous store's traffic counts too (none happens inside a collective).
 """
@@ -55,3 +58,14 @@ def tcp_traffic() -> TcpTraffic:
             sent += struct.unpack_from("=Q", info, _BYTES_SENT_OFFSET)[0]
             count += 1
     return TcpTraffic(sent, received, count)
+
+
+def bytes_sent(ringx_groups=()) -> int:
+    """Bytes this process has put on the wire so far, whatever the backend: TCP from the
+    kernel's counters (gloo's sockets, ringx's TCP connections, stores), plus what ringx's
+    shared-memory connections in `ringx_groups` moved (no kernel counter sees those)."""
+    from . import traffic
+
+    shm = sum(entry["sent"] for group in ringx_groups for entry in traffic(group)
+              if entry["transport"] == "shm")
+    return tcp_traffic().sent + shm

@@ -32,7 +32,7 @@ def _sum(entries, channel=None, transport=None):
 
 def _measure(rank, world):
     _quiet()
-    ours0, kernel0 = ringx.traffic(), ringx.wire.tcp_traffic()
+    ours0, kernel0, wire0 = ringx.traffic(), ringx.wire.tcp_traffic(), ringx.wire.bytes_sent([None])
     t = torch.full((COUNT,), float(rank))
     dist.all_reduce(t)
     payload = torch.arange(50_000, dtype=torch.float64)
@@ -41,18 +41,19 @@ def _measure(rank, world):
     elif rank == 1:
         dist.recv(payload, 0)
     _quiet()
-    ours1, kernel1 = ringx.traffic(), ringx.wire.tcp_traffic()
+    ours1, kernel1, wire1 = ringx.traffic(), ringx.wire.tcp_traffic(), ringx.wire.bytes_sent([None])
     delta = [dict(a, sent=a["sent"] - b["sent"], received=a["received"] - b["received"])
              for a, b in zip(ours1, ours0)]
-    return delta, (kernel1.sent - kernel0.sent, kernel1.received - kernel0.received)
+    return delta, (kernel1.sent - kernel0.sent, kernel1.received - kernel0.received), wire1 - wire0
 
 
 def test_ringx_counters_equal_the_kernels_over_tcp():
-    for rank, (delta, kernel) in enumerate(run_ranks(_measure, 2,
-                                                     env={"RINGX_TRANSPORT": "tcp"})):
+    for rank, (delta, kernel, wire) in enumerate(run_ranks(_measure, 2,
+                                                           env={"RINGX_TRANSPORT": "tcp"})):
         assert {e["transport"] for e in delta} == {"tcp"}
         # Every byte ringx counted went through a TCP socket, and nothing else did.
         assert _sum(delta) == kernel, (rank, delta, kernel)
+        assert wire == kernel[0]
         sent, _ = _sum(delta, channel="collective")
         # The ring at world size 2 sends half the tensor twice (reduce-scatter, all-gather),
         # plus the collective headers of the all_reduce and the barrier.
@@ -65,13 +66,15 @@ def test_ringx_counters_equal_the_kernels_over_tcp():
 
 
 def test_shared_memory_traffic_is_counted_by_ringx_not_by_the_kernel():
-    for rank, (delta, kernel) in enumerate(run_ranks(_measure, 2)):
+    for rank, (delta, kernel, wire) in enumerate(run_ranks(_measure, 2)):
         collective = [e for e in delta if e["channel"] == "collective"]
         assert [e["transport"] for e in collective] == ["shm"]
         sent, received = _sum(collective)
         assert 4 * COUNT <= sent < 4 * COUNT + 1024 and received == sent
         # Only point-to-point (always TCP) reached the kernel's counters.
         assert _sum(delta, transport="tcp") == kernel
+        # bytes_sent: the kernel's TCP plus ringx's shared memory, i.e. all of it.
+        assert wire == _sum(delta)[0]
 
 
 def _on_gloo(rank, world):
