@@ -173,7 +173,6 @@ def main():
         unit = {"K": KIB, "M": MIB}
         sizes = [int(x[:-1]) * unit[x[-1].upper()] for x in args.sizes]
     rounds, budget = (2, 0.05) if args.quick else (args.rounds, args.budget)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
     print(f"# ringx vs gloo on {os.cpu_count()} cores, torch {torch.__version__}; "
           "busbw = algbw * 2(n-1)/n for allreduce")

@@ -133,8 +133,6 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps = 2, 3
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    torch.set_num_threads(1)
     report(run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/ddp.py"), args)
 
 

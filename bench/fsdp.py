@@ -217,7 +217,6 @@ def worker(rank, world, init, rounds, steps, results):
     from ringx.ddp import DistributedDataParallel as RingxDDP
     from ringx.fsdp import FullyShardedDataParallel as FSDP
 
-    torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=120))
     groups = {"gloo": dist.group.WORLD, "ringx": dist.new_group(backend="ringx")}
@@ -525,7 +524,6 @@ def worker_fsdp2(rank, world, init, rounds, steps, results):
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import fully_shard
 
-    torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=120))
     groups = {"gloo": dist.group.WORLD, "ringx": dist.new_group(backend="ringx")}
@@ -601,8 +599,6 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps = 2, 2
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    torch.set_num_threads(1)
     report(run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/fsdp.py"), args)
     report_fsdp2(run_ranks(worker_fsdp2, args.world_size, args.rounds, args.steps,
                            name="bench/fsdp.py (FSDP2)"), args)

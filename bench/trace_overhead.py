@@ -85,7 +85,6 @@ def main():
     args = parser.parse_args()
     unit = {"K": KIB, "M": MIB}
     sizes = [int(x[:-1]) * unit[x[-1].upper()] for x in args.sizes]
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory() as trace_root:
         rows = run_ranks(worker, args.world_size, sizes, args.rounds, args.iters, trace_root,
                          name="bench/trace_overhead.py")["rows"]

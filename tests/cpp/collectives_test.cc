@@ -383,8 +383,8 @@ TEST(Traffic, RingAllreduceSendsEachChunkTwiceAroundTheRing) {
       before[group.rank()] = group.traffic();
       group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
                 [&](Collective& c) {
-                  algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64,
-                                            ReduceOp::kSum, 4096);
+                  algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64, ReduceOp::kSum,
+                                            4096);
                 });
       after[group.rank()] = group.traffic();
     });
@@ -403,8 +403,8 @@ TEST(Traffic, RingAllreduceSendsEachChunkTwiceAroundTheRing) {
         } else if (a.channel == "collective" && a.peer == (rank + size - 1) % size) {
           expected = header;
         }
-        EXPECT_EQ(out, expected) << "world size " << size << ", rank " << rank << " to "
-                                 << a.peer << " on " << a.channel;
+        EXPECT_EQ(out, expected) << "world size " << size << ", rank " << rank << " to " << a.peer
+                                 << " on " << a.channel;
         sent += out;
         received += a.received - before[rank][i].received;
       }

@@ -116,11 +116,10 @@ TEST(SharedMemory, TrafficCountsWhatTheRingMoved) {
     const size_t count = 30000;
     std::vector<int64_t> data(count, rank);
     const std::vector<ConnectionTraffic> before = group.traffic();
-    group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
-              [&](Collective& c) {
-                algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64, ReduceOp::kSum,
-                                          4096);
-              });
+    group.run(
+        CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {}, [&](Collective& c) {
+          algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64, ReduceOp::kSum, 4096);
+        });
     const std::vector<ConnectionTraffic> after = group.traffic();
     const uint64_t header = sizeof(algorithms::CollectiveHeader);
     for (size_t i = 0; i < after.size(); ++i) {
@@ -129,7 +128,7 @@ TEST(SharedMemory, TrafficCountsWhatTheRingMoved) {
       expect(a.transport == (collective ? "shm" : "tcp"), strCat("transport ", a.transport));
       const uint64_t sent = a.sent - before[i].sent;
       // To the right neighbour: 2 chunks of count/3 and a header; to the left: a header.
-      const uint64_t expected = !collective                 ? 0
+      const uint64_t expected = !collective                ? 0
                                 : a.peer == (rank + 1) % 3 ? 2 * 2 * (count / 3) * 8 + header
                                                            : header;
       expect(sent == expected, strCat("rank ", rank, " sent ", sent, " bytes to ", a.peer, " on ",

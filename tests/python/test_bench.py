@@ -1,0 +1,91 @@
+"""The benchmarks run (their --quick forms) and what they measure is consistent: `make bench`
+is how the README's tables are made, so a broken benchmark is a broken feature. Nothing here
+checks a time; the byte counts and the recorded collectives are deterministic."""
+
+import os
+import re
+import subprocess
+import sys
+
+import ringx
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from fsdp import recorded_collectives  # noqa: E402  (bench/ is not a package)
+
+
+def run_bench(name, *args):
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", name), *args],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def table_rows(text, first_cell):
+    """The whitespace-separated cells of the lines of a printed table whose text starts
+    with `first_cell`."""
+    return [line.split() for line in text.splitlines() if line.strip().startswith(first_cell)]
+
+
+def test_recorded_collectives_reads_payloads_from_profiler_shapes():
+    events = [
+        # an allreduce of a tensor list (dtype not recorded: fp32), two tensors
+        {"ph": "X", "name": "c10d::allreduce_",
+         "args": {"Input Dims": [[[10], [6]], [], []], "Input type": ["TensorList", "", ""]}},
+        # an all-gather: the output (input 0) is the payload, recorded as double
+        {"ph": "X", "name": "c10d::_allgather_base_",
+         "args": {"Input Dims": [[8, 2], [8], []], "Input type": ["double", "double", ""]}},
+        # a reduce-scatter: the input (input 1) is the payload
+        {"ph": "X", "name": "c10d::_reduce_scatter_base_",
+         "args": {"Input Dims": [[4], [8], []], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+        {"ph": "X", "name": "aten::add", "args": {}},
+        {"ph": "i", "name": "[memory]", "args": {"Bytes": 10}},
+    ]
+    assert recorded_collectives(events) == (3, 16 * 4 + 16 * 8 + 8 * 2)
+
+
+def test_fsdp_bench_measures_bytes_and_collectives_of_every_engine():
+    out = run_bench("fsdp.py", "--quick")
+    assert "1. Peak parameter+gradient memory" in out and "2. Step time and bytes" in out
+    section3 = out[out.index("3. torch FSDP2 beside ringx.fsdp"):]
+    # engine backend step vs collectives payload sent sent/payload held peak vs rise [own]
+    rows = {(r[0] + " " + r[1] if r[0] == "torch" else r[0], r[2 if r[0] == "torch" else 1]):
+            r for r in table_rows(section3, "torch") + table_rows(section3, "ringx.")}
+    assert set(rows) == {("torch DDP", "gloo"), ("ringx.ddp", "ringx"), ("torch FSDP2", "gloo"),
+                         ("torch FSDP2", "ringx"), ("ringx.fsdp", "ringx")}, rows
+
+    def cells(key):
+        r = rows[key]
+        r = r[3:] if r[0] == "torch" else r[2:]  # drop the engine and backend
+        return dict(collectives=int(r[2]), payload=float(r[3]), sent=float(r[4]),
+                    ratio=float(r[5].rstrip("x")))
+
+    fsdp2_gloo, fsdp2_ringx, ours = (cells(("torch FSDP2", "gloo")),
+                                     cells(("torch FSDP2", "ringx")),
+                                     cells(("ringx.fsdp", "ringx")))
+    # The same model sharded the same way: the same collectives and payload, whoever runs them.
+    assert fsdp2_gloo["collectives"] == fsdp2_ringx["collectives"] == ours["collectives"] > 0
+    assert fsdp2_gloo["payload"] == fsdp2_ringx["payload"] == ours["payload"] > 0
+    # Ring all-gathers and reduce-scatters at world size 2 send half of each payload.
+    assert abs(fsdp2_ringx["ratio"] - 0.5) < 0.01 and abs(ours["ratio"] - 0.5) < 0.01
+    # DDP: one allreduce of every gradient, 2(S-1)/S = 1 payload on the wire, on both backends.
+    for key in (("torch DDP", "gloo"), ("ringx.ddp", "ringx")):
+        assert abs(cells(key)["ratio"] - 1.0) < 0.01, rows[key]
+
+
+def test_allreduce_bench_covers_every_collective_against_gloo():
+    out = run_bench("allreduce.py", "--quick", "--world-sizes", "2")
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    names = {row.split("|")[1].strip() for row in rows[1:]}
+    assert {"allreduce", "allreduce AVG", "all_gather", "reduce_scatter", "broadcast"} <= names
+    for row in rows[1:]:  # gloo and ringx times are figures on every row, none "n/a"
+        gloo_us, ringx_us = (float(cell) for cell in row.split("|")[3:5])
+        assert gloo_us > 0 and ringx_us > 0, row
+
+
+def test_ddp_bench_runs():
+    out = run_bench("ddp.py", "--quick")
+    assert "ringx.ddp" in out and "torch DDP" in out
