@@ -22,12 +22,7 @@
 //   per element), bfloat16 about 2x.
 // * With baseline x86-64 (SSE2) flags, int64 PRODUCT/MIN/MAX stay scalar: SSE2 has no 64-bit
 //   multiply or compare. Everything else vectorises.
-// * Semantics: MIN/MAX on floating types return a quiet NaN when either operand is NaN (as
-//   torch.minimum/maximum); otherwise std::min/std::max order (so min(+0, -0) is the first
-//   operand). Integer SUM/PRODUCT wrap around (computed in the unsigned type). Complex PRODUCT uses
-//   the textbook formula of c10::complex, (ac - bd) + (ad + bc)i, without C99 Annex G NaN fixups.
-//   Bool is one byte where any nonzero value is true; SUM/MAX/BOR are logical or, PRODUCT/MIN/BAND
-//   logical and, BXOR logical xor, and results are always 0 or 1.
+// * Semantics (NaN, wrap-around, complex, bool): see element_ops.h, shared with the CUDA kernels.
 #include "backend/reduce/reduce.h"
 
 #include <algorithm>
@@ -40,6 +35,7 @@
 #include <type_traits>
 
 #include "backend/common/error.h"
+#include "backend/reduce/element_ops.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RINGX_REDUCE_X86_DISPATCH 1
@@ -55,119 +51,8 @@ namespace {
 
 using KernelFn = void (*)(void* out, const void* a, const void* b, size_t count);
 
-// ---- element functors ----------------------------------------------------------------------
-
-template <typename T>
-struct FloatSum {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) { return a + b; }
-};
-
-template <typename T>
-struct FloatProduct {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) { return a * b; }
-};
-
-template <typename T>
-struct FloatMin {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) {
-    const T smaller = b < a ? b : a;
-    const bool anyNan = (a != a) | (b != b);
-    return anyNan ? std::numeric_limits<T>::quiet_NaN() : smaller;
-  }
-};
-
-template <typename T>
-struct FloatMax {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) {
-    const T larger = a < b ? b : a;
-    const bool anyNan = (a != a) | (b != b);
-    return anyNan ? std::numeric_limits<T>::quiet_NaN() : larger;
-  }
-};
-
-// Unsigned type wide enough that arithmetic on it neither overflows a signed int after integer
-// promotion nor loses bits: uint16 * uint16 would otherwise promote to (signed) int and overflow.
-template <typename T>
-using WrapType =
-    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-template <typename T>
-struct IntSum {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) {
-    using U = WrapType<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  }
-};
-
-template <typename T>
-struct IntProduct {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) {
-    using U = WrapType<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-  }
-};
-
-template <typename T>
-struct IntMin {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) { return b < a ? b : a; }
-};
-
-template <typename T>
-struct IntMax {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) { return a < b ? b : a; }
-};
-
-template <typename T>
-struct BitAnd {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) { return static_cast<T>(a & b); }
-};
-
-template <typename T>
-struct BitOr {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) { return static_cast<T>(a | b); }
-};
-
-template <typename T>
-struct BitXor {
-  static RINGX_ALWAYS_INLINE T apply(T a, T b) { return static_cast<T>(a ^ b); }
-};
-
-// Bool is stored as uint8_t (reading a C++ bool that holds anything but 0/1 is undefined).
-struct BoolOr {
-  static RINGX_ALWAYS_INLINE uint8_t apply(uint8_t a, uint8_t b) {
-    return static_cast<uint8_t>((a | b) != 0);
-  }
-};
-
-struct BoolAnd {
-  static RINGX_ALWAYS_INLINE uint8_t apply(uint8_t a, uint8_t b) {
-    return static_cast<uint8_t>((a != 0) & (b != 0));
-  }
-};
-
-struct BoolXor {
-  static RINGX_ALWAYS_INLINE uint8_t apply(uint8_t a, uint8_t b) {
-    return static_cast<uint8_t>((a != 0) ^ (b != 0));
-  }
-};
-
-// Layout of std::complex<T> / c10::complex<T>. Kernels use this plain struct rather than
-// std::complex, whose real()/imag() accessors GCC 12 does not vectorise.
-template <typename T>
-struct ComplexPair {
-  T re;
-  T im;
-};
-
-// c10::complex's product, (ac - bd) + (ad + bc)i. Note: a build with FMA enabled and
-// -ffp-contract=fast (GCC's default in gnu++ modes) may contract these into fused multiply-adds;
-// every rank runs the same binary, so results stay identical across ranks either way.
-template <typename T>
-struct ComplexProduct {
-  static RINGX_ALWAYS_INLINE ComplexPair<T> apply(ComplexPair<T> x, ComplexPair<T> y) {
-    return ComplexPair<T>{x.re * y.re - x.im * y.im, x.re * y.im + x.im * y.re};
-  }
-};
+// The element functors (FloatSum, IntMin, BoolOr, ComplexProduct, ...) and the float16/bfloat16
+// conversions live in element_ops.h, shared with the CUDA kernels.
 
 // ---- drivers for types combined directly ----------------------------------------------------
 
@@ -230,93 +115,27 @@ void complexSum(void* out, const void* a, const void* b, size_t n) {
 
 // ---- float16 / bfloat16 --------------------------------------------------------------------
 
-RINGX_ALWAYS_INLINE uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-RINGX_ALWAYS_INLINE float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-// IEEE binary16 <-> binary32, branch-free (the FP16 library's algorithm, as in c10/util/Half.h).
-struct Fp16Scalar {
-  static RINGX_ALWAYS_INLINE float toFloat(uint16_t h) {
-    const uint32_t w = static_cast<uint32_t>(h) << 16;
-    const uint32_t sign = w & 0x80000000u;
-    const uint32_t twoW = w + w;  // exponent and mantissa, sign shifted out
-    // Normal numbers, inf and NaN: move the fields into place and fix the exponent bias
-    // (2^-112 = 2^(15 - 127)); inf/NaN land on exponent 0xFF and stay inf/NaN.
-    const float normalized = floatOf((twoW >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
-    // Zero and subnormals: the mantissa as the low bits of 0.5 + m * 2^-24, minus 0.5.
-    const float denormalized = floatOf((twoW >> 17) | (126u << 23)) - 0.5f;
-    // Branch-free select (a ?: here is not if-converted, which would stop vectorisation).
-    const uint32_t isDenormal = 0u - static_cast<uint32_t>(twoW < (1u << 27));
-    const uint32_t magnitude =
-        (bitsOf(denormalized) & isDenormal) | (bitsOf(normalized) & ~isDenormal);
-    return floatOf(sign | magnitude);
-  }
-
-  // Round to nearest even; overflow gives inf, NaN gives sign|0x7E00.
-  static RINGX_ALWAYS_INLINE uint16_t fromFloat(float f) {
-    // Scaling up then down makes the FPU do the rounding at the right bit position.
-    float base = (std::fabs(f) * 0x1.0p+112f) * 0x1.0p-110f;
-    const uint32_t w = bitsOf(f);
-    const uint32_t shl1W = w + w;
-    const uint32_t sign = w & 0x80000000u;
-    // bias = max(exponent field, 0x71) << 24; as a signed max, which SSE2 can vectorise.
-    const int32_t exponent = static_cast<int32_t>(shl1W >> 24);
-    const uint32_t bias = static_cast<uint32_t>(std::max(exponent, int32_t{0x71})) << 24;
-    base = floatOf((bias >> 1) + 0x07800000u) + base;
-    const uint32_t bits = bitsOf(base);
-    const uint32_t expBits = (bits >> 13) & 0x00007C00u;
-    const uint32_t mantissaBits = bits & 0x00000FFFu;
-    const uint32_t nonsign = expBits + mantissaBits;
-    const uint32_t isNan = 0u - static_cast<uint32_t>(shl1W > 0xFF000000u);
-    return static_cast<uint16_t>((sign >> 16) | (0x7E00u & isNan) | (nonsign & ~isNan));
-  }
+// Block conversions for halfBlocks: the element conversions of element_ops.h in plain loops,
+// which GCC vectorises.
+template <typename Bits>
+struct ScalarConversions : Bits {
+  using Bits::fromFloat;
+  using Bits::toFloat;
 
   static RINGX_ALWAYS_INLINE void toFloat(const uint16_t* src, float* dst, size_t n) {
     for (size_t i = 0; i < n; ++i) {
-      dst[i] = toFloat(src[i]);
+      dst[i] = Bits::toFloat(src[i]);
     }
   }
 
   static RINGX_ALWAYS_INLINE void fromFloat(const float* src, uint16_t* dst, size_t n) {
     for (size_t i = 0; i < n; ++i) {
-      dst[i] = fromFloat(src[i]);
+      dst[i] = Bits::fromFloat(src[i]);
     }
   }
 };
-
-// bfloat16 is the top half of a binary32; rounding as c10::BFloat16's round_to_nearest_even.
-struct Bf16Scalar {
-  static RINGX_ALWAYS_INLINE float toFloat(uint16_t h) {
-    return floatOf(static_cast<uint32_t>(h) << 16);
-  }
-
-  static RINGX_ALWAYS_INLINE uint16_t fromFloat(float f) {
-    const uint32_t u = bitsOf(f);
-    const uint32_t roundingBias = ((u >> 16) & 1u) + 0x7FFFu;
-    const uint16_t rounded = static_cast<uint16_t>((u + roundingBias) >> 16);
-    return f != f ? static_cast<uint16_t>(0x7FC0u) : rounded;
-  }
-
-  static RINGX_ALWAYS_INLINE void toFloat(const uint16_t* src, float* dst, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      dst[i] = toFloat(src[i]);
-    }
-  }
-
-  static RINGX_ALWAYS_INLINE void fromFloat(const float* src, uint16_t* dst, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      dst[i] = fromFloat(src[i]);
-    }
-  }
-};
+using Fp16Scalar = ScalarConversions<Fp16Bits>;
+using Bf16Scalar = ScalarConversions<Bf16Bits>;
 
 constexpr size_t kHalfBlock = 256;
 
@@ -422,22 +241,6 @@ bool useAvx2Kernels() {
 
 // ---- kernel selection ----------------------------------------------------------------------
 
-template <typename T>
-KernelFn floatKernel(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return &elementwise<T, FloatSum<T>>;
-    case ReduceOp::kProduct:
-      return &elementwise<T, FloatProduct<T>>;
-    case ReduceOp::kMin:
-      return &elementwise<T, FloatMin<T>>;
-    case ReduceOp::kMax:
-      return &elementwise<T, FloatMax<T>>;
-    default:
-      return nullptr;
-  }
-}
-
 template <typename Conv, typename Op>
 KernelFn halfKernelFor(bool avx2) {
 #if RINGX_REDUCE_X86_DISPATCH
@@ -446,104 +249,36 @@ KernelFn halfKernelFor(bool avx2) {
     return &halfBlocksAvx2<FastConv, Op>;
   }
 #endif
+  (void)avx2;
   return &halfBlocks<Conv, Op>;
 }
 
-template <typename Conv>
-KernelFn halfKernel(ReduceOp op) {
-  const bool avx2 = useAvx2Kernels();
-  switch (op) {
-    case ReduceOp::kSum:
-      return halfKernelFor<Conv, FloatSum<float>>(avx2);
-    case ReduceOp::kProduct:
-      return halfKernelFor<Conv, FloatProduct<float>>(avx2);
-    case ReduceOp::kMin:
-      return halfKernelFor<Conv, FloatMin<float>>(avx2);
-    case ReduceOp::kMax:
-      return halfKernelFor<Conv, FloatMax<float>>(avx2);
-    default:
-      return nullptr;
+// The CPU kernel for a storage type and element functor: a plain loop, except for 16-bit
+// floats (converted in blocks, with the AVX2/F16C instantiation where the CPU has it) and
+// complex sums (a float sum over the interleaved parts, which vectorises).
+template <typename Storage, typename Op>
+struct CpuKernel {
+  static KernelFn get() { return &elementwise<Storage, Op>; }
+};
+
+template <typename Bits, typename FloatOp>
+struct CpuKernel<uint16_t, HalfOp<Bits, FloatOp>> {
+  static KernelFn get() {
+    return halfKernelFor<ScalarConversions<Bits>, FloatOp>(useAvx2Kernels());
   }
-}
+};
 
 template <typename T>
-KernelFn complexKernel(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return &complexSum<T>;
-    case ReduceOp::kProduct:
-      static_assert(sizeof(ComplexPair<T>) == sizeof(std::complex<T>));
-      return &elementwise<ComplexPair<T>, ComplexProduct<T>>;
-    default:
-      return nullptr;
-  }
-}
-
-template <typename T>
-KernelFn intKernel(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return &elementwise<T, IntSum<T>>;
-    case ReduceOp::kProduct:
-      return &elementwise<T, IntProduct<T>>;
-    case ReduceOp::kMin:
-      return &elementwise<T, IntMin<T>>;
-    case ReduceOp::kMax:
-      return &elementwise<T, IntMax<T>>;
-    case ReduceOp::kBAnd:
-      return &elementwise<T, BitAnd<T>>;
-    case ReduceOp::kBOr:
-      return &elementwise<T, BitOr<T>>;
-    case ReduceOp::kBXor:
-      return &elementwise<T, BitXor<T>>;
-  }
-  return nullptr;
-}
-
-KernelFn boolKernel(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kMax:
-    case ReduceOp::kBOr:
-      return &elementwise<uint8_t, BoolOr>;
-    case ReduceOp::kProduct:
-    case ReduceOp::kMin:
-    case ReduceOp::kBAnd:
-      return &elementwise<uint8_t, BoolAnd>;
-    case ReduceOp::kBXor:
-      return &elementwise<uint8_t, BoolXor>;
-  }
-  return nullptr;
-}
+struct CpuKernel<ComplexPair<T>, ComplexSum<T>> {
+  static KernelFn get() { return &complexSum<T>; }
+};
 
 KernelFn selectKernel(ReduceOp op, DataType type) {
-  switch (type) {
-    case DataType::kFloat32:
-      return floatKernel<float>(op);
-    case DataType::kFloat64:
-      return floatKernel<double>(op);
-    case DataType::kFloat16:
-      return halfKernel<Fp16Scalar>(op);
-    case DataType::kBFloat16:
-      return halfKernel<Bf16Scalar>(op);
-    case DataType::kComplex64:
-      return complexKernel<float>(op);
-    case DataType::kComplex128:
-      return complexKernel<double>(op);
-    case DataType::kInt8:
-      return intKernel<int8_t>(op);
-    case DataType::kInt16:
-      return intKernel<int16_t>(op);
-    case DataType::kInt32:
-      return intKernel<int32_t>(op);
-    case DataType::kInt64:
-      return intKernel<int64_t>(op);
-    case DataType::kUInt8:
-      return intKernel<uint8_t>(op);
-    case DataType::kBool:
-      return boolKernel(op);
-  }
-  return nullptr;
+  static_assert(sizeof(ComplexPair<float>) == sizeof(std::complex<float>));
+  KernelFn kernel = nullptr;
+  visitElementOp(op, type,
+                 [&]<typename Storage, typename Op>() { kernel = CpuKernel<Storage, Op>::get(); });
+  return kernel;
 }
 
 // `out` must be `input` or not overlap it at all.
