@@ -1,0 +1,38 @@
+// What ringx needs from a device's execution queues: in-order streams, events recorded on them,
+// stream-side waits, and host callbacks in stream order. CUDA provides exactly these (streams,
+// cudaEventRecord, cudaStreamWaitEvent, cudaLaunchHostFunc); ThreadStream (thread_stream.h)
+// provides them on the CPU, so that the ordering logic built on them (stream_ordering.h) is
+// tested on machines without a GPU.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+
+namespace ringx::device {
+
+// Marks a point in a stream: complete once everything enqueued on the stream before it is.
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+  // Whether the event has completed (does not block).
+  virtual bool query() = 0;
+  // Blocks the calling host thread until the event has completed.
+  virtual void synchronize() = 0;
+};
+
+// An in-order queue of device work.
+class DeviceStream {
+ public:
+  virtual ~DeviceStream() = default;
+  // An event that completes when all work enqueued on this stream so far has.
+  virtual std::shared_ptr<DeviceEvent> record() = 0;
+  // Work enqueued on this stream from now on starts only after `event` completes. The host
+  // does not block.
+  virtual void wait(const std::shared_ptr<DeviceEvent>& event) = 0;
+  // Runs `fn` on a host thread once all work enqueued before it has completed; work enqueued
+  // after it waits for it to return. `fn` must not enqueue work on any stream.
+  virtual void launchHostFunc(std::function<void()> fn) = 0;
+};
+
+}  // namespace ringx::device

@@ -1,0 +1,80 @@
+#include "backend/device/thread_stream.h"
+
+namespace ringx::device {
+namespace {
+
+class ThreadEvent : public DeviceEvent {
+ public:
+  void complete() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    completed_.notify_all();
+  }
+
+  bool query() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+
+  void synchronize() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    completed_.wait(lock, [&] { return done_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable completed_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+ThreadStream::ThreadStream() : thread_([this] { run(); }) {}
+
+ThreadStream::~ThreadStream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  thread_.join();
+}
+
+void ThreadStream::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  ready_.notify_one();
+}
+
+std::shared_ptr<DeviceEvent> ThreadStream::record() {
+  auto event = std::make_shared<ThreadEvent>();
+  enqueue([event] { event->complete(); });
+  return event;
+}
+
+void ThreadStream::wait(const std::shared_ptr<DeviceEvent>& event) {
+  // The worker blocks, so only this stream's later work waits: as cudaStreamWaitEvent.
+  enqueue([event] { event->synchronize(); });
+}
+
+void ThreadStream::launchHostFunc(std::function<void()> fn) { enqueue(std::move(fn)); }
+
+void ThreadStream::run() {
+  for (;;) {
+    std::function<void()> work;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything enqueued has run
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    work();
+  }
+}
+
+}  // namespace ringx::device

@@ -1,0 +1,149 @@
+// The stream-ordering logic of GPU collectives (backend/device/stream_ordering.h), on
+// ThreadStreams: the same semantics as CUDA streams, so it is tested without a GPU. Gates
+// (promises the test fulfils) hold stream work back, so every check is about order, never time.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+#include "backend/device/stream_ordering.h"
+#include "backend/device/thread_stream.h"
+
+namespace ringx::device {
+namespace {
+
+// Work that stays blocked until the test opens the gate.
+struct Gate {
+  std::promise<void> promise;
+  std::shared_future<void> future = promise.get_future().share();
+  void open() { promise.set_value(); }
+  std::function<void()> holdBack() {
+    auto f = future;
+    return [f] { f.wait(); };
+  }
+};
+
+TEST(StreamOrdering, CollectiveStartsAfterTheCallersEarlierWork) {
+  ThreadStream caller, comm;
+  Gate gate;
+  std::atomic<int> input{0}, output{-1};
+  caller.enqueue(gate.holdBack());
+  caller.enqueue([&] { input = 5; });  // the caller's compute that produces the input
+  auto work = OrderedCollective::enqueue(
+      caller, comm,
+      [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue([&] { output = input * 2; }); },
+      nullptr, nullptr);
+  // Give an unordered collective every chance to run early (it would within microseconds and
+  // read the input before it exists); an ordered one cannot run until the gate opens.
+  for (int i = 0; i < 100 && output == -1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(output, -1) << "the collective ran before the caller's earlier work";
+  EXPECT_FALSE(work->isCompleted());
+  gate.open();
+  work->synchronize();
+  EXPECT_EQ(output, 10);  // it read the input the caller wrote before calling
+}
+
+TEST(StreamOrdering, WaitOrdersTheCallersLaterWorkWithoutBlockingTheHost) {
+  ThreadStream caller, comm;
+  Gate collectiveGate;
+  std::atomic<int> result{0}, seenByCaller{-1}, overlapped{0};
+  auto work = OrderedCollective::enqueue(
+      caller, comm,
+      [&](DeviceStream& s) {
+        auto& stream = static_cast<ThreadStream&>(s);
+        stream.enqueue(collectiveGate.holdBack());
+        stream.enqueue([&] { result = 42; });
+      },
+      nullptr, nullptr);
+  // Compute enqueued before wait() overlaps the collective: it runs while the collective is
+  // held back.
+  std::promise<void> computeRan;
+  caller.enqueue([&] {
+    overlapped = 1;
+    computeRan.set_value();
+  });
+  computeRan.get_future().wait();
+  EXPECT_EQ(result, 0);
+  // wait(): returns on the host at once (the collective is still held), and the caller's
+  // later work sees the result.
+  work->blockStream(caller);
+  caller.enqueue([&] { seenByCaller = result.load(); });
+  auto callerDone = caller.record();
+  EXPECT_FALSE(callerDone->query());
+  EXPECT_FALSE(work->isCompleted());
+  collectiveGate.open();
+  callerDone->synchronize();
+  EXPECT_EQ(seenByCaller, 42);
+  EXPECT_TRUE(work->isCompleted());
+  EXPECT_EQ(overlapped, 1);
+}
+
+TEST(StreamOrdering, FutureCompletesAfterTheDeviceWorkAndReleasesTheBuffers) {
+  ThreadStream caller, comm;
+  Gate gate;
+  auto buffer = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = buffer;
+  std::promise<std::exception_ptr> completed;
+  auto work = OrderedCollective::enqueue(
+      caller, comm,
+      [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue(gate.holdBack()); },
+      std::move(buffer), [&](std::exception_ptr error) { completed.set_value(error); });
+  auto future = completed.get_future();
+  // The collective holds the only reference while its device work is pending.
+  EXPECT_FALSE(watch.expired());
+  EXPECT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  gate.open();
+  EXPECT_EQ(future.get(), nullptr);
+  EXPECT_TRUE(watch.expired());
+  EXPECT_TRUE(work->isCompleted());
+}
+
+TEST(StreamOrdering, HostSideFailureReachesWaitSynchronizeAndTheFuture) {
+  ThreadStream caller, comm;
+  std::promise<std::exception_ptr> completed;
+  auto work = OrderedCollective::enqueue(
+      caller, comm, [](DeviceStream&) { throw std::runtime_error("allreduce #3: rank 1 is gone"); },
+      nullptr, [&](std::exception_ptr error) { completed.set_value(error); });
+  EXPECT_THROW(work->blockStream(caller), std::runtime_error);
+  EXPECT_THROW(work->synchronize(), std::runtime_error);
+  std::exception_ptr error = completed.get_future().get();
+  ASSERT_NE(error, nullptr);
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "allreduce #3: rank 1 is gone");
+  }
+}
+
+TEST(StreamOrdering, CollectivesOnOneCommStreamCompleteInOrder) {
+  ThreadStream caller, comm;
+  Gate gate;
+  std::vector<int> order;
+  std::mutex mutex;
+  std::vector<std::shared_ptr<OrderedCollective>> works;
+  for (int i = 0; i < 3; ++i) {
+    works.push_back(OrderedCollective::enqueue(
+        caller, comm,
+        [&, i](DeviceStream& s) {
+          auto& stream = static_cast<ThreadStream&>(s);
+          if (i == 0) stream.enqueue(gate.holdBack());
+          stream.enqueue([&, i] {
+            std::lock_guard<std::mutex> lock(mutex);
+            order.push_back(i);
+          });
+        },
+        nullptr, nullptr));
+  }
+  EXPECT_FALSE(works[2]->isCompleted());  // held behind the first
+  gate.open();
+  works[2]->synchronize();
+  EXPECT_TRUE(works[0]->isCompleted() && works[1]->isCompleted());
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace ringx::device
