@@ -1,5 +1,8 @@
 #include "backend/device/thread_stream.h"
 
+#include <condition_variable>
+#include <mutex>
+
 namespace ringx::device {
 namespace {
 
@@ -31,25 +34,6 @@ class ThreadEvent : public DeviceEvent {
 
 }  // namespace
 
-ThreadStream::ThreadStream() : thread_([this] { run(); }) {}
-
-ThreadStream::~ThreadStream() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  ready_.notify_all();
-  thread_.join();
-}
-
-void ThreadStream::enqueue(std::function<void()> work) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(work));
-  }
-  ready_.notify_one();
-}
-
 std::shared_ptr<DeviceEvent> ThreadStream::record() {
   auto event = std::make_shared<ThreadEvent>();
   enqueue([event] { event->complete(); });
@@ -62,19 +46,5 @@ void ThreadStream::wait(const std::shared_ptr<DeviceEvent>& event) {
 }
 
 void ThreadStream::launchHostFunc(std::function<void()> fn) { enqueue(std::move(fn)); }
-
-void ThreadStream::run() {
-  for (;;) {
-    std::function<void()> work;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything enqueued has run
-      work = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    work();
-  }
-}
 
 }  // namespace ringx::device
