@@ -1,6 +1,7 @@
 """Starting a benchmark's ranks (every bench/*.py that runs ranks): one spawned process per
 rank, a file:// rendezvous in a temporary directory, and a shared dict each rank's worker
-writes its results into; rank 0's come back."""
+writes its results into; rank 0's come back. And timing the engines a worker holds in
+interleaved rounds (timed_rounds)."""
 
 import os
 import tempfile
@@ -34,3 +35,42 @@ def run_ranks(worker, world_size, *args, name):
         if any(p.exitcode != 0 for p in procs) or 0 not in results:
             raise SystemExit(f"{name}: a rank failed")
         return dict(results[0])
+
+
+def timed_rounds(runs, step, rounds, steps, barrier_group, wire_groups=None, before_step=None,
+                 after_step=None):
+    """Times step(model, opt) for every (model, opt) of `runs` ({key: (model, opt)}): in each of
+    `rounds` rounds every key in turn, after a barrier on `barrier_group`, runs `steps` steps,
+    so all keys see the same machine state. Returns {key: {"seconds": median over the rounds
+    of the mean step time}}, plus "sent", the bytes put on the wire per step
+    (ringx.wire.bytes_sent over `wire_groups`, read outside the timing), when wire_groups is
+    given. before_step(key) and after_step(key, model) run around each step, inside the
+    timing (what the caller records there is part of the step)."""
+    import statistics
+    import time
+
+    import torch.distributed as dist
+
+    if wire_groups is not None:
+        from ringx.wire import bytes_sent
+    times = {key: [] for key in runs}
+    sent = {key: 0 for key in runs}
+    for _ in range(rounds):
+        for key, (model, opt) in runs.items():
+            dist.barrier(group=barrier_group)
+            before = bytes_sent(wire_groups) if wire_groups is not None else 0
+            start = time.perf_counter()
+            for _ in range(steps):
+                if before_step:
+                    before_step(key)
+                step(model, opt)
+                if after_step:
+                    after_step(key, model)
+            times[key].append((time.perf_counter() - start) / steps)
+            if wire_groups is not None:
+                sent[key] += bytes_sent(wire_groups) - before
+    out = {key: {"seconds": statistics.median(times[key])} for key in runs}
+    if wire_groups is not None:
+        for key in runs:
+            out[key]["sent"] = sent[key] / (rounds * steps)
+    return out

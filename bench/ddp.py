@@ -21,13 +21,12 @@ import datetime
 import os
 import socket
 import statistics
-import time
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from bench_ranks import run_ranks
+from bench_ranks import run_ranks, timed_rounds
 
 
 def mlp():
@@ -102,21 +101,17 @@ def worker(rank, world, init, rounds, steps, results):
         for ddp, opt in runs.values():  # warm up (and let ringx.ddp rebuild its buckets)
             for _ in range(3):
                 step(ddp, opt)
-        times = {key: [] for key in runs}
         hidden = {key: [] for key in runs}
-        for _ in range(rounds):
-            for key, (ddp, opt) in runs.items():
-                dist.barrier(group=groups["gloo"])
-                start = time.perf_counter()
-                for _ in range(steps):
-                    step(ddp, opt)
-                    if key[0] == "ringx.ddp":
-                        share = hidden_share(ddp)
-                        if share is not None:
-                            hidden[key].append(share)
-                times[key].append((time.perf_counter() - start) / steps)
+
+        def record_hidden(key, ddp):
+            if key[0] == "ringx.ddp":
+                share = hidden_share(ddp)
+                if share is not None:
+                    hidden[key].append(share)
+
+        timed = timed_rounds(runs, step, rounds, steps, groups["gloo"], after_step=record_hidden)
         out[model_name] = {
-            key: (statistics.median(times[key]),
+            key: (timed[key]["seconds"],
                   statistics.mean(hidden[key]) if hidden[key] else None)
             for key in runs}
         out[model_name]["params"] = sum(p.numel() for p in make_model().parameters())

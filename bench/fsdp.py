@@ -106,17 +106,14 @@ import argparse
 import datetime
 import os
 import socket
-import statistics
 import json
 import tempfile
-import time
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from bench_ranks import run_ranks
-from ringx.wire import bytes_sent
+from bench_ranks import run_ranks, timed_rounds
 
 DIM = 256
 BLOCKS = 8
@@ -244,19 +241,12 @@ def worker(rank, world, init, rounds, steps, results):
             step(model, opt)
         if key[0] == "memory":
             model.reset_peak_memory()
-    times = {key: [] for key in runs}
-    sent = {key: 0 for key in runs}
-    for _ in range(rounds):
-        for key, (model, opt) in runs.items():
-            dist.barrier(group=groups["gloo"])
-            before = bytes_sent([groups["ringx"]])
-            start = time.perf_counter()
-            for _ in range(steps):
-                if key in pending:
-                    pending[key].append({})  # this step's {block: reductions pending}
-                step(model, opt)
-            times[key].append((time.perf_counter() - start) / steps)
-            sent[key] += bytes_sent([groups["ringx"]]) - before
+    def new_step_record(key):
+        if key in pending:
+            pending[key].append({})  # this step's {block: reductions pending}
+
+    timed = timed_rounds(runs, step, rounds, steps, groups["gloo"], [groups["ringx"]],
+                         before_step=new_step_record)
 
     out = {"memory": [], "speed": {}}
     for index in range(len(MEMORY_CONFIGS)):
@@ -266,11 +256,10 @@ def worker(rank, world, init, rounds, steps, results):
             stats=dict(model.memory_stats()), units=model.units(),
             shard_numel=sum(p.numel() for p in model.parameters()),
             pending=pending[key],
-            seconds=statistics.median(times[key])))
+            seconds=timed[key]["seconds"]))
     for label, engine, backend, index in SPEED_CONFIGS:
         key = ("memory", index) if engine == "ringx.fsdp" else ("speed", label)
-        out["speed"][label] = dict(seconds=statistics.median(times[key]),
-                                   sent=sent[key] / (rounds * steps))
+        out["speed"][label] = timed[key]
     out["params"] = sum(p.numel() for p in Net().parameters())
     results[rank] = out
     dist.destroy_process_group()
@@ -548,19 +537,10 @@ def worker_fsdp2(rank, world, init, rounds, steps, results):
     for label, engine, backend in ENGINES:
         model, opt, figures = profile_engine(lambda: build(engine, backend), step)
         runs[(label, backend)] = (model, opt)
-        out[(label, backend)] = dict(figures, times=[], sent=0, own_peak=(
+        out[(label, backend)] = dict(figures, own_peak=(
             model.memory_stats()["peak_bytes"] if hasattr(model, "memory_stats") else None))
-    for _ in range(rounds):
-        for key, (model, opt) in runs.items():
-            dist.barrier(group=groups["gloo"])
-            before = bytes_sent([groups["ringx"]])
-            start = time.perf_counter()
-            for _ in range(steps):
-                step(model, opt)
-            out[key]["times"].append((time.perf_counter() - start) / steps)
-            out[key]["sent"] += bytes_sent([groups["ringx"]]) - before
-    results[rank] = {f"{label}|{backend}": dict(v, seconds=statistics.median(v.pop("times")),
-                                                sent=v["sent"] / (rounds * steps))
+    timed = timed_rounds(runs, step, rounds, steps, groups["gloo"], [groups["ringx"]])
+    results[rank] = {f"{label}|{backend}": dict(v, **timed[(label, backend)])
                      for (label, backend), v in out.items()}
     dist.destroy_process_group()
 
