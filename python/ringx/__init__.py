@@ -82,14 +82,19 @@ def _ringx_group(group):
     return None
 
 
+def _require_ringx_group(group, function):
+    """_ringx_group(group), or a ValueError naming `function` when the group is not ringx."""
+    pg = _ringx_group(group)
+    if pg is None:
+        raise ValueError(f"ringx.{function} needs a ringx process group; this group's CPU "
+                         "backend is not ringx")
+    return pg
+
+
 def transports(group=None):
     """The transport this rank uses to each rank of `group` (None = the default group), a
     ringx group: "shm" (shared memory, same host), "tcp", or "self"."""
-    pg = _ringx_group(group)
-    if pg is None:
-        raise ValueError("ringx.transports needs a ringx process group; this group's CPU "
-                         "backend is not ringx")
-    return pg.transports()
+    return _require_ringx_group(group, "transports").transports()
 
 
 def traffic(group=None):
@@ -98,11 +103,7 @@ def traffic(group=None):
     per peer and channel, {"peer": group rank, "channel": "collective" or "p2p", "transport":
     "shm" or "tcp", "sent": bytes, "received": bytes}. Take the difference of two calls to
     measure what a step or a collective put on the wire."""
-    pg = _ringx_group(group)
-    if pg is None:
-        raise ValueError("ringx.traffic needs a ringx process group; this group's CPU "
-                         "backend is not ringx")
-    return pg.traffic()
+    return _require_ringx_group(group, "traffic").traffic()
 
 
 def broadcast_coalesced(tensors, src, group=None, bucket_bytes=DEFAULT_BUCKET_BYTES):
