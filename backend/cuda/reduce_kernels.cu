@@ -17,6 +17,7 @@
 
 #include "backend/common/error.h"
 #include "backend/reduce/element_ops.h"
+#include "backend/reduce/reduce.h"
 
 namespace ringx::cuda {
 namespace {
@@ -145,10 +146,7 @@ void scaleOn(DataType type, void* data, double value, bool divide, size_t count,
 
 void reduce(ReduceOp op, DataType type, void* out, const void* a, const void* b, size_t count,
             void* stream) {
-  if (!reduceOpSupports(op, type)) {
-    RINGX_THROW(InvalidArgument, "ringx: reduce op ", reduceOpName(op),
-                " is not supported for dtype ", dataTypeName(type));
-  }
+  reduce::checkSupported(op, type);  // the CPU kernels' check and message
   if (count == 0) return;
   const bool packed = aligned(out) && aligned(a) && aligned(b);
   const bool known = reduce::visitElementOp(op, type, [&]<typename T, typename Op>() {
