@@ -44,6 +44,7 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/fsdp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
 	@$(BUILD_DIR)/bin/bench_trace_record
+	@$(BUILD_DIR)/bin/bench_reduce_cost
 	@$(PYTHON) bench/viewer.py
 
 # pip install . in a fresh environment, then a torchrun allreduce (scripts/pip_check.sh).
