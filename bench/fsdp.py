@@ -96,9 +96,9 @@ backward, SGD step) of the round's steps.
      is what the engine holds: "held" when the measured step starts, "peak" at its highest
      point during the step (parameters, gradients, buffers, activations, temporaries), and
      "rise", the difference. ringx.fsdp's own peak counter (parameters and gradients only)
-     is printed beside it. The profiler's account can miss frees: on torch 2.13, FSDP2 on
-     gloo's grows by about one block (2 MiB) per warm-up step while the process's RSS does
-     not, so its held and peak overstate it by a few MiB; "rise" does not carry that drift.
+     is printed beside it. The profiler's account can miss frees (FSDP2 on gloo's "held"
+     came out a few MiB above FSDP2 on ringx's in some runs, equal in others); "rise" does
+     not carry what it missed before the step.
 Compare ratios within one run; absolute times on a shared 2-core machine drift.
 """
 
