@@ -1,6 +1,7 @@
 // What ringx needs from a device's execution queues: in-order streams, events recorded on them,
-// stream-side waits, and host callbacks in stream order. CUDA provides exactly these (streams,
-// cudaEventRecord, cudaStreamWaitEvent, cudaLaunchHostFunc); ThreadStream (thread_stream.h)
+// stream-side waits, host callbacks in stream order, and waits for the host. CUDA provides
+// these (streams, cudaEventRecord, cudaStreamWaitEvent, cudaLaunchHostFunc, and a kernel that
+// polls host memory); ThreadStream (thread_stream.h)
 // provides them on the CPU, so that the ordering logic built on them (stream_ordering.h) is
 // tested on machines without a GPU.
 #pragma once
@@ -21,6 +22,16 @@ class DeviceEvent {
   virtual void synchronize() = 0;
 };
 
+// A point in a stream that waits for the host: work enqueued after it starts once the host
+// opens it. Host-staged collectives use it: the device copies the inputs out, the host runs
+// the collective over the network, then opens the gate and the device copies the results in.
+class HostGate {
+ public:
+  virtual ~HostGate() = default;
+  // Lets the stream go on. Gates of one stream must be opened in the order they were made.
+  virtual void open() = 0;
+};
+
 // An in-order queue of device work.
 class DeviceStream {
  public:
@@ -33,6 +44,9 @@ class DeviceStream {
   // Runs `fn` on a host thread once all work enqueued before it has completed; work enqueued
   // after it waits for it to return. `fn` must not enqueue work on any stream.
   virtual void launchHostFunc(std::function<void()> fn) = 0;
+  // Work enqueued on this stream from now on starts only after the returned gate is opened.
+  // The gate must be opened, even when the host's part fails, or the stream stops for good.
+  virtual std::shared_ptr<HostGate> waitForHost() = 0;
 };
 
 }  // namespace ringx::device

@@ -13,6 +13,13 @@
 //    the caching allocator cannot hand their memory to other work while the collective may
 //    still read or write it.
 //
+// A host-staged collective (enqueueStaged) is the same, with the network part on the host: the
+// device copies the inputs out, the host runs the CPU collective once they are there, and the
+// device copies the results back in after a gate the host opens when it is done (or failed):
+//
+//   comm stream:  [wait R] copy in [event I] [gate] copy out [event D] (host callback)
+//   host:                           waits I, runs the collective, opens the gate
+//
 // The real backend passes CUDA streams; tests pass ThreadStreams (thread_stream.h).
 #pragma once
 
@@ -25,7 +32,7 @@
 
 namespace ringx::device {
 
-class OrderedCollective {
+class OrderedCollective : public std::enable_shared_from_this<OrderedCollective> {
  public:
   // Enqueues the collective's device work on `comm`. Called on the host, in order with the
   // group's other collectives; host-side failures (a lost peer, bad input) are thrown.
@@ -39,6 +46,21 @@ class OrderedCollective {
                                                     std::shared_ptr<void> keepAlive,
                                                     OnComplete onComplete);
 
+  // The host part of a staged collective, called on the caller's thread. It arranges for its
+  // work to start after `inputsStaged` completes and to call `finished` exactly once (from any
+  // thread) when the staged results are written or the collective has failed. If it throws,
+  // it must not call `finished`.
+  using HostFinished = std::function<void(std::exception_ptr error)>;
+  using HostPart =
+      std::function<void(std::shared_ptr<DeviceEvent> inputsStaged, HostFinished finished)>;
+
+  // A host-staged collective: `copyIn` enqueues the device-to-host copies of its inputs,
+  // `copyOut` the host-to-device copies of its results. A failure of the host part becomes the
+  // collective's error; the gate is opened whatever happens, so the stream never stops.
+  static std::shared_ptr<OrderedCollective> enqueueStaged(
+      DeviceStream& caller, DeviceStream& comm, const Body& copyIn, const HostPart& hostPart,
+      const Body& copyOut, std::shared_ptr<void> keepAlive, OnComplete onComplete);
+
   // Step 3: `stream`'s later work waits for the collective; rethrows at once a failure the
   // host already knows of (as ProcessGroupNCCL's wait does for an aborted communicator).
   void blockStream(DeviceStream& stream);
@@ -51,6 +73,9 @@ class OrderedCollective {
 
  private:
   OrderedCollective() = default;
+  void fail(std::exception_ptr error);
+  // Records the end event D and the host callback of step 4.
+  void finishEnqueue(DeviceStream& comm, std::shared_ptr<void> keepAlive, OnComplete onComplete);
 
   std::shared_ptr<DeviceEvent> done_;
   std::mutex mutex_;

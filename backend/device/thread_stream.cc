@@ -1,6 +1,7 @@
 #include "backend/device/thread_stream.h"
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 
 namespace ringx::device {
@@ -32,6 +33,15 @@ class ThreadEvent : public DeviceEvent {
   bool done_ = false;
 };
 
+class ThreadGate : public HostGate {
+ public:
+  void open() override { opened_.set_value(); }
+  void wait() { opened_.get_future().wait(); }
+
+ private:
+  std::promise<void> opened_;
+};
+
 }  // namespace
 
 std::shared_ptr<DeviceEvent> ThreadStream::record() {
@@ -46,5 +56,11 @@ void ThreadStream::wait(const std::shared_ptr<DeviceEvent>& event) {
 }
 
 void ThreadStream::launchHostFunc(std::function<void()> fn) { enqueue(std::move(fn)); }
+
+std::shared_ptr<HostGate> ThreadStream::waitForHost() {
+  auto gate = std::make_shared<ThreadGate>();
+  enqueue([gate] { gate->wait(); });
+  return gate;
+}
 
 }  // namespace ringx::device

@@ -145,5 +145,88 @@ TEST(StreamOrdering, CollectivesOnOneCommStreamCompleteInOrder) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
 }
 
+// A staged collective on ThreadStreams: the "device" copies, the host queue plays the group's
+// communication thread. The host part is held back by a gate so the test can see that the copy
+// out waits for it while the communication stream itself is free.
+TEST(StagedCollective, CopiesInRunsTheHostPartThenCopiesOut) {
+  ThreadStream caller, comm;
+  WorkQueue host;
+  Gate callerGate, hostGate;
+  std::atomic<int> deviceInput{0}, stagedInput{-1}, stagedOutput{-1}, deviceOutput{-1};
+  std::atomic<int> seenByCaller{-1};
+  caller.enqueue(callerGate.holdBack());
+  caller.enqueue([&] { deviceInput = 21; });
+  auto work = OrderedCollective::enqueueStaged(
+      caller, comm,
+      [&](DeviceStream& s) {
+        static_cast<ThreadStream&>(s).enqueue([&] { stagedInput = deviceInput.load(); });
+      },
+      [&](std::shared_ptr<DeviceEvent> inputsStaged, OrderedCollective::HostFinished finished) {
+        host.submit([&, inputsStaged, finished, held = hostGate.holdBack()] {
+          inputsStaged->synchronize();
+          held();
+          stagedOutput = stagedInput * 2;  // the CPU collective
+          finished(nullptr);
+        });
+      },
+      [&](DeviceStream& s) {
+        static_cast<ThreadStream&>(s).enqueue([&] { deviceOutput = stagedOutput.load(); });
+      },
+      nullptr, nullptr);
+  work->blockStream(caller);
+  caller.enqueue([&] { seenByCaller = deviceOutput.load(); });
+  callerGate.open();
+  // The inputs get staged; the copy out then waits for the host, which is held.
+  for (int i = 0; i < 1000 && stagedInput != 21; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(stagedInput, 21);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(deviceOutput, -1) << "the copy out ran before the host part finished";
+  EXPECT_FALSE(work->isCompleted());
+  hostGate.open();
+  auto callerDone = caller.record();
+  callerDone->synchronize();
+  EXPECT_EQ(seenByCaller, 42);
+  EXPECT_TRUE(work->isCompleted());
+}
+
+TEST(StagedCollective, AHostFailureIsTheCollectivesErrorAndTheStreamGoesOn) {
+  ThreadStream caller, comm;
+  WorkQueue host;
+  std::promise<std::exception_ptr> completed;
+  std::atomic<bool> copiedOut{false};
+  auto failing = OrderedCollective::enqueueStaged(
+      caller, comm, [](DeviceStream&) {},
+      [&](std::shared_ptr<DeviceEvent> staged, OrderedCollective::HostFinished finished) {
+        host.submit([staged, finished] {
+          staged->synchronize();
+          finished(std::make_exception_ptr(std::runtime_error("allreduce #7: rank 2 is gone")));
+        });
+      },
+      [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue([&] { copiedOut = true; }); },
+      nullptr, [&](std::exception_ptr error) { completed.set_value(error); });
+  std::exception_ptr error = completed.get_future().get();
+  ASSERT_NE(error, nullptr);
+  EXPECT_THROW(failing->synchronize(), std::runtime_error);
+  EXPECT_THROW(failing->blockStream(caller), std::runtime_error);
+  EXPECT_TRUE(copiedOut);  // the gate was opened: the stream did not stop
+  // A host part that throws never gets to open the gate itself; the stream still goes on.
+  auto thrown = OrderedCollective::enqueueStaged(
+      caller, comm, [](DeviceStream&) {},
+      [](std::shared_ptr<DeviceEvent>, OrderedCollective::HostFinished) {
+        throw std::invalid_argument("allreduce: tensors of different sizes");
+      },
+      [](DeviceStream&) {}, nullptr, nullptr);
+  EXPECT_THROW(thrown->synchronize(), std::invalid_argument);
+  std::atomic<bool> later{false};
+  auto next = OrderedCollective::enqueue(
+      caller, comm,
+      [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue([&] { later = true; }); },
+      nullptr, nullptr);
+  next->synchronize();
+  EXPECT_TRUE(later);
+}
+
 }  // namespace
 }  // namespace ringx::device

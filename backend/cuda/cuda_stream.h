@@ -1,0 +1,63 @@
+// DeviceStream on CUDA: a cudaStream_t with events, stream-side waits and host callbacks, the
+// primitives stream_ordering.h builds GPU collectives from. ThreadStream is the same interface
+// on the CPU; the ordering logic is tested there and, where a GPU exists, here.
+//
+// Events can also time: a timed event pair gives the GPU-side duration of what the stream ran
+// between them (cudaEventElapsedTime), which collective spans record besides their host times.
+//
+// No CUDA header here, as in reduce_kernels.h: a stream is passed as its cudaStream_t value.
+#pragma once
+
+#include <memory>
+
+#include "backend/device/device_stream.h"
+
+namespace ringx::cuda {
+
+class CudaStream : public device::DeviceStream {
+ public:
+  // Wraps a stream someone else owns (torch's current stream, say); nullptr is the legacy
+  // default stream. `device` is the CUDA device the stream belongs to; calls switch to it.
+  static std::unique_ptr<CudaStream> borrow(void* stream, int device);
+  // Creates a non-blocking stream of its own on `device` (with the highest priority when
+  // `highPriority`, as NCCL's communication streams), destroyed with the object.
+  static std::unique_ptr<CudaStream> create(int device, bool highPriority);
+  ~CudaStream() override;
+
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  void* handle() const { return stream_; }
+  int device() const { return device_; }
+
+  std::shared_ptr<device::DeviceEvent> record() override;
+  // A timed event: elapsedMilliseconds() between two of them gives GPU-side time.
+  std::shared_ptr<device::DeviceEvent> recordTimed();
+  void wait(const std::shared_ptr<device::DeviceEvent>& event) override;
+  void launchHostFunc(std::function<void()> fn) override;
+  // A kernel that polls a counter in mapped pinned memory until the host's open() raises it
+  // to this gate's ticket: one thread on one SM while it waits, the rest of the GPU free.
+  std::shared_ptr<device::HostGate> waitForHost() override;
+
+  // The GPU time between two completed timed events of the same device, in milliseconds.
+  static float elapsedMilliseconds(const device::DeviceEvent& start,
+                                   const device::DeviceEvent& end);
+
+ private:
+  CudaStream(void* stream, int device, bool owned)
+      : stream_(stream), device_(device), owned_(owned) {}
+  std::shared_ptr<device::DeviceEvent> recordEvent(bool timed);
+
+  void* stream_;
+  int device_;
+  bool owned_;
+  // The gates' counter (pinned, mapped into the device's address space; allocated on first
+  // use) and the ticket of the last gate made.
+ public:
+  struct GateCounter;  // public for the gates in cuda_stream.cu
+
+ private:
+  std::shared_ptr<GateCounter> gates_;
+};
+
+}  // namespace ringx::cuda
