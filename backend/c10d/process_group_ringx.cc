@@ -1,5 +1,7 @@
 #include "backend/c10d/process_group_ringx.h"
 
+#include "backend/c10d/cuda_staging.h"
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -37,8 +39,15 @@ ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& st
 }
 
 namespace {
-ProcessGroupRingx::GilRelease gilRelease;
+
+// The tensors of a list of lists, in order: the result of a Work over them.
+std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<at::Tensor> all;
+  for (const auto& list : lists) all.insert(all.end(), list.begin(), list.end());
+  return all;
 }
+ProcessGroupRingx::GilRelease gilRelease;
+}  // namespace
 
 void ProcessGroupRingx::setGilRelease(GilRelease gil) { gilRelease = gil; }
 
@@ -160,6 +169,13 @@ at::Tensor ProcessGroupRingx::scratch(int slot, size_t bytes) {
   return buffer.narrow(0, 0, static_cast<int64_t>(bytes));
 }
 
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::runOnCuda(
+    HostStaging& staging, OpType type, const char* title, std::vector<at::Tensor> outputs,
+    const std::function<c10::intrusive_ptr<::c10d::Work>()>& cpuCall) {
+  std::call_once(cudaOnce_, [&] { cuda_ = CudaCollectives::create(rank_); });
+  return cuda_->run(staging, *queue_, type, title, std::move(outputs), cpuCall);
+}
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const char* title,
                                                             std::vector<at::Tensor> outputs,
                                                             Job job) {
@@ -199,6 +215,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
   checkOpen("allreduce");
+  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto t = s.inOut(tensors);
+    return runOnCuda(s, OpType::ALLREDUCE, "ringx:all_reduce", tensors,
+                     [&] { return allreduce(t, opts); });
+  }
   at::Tensor tensor = checkSingle(tensors, "allreduce", "tensors");
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensor, "allreduce");
   const DataType dtype = toDataType(tensor, "allreduce");
@@ -217,6 +239,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
   checkOpen("allreduce_coalesced");
+  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto t = s.inOut(tensors);
+    return runOnCuda(s, OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors,
+                     [&] { return allreduce_coalesced(t, opts); });
+  }
   TORCH_CHECK(!tensors.empty(), "ringx: allreduce_coalesced needs at least one tensor");
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensors[0], "allreduce_coalesced");
   const DataType dtype = toDataType(tensors[0], "allreduce_coalesced");
@@ -244,6 +272,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tensor>& tensors,
                                                            const ::c10d::ReduceOptions& opts) {
   checkOpen("reduce");
+  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto t = s.inOut(tensors);
+    return runOnCuda(s, OpType::REDUCE, "ringx:reduce", tensors, [&] { return reduce(t, opts); });
+  }
   at::Tensor tensor = checkSingle(tensors, "reduce", "tensors");
   checkRoot(opts.rootRank, "reduce");
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensor, "reduce");
@@ -268,6 +301,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("reduce_scatter");
+  if (anyOnCuda(outputs) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputs);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs,
+                     [&] { return reduce_scatter(o, i, opts); });
+  }
   at::Tensor output = checkSingle(outputs, "reduce_scatter", "output_tensors");
   TORCH_CHECK(inputs.size() == 1, "ringx: reduce_scatter expects one input list per process");
   TORCH_CHECK(static_cast<int>(inputs[0].size()) == size_,
@@ -344,6 +385,13 @@ void ProcessGroupRingx::runReduceScatterInto(const at::Tensor& output, const at:
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("_reduce_scatter_base");
+  if (output.is_cuda() || input.is_cuda()) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(output);
+    auto i = s.in(input);
+    return runOnCuda(s, OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", {output},
+                     [&] { return _reduce_scatter_base(o, i, opts); });
+  }
   checkTensorPair(output, input, /*outputIsWhole=*/false, "_reduce_scatter_base", -1);
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, output, "_reduce_scatter_base");
   const auto timeout = callTimeout(opts.timeout);
@@ -357,6 +405,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("reduce_scatter_tensor_coalesced");
+  if (anyOnCuda(outputs) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputs);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+                     "ringx:reduce_scatter_tensor_coalesced", outputs,
+                     [&] { return reduce_scatter_tensor_coalesced(o, i, opts); });
+  }
   checkTensorPairs(outputs, inputs, /*outputIsWhole=*/false, "reduce_scatter_tensor_coalesced");
   std::vector<ReduceSpec> reduces;
   for (const at::Tensor& output : outputs) {
@@ -376,6 +433,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::broadcast(
     std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
   checkOpen("broadcast");
+  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto t = s.inOut(tensors);
+    return runOnCuda(s, OpType::BROADCAST, "ringx:broadcast", tensors,
+                     [&] { return broadcast(t, opts); });
+  }
   at::Tensor tensor = checkSingle(tensors, "broadcast", "tensors");
   checkRoot(opts.rootRank, "broadcast");
   const DataType dtype = toDataType(tensor, "broadcast");
@@ -452,6 +515,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather");
+  if (anyOnCuda(outputs) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputs);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::ALLGATHER, "ringx:all_gather", flatten(outputs),
+                     [&] { return allgather(o, i, opts); });
+  }
   at::Tensor input = checkSingle(inputs, "allgather", "input_tensor");
   TORCH_CHECK(outputs.size() == 1, "ringx: allgather expects one output list per process, got ",
               outputs.size());
@@ -484,6 +555,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   checkOpen("_allgather_base");
+  if (output.is_cuda() || input.is_cuda()) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(output);
+    auto i = s.in(input);
+    return runOnCuda(s, OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", {output},
+                     [&] { return _allgather_base(o, i, opts); });
+  }
   checkTensorPair(output, input, /*outputIsWhole=*/true, "_allgather_base", -1);
   toDataType(input, "_allgather_base");
   const auto timeout = callTimeout(opts.timeout);
@@ -509,6 +587,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_into_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather_into_tensor_coalesced");
+  if (anyOnCuda(outputs) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputs);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced",
+                     outputs, [&] { return allgather_into_tensor_coalesced(o, i, opts); });
+  }
   checkTensorPairs(outputs, inputs, /*outputIsWhole=*/true, "allgather_into_tensor_coalesced");
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs,
@@ -522,6 +608,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather_coalesced");
+  if (anyOnCuda(outputLists) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputLists);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::ALLGATHER_COALESCED, "ringx:all_gather_coalesced",
+                     flatten(outputLists), [&] { return allgather_coalesced(o, i, opts); });
+  }
   TORCH_CHECK(static_cast<int>(outputLists.size()) == size_,
               "ringx: allgather_coalesced: "
               "expected one output list per rank (",
@@ -560,6 +654,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::GatherOptions& opts) {
   checkOpen("gather");
+  if (anyOnCuda(outputs) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputs);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::GATHER, "ringx:gather", flatten(outputs),
+                     [&] { return gather(o, i, opts); });
+  }
   at::Tensor input = checkSingle(inputs, "gather", "tensor");
   checkRoot(opts.rootRank, "gather");
   const int root = static_cast<int>(opts.rootRank);
@@ -581,6 +683,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ScatterOptions& opts) {
   checkOpen("scatter");
+  if (anyOnCuda(outputs) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputs);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::SCATTER, "ringx:scatter", outputs,
+                     [&] { return scatter(o, i, opts); });
+  }
   at::Tensor output = checkSingle(outputs, "scatter", "tensor");
   checkRoot(opts.rootRank, "scatter");
   const int root = static_cast<int>(opts.rootRank);
@@ -603,6 +713,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplitSizes,
     std::vector<int64_t>& inputSplitSizes, const ::c10d::AllToAllOptions& opts) {
   checkOpen("alltoall_base");
+  if (output.is_cuda() || input.is_cuda()) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(output);
+    auto i = s.in(input);
+    return runOnCuda(s, OpType::ALLTOALL_BASE, "ringx:all_to_all", {output},
+                     [&] { return alltoall_base(o, i, outputSplitSizes, inputSplitSizes, opts); });
+  }
   checkTensor(output, "alltoall_base", "output");
   checkTensor(input, "alltoall_base", "input");
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: alltoall_base: input dtype ",
@@ -657,6 +774,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
                                                              std::vector<at::Tensor>& inputs,
                                                              const ::c10d::AllToAllOptions& opts) {
   checkOpen("alltoall");
+  if (anyOnCuda(outputs) ||
+      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
+    HostStaging s;
+    auto o = s.out(outputs);
+    auto i = s.in(inputs);
+    return runOnCuda(s, OpType::ALLTOALL, "ringx:all_to_all", outputs,
+                     [&] { return alltoall(o, i, opts); });
+  }
   TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
               "ringx: alltoall needs one input and one output tensor per rank (", size_, "), got ",
               inputs.size(), " and ", outputs.size());

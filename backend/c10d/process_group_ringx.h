@@ -25,6 +25,9 @@
 
 namespace ringx::c10d_glue {
 
+class CudaCollectives;
+class HostStaging;
+
 class ProcessGroupRingx : public BackendBase {
  public:
   // `name` names the group in traces ("world" for the default group, torch's
@@ -148,6 +151,11 @@ class ProcessGroupRingx : public BackendBase {
 
  private:
   using Job = std::function<void()>;
+  // A collective on CUDA tensors: `cpuCall` runs it over `staging`'s pinned stand-ins,
+  // stream-ordered (cuda_staging.h). `outputs` are the caller's tensors.
+  c10::intrusive_ptr<::c10d::Work> runOnCuda(
+      HostStaging& staging, ::c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
+      const std::function<c10::intrusive_ptr<::c10d::Work>()>& cpuCall);
   // Phase 2 and 3: queue `job` on the communication thread and complete `work`.
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* title,
                                            std::vector<at::Tensor> outputs, Job job);
@@ -192,6 +200,8 @@ class ProcessGroupRingx : public BackendBase {
   std::vector<c10::intrusive_ptr<RingxWork>> coalesced_;
   std::string name_;
   at::Tensor scratch_[2];
+  std::once_flag cudaOnce_;
+  std::unique_ptr<CudaCollectives> cuda_;  // made on the first CUDA tensor
   // Declared last: destroyed first, so queued jobs finish while group_ lives.
   std::unique_ptr<WorkQueue> queue_;
 };

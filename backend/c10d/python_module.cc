@@ -3,6 +3,7 @@
 #include <pybind11/chrono.h>
 #include <torch/extension.h>
 
+#include "backend/c10d/cuda_staging.h"
 #include "backend/c10d/process_group_ringx.h"
 #include "backend/group/work_queue.h"
 
@@ -94,6 +95,10 @@ PYBIND11_MODULE(_C, m) {
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
       py::arg("group_name") = "world", py::call_guard<py::gil_scoped_release>(),
       "The creator given to torch.distributed.Backend.register_backend.");
+
+  m.def("cuda_built", &ringx::c10d_glue::cudaBuilt,
+        "Whether this build of ringx runs collectives on CUDA tensors (it was built against a "
+        "torch with CUDA, with nvcc).");
 
   m.def(
       "drain_communication_threads",

@@ -129,8 +129,8 @@ void checkTensor(const at::Tensor& tensor, const char* collective, const char* w
   TORCH_CHECK(tensor.defined(), "ringx: ", collective, ": ", what, " is an undefined tensor");
   TORCH_CHECK(tensor.device().is_cpu(), "ringx: ", collective, ": ", what, " is on ",
               tensor.device(),
-              ", but ringx only handles CPU tensors so far; move it with "
-              ".cpu() or use backend='nccl' for GPU tensors");
+              ", but ringx only handles CPU tensors here (and CUDA tensors in collectives, where "
+              "ringx was built with CUDA); move it with .cpu()");
   TORCH_CHECK(tensor.layout() == at::kStrided, "ringx: ", collective, ": ", what,
               " is a sparse tensor, which ringx does not support; call .to_dense() first");
 }

@@ -49,8 +49,9 @@ def _register():
         return
     if torch.__version__.startswith("1."):
         dist.Backend.register_backend(BACKEND_NAME, _create_process_group)
-    else:  # torch 2.x: a Backend for the CPU device
-        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=["cpu"])
+    else:  # torch 2.x: a Backend for the CPU device, and CUDA where this build has it
+        devices = ["cpu", "cuda"] if _C.cuda_built() else ["cpu"]
+        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=devices)
 
 
 _register()

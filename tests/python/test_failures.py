@@ -97,7 +97,6 @@ def test_mismatched_sizes_are_an_error_on_both_sides():
 
 
 def _bad_input(rank, world):
-    # (CUDA tensors get "ringx only handles CPU tensors so far"; this torch has no CUDA.)
     with pytest.raises(RuntimeError, match="cannot apply ReduceOp.BAND to a Float tensor"):
         dist.all_reduce(torch.ones(3), op=dist.ReduceOp.BAND)
     with pytest.raises(RuntimeError, match=r"tensor_list\[1\] has 4 elements"):

@@ -1,0 +1,117 @@
+"""CUDA tensors in ringx's collectives (backend/c10d/cuda_staging.h): results against torch's
+own arithmetic, stream ordering as users of ProcessGroupNCCL expect, the Work's CUDA future, and
+torch's DDP on a GPU over ringx. The GPU tests skip with "no CUDA device" where there is none
+(CI, the development machine); on the GPU machine every rank shares its one GPU."""
+
+import shutil
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import ringx
+
+from harness import run_ranks
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+def test_cuda_support_follows_the_torch_ringx_was_built_against():
+    if torch.version.cuda is None:
+        assert not ringx._C.cuda_built()
+        assert ringx._C.cuda_built() is False
+    elif shutil.which("nvcc"):
+        assert ringx._C.cuda_built(), "torch has CUDA and nvcc is here: ringx must build it in"
+
+
+def _collectives(rank, world):
+    dev = torch.device("cuda", 0)
+    out = {}
+    for dtype in (torch.float32, torch.bfloat16, torch.int64):
+        t = (torch.arange(1000, device=dev) % 16).to(dtype) * (rank + 1)  # exact in bfloat16
+        dist.all_reduce(t)
+        out[f"sum-{dtype}"] = t.cpu().float().numpy()
+    t = torch.full((999,), float(rank + 1), device=dev)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    out["avg"] = t.cpu().numpy()
+    t = torch.full((5,), float(rank), device=dev)
+    dist.broadcast(t, src=world - 1)
+    out["broadcast"] = t.cpu().numpy()
+    whole = torch.empty(world * 3, device=dev)
+    dist.all_gather_into_tensor(whole, torch.full((3,), float(rank), device=dev))
+    out["all_gather"] = whole.cpu().numpy()
+    share = torch.empty(4, device=dev)
+    dist.reduce_scatter_tensor(share, torch.arange(world * 4, device=dev, dtype=torch.float32))
+    out["reduce_scatter"] = share.cpu().numpy()
+    a2a = torch.empty(world, device=dev)
+    dist.all_to_all_single(a2a, torch.full((world,), float(rank), device=dev))
+    out["all_to_all"] = a2a.cpu().numpy()
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("world", [2, 4])
+def test_every_collective_on_cuda_tensors_gives_torchs_results(world):
+    factor = sum(r + 1 for r in range(world))
+    for rank, out in enumerate(run_ranks(_collectives, world)):
+        expected = ((torch.arange(1000) % 16) * factor).float().numpy()
+        for dtype in ("torch.float32", "torch.bfloat16", "torch.int64"):
+            assert (out[f"sum-{dtype}"] == expected).all(), dtype
+        assert (out["avg"] == factor / world).all()
+        assert (out["broadcast"] == world - 1).all()
+        assert list(out["all_gather"]) == [float(r) for r in range(world) for _ in range(3)]
+        assert list(out["reduce_scatter"]) == [world * (rank * 4 + i) for i in range(4)]
+        assert list(out["all_to_all"]) == [float(r) for r in range(world)]
+
+
+def _stream_ordering(rank, world):
+    dev = torch.device("cuda", 0)
+    t = torch.zeros(1 << 20, device=dev)
+    torch.cuda._sleep(500_000_000)  # the caller's stream is busy for a long while
+    t.fill_(rank + 1)  # ... and only then writes the input
+    work = dist.all_reduce(t, async_op=True)
+    returned_at_once = not work.is_completed()  # queued behind the sleep
+    work.wait()  # orders the current stream; the host goes on
+    still_pending = not work.is_completed()
+    result = t[:3].cpu()  # synchronises the current stream, which waits for the collective
+    fut = dist.all_reduce(torch.ones(2, device=dev), async_op=True).get_future()
+    value = fut.wait()[0].cpu()
+    return returned_at_once, still_pending, result.numpy(), value.numpy()
+
+
+@needs_gpu
+def test_work_is_stream_ordered_and_wait_does_not_block_the_host():
+    world = 2
+    for returned_at_once, still_pending, result, value in run_ranks(_stream_ordering, world):
+        assert returned_at_once and still_pending
+        assert (result == sum(r + 1 for r in range(world))).all()
+        assert (value == world).all()
+
+
+def _ddp_on_gpu(rank, world):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    model = model.cuda()
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    torch.manual_seed(1 + rank)
+    x = torch.randn(8, 16, device="cuda")
+    ddp(x).sum().backward()
+    return [p.grad.cpu().numpy() for p in model.parameters()]
+
+
+@needs_gpu
+def test_torch_ddp_on_a_gpu_over_ringx_averages_gradients():
+    world = 2
+    results = run_ranks(_ddp_on_gpu, world)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    grads = [torch.zeros_like(p) for p in model.parameters()]
+    for rank in range(world):
+        model.zero_grad()
+        torch.manual_seed(1 + rank)
+        model(torch.randn(8, 16)).sum().backward()
+        for g, p in zip(grads, model.parameters()):
+            g += p.grad / world
+    for per_rank in results:
+        for got, want in zip(per_rank, grads):
+            assert torch.allclose(torch.from_numpy(got), want, atol=1e-5)
