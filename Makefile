@@ -9,7 +9,7 @@ PYTHON := $(shell scripts/find_python.sh)
 BUILD_DIR ?= build
 JOBS ?= 2
 
-.PHONY: all setup build test demo bench pip-check format clean
+.PHONY: all setup build test demo bench pip-check cuda-build-check format clean
 
 all: build
 
@@ -50,6 +50,11 @@ bench: build
 # pip install . in a fresh environment, then a torchrun allreduce (scripts/pip_check.sh).
 pip-check: setup
 	@scripts/pip_check.sh
+
+# ringx built against a CUDA torch (.venv-cuda): links, imports, registers for "cuda"
+# (scripts/cuda_build_check.sh). Needs no GPU; not in make test (several GB of wheels).
+cuda-build-check:
+	@scripts/cuda_build_check.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')
