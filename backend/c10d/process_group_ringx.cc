@@ -8,6 +8,7 @@
 
 #include "backend/c10d/store_adapter.h"
 #include "backend/c10d/tensor_utils.h"
+#include "backend/c10d/torch_errors.h"
 #include "backend/trace/recorder.h"
 
 namespace ringx::c10d_glue {
@@ -891,7 +892,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::postRecv(std::vector<at::Ten
 c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
     std::chrono::milliseconds timeout, std::string name) {
-  return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout, std::move(name));
+  try {
+    return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout, std::move(name));
+  } catch (...) {
+    std::rethrow_exception(asNetworkError(std::current_exception()));
+  }
 }
 
 c10::intrusive_ptr<::c10d::ProcessGroup> makeRingxProcessGroup(

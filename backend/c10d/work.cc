@@ -1,5 +1,6 @@
 #include "backend/c10d/work.h"
 
+#include "backend/c10d/torch_errors.h"
 #include "backend/common/error.h"
 #include "backend/trace/recorder.h"
 
@@ -69,6 +70,7 @@ void RingxWork::markSuccess(int sourceRank) {
 }
 
 void RingxWork::markFailed(std::exception_ptr error) {
+  error = asBackendError(error);
   finishedNs_.store(trace::nowNs(), std::memory_order_release);
   finish(error);
   future_->setError(error);
@@ -86,9 +88,11 @@ bool RingxWork::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (limit.count() > 0) {
     if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
-      RINGX_THROW(TimeoutError, "ringx: ", ::c10d::opTypeToString(opType_), " on rank ", rank_,
-                  " did not complete within ", limit.count(), " ms",
-                  userLimit ? " (the timeout given to wait())" : " (the process group's timeout)");
+      C10_THROW_ERROR(DistBackendError,
+                      strCat("ringx: ", ::c10d::opTypeToString(opType_), " on rank ", rank_,
+                             " did not complete within ", limit.count(), " ms",
+                             userLimit ? " (the timeout given to wait())"
+                                       : " (the process group's timeout)"));
     }
   } else {
     cv_.wait(lock, [&] { return completed_; });
