@@ -14,6 +14,9 @@ namespace {
 
 constexpr const char* kTokenKey = "ringx/token";
 constexpr const char* kFailureKey = "ringx/failure";
+// How long a failing rank spends on the store (publishing its reason, reading another's):
+// the bound on how much later than the timeout an unreachable store makes the error.
+constexpr std::chrono::milliseconds kFailureStoreBudget{500};
 
 std::string randomToken() {
   unsigned char bytes[16];
@@ -102,14 +105,15 @@ std::vector<ConnectionTraffic> Group::traffic() const {
 }
 
 std::string Group::failureReportedByOthers() {
-  try {
-    if (options_.store->check(kFailureKey)) {
-      return options_.store->getString(kFailureKey, std::chrono::seconds(5));
-    }
-  } catch (const std::exception&) {
-    // The store may have died with the failed rank; the local error stands alone.
-  }
-  return "";
+  // The store may have died with the failed rank, or be across a partition: the local error
+  // then stands alone, at most kFailureStoreBudget later.
+  return callWithin(options_.store, kFailureStoreBudget,
+                    [](Store& store) {
+                      return store.check(kFailureKey)
+                                 ? store.getString(kFailureKey, kFailureStoreBudget)
+                                 : std::string();
+                    })
+      .value_or("");
 }
 
 void Group::abort(const std::string& reason) {
@@ -119,10 +123,10 @@ void Group::abort(const std::string& reason) {
     broken_ = reason;
   }
   // Publish first, then break the connections: a peer that sees the break finds the reason.
-  try {
-    if (!options_.store->check(kFailureKey)) options_.store->setString(kFailureKey, reason);
-  } catch (const std::exception&) {
-  }
+  callWithin(options_.store, kFailureStoreBudget, [reason](Store& store) {
+    if (!store.check(kFailureKey)) store.setString(kFailureKey, reason);
+    return std::string();
+  });
   context_->shutdown();
   p2p_->abort(reason);
 }

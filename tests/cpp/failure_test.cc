@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "backend/transport/tcp/mesh.h"
@@ -93,6 +96,91 @@ TEST(Failure, StuckPeerIsATimeoutNamingIt) {
   EXPECT_NE(message.find("timed out"), std::string::npos) << message;
   EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
   EXPECT_NE(message.find("allreduce #0"), std::string::npos) << message;
+}
+
+// A store that stops answering once cut, as a TCPStore across a partition does (no deadline on
+// check or set): calls block until the test releases them at its end.
+class UnreachableStore : public Store {
+ public:
+  void cut() { cut_ = true; }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+    wake_.notify_all();
+  }
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    block();
+    inner_.set(key, value);
+  }
+  std::vector<uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) override {
+    block();
+    return inner_.get(key, timeout);
+  }
+  bool check(const std::string& key) override {
+    block();
+    return inner_.check(key);
+  }
+
+ private:
+  void block() {
+    if (!cut_) return;
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [&] { return released_; });
+  }
+  InMemoryStore inner_;
+  std::atomic<bool> cut_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool released_ = false;
+};
+
+TEST(Failure, AnUnreachableStoreDelaysTheErrorByAtMostItsBudget) {
+  auto store = std::make_shared<UnreachableStore>();
+  std::string message;
+  std::atomic<bool> done{false};
+  std::chrono::steady_clock::duration took{};
+  std::atomic<int> constructed{0};
+  // Without the bound, rank 0 would block in the store until released: release it after 5 s so
+  // that a regression fails the time check below instead of hanging the test.
+  std::thread releaser([&] {
+    for (int i = 0; i < 500 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    store->release();
+  });
+  runThreads(2, [&](int rank) {
+    Group group(testOptions(rank, 2, store));
+    ++constructed;
+    if (rank == 1) {  // alive but silent, like a peer across the partition
+      while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    while (constructed < 2) std::this_thread::yield();
+    store->cut();  // the failing rank's store calls (publishing its reason) now block
+    std::vector<float> data(1000, 1.0f);
+    auto start = std::chrono::steady_clock::now();
+    message = messageOf([&] { allreduceFloats(group, data, std::chrono::milliseconds(300)); });
+    took = std::chrono::steady_clock::now() - start;
+    done = true;
+  });
+  releaser.join();
+  // 300 ms timeout + 500 ms store budget; a store call without a bound would never return.
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_NE(message.find("timed out"), std::string::npos) << message;
+}
+
+TEST(Failure, CallWithinGivesUpOnACallThatDoesNotReturn) {
+  auto store = std::make_shared<UnreachableStore>();
+  store->setString("k", "v");
+  EXPECT_EQ(callWithin(store, std::chrono::milliseconds(100),
+                       [](Store& s) { return s.getString("k", std::chrono::seconds(1)); }),
+            "v");
+  store->cut();
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(callWithin(store, std::chrono::milliseconds(100),
+                       [](Store& s) { return s.getString("k", std::chrono::seconds(1)); }),
+            std::nullopt);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  store->release();
 }
 
 TEST(Failure, DeadPeerIsNamedOnEverySurvivingRank) {
