@@ -9,6 +9,7 @@ Skips where namespaces cannot be made (not root); CI runs as root, so it runs th
 import json
 import os
 import select
+import signal
 import sys
 import time
 
@@ -43,10 +44,12 @@ def _read_ready(procs, deadline):
     return not waiting
 
 
-def run_job(layout, elements, subgroup=False, cut=None):
+def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=None):
     """Runs one job; `layout` maps host name -> number of ranks (ranks numbered host by host).
-    With `cut`, takes that host's side of the link down once every rank is running
-    collectives. Returns (the time of the cut, [each rank's report])."""
+    Once every rank is running collectives, the fault strikes: with `cut`, that host's side
+    of the link goes down; with `signal_rank`, that rank gets `sig` (SIGKILL: dead; SIGSTOP:
+    stuck, continued once the others have their errors). Returns (the time of the fault,
+    [each rank's report, None for a killed rank])."""
     shm_before = _shm_segments()
     with netns_hosts.Hosts(list(layout)) as hosts:
         first = list(layout)[0]
@@ -60,19 +63,31 @@ def run_job(layout, elements, subgroup=False, cut=None):
                 argv = [sys.executable, os.path.join(HERE, "netns_worker.py"), "--rank",
                         str(rank), "--world", str(world), "--init", init, "--timeout",
                         str(TIMEOUT_S), "--elements", str(elements),
-                        "--iterations", "20" if cut is None else "0"]
+                        "--iterations", "20" if cut is None and sig is None else "0"]
                 if subgroup:
                     argv.append("--subgroup")
                 procs.append(hosts.start(host, argv, env))
                 rank += 1
         started = _read_ready(procs, time.monotonic() + 90)
         cut_at = None
-        if started and cut is not None:
+        if started and (cut is not None or sig is not None):
             time.sleep(0.5)  # collectives in flight on every rank
             cut_at = time.monotonic()
-            hosts.cut(cut)
+            if cut is not None:
+                hosts.cut(cut)
+            else:  # `ip netns exec`, unshare and sh all exec: the pid is the rank's python
+                os.kill(procs[signal_rank].pid, sig)
         reports = []
-        for r, p in enumerate(procs):
+        order = [r for r in range(len(procs)) if r != signal_rank] + (
+            [signal_rank] if signal_rank is not None else [])
+        for r in order:
+            p = procs[r]
+            if r == signal_rank and sig == signal.SIGKILL:
+                p.wait()
+                reports.append((r, None))
+                continue
+            if r == signal_rank and sig == signal.SIGSTOP:
+                os.kill(p.pid, signal.SIGCONT)  # the others have their errors: let it go on
             try:
                 out, err = p.communicate(timeout=TIMEOUT_S + 30)
             except Exception:  # noqa: BLE001  a hang is the failure this test exists for
@@ -81,9 +96,9 @@ def run_job(layout, elements, subgroup=False, cut=None):
                 pytest.fail(f"rank {r} did not exit within {TIMEOUT_S + 30} s of the fault\n{err}")
             lines = [l for l in out.splitlines() if l.startswith("{")]
             assert p.returncode == 0 and lines, f"rank {r} exited {p.returncode}:\n{out}\n{err}"
-            reports.append(json.loads(lines[-1]))
+            reports.append((r, json.loads(lines[-1])))
     assert _shm_segments() == shm_before, "shared-memory segments left behind"
-    return cut_at, reports
+    return cut_at, [report for _, report in sorted(reports, key=lambda item: item[0])]
 
 
 def test_two_hosts_one_rank_each_talk_tcp():
@@ -105,14 +120,22 @@ def test_two_hosts_two_ranks_each_use_shm_within_and_tcp_between():
     assert all(r["correct"] and r["error_type"] is None for r in reports)
 
 
-def _check_partition(cut_at, reports):
+def _check_partition(cut_at, reports, late_ranks=()):
+    """Every rank's error is a DistBackendError naming the collective, its seq and a peer,
+    within the timeout + 2 s of the fault (a rank in `late_ranks` was stopped: its error comes
+    after it is continued), and the rank then shuts down cleanly."""
     for report in reports:
+        if report is None:  # killed
+            continue
         rank = report["rank"]
         assert "DistBackendError" in report["error_mro"], report
         message = report["message"]
         assert "allreduce #" in message, message  # the collective and its seq
         assert "rank " in message, message  # the peer
         took = report["error_at"] - cut_at
+        print(f"rank {rank}: {report['error_type']} {took:.2f} s after the fault: {message}")
+        if rank in late_ranks:
+            continue
         assert took <= TIMEOUT_S + 2, f"rank {rank}: error {took:.1f} s after the cut: {message}"
         assert report["destroy_error"] is None, report
         assert report["destroy_s"] < TIMEOUT_S + 2, report
@@ -129,3 +152,12 @@ def test_link_down_is_an_error_on_both_sides_within_the_timeout(elements, side):
 def test_link_down_between_two_hosts_of_two_ranks(subgroup):
     cut_at, reports = run_job({"a": 2, "b": 2}, LARGE, subgroup=subgroup, cut="b")
     _check_partition(cut_at, reports)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
+@pytest.mark.parametrize("victim", [0, 1], ids=["store-host-rank", "far-rank"])
+def test_a_dead_or_stuck_rank_on_another_host_is_an_error_within_the_timeout(sig, victim):
+    # Killing rank 0 also takes the store down with it (torch's TCPStore lives in rank 0).
+    cut_at, reports = run_job({"a": 1, "b": 1}, LARGE, signal_rank=victim, sig=sig)
+    assert (reports[victim] is None) == (sig == signal.SIGKILL)
+    _check_partition(cut_at, reports, late_ranks=[victim])
