@@ -81,7 +81,7 @@ thread_local std::shared_ptr<Recorder::ThreadRing> tlsRing;
 
 Recorder::ThreadRing& Recorder::threadRing() {
   if (!tlsRing) {
-    tlsRing = std::make_shared<ThreadRing>(options_.threadBufferEvents);
+    tlsRing = std::make_shared<ThreadRing>(hotThreadBufferEvents_.load(std::memory_order_relaxed));
     std::lock_guard<std::mutex> lock(ringsMutex_);
     rings_.push_back(tlsRing);
   }
@@ -97,7 +97,7 @@ void Recorder::record(const Event& event, const Arg* args, uint32_t argCount) {
   }
   ThreadRing::Slot& slot = ring.slots[tail % ring.capacity];
   slot.event = event;
-  slot.event.rank = options_.rank;
+  slot.event.rank = hotRank_.load(std::memory_order_relaxed);
   slot.event.argCount = std::min(argCount, kMaxArgs);
   std::copy(args, args + slot.event.argCount, slot.args);
   ring.tail.store(tail + 1, std::memory_order_release);
@@ -154,6 +154,8 @@ void Recorder::start(const RecorderOptions& options) {
   options_ = options;
   if (options_.host.empty()) options_.host = hostName();
   if (options_.flushIntervalMs <= 0) options_.flushIntervalMs = 10;
+  hotRank_.store(options_.rank, std::memory_order_relaxed);
+  hotThreadBufferEvents_.store(options_.threadBufferEvents, std::memory_order_relaxed);
   header_ = StreamHeader{};
   header_.rank = options_.rank;
   header_.worldSize = options_.worldSize;
@@ -175,6 +177,11 @@ void Recorder::start(const RecorderOptions& options) {
   stopping_ = false;
   enabled_.store(true);
   writer_ = std::thread([this] { writerLoop(); });
+}
+
+RecorderOptions Recorder::options() const {
+  std::lock_guard<std::mutex> control(controlMutex_);
+  return options_;
 }
 
 void Recorder::addSink(std::unique_ptr<Sink> sink) {

@@ -109,9 +109,9 @@ class Recorder {
 
   // Events dropped because a thread's ring was full, since the process started.
   uint64_t droppedEvents() const;
-  int rank() const { return options_.rank; }
-  // The options of the current (or last) recording.
-  const RecorderOptions& options() const { return options_; }
+  int rank() const { return hotRank_.load(std::memory_order_relaxed); }
+  // The options of the current (or last) recording (a copy: start() may change them).
+  RecorderOptions options() const;
 
   struct ThreadRing;  // one producing thread's slots (recorder.cc)
 
@@ -127,7 +127,12 @@ class Recorder {
 
   static std::atomic<bool> enabled_;
 
+  // Written by start() under controlMutex_; read by the writer thread and options().
   RecorderOptions options_;
+  // What the hot path (any thread) needs of the options, as atomics: start() writes them while
+  // threads of an earlier recording may still be recording (a data race on options_ before).
+  std::atomic<int> hotRank_{0};
+  std::atomic<size_t> hotThreadBufferEvents_{RecorderOptions{}.threadBufferEvents};
   StreamHeader header_;
 
   std::mutex stringsMutex_;
@@ -149,7 +154,7 @@ class Recorder {
   int rssFd_ = -1;
   int64_t nextRssNs_ = 0;
 
-  std::mutex controlMutex_;
+  mutable std::mutex controlMutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
   uint64_t flushRequests_ = 0;
