@@ -17,9 +17,11 @@
 
 namespace ringx::c10d_glue {
 
+bool anyOnCuda(const at::Tensor& tensor) { return tensor.defined() && tensor.is_cuda(); }
+
 bool anyOnCuda(const std::vector<at::Tensor>& tensors) {
   for (const at::Tensor& t : tensors) {
-    if (t.defined() && t.is_cuda()) return true;
+    if (anyOnCuda(t)) return true;
   }
   return false;
 }
@@ -56,12 +58,6 @@ std::vector<at::Tensor> HostStaging::in(const std::vector<at::Tensor>& tensors) 
 std::vector<at::Tensor> HostStaging::out(const std::vector<at::Tensor>& tensors) {
   std::vector<at::Tensor> staged;
   for (const at::Tensor& t : tensors) staged.push_back(out(t));
-  return staged;
-}
-
-std::vector<at::Tensor> HostStaging::inOut(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> staged;
-  for (const at::Tensor& t : tensors) staged.push_back(inOut(t));
   return staged;
 }
 

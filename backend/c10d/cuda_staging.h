@@ -29,7 +29,8 @@ namespace ringx::c10d_glue {
 
 // Whether this build of ringx runs collectives on CUDA tensors.
 bool cudaBuilt();
-// Whether any of the tensors is a CUDA tensor.
+// Whether the tensor, or any of the tensors, is a CUDA tensor.
+bool anyOnCuda(const at::Tensor& tensor);
 bool anyOnCuda(const std::vector<at::Tensor>& tensors);
 bool anyOnCuda(const std::vector<std::vector<at::Tensor>>& lists);
 
@@ -37,13 +38,12 @@ bool anyOnCuda(const std::vector<std::vector<at::Tensor>>& lists);
 // not on CUDA stand for themselves.
 class HostStaging {
  public:
-  // Stand-ins whose values are copied from the CUDA tensor (in), back into it (out), or both.
+  // Stand-ins whose values are copied from the CUDA tensor (in) or back into it (out). A
+  // tensor staged both ways (in place) has one stand-in, copied in and out.
   at::Tensor in(const at::Tensor& tensor) { return stage(tensor, true, false); }
   at::Tensor out(const at::Tensor& tensor) { return stage(tensor, false, true); }
-  at::Tensor inOut(const at::Tensor& tensor) { return stage(tensor, true, true); }
   std::vector<at::Tensor> in(const std::vector<at::Tensor>& tensors);
   std::vector<at::Tensor> out(const std::vector<at::Tensor>& tensors);
-  std::vector<at::Tensor> inOut(const std::vector<at::Tensor>& tensors);
   std::vector<std::vector<at::Tensor>> in(const std::vector<std::vector<at::Tensor>>& lists);
   std::vector<std::vector<at::Tensor>> out(const std::vector<std::vector<at::Tensor>>& lists);
 

@@ -41,8 +41,10 @@ ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& st
 
 namespace {
 
-// The tensors of a list of lists, in order: the result of a Work over them.
-std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& lists) {
+// The output tensors of a collective, in order: what its Work's result() holds.
+std::vector<at::Tensor> resultTensors(const at::Tensor& output) { return {output}; }
+std::vector<at::Tensor> resultTensors(const std::vector<at::Tensor>& outputs) { return outputs; }
+std::vector<at::Tensor> resultTensors(const std::vector<std::vector<at::Tensor>>& lists) {
   std::vector<at::Tensor> all;
   for (const auto& list : lists) all.insert(all.end(), list.begin(), list.end());
   return all;
@@ -170,11 +172,17 @@ at::Tensor ProcessGroupRingx::scratch(int slot, size_t bytes) {
   return buffer.narrow(0, 0, static_cast<int64_t>(bytes));
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::runOnCuda(
-    HostStaging& staging, OpType type, const char* title, std::vector<at::Tensor> outputs,
-    const std::function<c10::intrusive_ptr<::c10d::Work>()>& cpuCall) {
+template <typename Out, typename In, typename CpuCall>
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::stagedOnCuda(OpType type, const char* title,
+                                                                 Out& outputs, In& inputs,
+                                                                 CpuCall cpuCall) {
+  if (!anyOnCuda(outputs) && !anyOnCuda(inputs)) return {};
+  HostStaging staging;
+  auto hostOutputs = staging.out(outputs);
+  auto hostInputs = staging.in(inputs);  // an in-place tensor keeps its one stand-in
   std::call_once(cudaOnce_, [&] { cuda_ = CudaCollectives::create(rank_); });
-  return cuda_->run(staging, *queue_, type, title, std::move(outputs), cpuCall);
+  return cuda_->run(staging, *queue_, type, title, resultTensors(outputs),
+                    [&] { return cpuCall(hostOutputs, hostInputs); });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const char* title,
@@ -216,11 +224,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
   checkOpen("allreduce");
-  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto t = s.inOut(tensors);
-    return runOnCuda(s, OpType::ALLREDUCE, "ringx:all_reduce", tensors,
-                     [&] { return allreduce(t, opts); });
+  if (auto work = stagedOnCuda(OpType::ALLREDUCE, "ringx:all_reduce", tensors, tensors,
+                               [&](auto& o, auto&) { return allreduce(o, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor tensor = checkSingle(tensors, "allreduce", "tensors");
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensor, "allreduce");
@@ -240,11 +246,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
   checkOpen("allreduce_coalesced");
-  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto t = s.inOut(tensors);
-    return runOnCuda(s, OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors,
-                     [&] { return allreduce_coalesced(t, opts); });
+  if (auto work =
+          stagedOnCuda(OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, tensors,
+                       [&](auto& o, auto&) { return allreduce_coalesced(o, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   TORCH_CHECK(!tensors.empty(), "ringx: allreduce_coalesced needs at least one tensor");
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensors[0], "allreduce_coalesced");
@@ -273,10 +278,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tensor>& tensors,
                                                            const ::c10d::ReduceOptions& opts) {
   checkOpen("reduce");
-  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto t = s.inOut(tensors);
-    return runOnCuda(s, OpType::REDUCE, "ringx:reduce", tensors, [&] { return reduce(t, opts); });
+  if (auto work = stagedOnCuda(OpType::REDUCE, "ringx:reduce", tensors, tensors,
+                               [&](auto& o, auto&) { return reduce(o, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor tensor = checkSingle(tensors, "reduce", "tensors");
   checkRoot(opts.rootRank, "reduce");
@@ -302,13 +306,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("reduce_scatter");
-  if (anyOnCuda(outputs) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputs);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs,
-                     [&] { return reduce_scatter(o, i, opts); });
+  if (auto work = stagedOnCuda(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, inputs,
+                               [&](auto& o, auto& i) { return reduce_scatter(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor output = checkSingle(outputs, "reduce_scatter", "output_tensors");
   TORCH_CHECK(inputs.size() == 1, "ringx: reduce_scatter expects one input list per process");
@@ -386,12 +386,10 @@ void ProcessGroupRingx::runReduceScatterInto(const at::Tensor& output, const at:
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("_reduce_scatter_base");
-  if (output.is_cuda() || input.is_cuda()) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(output);
-    auto i = s.in(input);
-    return runOnCuda(s, OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", {output},
-                     [&] { return _reduce_scatter_base(o, i, opts); });
+  if (auto work =
+          stagedOnCuda(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", output, input,
+                       [&](auto& o, auto& i) { return _reduce_scatter_base(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   checkTensorPair(output, input, /*outputIsWhole=*/false, "_reduce_scatter_base", -1);
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, output, "_reduce_scatter_base");
@@ -406,14 +404,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("reduce_scatter_tensor_coalesced");
-  if (anyOnCuda(outputs) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputs);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::REDUCE_SCATTER_TENSOR_COALESCED,
-                     "ringx:reduce_scatter_tensor_coalesced", outputs,
-                     [&] { return reduce_scatter_tensor_coalesced(o, i, opts); });
+  if (auto work = stagedOnCuda(
+          OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced", outputs,
+          inputs, [&](auto& o, auto& i) { return reduce_scatter_tensor_coalesced(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   checkTensorPairs(outputs, inputs, /*outputIsWhole=*/false, "reduce_scatter_tensor_coalesced");
   std::vector<ReduceSpec> reduces;
@@ -434,11 +428,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::broadcast(
     std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
   checkOpen("broadcast");
-  if (anyOnCuda(tensors)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto t = s.inOut(tensors);
-    return runOnCuda(s, OpType::BROADCAST, "ringx:broadcast", tensors,
-                     [&] { return broadcast(t, opts); });
+  if (auto work = stagedOnCuda(OpType::BROADCAST, "ringx:broadcast", tensors, tensors,
+                               [&](auto& o, auto&) { return broadcast(o, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor tensor = checkSingle(tensors, "broadcast", "tensors");
   checkRoot(opts.rootRank, "broadcast");
@@ -516,13 +508,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather");
-  if (anyOnCuda(outputs) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputs);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::ALLGATHER, "ringx:all_gather", flatten(outputs),
-                     [&] { return allgather(o, i, opts); });
+  if (auto work = stagedOnCuda(OpType::ALLGATHER, "ringx:all_gather", outputs, inputs,
+                               [&](auto& o, auto& i) { return allgather(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor input = checkSingle(inputs, "allgather", "input_tensor");
   TORCH_CHECK(outputs.size() == 1, "ringx: allgather expects one output list per process, got ",
@@ -556,12 +544,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   checkOpen("_allgather_base");
-  if (output.is_cuda() || input.is_cuda()) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(output);
-    auto i = s.in(input);
-    return runOnCuda(s, OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", {output},
-                     [&] { return _allgather_base(o, i, opts); });
+  if (auto work = stagedOnCuda(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", output, input,
+                               [&](auto& o, auto& i) { return _allgather_base(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   checkTensorPair(output, input, /*outputIsWhole=*/true, "_allgather_base", -1);
   toDataType(input, "_allgather_base");
@@ -588,13 +573,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_into_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather_into_tensor_coalesced");
-  if (anyOnCuda(outputs) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputs);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced",
-                     outputs, [&] { return allgather_into_tensor_coalesced(o, i, opts); });
+  if (auto work = stagedOnCuda(
+          OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs, inputs,
+          [&](auto& o, auto& i) { return allgather_into_tensor_coalesced(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   checkTensorPairs(outputs, inputs, /*outputIsWhole=*/true, "allgather_into_tensor_coalesced");
   const auto timeout = callTimeout(opts.timeout);
@@ -609,13 +591,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather_coalesced");
-  if (anyOnCuda(outputLists) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputLists);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::ALLGATHER_COALESCED, "ringx:all_gather_coalesced",
-                     flatten(outputLists), [&] { return allgather_coalesced(o, i, opts); });
+  if (auto work =
+          stagedOnCuda(OpType::ALLGATHER_COALESCED, "ringx:all_gather_coalesced", outputLists,
+                       inputs, [&](auto& o, auto& i) { return allgather_coalesced(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   TORCH_CHECK(static_cast<int>(outputLists.size()) == size_,
               "ringx: allgather_coalesced: "
@@ -655,13 +634,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::GatherOptions& opts) {
   checkOpen("gather");
-  if (anyOnCuda(outputs) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputs);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::GATHER, "ringx:gather", flatten(outputs),
-                     [&] { return gather(o, i, opts); });
+  if (auto work = stagedOnCuda(OpType::GATHER, "ringx:gather", outputs, inputs,
+                               [&](auto& o, auto& i) { return gather(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor input = checkSingle(inputs, "gather", "tensor");
   checkRoot(opts.rootRank, "gather");
@@ -684,13 +659,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ScatterOptions& opts) {
   checkOpen("scatter");
-  if (anyOnCuda(outputs) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputs);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::SCATTER, "ringx:scatter", outputs,
-                     [&] { return scatter(o, i, opts); });
+  if (auto work = stagedOnCuda(OpType::SCATTER, "ringx:scatter", outputs, inputs,
+                               [&](auto& o, auto& i) { return scatter(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor output = checkSingle(outputs, "scatter", "tensor");
   checkRoot(opts.rootRank, "scatter");
@@ -714,12 +685,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplitSizes,
     std::vector<int64_t>& inputSplitSizes, const ::c10d::AllToAllOptions& opts) {
   checkOpen("alltoall_base");
-  if (output.is_cuda() || input.is_cuda()) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(output);
-    auto i = s.in(input);
-    return runOnCuda(s, OpType::ALLTOALL_BASE, "ringx:all_to_all", {output},
-                     [&] { return alltoall_base(o, i, outputSplitSizes, inputSplitSizes, opts); });
+  if (auto work = stagedOnCuda(
+          OpType::ALLTOALL_BASE, "ringx:all_to_all", output, input, [&](auto& o, auto& i) {
+            return alltoall_base(o, i, outputSplitSizes, inputSplitSizes, opts);
+          })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   checkTensor(output, "alltoall_base", "output");
   checkTensor(input, "alltoall_base", "input");
@@ -775,13 +745,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
                                                              std::vector<at::Tensor>& inputs,
                                                              const ::c10d::AllToAllOptions& opts) {
   checkOpen("alltoall");
-  if (anyOnCuda(outputs) ||
-      anyOnCuda(inputs)) {  // staged through pinned host memory: cuda_staging.h
-    HostStaging s;
-    auto o = s.out(outputs);
-    auto i = s.in(inputs);
-    return runOnCuda(s, OpType::ALLTOALL, "ringx:all_to_all", outputs,
-                     [&] { return alltoall(o, i, opts); });
+  if (auto work = stagedOnCuda(OpType::ALLTOALL, "ringx:all_to_all", outputs, inputs,
+                               [&](auto& o, auto& i) { return alltoall(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
   }
   TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
               "ringx: alltoall needs one input and one output tensor per rank (", size_, "), got ",

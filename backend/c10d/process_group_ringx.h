@@ -26,7 +26,6 @@
 namespace ringx::c10d_glue {
 
 class CudaCollectives;
-class HostStaging;
 
 class ProcessGroupRingx : public BackendBase {
  public:
@@ -151,11 +150,14 @@ class ProcessGroupRingx : public BackendBase {
 
  private:
   using Job = std::function<void()>;
-  // A collective on CUDA tensors: `cpuCall` runs it over `staging`'s pinned stand-ins,
-  // stream-ordered (cuda_staging.h). `outputs` are the caller's tensors.
-  c10::intrusive_ptr<::c10d::Work> runOnCuda(
-      HostStaging& staging, ::c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
-      const std::function<c10::intrusive_ptr<::c10d::Work>()>& cpuCall);
+  // A collective on CUDA tensors (cuda_staging.h): when any of `outputs` or `inputs` is on
+  // CUDA, runs cpuCall(hostOutputs, hostInputs), the same collective over pinned host
+  // stand-ins, stream-ordered, and returns its Work; otherwise returns null and the caller
+  // takes the CPU path. An in-place collective passes its tensors as both. Out and In are a
+  // tensor, a vector of them or a vector of vectors.
+  template <typename Out, typename In, typename CpuCall>
+  c10::intrusive_ptr<::c10d::Work> stagedOnCuda(::c10d::OpType type, const char* title,
+                                                Out& outputs, In& inputs, CpuCall cpuCall);
   // Phase 2 and 3: queue `job` on the communication thread and complete `work`.
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* title,
                                            std::vector<at::Tensor> outputs, Job job);
