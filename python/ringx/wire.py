@@ -3,8 +3,8 @@
 ringx.traffic(group) reports what ringx's own transports moved (shared memory and TCP).
 Other backends (gloo) keep no such counters, but their bytes go through TCP sockets of
 this process, and Linux counts every socket's traffic (struct tcp_info, RFC 4898's
-tcpEStatsPerfHCDataOctetsOut/In). tcp_traffic() sums those counters over the process's
-TCP sockets, so that one outside tool measures gloo and ringx-over-TCP alike:
+tcpEStatsPerfHCDataOctetsOut/In, less retransmissions). tcp_traffic() sums those counters
+over the process's TCP sockets, so that one outside tool measures gloo and ringx-over-TCP alike:
 
     before = ringx.wire.tcp_traffic()
     step()
@@ -23,14 +23,18 @@ import struct
 from typing import NamedTuple
 
 # Offsets in struct tcp_info (linux/tcp.h): tcpi_bytes_received (u64) since Linux 4.1,
-# tcpi_bytes_sent (u64) since 4.19. A shorter answer means an older kernel.
+# tcpi_bytes_sent and tcpi_bytes_retrans (u64) since 4.19. A shorter answer means an older
+# kernel.
 _BYTES_RECEIVED_OFFSET = 128
 _BYTES_SENT_OFFSET = 200
-_TCP_INFO_BYTES = _BYTES_SENT_OFFSET + 8
+_BYTES_RETRANS_OFFSET = 208
+_TCP_INFO_BYTES = _BYTES_RETRANS_OFFSET + 8
 
 
 class TcpTraffic(NamedTuple):
-    sent: int  # payload bytes handed to the network, retransmissions included
+    # Payload bytes handed to the network once: a retransmission (tail-loss probes happen
+    # even on loopback when the receiver is slow to drain) is the same byte again.
+    sent: int
     received: int
     sockets: int  # TCP sockets summed over
 
@@ -55,7 +59,8 @@ def tcp_traffic() -> TcpTraffic:
                 raise RuntimeError("ringx.wire.tcp_traffic needs Linux 4.19 or newer "
                                    "(tcp_info.tcpi_bytes_sent)")
             received += struct.unpack_from("=Q", info, _BYTES_RECEIVED_OFFSET)[0]
-            sent += struct.unpack_from("=Q", info, _BYTES_SENT_OFFSET)[0]
+            sent += struct.unpack_from("=Q", info, _BYTES_SENT_OFFSET)[0] - \
+                struct.unpack_from("=Q", info, _BYTES_RETRANS_OFFSET)[0]
             count += 1
     return TcpTraffic(sent, received, count)
 

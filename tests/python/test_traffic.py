@@ -23,6 +23,19 @@ def _quiet():
     time.sleep(0.3)
 
 
+def _fence(name):
+    """Waits until every rank took its snapshot, so that no rank sends (the all_reduce, or
+    destroy_process_group's traffic) while another still reads its counters: bytes arriving
+    between ringx.traffic() and tcp_traffic() would be counted by one and not the other.
+    The harness's store is a FileStore, so this fence puts nothing on a TCP socket."""
+    store = dist.distributed_c10d._get_default_store()
+    store.add(name, 1)
+    deadline = time.monotonic() + 60
+    while store.add(name, 0) < dist.get_world_size():
+        assert time.monotonic() < deadline, f"fence {name} timed out"
+        time.sleep(0.01)
+
+
 def _sum(entries, channel=None, transport=None):
     return (sum(e["sent"] for e in entries
                 if channel in (None, e["channel"]) and transport in (None, e["transport"])),
@@ -33,6 +46,7 @@ def _sum(entries, channel=None, transport=None):
 def _measure(rank, world):
     _quiet()
     ours0, kernel0, wire0 = ringx.traffic(), ringx.wire.tcp_traffic(), ringx.wire.bytes_sent([None])
+    _fence("before")
     t = torch.full((COUNT,), float(rank))
     dist.all_reduce(t)
     payload = torch.arange(50_000, dtype=torch.float64)
@@ -42,6 +56,7 @@ def _measure(rank, world):
         dist.recv(payload, 0)
     _quiet()
     ours1, kernel1, wire1 = ringx.traffic(), ringx.wire.tcp_traffic(), ringx.wire.bytes_sent([None])
+    _fence("after")
     delta = [dict(a, sent=a["sent"] - b["sent"], received=a["received"] - b["received"])
              for a, b in zip(ours1, ours0)]
     return delta, (kernel1.sent - kernel0.sent, kernel1.received - kernel0.received), wire1 - wire0
