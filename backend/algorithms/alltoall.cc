@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backend/algorithms/algorithms.h"
+#include "backend/common/bytes.h"
 
 namespace ringx::algorithms {
 
@@ -29,7 +30,7 @@ void alltoall(Collective& c, const void* input, const std::vector<size_t>& sendO
     c.expect(from, recvBytes[from]);
     c.recv(from, out + recvOffsets[from], recvBytes[from]);
   }
-  std::memmove(out + recvOffsets[r], in + sendOffsets[r], sendBytes[r]);
+  copyBytes(out + recvOffsets[r], in + sendOffsets[r], sendBytes[r]);
   c.finish();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/algorithms/algorithms.h"
+#include "backend/common/bytes.h"
 #include "backend/reduce/reduce.h"
 
 namespace ringx::algorithms {
@@ -19,7 +20,7 @@ void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, Re
   const int r = c.rank();
   const size_t bytes = count * elementSize(dtype);
   char* all = c.scratch(bytes * n);
-  std::memcpy(all + r * bytes, data, bytes);
+  copyBytes(all + r * bytes, data, bytes);
 
   std::vector<uint64_t> recvEnd(n, 0);
   for (int i = 1; i < n; ++i) {
@@ -35,7 +36,7 @@ void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, Re
   // Sends read `data`: they must be out before the result overwrites it.
   c.finish();
   char* out = static_cast<char*>(data);
-  std::memcpy(out, all, bytes);
+  copyBytes(out, all, bytes);
   for (int peer = 1; peer < n; ++peer) {
     reduce::reduceInPlace(op, dtype, out, all + peer * bytes, count);
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/algorithms/algorithms.h"
+#include "backend/common/bytes.h"
 
 namespace ringx::algorithms {
 
@@ -21,7 +22,7 @@ void gather(Collective& c, const void* input, void* output, size_t bytes, int ro
     return;
   }
   char* out = static_cast<char*>(output);
-  std::memmove(out + root * bytes, input, bytes);
+  copyBytes(out + root * bytes, input, bytes);
   for (int peer = 0; peer < n; ++peer) {
     if (peer == root) continue;
     c.expect(peer, bytes);
@@ -45,7 +46,7 @@ void scatter(Collective& c, const void* input, void* output, size_t bytes, int r
     c.announce(peer, bytes);
     c.send(peer, in + peer * bytes, bytes);
   }
-  std::memmove(output, in + root * bytes, bytes);
+  copyBytes(output, in + root * bytes, bytes);
   c.finish();
 }
 

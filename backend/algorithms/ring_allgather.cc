@@ -9,6 +9,7 @@
 
 #include "backend/algorithms/algorithms.h"
 #include "backend/algorithms/ring.h"
+#include "backend/common/bytes.h"
 
 namespace ringx::algorithms {
 
@@ -23,7 +24,7 @@ void ringAllgatherInto(Collective& c, const void* input, const std::vector<void*
                        size_t bytes, size_t segmentBytes) {
   const int n = c.size();
   char* mine = static_cast<char*>(outputs[c.rank()]);
-  if (mine != input) std::memmove(mine, input, bytes);
+  if (mine != input) copyBytes(mine, input, bytes);
   RingFlow flow;
   flow.elementSize = 1;
   for (int i = 0; i < n; ++i) {

@@ -10,6 +10,7 @@
 
 #include "backend/algorithms/algorithms.h"
 #include "backend/algorithms/ring.h"
+#include "backend/common/bytes.h"
 
 namespace ringx::algorithms {
 
@@ -26,7 +27,7 @@ void ringReduceScatter(Collective& c, const std::vector<const void*>& inputs, vo
   const int n = c.size();
   const size_t chunk = countPerRank * elementSize(dtype);
   if (n == 1) {
-    std::memmove(output, inputs[0], chunk);
+    copyBytes(output, inputs[0], chunk);
     return;
   }
   // Partial sums of the chunks passing through go to scratch; our own chunk's

@@ -39,6 +39,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RINGX_REDUCE_X86_DISPATCH 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define RINGX_REDUCE_X86_DISPATCH 0
@@ -222,7 +223,11 @@ RINGX_AVX2_TARGET void halfBlocksAvx2(void* out, const void* a, const void* b, s
 bool cpuHasAvx2F16c() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1 (ECX bit 29): clang does not know "f16c" in
+    // __builtin_cpu_supports. The AVX2 check covers the OS saving the AVX state F16C uses.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+    return __builtin_cpu_supports("avx2") && f16c;
   }();
   return has;
 }
@@ -293,6 +298,40 @@ void checkNoPartialOverlap(const void* out, const void* input, size_t bytes, con
               " without being the same buffer");
 }
 
+// The kernels read and write T through T* and vectorise assuming T's alignment. Shared-memory
+// rings are byte streams, so after an odd-sized message an operand can start at any address:
+// such a call goes through aligned blocks instead. Rare, so simple copies are fast enough.
+bool alignedFor(const void* p, size_t alignment) {
+  return reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+// A complex number is aligned as its parts are.
+size_t elementAlignment(DataType type) {
+  const bool complex = type == DataType::kComplex64 || type == DataType::kComplex128;
+  return complex ? elementSize(type) / 2 : elementSize(type);
+}
+
+void reduceMisaligned(KernelFn kernel, DataType type, void* out, const void* a, const void* b,
+                      size_t count) {
+  constexpr size_t kBlockBytes = 8192;
+  alignas(64) unsigned char blockOut[kBlockBytes], blockA[kBlockBytes], blockB[kBlockBytes];
+  const size_t elementBytes = elementSize(type), alignment = elementAlignment(type);
+  const size_t perBlock = kBlockBytes / elementBytes;
+  for (size_t done = 0; done < count; done += perBlock) {
+    const size_t n = std::min(perBlock, count - done);
+    const size_t offset = done * elementBytes, bytes = n * elementBytes;
+    // Inputs are copied before `out` is written, so `out` may be `a` or `b`.
+    const void* x = static_cast<const char*>(a) + offset;
+    const void* y = static_cast<const char*>(b) + offset;
+    void* o = static_cast<char*>(out) + offset;
+    if (!alignedFor(x, alignment)) x = std::memcpy(blockA, x, bytes);
+    if (!alignedFor(y, alignment)) y = std::memcpy(blockB, y, bytes);
+    void* target = alignedFor(o, alignment) ? o : blockOut;
+    kernel(target, x, y, n);
+    if (target != o) std::memcpy(o, target, bytes);
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -339,7 +378,12 @@ void reduce(ReduceOp op, DataType type, void* out, const void* a, const void* b,
   checkNoPartialOverlap(out, b, bytes, "b");
   KernelFn kernel = selectKernel(op, type);
   RINGX_ENFORCE(kernel != nullptr);
-  kernel(out, a, b, count);
+  const size_t alignment = elementAlignment(type);
+  if (alignedFor(out, alignment) && alignedFor(a, alignment) && alignedFor(b, alignment)) {
+    kernel(out, a, b, count);
+  } else {
+    reduceMisaligned(kernel, type, out, a, b, count);
+  }
 }
 
 void reduceInPlace(ReduceOp op, DataType type, void* dst, const void* src, size_t count) {

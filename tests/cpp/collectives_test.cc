@@ -2,10 +2,12 @@
 // threads over TCP loopback; results compared with a reference computed here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstring>
 #include <numeric>
 
+#include "backend/reduce/element_ops.h"
 #include "backend/reduce/reduce.h"
 #include "tests/cpp/rank_threads.h"
 
@@ -28,7 +30,7 @@ void fill(DataType type, void* data, size_t count, const std::function<int(size_
         static_cast<double*>(data)[i] = v;
         break;
       case DataType::kFloat16:
-        static_cast<_Float16*>(data)[i] = static_cast<_Float16>(v);
+        static_cast<uint16_t*>(data)[i] = reduce::Fp16Bits::fromFloat(static_cast<float>(v));
         break;
       case DataType::kBFloat16: {
         float f = static_cast<float>(v);
@@ -216,9 +218,8 @@ TEST(ReduceScatter, EveryWorldSizeAndCountOverShmAndTcp) {
                           algorithms::ringReduceScatter(c, input.data(), output.data(), perRank,
                                                         DataType::kFloat64, ReduceOp::kSum, 256);
                         });
-              ASSERT_EQ(0, std::memcmp(output.data(),
-                                       expected.data() + group.rank() * perRank * sizeof(double),
-                                       output.size()));
+              ASSERT_TRUE(std::equal(output.begin(), output.end(),
+                                     expected.begin() + group.rank() * perRank * sizeof(double)));
               ASSERT_EQ(input, inputCopy) << "reduce-scatter must not modify its input";
             },
             [&](GroupOptions& options) { options.mesh.sharedMemory = sharedMemory; });

@@ -690,6 +690,43 @@ TEST(ReduceTest, PartialOverlapIsRejected) {
   EXPECT_EQ(buffer[0], 2.0f);
 }
 
+// Shared-memory rings are byte streams: after an odd-sized message an operand can start at any
+// address. Misaligned operands (each of them, and `out` aliasing an input) give the same bits as
+// aligned ones, across the kernels' block boundaries.
+TEST(ReduceTest, MisalignedOperandsGiveTheAlignedResult) {
+  std::mt19937 random(7);
+  for (DataType type : kAllTypes) {
+    for (ReduceOp op : kAllOps) {
+      if (!reduceOpSupports(op, type)) continue;
+      const size_t size = elementSize(type), count = 9000 / size + 3, bytes = count * size;
+      // Bools must be 0 or 1; other types take any bits.
+      std::vector<unsigned char> a(bytes), b(bytes);
+      for (size_t i = 0; i < bytes; ++i) {
+        a[i] = type == DataType::kBool ? random() % 2 : random();
+        b[i] = type == DataType::kBool ? random() % 2 : random();
+      }
+      alignas(16) static unsigned char expected[16384];
+      alignas(16) static unsigned char alignedA[16384], alignedB[16384];
+      std::memcpy(alignedA, a.data(), bytes);
+      std::memcpy(alignedB, b.data(), bytes);
+      reduce(op, type, expected, alignedA, alignedB, count);
+      for (int shape = 0; shape < 4; ++shape) {
+        // Offsets 1, 3 and 5 bytes off alignment, on the operands each shape names.
+        std::vector<unsigned char> bufOut(bytes + 16), bufA(bytes + 16), bufB(bytes + 16);
+        unsigned char* x = bufA.data() + (shape == 0 || shape == 3 ? 1 : 0);
+        unsigned char* y = bufB.data() + (shape == 1 || shape == 3 ? 3 : 0);
+        unsigned char* o = bufOut.data() + (shape == 2 ? 5 : 0);
+        std::memcpy(x, a.data(), bytes);
+        std::memcpy(y, b.data(), bytes);
+        if (shape == 3) o = x;  // in place, in = out misaligned
+        reduce(op, type, o, x, y, count);
+        ASSERT_EQ(std::memcmp(o, expected, bytes), 0)
+            << reduceOpName(op) << " " << dataTypeName(type) << " shape " << shape;
+      }
+    }
+  }
+}
+
 // ---- specific semantics -------------------------------------------------------------------
 
 TEST(ReduceTest, FloatMinMaxPropagateNaN) {

@@ -34,7 +34,7 @@ ShmPair::~ShmPair() {
 }
 
 ChannelHeader* ShmPair::channel(int index) const {
-  char* base = static_cast<char*>(segment_.data()) + index * (sizeof(ChannelHeader) + capacity_);
+  char* base = static_cast<char*>(segment_.data()) + index * channelStrideBytes(capacity_);
   return reinterpret_cast<ChannelHeader*>(base);
 }
 

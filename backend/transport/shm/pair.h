@@ -31,7 +31,13 @@ struct alignas(64) ChannelHeader {
 };
 static_assert(sizeof(ChannelHeader) == 192, "ChannelHeader is shared between processes");
 
-inline size_t pairSegmentBytes(size_t capacity) { return 2 * (sizeof(ChannelHeader) + capacity); }
+// One channel: its header, then its ring, padded so that the next channel's header (atomics
+// that both processes use) is aligned whatever the ring's capacity.
+inline size_t channelStrideBytes(size_t capacity) {
+  constexpr size_t align = alignof(ChannelHeader);
+  return sizeof(ChannelHeader) + (capacity + align - 1) / align * align;
+}
+inline size_t pairSegmentBytes(size_t capacity) { return 2 * channelStrideBytes(capacity); }
 
 class ShmPair : public Pair {
  public:
