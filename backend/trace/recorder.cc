@@ -209,18 +209,21 @@ void Recorder::stop() {
     wake_.notify_all();
   }
   writer_.join();
-  std::lock_guard<std::mutex> write(writeMutex_);
-  writeBatchLocked(false);  // anything recorded while the writer finished
-  for (auto& sink : sinks_) {
-    try {
-      sink->close();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ringx trace: closing a sink failed: %s\n", e.what());
+  {
+    std::lock_guard<std::mutex> write(writeMutex_);
+    writeBatchLocked(false);  // anything recorded while the writer finished
+    for (auto& sink : sinks_) {
+      try {
+        sink->close();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ringx trace: closing a sink failed: %s\n", e.what());
+      }
     }
+    sinks_.clear();
+    if (rssFd_ >= 0) ::close(rssFd_);
+    rssFd_ = -1;
   }
-  sinks_.clear();
-  if (rssFd_ >= 0) ::close(rssFd_);
-  rssFd_ = -1;
+  // Never with writeMutex_ held: start() takes controlMutex_ and then writeMutex_.
   std::lock_guard<std::mutex> control(controlMutex_);
   stopping_ = false;
   flushed_.notify_all();
