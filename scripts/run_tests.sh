@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite of ringx and prints one summary. Used by `make test` and CI.
 #   gtest (through ctest)  the torch-free core: algorithms x transport x world size
+#   sanitizers             the torch-free gtests under TSan, and under ASan+UBSan with the
+#                          libFuzzer targets run briefly (scripts/sanitizers.sh)
 #   pytest                 the Python face, multi-process
 #   conformance            PyTorch's own distributed_test.py with BACKEND=ringx, at world
 #                          sizes 2 and 3, strict against the gloo baseline
@@ -40,6 +42,7 @@ run_suite() {
 }
 
 run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
+run_suite sanitizers scripts/sanitizers.sh all
 run_suite pytest "$PYTHON" -m pytest -q tests/python
 run_suite conformance env PYTHON="$PYTHON" tests/conformance/run_conformance.sh ringx "2 3"
 

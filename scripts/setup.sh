@@ -17,6 +17,8 @@ PACKAGES=(
   # screenshots a virtual display with Mesa's llvmpipe OpenGL.
   libimgui-dev libglfw3-dev libstb-dev libgl-dev libsimdjson-dev
   xvfb xauth libgl1-mesa-dri
+  # scripts/sanitizers.sh: clang and its runtimes for the ASan/UBSan + libFuzzer build
+  clang-14 libclang-rt-14-dev
 )
 
 # A Python 3.11 that can make virtual environments: python3.11 or python3 on PATH, else

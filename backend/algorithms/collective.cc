@@ -68,15 +68,7 @@ std::vector<int> Collective::peers() const {
 
 void Collective::announce(int peer, uint64_t bytes) {
   CollectiveHeader& h = outgoing_[peer];
-  h.magic = kHeaderMagic;
-  h.kind = static_cast<uint8_t>(call_.kind);
-  h.dtype = static_cast<uint8_t>(call_.dtype);
-  h.op = static_cast<uint8_t>(call_.op);
-  h.version = kProtocolVersion;
-  h.root = call_.root;
-  h.reserved = 0;
-  h.seq = call_.seq;
-  h.bytes = bytes;
+  h = collectiveHeader(call_, bytes);
   announced_[peer] = 1;
   context_.pair(peer).postSend(&h, sizeof(h));
 }
@@ -106,28 +98,36 @@ void Collective::checkHeader(int peer) {
   context_.waitRecv(peer, headerEnd_[peer], deadline_);
   headerState_[peer] = 2;
   const CollectiveHeader& theirs = incoming_[peer];
-  if (theirs.magic != kHeaderMagic || theirs.version != kProtocolVersion) {
+  // What we expect rank `peer` to have announced to us: this call, and the bytes we expect.
+  const CollectiveHeader ours = collectiveHeader(call_, expectedBytes_[peer]);
+  checkPeerHeader(theirs, ours, rank(), peer);
+}
+
+CollectiveHeader collectiveHeader(const CallSignature& call, uint64_t bytes) {
+  return CollectiveHeader{kHeaderMagic,
+                          static_cast<uint8_t>(call.kind),
+                          static_cast<uint8_t>(call.dtype),
+                          static_cast<uint8_t>(call.op),
+                          kProtocolVersion,
+                          call.root,
+                          0,
+                          call.seq,
+                          bytes};
+}
+
+void checkPeerHeader(const CollectiveHeader& theirs, const CollectiveHeader& ours, int rank,
+                     int peer) {
+  if (theirs.magic != kHeaderMagic || theirs.version != kProtocolVersion || theirs.reserved != 0) {
     RINGX_THROW(MismatchError, "rank ", peer,
                 " sent bytes that are not a ringx collective "
                 "header (different ringx versions, or the stream got out of step after an "
                 "earlier error)");
   }
-  // What we expect rank `peer` to have announced to us.
-  CollectiveHeader ours = outgoing_[peer];
-  if (ours.magic != kHeaderMagic) {  // we announce nothing to this peer in this call
-    ours = theirs;
-    ours.kind = static_cast<uint8_t>(call_.kind);
-    ours.dtype = static_cast<uint8_t>(call_.dtype);
-    ours.op = static_cast<uint8_t>(call_.op);
-    ours.root = call_.root;
-    ours.seq = call_.seq;
-  }
-  ours.bytes = expectedBytes_[peer];
   bool same = theirs.kind == ours.kind && theirs.seq == ours.seq && theirs.dtype == ours.dtype &&
               theirs.op == ours.op && theirs.root == ours.root && theirs.bytes == ours.bytes;
   if (!same) {
-    RINGX_THROW(MismatchError, "collective mismatch between rank ", rank(), " and rank ", peer,
-                ": rank ", rank(), " expected ", describe(ours), " but rank ", peer, " is running ",
+    RINGX_THROW(MismatchError, "collective mismatch between rank ", rank, " and rank ", peer,
+                ": rank ", rank, " expected ", describe(ours), " but rank ", peer, " is running ",
                 describe(theirs),
                 ". Every rank of a group must issue the same collectives in the same order "
                 "with matching sizes and dtypes");

@@ -63,6 +63,14 @@ struct CollectiveHeader {
 };
 static_assert(sizeof(CollectiveHeader) == 32, "CollectiveHeader is part of the wire format");
 
+// The header that announces `bytes` to a peer in `call`.
+CollectiveHeader collectiveHeader(const CallSignature& call, uint64_t bytes);
+
+// Checks the header `peer` sent (any 32 bytes may arrive) against the one this rank expects
+// from it; throws MismatchError naming both calls, or saying the bytes are not a header.
+void checkPeerHeader(const CollectiveHeader& theirs, const CollectiveHeader& ours, int rank,
+                     int peer);
+
 class Collective {
  public:
   // `workspace` (optional) lends scratch memory that outlives the call.

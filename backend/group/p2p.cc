@@ -17,9 +17,23 @@ std::exception_ptr peerError(const std::string& text) {
 }
 }  // namespace
 
+P2pFrameHeader p2pFrameHeader(int64_t tag, uint64_t bytes) {
+  return P2pFrameHeader{kFrameMagic, 0, tag, bytes};
+}
+
+std::string p2pFrameProblem(const P2pFrameHeader& header) {
+  if (header.magic != kFrameMagic || header.reserved != 0) {
+    return "received a malformed point-to-point frame (not ringx, or the stream got out of step)";
+  }
+  if (header.bytes > kMaxP2pFrameBytes) {
+    return strCat("received a point-to-point frame announcing ", header.bytes,
+                  " bytes, more than any message can be (", kMaxP2pFrameBytes, ")");
+  }
+  return "";
+}
+
 PointToPoint::PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs)
     : rank_(rank), size_(size), pairs_(std::move(pairs)), inbound_(size) {
-  static_assert(sizeof(FrameHeader) == 24, "FrameHeader is part of the wire format");
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   RINGX_SYSCHECK(wakeFd_, "eventfd");
   for (int peer = 0; peer < size_; ++peer) {
@@ -53,7 +67,7 @@ void PointToPoint::send(int dst, int64_t tag, const void* data, size_t bytes, Ca
     done(peerError(strCat("send to rank ", dst, " failed: ", why)), dst);
     return;
   }
-  peer.sends.push_back(PendingSend{FrameHeader{kFrameMagic, 0, tag, bytes}, 0, std::move(done)});
+  peer.sends.push_back(PendingSend{p2pFrameHeader(tag, bytes), 0, std::move(done)});
   PendingSend& pending = peer.sends.back();
   pairs_[dst]->postSend(&pending.header, sizeof(FrameHeader));
   pending.end = pairs_[dst]->postSend(data, bytes);
@@ -109,8 +123,8 @@ void PointToPoint::handleInbound(int peer) {
   for (;;) {
     if (!in.inPayload) {
       if (pair.recvCompleted() < in.headerEnd) return;
-      if (in.header.magic != kFrameMagic) {
-        failPeer(peer, "received a malformed point-to-point frame (stream out of step)");
+      if (std::string problem = p2pFrameProblem(in.header); !problem.empty()) {
+        failPeer(peer, problem);
         return;
       }
       const int64_t tag = in.header.tag;
@@ -132,7 +146,13 @@ void PointToPoint::handleInbound(int peer) {
         auto message = std::make_unique<Unexpected>();
         message->src = peer;
         message->tag = tag;
-        message->payload.resize(bytes);
+        try {
+          message->payload.resize(bytes);
+        } catch (const std::bad_alloc&) {
+          failPeer(peer, strCat("cannot buffer a ", bytes, "-byte message with tag ", tag,
+                                " that arrived before its receive: out of memory"));
+          return;
+        }
         into = message->payload.data();
         in.unexpected = message.get();
         unexpected_.push_back(std::move(message));

@@ -27,6 +27,24 @@
 
 namespace ringx {
 
+// A point-to-point frame's header, as it travels (fixed layout: part of the protocol).
+struct P2pFrameHeader {
+  uint32_t magic;
+  uint32_t reserved;
+  int64_t tag;
+  uint64_t bytes;
+};
+static_assert(sizeof(P2pFrameHeader) == 24, "P2pFrameHeader is part of the wire format");
+
+// Largest payload one frame may announce: far beyond any real message, it keeps a corrupt
+// or hostile header from making the receiver buffer an absurd amount.
+inline constexpr uint64_t kMaxP2pFrameBytes = uint64_t{1} << 40;
+
+// The header that frames `bytes` of payload with `tag`.
+P2pFrameHeader p2pFrameHeader(int64_t tag, uint64_t bytes);
+// What is wrong with a header that arrived (any 24 bytes may), or "" when it is a frame.
+std::string p2pFrameProblem(const P2pFrameHeader& header);
+
 class PointToPoint {
  public:
   static constexpr int kAnySource = -1;
@@ -48,12 +66,7 @@ class PointToPoint {
   const transport::Pair& pair(int peer) const { return *pairs_.at(peer); }
 
  private:
-  struct FrameHeader {
-    uint32_t magic;
-    uint32_t reserved;
-    int64_t tag;
-    uint64_t bytes;
-  };
+  using FrameHeader = P2pFrameHeader;
   struct PostedRecv {
     int src;
     int64_t tag;

@@ -310,7 +310,9 @@ void Decoder::decodeRecord(RecordType type, const char* payload, size_t bytes) {
       if (e.kind == EventKind::kSpan) {
         const int64_t duration = in.signedVarint();
         if (duration < 0) in.fail("a span that ends before it begins");
-        e.endNs = e.beginNs + duration;
+        if (__builtin_add_overflow(e.beginNs, duration, &e.endNs)) {
+          in.fail("a span that ends after the end of time (its begin + duration overflows)");
+        }
       }
       if (e.kind == EventKind::kCounter) e.value = in.dbl();
       const uint64_t argCount = in.varint();

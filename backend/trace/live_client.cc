@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "backend/common/error.h"
+#include "backend/trace/live_protocol.h"
 
 namespace ringx::trace {
 namespace {
@@ -165,30 +166,9 @@ int handshake(const std::string& host, int port, const std::string& token, const
                 "answering the ", request, " request");
   }
   const size_t newline = buffer.find('\n');
-  std::string status = buffer.substr(0, newline);
   *after = buffer.substr(newline + 1);
-  if (status.rfind("ERR ", 0) == 0) {
-    RINGX_THROW(PeerError, "live trace server ", where, " refused the ", request,
-                " request: ", status.substr(4));
-  }
-  if (status != "OK" && status.rfind("OK ", 0) != 0) {
-    RINGX_THROW(FormatError, where, " is not a ringx live trace server (it answered '",
-                status.substr(0, 80), "')");
-  }
-  *okRest = status.size() > 3 ? status.substr(3) : std::string();
+  *okRest = parseLiveStatus(std::string_view(buffer).substr(0, newline), where, request);
   return fd.release();
-}
-
-bool parseInt(std::string_view text, int64_t min, int64_t max, int64_t* out) {
-  if (text.empty() || text.size() > 18) return false;
-  int64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  if (v < min || v > max) return false;
-  *out = v;
-  return true;
 }
 
 }  // namespace
@@ -217,7 +197,7 @@ HostPort parseHostPort(std::string_view text) {
     bad("the host has spaces or unprintable characters");
   }
   int64_t port = 0;
-  if (!parseInt(portText, 0, 65535, &port)) bad("the port must be a number from 0 to 65535");
+  if (!parseDecimal(portText, 0, 65535, &port)) bad("the port must be a number from 0 to 65535");
   out.port = static_cast<int>(port);
   return out;
 }
@@ -229,10 +209,6 @@ std::vector<DirectoryEntry> fetchDirectory(const std::string& host, int port,
   const std::string where = address(host, port);
   std::string countText, body;
   FdGuard fd(handshake(host, port, token, "DIRECTORY", deadline, &countText, &body));
-  int64_t count = 0;
-  if (!parseInt(countText, 0, 1 << 20, &count)) {
-    RINGX_THROW(FormatError, where, " sent a bad directory status line 'OK ", countText, "'");
-  }
   // The server closes after the last line; read everything it sends.
   char chunk[4096];
   for (;;) {
@@ -253,27 +229,7 @@ std::vector<DirectoryEntry> fetchDirectory(const std::string& host, int port,
     }
   }
 
-  std::vector<DirectoryEntry> entries;
-  std::istringstream lines(body);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string rankText, entryHost, portText, extra;
-    int64_t rank = 0, entryPort = 0;
-    if (!(words >> rankText >> entryHost >> portText) || (words >> extra) ||
-        !parseInt(rankText, 0, INT32_MAX, &rank) || !parseInt(portText, 1, 65535, &entryPort)) {
-      RINGX_THROW(FormatError, where, " sent a bad directory line '", line.substr(0, 80), "'");
-    }
-    entries.push_back(
-        DirectoryEntry{static_cast<int>(rank), entryHost, static_cast<int>(entryPort)});
-  }
-  if (static_cast<int64_t>(entries.size()) != count) {
-    RINGX_THROW(FormatError, where, " announced ", count, " directory entries and sent ",
-                entries.size());
-  }
-  std::sort(entries.begin(), entries.end(),
-            [](const DirectoryEntry& a, const DirectoryEntry& b) { return a.rank < b.rank; });
-  return entries;
+  return parseDirectory(countText, body, where);
 }
 
 LiveStream::LiveStream(const std::string& host, int port, const std::string& token,

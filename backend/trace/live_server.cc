@@ -36,6 +36,7 @@
 
 #include "backend/common/error.h"
 #include "backend/trace/codec.h"
+#include "backend/trace/live_protocol.h"
 
 namespace ringx::trace {
 namespace {
@@ -87,30 +88,9 @@ bool isLoopback(const sockaddr* addr) {
 
 // Compares in time independent of where the tokens differ, so response times do
 // not leak the token a byte at a time. (Its length is not the secret.)
-bool tokensEqual(std::string_view given, std::string_view expected) {
-  if (given.size() != expected.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i]) ^ static_cast<unsigned char>(expected[i]);
-  }
-  return diff == 0;
-}
-
 bool isTokenText(std::string_view token) {
   if (token.empty() || token.size() > kMaxTokenBytes || token == "-") return false;
   return std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 127; });
-}
-
-std::vector<std::string_view> splitWords(std::string_view line) {
-  std::vector<std::string_view> words;
-  size_t at = 0;
-  while (at < line.size()) {
-    while (at < line.size() && line[at] == ' ') ++at;
-    const size_t end = std::min(line.find(' ', at), line.size());
-    if (end > at) words.push_back(line.substr(at, end - at));
-    at = end;
-  }
-  return words;
 }
 
 int64_t steadyNowNs() {
@@ -591,32 +571,12 @@ void LiveServer::Impl::readRequest(Connection& c) {
 }
 
 void LiveServer::Impl::handleRequest(Connection& c, std::string_view line) {
-  const std::string usage = strCat("expected '", kLiveProtocolName, " ", kLiveProtocolVersion,
-                                   " <token or -> STREAM|DIRECTORY'");
-  const bool printable =
-      std::all_of(line.begin(), line.end(), [](char ch) { return ch >= ' ' && ch < 127; });
-  const std::vector<std::string_view> words = splitWords(line);
-  if (!printable || words.size() != 4 || words[0] != kLiveProtocolName) {
-    reject(c, strCat("not a ringx live trace request; ", usage));
+  const LiveRequest request = parseLiveRequest(line, options_.token);
+  if (!request.error.empty()) {
+    reject(c, request.error);
     return;
   }
-  if (words[1] != std::to_string(kLiveProtocolVersion)) {
-    reject(c, strCat("protocol version ", words[1], " is not supported (this server speaks ",
-                     kLiveProtocolVersion, "); use a viewer from the same ringx release"));
-    return;
-  }
-  if (!options_.token.empty()) {
-    if (words[2] == "-") {
-      reject(c, "this server requires a token: set RINGX_TRACE_TOKEN to the job's token");
-      return;
-    }
-    if (!tokensEqual(words[2], options_.token)) {
-      reject(c, "invalid token: RINGX_TRACE_TOKEN does not match the job's token");
-      return;
-    }
-  }
-
-  if (words[3] == "DIRECTORY") {
+  if (request.kind == LiveRequestKind::kDirectory) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!directorySet_) {
       ++stats_.requestsRejected;
@@ -630,10 +590,6 @@ void LiveServer::Impl::handleRequest(Connection& c, std::string_view line) {
     }
     c.outOffset = 0;
     c.phase = Connection::Phase::kReplying;
-    return;
-  }
-  if (words[3] != "STREAM") {
-    reject(c, strCat("unknown request '", words[3], "'; ", usage));
     return;
   }
 

@@ -204,6 +204,24 @@ TEST(TraceCodec, EventsMustUseDefinedStrings) {
   EXPECT_THROW(decodeAll(enc.bytes()), FormatError);
 }
 
+// Found by tests/fuzz/fuzz_trace_decoder (tests/fuzz/regressions/): a span whose begin plus
+// duration overflows int64 was signed-overflow UB; it is a corrupt stream.
+TEST(TraceCodec, ASpanEndingPastInt64IsAFormatError) {
+  // The input's first byte is the fuzzer's chunk size; the rest is the stream.
+  std::ifstream file(std::string(RINGX_SOURCE_DIR) +
+                         "/tests/fuzz/regressions/fuzz_trace_decoder/span-end-overflows",
+                     std::ios::binary);
+  ASSERT_TRUE(file) << "the regression input is missing";
+  const std::string fuzzed((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+  try {
+    decodeAll(fuzzed.substr(1), 1 + static_cast<unsigned char>(fuzzed[0]) % 64);
+    FAIL() << "the overflowing span was accepted";
+  } catch (const FormatError& error) {
+    EXPECT_NE(std::string(error.what()).find("overflows"), std::string::npos) << error.what();
+  }
+}
+
 // Random mutations of a valid stream: the decoder may throw FormatError but must
 // never crash, hang or read out of bounds (run under ASan/valgrind to be sure).
 TEST(TraceCodec, FuzzedInputOnlyEverThrowsFormatError) {

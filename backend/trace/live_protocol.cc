@@ -1,0 +1,113 @@
+#include "backend/trace/live_protocol.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/common/error.h"
+#include "backend/trace/codec.h"
+
+namespace ringx::trace {
+namespace {
+
+std::vector<std::string_view> splitOn(std::string_view text, char separator) {
+  std::vector<std::string_view> words;
+  size_t at = 0;
+  while (at < text.size()) {
+    while (at < text.size() && text[at] == separator) ++at;
+    const size_t end = std::min(text.find(separator, at), text.size());
+    if (end > at) words.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  return words;
+}
+
+}  // namespace
+
+bool tokensEqual(std::string_view given, std::string_view expected) {
+  if (given.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i]) ^ static_cast<unsigned char>(expected[i]);
+  }
+  return diff == 0;
+}
+
+LiveRequest parseLiveRequest(std::string_view line, std::string_view token) {
+  LiveRequest out;
+  const std::string usage = strCat("expected '", kLiveProtocolName, " ", kLiveProtocolVersion,
+                                   " <token or -> STREAM|DIRECTORY'");
+  const bool printable =
+      std::all_of(line.begin(), line.end(), [](char ch) { return ch >= ' ' && ch < 127; });
+  const std::vector<std::string_view> words = splitOn(line, ' ');
+  if (!printable || words.size() != 4 || words[0] != kLiveProtocolName) {
+    out.error = strCat("not a ringx live trace request; ", usage);
+  } else if (words[1] != std::to_string(kLiveProtocolVersion)) {
+    out.error = strCat("protocol version ", words[1], " is not supported (this server speaks ",
+                       kLiveProtocolVersion, "); use a viewer from the same ringx release");
+  } else if (!token.empty() && words[2] == "-") {
+    out.error = "this server requires a token: set RINGX_TRACE_TOKEN to the job's token";
+  } else if (!token.empty() && !tokensEqual(words[2], token)) {
+    out.error = "invalid token: RINGX_TRACE_TOKEN does not match the job's token";
+  } else if (words[3] == "DIRECTORY") {
+    out.kind = LiveRequestKind::kDirectory;
+  } else if (words[3] == "STREAM") {
+    out.kind = LiveRequestKind::kStream;
+  } else {
+    out.error = strCat("unknown request '", words[3], "'; ", usage);
+  }
+  return out;
+}
+
+std::string parseLiveStatus(std::string_view status, const std::string& where,
+                            const char* request) {
+  if (status.rfind("ERR ", 0) == 0) {
+    RINGX_THROW(PeerError, "live trace server ", where, " refused the ", request,
+                " request: ", status.substr(4));
+  }
+  if (status != "OK" && status.rfind("OK ", 0) != 0) {
+    RINGX_THROW(FormatError, where, " is not a ringx live trace server (it answered '",
+                status.substr(0, 80), "')");
+  }
+  return std::string(status.size() > 3 ? status.substr(3) : std::string_view());
+}
+
+bool parseDecimal(std::string_view text, int64_t min, int64_t max, int64_t* out) {
+  if (text.empty() || text.size() > 18) return false;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+std::vector<DirectoryEntry> parseDirectory(std::string_view countText, std::string_view body,
+                                           const std::string& where) {
+  int64_t count = 0;
+  if (!parseDecimal(countText, 0, 1 << 20, &count)) {
+    RINGX_THROW(FormatError, where, " sent a bad directory status line 'OK ",
+                countText.substr(0, 80), "'");
+  }
+  std::vector<DirectoryEntry> entries;
+  for (std::string_view line : splitOn(body, '\n')) {
+    const std::vector<std::string_view> words = splitOn(line, ' ');
+    int64_t rank = 0, port = 0;
+    if (words.size() != 3 || !parseDecimal(words[0], 0, INT32_MAX, &rank) ||
+        !parseDecimal(words[2], 1, 65535, &port)) {
+      RINGX_THROW(FormatError, where, " sent a bad directory line '", line.substr(0, 80), "'");
+    }
+    entries.push_back(
+        DirectoryEntry{static_cast<int>(rank), std::string(words[1]), static_cast<int>(port)});
+  }
+  if (static_cast<int64_t>(entries.size()) != count) {
+    RINGX_THROW(FormatError, where, " announced ", count, " directory entries and sent ",
+                entries.size());
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const DirectoryEntry& a, const DirectoryEntry& b) { return a.rank < b.rank; });
+  return entries;
+}
+
+}  // namespace ringx::trace

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Sanitizer and fuzzing legs of `make test` (and `make sanitize` alone), over the torch-free
+# libraries (core, trace, viewer model: torch itself is not instrumented):
+#
+#   tsan        gcc, -fsanitize=thread: every gtest (the communication thread, work queue,
+#               recorder and writer, live server and client, the viewer's live source)
+#   asan+fuzz   clang, -fsanitize=address,undefined plus libFuzzer coverage: every gtest, then
+#               each tests/fuzz/fuzz_* target over its committed corpus for FUZZ_SECONDS
+#               (default 10), and over the inputs in tests/fuzz/regressions/ that once crashed
+#
+# Any sanitizer report stops the test that made it (halt on error), so it fails the leg.
+# Usage: scripts/sanitizers.sh [tsan|asan|all]   (build dirs: build-tsan, build-asan)
+set -u
+cd "$(dirname "$0")/.."
+WHICH=${1:-all}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+JOBS=${JOBS:-2}
+TORCH_FREE=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGX_BUILD_PYTHON=OFF -DRINGX_BUILD_VIEWER_UI=OFF
+  -DRINGX_BUILD_CUDA=OFF)
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+export ASAN_OPTIONS="detect_leaks=1 abort_on_error=0 ${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"
+
+configure_and_build() {
+  local dir=$1
+  shift
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S . -B "$dir" "${TORCH_FREE[@]}" "$@" >"$dir.configure.log" 2>&1 ||
+      { cat "$dir.configure.log"; return 1; }
+  fi
+  cmake --build "$dir" -j "$JOBS" >"$dir.build.log" 2>&1 || { tail -40 "$dir.build.log"; return 1; }
+}
+
+# Every gtest of a build; on failure, the failing tests' output (the sanitizer's report).
+run_gtests() {
+  local dir=$1
+  # AnalysisSpeed times itself: instrumented code is 5-15x slower by design.
+  if ctest --test-dir "$dir" -j 2 --timeout 300 -E '^AnalysisSpeed\.' >"$dir.ctest.log" 2>&1; then
+    echo "   $(grep -E 'tests passed' "$dir.ctest.log")"
+  else
+    ctest --test-dir "$dir" --rerun-failed --output-on-failure --timeout 300 2>&1 | tail -80
+    grep -E 'tests passed|Failed|Timeout' "$dir.ctest.log" | tail -20
+    return 1
+  fi
+}
+
+tsan() {
+  echo "-- tsan: building (gcc, -fsanitize=thread)"
+  configure_and_build build-tsan -DRINGX_SANITIZE=thread || return 1
+  run_gtests build-tsan
+}
+
+asan_and_fuzz() {
+  echo "-- asan+ubsan: building (clang-14, -fsanitize=address,undefined, libFuzzer targets)"
+  CC=clang-14 CXX=clang++-14 configure_and_build build-asan -DRINGX_SANITIZE=address,undefined \
+    -DRINGX_FUZZ=ON || return 1
+  local status=0
+  run_gtests build-asan || status=1
+
+  local work
+  work=$(mktemp -d)
+  for target in build-asan/bin/fuzz_*; do
+    local name
+    name=$(basename "$target")
+    mkdir -p "$work/$name"
+    # Crashers found earlier: each must now run clean (libFuzzer runs the files it is given).
+    if [ -d "tests/fuzz/regressions/$name" ]; then
+      if ! "$target" tests/fuzz/regressions/"$name"/* >"$work/$name.regressions.log" 2>&1; then
+        echo "FAILED $name on a regression input:"
+        tail -30 "$work/$name.regressions.log"
+        status=1
+      fi
+    fi
+    # New inputs go to a scratch corpus; the committed seeds are only read.
+    if "$target" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$work/$name-" -print_final_stats=1 "$work/$name" "tests/fuzz/corpus/$name" \
+      >"$work/$name.log" 2>&1; then
+      echo "   $name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$name.log" | grep -o '[0-9]*$') executions, $(ls "$work/$name" | wc -l) new corpus inputs, no findings"
+    else
+      echo "FAILED $name: a finding (input saved as $work/$name-crash-*); its report:"
+      grep -A30 -m1 -E "ERROR|runtime error|deadly signal" "$work/$name.log" | head -40
+      status=1
+    fi
+  done
+  return $status
+}
+
+status=0
+case "$WHICH" in
+  tsan) tsan || status=1 ;;
+  asan) asan_and_fuzz || status=1 ;;
+  all)
+    tsan || status=1
+    asan_and_fuzz || status=1
+    ;;
+  *)
+    echo "usage: scripts/sanitizers.sh [tsan|asan|all]" >&2
+    exit 2
+    ;;
+esac
+exit $status
