@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "backend/common/error.h"
 #include "backend/transport/doorbell.h"
@@ -52,6 +54,16 @@ MeshOptions meshOptionsFromEnvironment() {
   return options;
 }
 
+// Falling back to TCP is the right thing to do, but silently it would cost users their
+// intra-host speed without a word: say it once per process.
+static void warnNoSharedMemory(const char* why) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(
+        stderr, "ringx: no shared memory, so ranks on this host talk over TCP (slower): %s\n", why);
+  });
+}
+
 std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
                                                const std::string& channel, const std::string& token,
                                                Deadline deadline, const MeshOptions& options) {
@@ -74,8 +86,9 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
       bell = std::make_shared<shm::Segment>(
           shm::Segment::create(shm::segmentName(token, channel + "-bell"), sizeof(Doorbell)));
       new (bell->data()) Doorbell();
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       bell.reset();  // no usable shared memory here: TCP for everyone
+      warnNoSharedMemory(e.what());
     }
   }
   for (int peer : local) {
@@ -90,8 +103,9 @@ std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
             shm::Segment::create(shm::segmentName(token, strCat(channel, "-", rank, "-", peer)),
                                  shm::pairSegmentBytes(options.shmCapacity));
         copyName(offer.pair, created[peer].name());
-      } catch (const std::exception&) {
+      } catch (const std::exception& e) {
         offer.ok = 0;
+        warnNoSharedMemory(e.what());
       }
     }
     if (!tcp::writeFull(sockets[peer].fd, &offer, sizeof(offer))) {

@@ -17,7 +17,15 @@ namespace ringx::transport::shm {
 
 Segment Segment::create(const std::string& name, size_t bytes) {
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  RINGX_SYSCHECK(fd, strCat("shm_open(", name, ") for creating"));
+  if (fd == -1) {
+    const int err = errno;
+    RINGX_THROW(IoError, "cannot create shared memory segment ", name,
+                " in /dev/shm: ", std::strerror(err),
+                err == EACCES || err == EROFS
+                    ? " (/dev/shm is not writable for this process: fix its permissions, or set "
+                      "RINGX_TRANSPORT=tcp to use no shared memory)"
+                    : "");
+  }
   Segment segment;
   segment.name_ = name;
   segment.linked_ = true;
@@ -27,6 +35,18 @@ Segment Segment::create(const std::string& name, size_t bytes) {
     ::shm_unlink(name.c_str());
     RINGX_THROW(IoError, "ftruncate of shared memory segment ", name, " to ", bytes,
                 " bytes failed: ", std::strerror(err), " (is /dev/shm large enough?)");
+  }
+  // ftruncate reserves nothing on tmpfs: with /dev/shm full (a container's default 64 MiB),
+  // the first touch of a missing page would be SIGBUS in the middle of a collective. Take
+  // the pages now, so that a full /dev/shm is an error here, with what to do about it.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    RINGX_THROW(IoError, "cannot reserve ", bytes, " bytes of shared memory for ", name, ": ",
+                std::strerror(err),
+                err == ENOSPC ? " (/dev/shm is full: enlarge it, e.g. docker --shm-size, or "
+                                "set RINGX_TRANSPORT=tcp to use no shared memory)"
+                              : "");
   }
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
