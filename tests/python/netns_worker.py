@@ -1,13 +1,20 @@
 """One rank of a fault test (test_partitions.py), run in a network-namespace host.
 
-It joins the group, checks one allreduce, prints READY, then runs allreduces of one size
-(a given number of them, or until one fails), and prints a JSON line: the error's type and message, when it came
-(time.monotonic(), which every namespace shares), and how long destroy_process_group took."""
+It joins the group, checks one allreduce, prints READY, then runs allreduces of one size (or,
+with --p2p, rank 0 sends and rank 1 receives), a given number of them or until one fails, and
+prints a JSON line: the error's type and message, when it came (time.monotonic(), which every
+namespace shares), and how long destroy_process_group took.
+
+Faults it can make itself: --garbage-after S writes garbage into its TCP connections to other
+ranks S seconds after READY (a broken or hostile peer: the others must notice)."""
 
 import argparse
 import datetime
 import json
+import os
+import socket
 import sys
+import threading
 import time
 
 import torch
@@ -26,26 +33,59 @@ def main():
     parser.add_argument("--subgroup", action="store_true", help="run on new_group(all ranks)")
     parser.add_argument("--iterations", type=int, default=0,
                         help="collectives to run (0: until one fails, at most 60 s)")
+    parser.add_argument("--p2p", action="store_true",
+                        help="rank 0 sends, rank 1 receives, instead of allreduces")
+    parser.add_argument("--store", help="HOST:PORT of a TCPStore served by another process "
+                        "(instead of rank 0's, from --init)")
+    parser.add_argument("--new-groups", action="store_true",
+                        help="each iteration makes a new group of all ranks, runs its "
+                        "allreduce there and destroys it (its ring ports listen each time)")
+    parser.add_argument("--garbage-after", type=float,
+                        help="write garbage into the connections to other ranks this many "
+                        "seconds after READY")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
-    dist.init_process_group("ringx", init_method=args.init, rank=args.rank,
-                            world_size=args.world,
-                            timeout=datetime.timedelta(seconds=args.timeout))
     timeout = datetime.timedelta(seconds=args.timeout)
+    if args.store:
+        host, port = args.store.rsplit(":", 1)
+        store = dist.TCPStore(host, int(port), args.world, is_master=False, timeout=timeout)
+        dist.init_process_group("ringx", store=store, rank=args.rank, world_size=args.world,
+                                timeout=timeout)
+    else:
+        dist.init_process_group("ringx", init_method=args.init, rank=args.rank,
+                                world_size=args.world, timeout=timeout)
     # new_group's own default timeout is torch's 30 minutes, not the world's: pass it.
     group = dist.new_group(list(range(args.world)), timeout=timeout) if args.subgroup else None
     t = torch.ones(args.elements)
     dist.all_reduce(t, group=group)
     report = {"rank": args.rank, "correct": bool((t == args.world).all()),
               "transports": ringx.transports(group)}
+    store_port = int(args.store.rsplit(":", 1)[1] if args.store else args.init.rsplit(":", 1)[1])
+    if args.garbage_after is not None:
+        threading.Thread(target=_write_garbage, args=(args.garbage_after, store_port, report),
+                         daemon=True).start()
     print("READY", flush=True)
     start = time.monotonic()
     done = 0
+    message = torch.arange(64, dtype=torch.float32)
     try:
         while (done < args.iterations if args.iterations
                else time.monotonic() - start < 60):
-            dist.all_reduce(t, group=group)
+            if args.new_groups:
+                if args.rank == args.world - 1:
+                    time.sleep(0.2)  # the others' new ports listen meanwhile
+                fresh = dist.new_group(list(range(args.world)), timeout=timeout)
+                dist.all_reduce(t, group=fresh)
+                dist.destroy_process_group(fresh)
+                report["correct"] &= bool((t == args.world ** (done + 2)).all())
+            elif not args.p2p:
+                dist.all_reduce(t, group=group)
+            elif args.rank == 0:
+                dist.send(message, 1)
+            elif args.rank == 1:
+                got = torch.empty_like(message)
+                dist.recv(got, 0)
             done += 1
         report["error_type"] = None
     except Exception as e:  # noqa: BLE001  the test checks the type
@@ -65,6 +105,36 @@ def main():
     report["destroy_s"] = time.monotonic() - destroy_start
     print(json.dumps(report), flush=True)
     sys.stdout.flush()
+
+
+def _write_garbage(delay, store_port, report):
+    """Writes 256 bytes that are no ringx frame into every TCP connection of this process
+    to another rank (not the store's), from outside ringx, as a broken peer would."""
+    time.sleep(delay)
+    report["garbage_at"] = time.monotonic()
+    written = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                continue
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except OSError:
+            continue
+        with sock:
+            try:
+                if sock.type != socket.SOCK_STREAM or sock.family != socket.AF_INET:
+                    continue
+                local, remote = sock.getsockname(), sock.getpeername()
+            except OSError:
+                continue  # a listening socket has no peer
+            if store_port in (local[1], remote[1]):
+                continue
+            try:
+                sock.send(bytes(range(256)), socket.MSG_DONTWAIT)
+                written += 1
+            except OSError:
+                pass
+    report["garbage_connections"] = written
 
 
 if __name__ == "__main__":

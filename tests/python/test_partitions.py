@@ -10,6 +10,7 @@ import json
 import os
 import select
 import signal
+import subprocess
 import sys
 import time
 
@@ -44,11 +45,27 @@ def _read_ready(procs, deadline):
     return not waiting
 
 
-def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=None):
+STORE_SERVER = """
+import datetime, sys, time
+import torch.distributed as dist
+store = dist.TCPStore(sys.argv[1], 29500, int(sys.argv[2]), is_master=True,
+                      timeout=datetime.timedelta(seconds=60), wait_for_workers=False)
+print("READY", flush=True)
+time.sleep(3600)
+"""
+
+
+def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=None,
+            extra_args=None, iterations=None, separate_store=False, kill_store=False,
+            during=None, before_exit=None):
     """Runs one job; `layout` maps host name -> number of ranks (ranks numbered host by host).
     Once every rank is running collectives, the fault strikes: with `cut`, that host's side
     of the link goes down; with `signal_rank`, that rank gets `sig` (SIGKILL: dead; SIGSTOP:
-    stuck, continued once the others have their errors). Returns (the time of the fault,
+    stuck, continued once the others have their errors). `extra_args(rank)` adds worker
+    arguments (faults a worker makes itself). With `separate_store` the TCPStore is a process of
+    its own on the first host (not rank 0), which `kill_store` kills (SIGKILL) before the fault.
+    `during(hosts, procs)` runs once the ranks are running, `before_exit()` once they have exited
+    (its result lands in rank 0's report as "_before_exit"). Returns (the time of the fault,
     [each rank's report, None for a killed rank])."""
     shm_before = _shm_segments()
     with netns_hosts.Hosts(list(layout)) as hosts:
@@ -57,20 +74,37 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
         world = sum(layout.values())
         env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ""),
                    OMP_NUM_THREADS="1")
+        store = None
+        if separate_store:
+            store = hosts.start(first, [sys.executable, "-c", STORE_SERVER,
+                                        hosts.address[first], str(world)], env)
+            assert _read_ready([store], time.monotonic() + 30), store.communicate()
+        faulted = cut is not None or sig is not None
+        if iterations is None:
+            iterations = 0 if faulted else 20
         procs, rank = [], 0
         for host, count in layout.items():
             for _ in range(count):
                 argv = [sys.executable, os.path.join(HERE, "netns_worker.py"), "--rank",
                         str(rank), "--world", str(world), "--init", init, "--timeout",
                         str(TIMEOUT_S), "--elements", str(elements),
-                        "--iterations", "20" if cut is None and sig is None else "0"]
+                        "--iterations", str(iterations)]
                 if subgroup:
                     argv.append("--subgroup")
+                if separate_store:
+                    argv += ["--store", f"{hosts.address[first]}:29500"]
+                argv += extra_args(rank) if extra_args else []
                 procs.append(hosts.start(host, argv, env))
                 rank += 1
         started = _read_ready(procs, time.monotonic() + 90)
+        if started and kill_store:
+            time.sleep(0.3)
+            store.kill()
+            store.wait()
+        if started and during is not None:
+            during(hosts, procs)
         cut_at = None
-        if started and (cut is not None or sig is not None):
+        if started and faulted:
             time.sleep(0.5)  # collectives in flight on every rank
             cut_at = time.monotonic()
             if cut is not None:
@@ -97,6 +131,8 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
             lines = [l for l in out.splitlines() if l.startswith("{")]
             assert p.returncode == 0 and lines, f"rank {r} exited {p.returncode}:\n{out}\n{err}"
             reports.append((r, json.loads(lines[-1])))
+        if before_exit is not None:
+            dict(reports)[0]["_before_exit"] = before_exit()
     assert _shm_segments() == shm_before, "shared-memory segments left behind"
     return cut_at, [report for _, report in sorted(reports, key=lambda item: item[0])]
 
@@ -161,3 +197,112 @@ def test_a_dead_or_stuck_rank_on_another_host_is_an_error_within_the_timeout(sig
     cut_at, reports = run_job({"a": 1, "b": 1}, LARGE, signal_rank=victim, sig=sig)
     assert (reports[victim] is None) == (sig == signal.SIGKILL)
     _check_partition(cut_at, reports, late_ranks=[victim])
+
+
+PROBER = """
+import os, socket, sys
+# Until the stop file appears: connect to every TCP port listening on the other host but the
+# store's (read from the listening table of a rank there, /proc/PID/net/tcp, which is its
+# namespace's), send what a foreign process would (an HTTP request, random bytes, or nothing),
+# close. Prints how many connections were made.
+pid, address, stop_file = sys.argv[1], sys.argv[2], sys.argv[3]
+made = i = 0
+while not os.path.exists(stop_file):
+    try:
+        with open(f"/proc/{pid}/net/tcp") as table:
+            rows = [line.split() for line in table.readlines()[1:]]
+    except OSError:
+        break  # the rank exited
+    ports = {int(row[1].split(":")[1], 16) for row in rows if row[3] == "0A"} - {29500}
+    for port in ports:
+        try:
+            s = socket.create_connection((address, port), timeout=1)
+        except OSError:
+            continue
+        made += 1
+        i += 1
+        try:
+            s.sendall([b"GET / HTTP/1.0\\r\\n\\r\\n", os.urandom(4096), b""][i % 3])
+        except OSError:
+            pass
+        s.close()
+print(made)
+"""
+
+
+def test_foreign_connections_without_the_token_change_nothing(tmp_path):
+    # While the ranks keep making groups (each one's ring and point-to-point ports listen
+    # until its mesh is connected; the last rank comes 0.2 s late each time), a process on each
+    # host connects to every port listening on the other and sends foreign bytes: refused
+    # without the group's token, and the job goes on unaffected.
+    stop = tmp_path / "stop"
+    probers = []
+
+    def probe(hosts, procs):
+        env = dict(os.environ)
+        for prober, target, rank in (("b", "a", 0), ("a", "b", 1)):
+            probers.append(hosts.start(prober, [sys.executable, "-c", PROBER,
+                                                str(procs[rank].pid), hosts.address[target],
+                                                str(stop)], env))
+
+    def stop_probers():
+        stop.touch()
+        return [int(p.communicate(timeout=30)[0].strip()) for p in probers]
+
+    try:
+        _, reports = run_job({"a": 1, "b": 1}, SMALL, iterations=15, during=probe,
+                             extra_args=lambda rank: ["--new-groups"],
+                             before_exit=stop_probers)
+    finally:
+        stop.touch()
+    made = reports[0].pop("_before_exit")
+    print(f"foreign connections made to ring/p2p ports (from b, from a): {made}")
+    assert made[0] >= 5, made  # rank 0's ports, which listen the longest
+    for report in reports:
+        assert report["correct"] and report["error_type"] is None, report
+        assert report["collectives"] == 15
+        assert report["destroy_error"] is None
+
+
+@pytest.mark.parametrize("mode", ["collective", "p2p"])
+@pytest.mark.parametrize("culprit", [0, 1])
+def test_garbage_from_a_peer_is_an_error_on_every_rank(mode, culprit):
+    # A peer that writes bytes that are no ringx frame into its connections (a bug, memory
+    # corruption, a hostile process): every rank gets an error naming the peer, none hangs.
+    _, reports = run_job({"a": 1, "b": 1}, SMALL, iterations=0,
+                         extra_args=lambda rank: (["--p2p"] if mode == "p2p" else []) +
+                         (["--garbage-after", "0.5"] if rank == culprit else []))
+    fault_at = reports[culprit]["garbage_at"]
+    assert reports[culprit]["garbage_connections"] >= 1
+    for report in reports:
+        assert "DistBackendError" in report["error_mro"], report
+        message = report["message"]
+        assert "rank " in message, message
+        if mode == "collective":
+            assert "allreduce #" in message, message
+        else:
+            assert "send" in message or "recv" in message, message
+        took = report["error_at"] - fault_at
+        print(f"{mode} garbage from rank {culprit}: rank {report['rank']} "
+              f"{report['error_type']} {took:.2f} s after: {message}")
+        assert took <= TIMEOUT_S + 2, (took, message)
+        assert report["destroy_error"] is None, report
+
+
+@pytest.mark.parametrize("then", ["nothing", "peer-killed"])
+def test_losing_the_store_host_keeps_collectives_running_and_errors_bounded(then):
+    # The store is a process of its own (as with a separate rendezvous host) and dies. The
+    # collectives need no store: they go on. A peer that dies afterwards is still an error on
+    # the survivor within the timeout + 2 s, though ringx cannot publish or read the reason.
+    if then == "nothing":
+        _, reports = run_job({"a": 1, "b": 1}, SMALL, iterations=200, separate_store=True,
+                             kill_store=True)
+        for report in reports:
+            assert report["correct"] and report["error_type"] is None, report
+            assert report["collectives"] == 200
+            assert report["destroy_error"] is None and report["destroy_s"] < TIMEOUT_S + 2
+    else:
+        cut_at, reports = run_job({"a": 1, "b": 1}, SMALL, separate_store=True,
+                                  kill_store=True, signal_rank=1, sig=signal.SIGKILL)
+        assert reports[1] is None
+        _check_partition(cut_at, reports, late_ranks=[1])
