@@ -190,13 +190,25 @@ def test_link_down_between_two_hosts_of_two_ranks(subgroup):
     _check_partition(cut_at, reports)
 
 
+@pytest.mark.parametrize("elements", [LARGE, SMALL], ids=["large", "small"])
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
 @pytest.mark.parametrize("victim", [0, 1], ids=["store-host-rank", "far-rank"])
-def test_a_dead_or_stuck_rank_on_another_host_is_an_error_within_the_timeout(sig, victim):
+def test_a_dead_or_stuck_rank_on_another_host_is_an_error_within_the_timeout(sig, victim,
+                                                                            elements):
     # Killing rank 0 also takes the store down with it (torch's TCPStore lives in rank 0).
-    cut_at, reports = run_job({"a": 1, "b": 1}, LARGE, signal_rank=victim, sig=sig)
+    cut_at, reports = run_job({"a": 1, "b": 1}, elements, signal_rank=victim, sig=sig)
     assert (reports[victim] is None) == (sig == signal.SIGKILL)
     _check_partition(cut_at, reports, late_ranks=[victim])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
+def test_a_dead_or_stuck_rank_in_a_subgroup_of_two_hosts_of_two(sig):
+    # 2 hosts x 2 ranks, a subgroup of all four: the far host's second rank dies or stops.
+    cut_at, reports = run_job({"a": 2, "b": 2}, SMALL, subgroup=True, signal_rank=3, sig=sig)
+    assert (reports[3] is None) == (sig == signal.SIGKILL)
+    _check_partition(cut_at, reports, late_ranks=[3])
+
+
 
 
 PROBER = """
