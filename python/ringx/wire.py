@@ -39,10 +39,9 @@ class TcpTraffic(NamedTuple):
     sockets: int  # TCP sockets summed over
 
 
-def tcp_traffic() -> TcpTraffic:
-    """Payload bytes sent and received so far over all of this process's TCP sockets,
-    from the kernel's per-socket counters (TCP_INFO)."""
-    sent = received = count = 0
+def tcp_sockets():
+    """Yields this process's TCP sockets (IPv4 and IPv6), each a duplicate of the process's
+    descriptor that is closed when the caller moves on to the next."""
     for name in os.listdir("/proc/self/fd"):
         try:
             if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
@@ -51,17 +50,24 @@ def tcp_traffic() -> TcpTraffic:
         except OSError:
             continue  # closed meanwhile, or not a socket Python can wrap
         with sock:
-            if sock.family not in (socket.AF_INET, socket.AF_INET6) or \
-                    sock.type != socket.SOCK_STREAM:
-                continue
-            info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
-            if len(info) < _TCP_INFO_BYTES:
-                raise RuntimeError("ringx.wire.tcp_traffic needs Linux 4.19 or newer "
-                                   "(tcp_info.tcpi_bytes_sent)")
-            received += struct.unpack_from("=Q", info, _BYTES_RECEIVED_OFFSET)[0]
-            sent += struct.unpack_from("=Q", info, _BYTES_SENT_OFFSET)[0] - \
-                struct.unpack_from("=Q", info, _BYTES_RETRANS_OFFSET)[0]
-            count += 1
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and \
+                    sock.type == socket.SOCK_STREAM:
+                yield sock
+
+
+def tcp_traffic() -> TcpTraffic:
+    """Payload bytes sent and received so far over all of this process's TCP sockets,
+    from the kernel's per-socket counters (TCP_INFO)."""
+    sent = received = count = 0
+    for sock in tcp_sockets():
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
+        if len(info) < _TCP_INFO_BYTES:
+            raise RuntimeError("ringx.wire.tcp_traffic needs Linux 4.19 or newer "
+                               "(tcp_info.tcpi_bytes_sent)")
+        received += struct.unpack_from("=Q", info, _BYTES_RECEIVED_OFFSET)[0]
+        sent += struct.unpack_from("=Q", info, _BYTES_SENT_OFFSET)[0] - \
+            struct.unpack_from("=Q", info, _BYTES_RETRANS_OFFSET)[0]
+        count += 1
     return TcpTraffic(sent, received, count)
 
 

@@ -11,7 +11,6 @@ ranks S seconds after READY (a broken or hostile peer: the others must notice)."
 import argparse
 import datetime
 import json
-import os
 import socket
 import sys
 import threading
@@ -21,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 import ringx
+import ringx.wire
 
 
 def main():
@@ -113,27 +113,18 @@ def _write_garbage(delay, store_port, report):
     time.sleep(delay)
     report["garbage_at"] = time.monotonic()
     written = 0
-    for name in os.listdir("/proc/self/fd"):
+    for sock in ringx.wire.tcp_sockets():
         try:
-            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
-                continue
-            sock = socket.socket(fileno=os.dup(int(name)))
+            local, remote = sock.getsockname(), sock.getpeername()
         except OSError:
+            continue  # a listening socket has no peer
+        if store_port in (local[1], remote[1]):
             continue
-        with sock:
-            try:
-                if sock.type != socket.SOCK_STREAM or sock.family != socket.AF_INET:
-                    continue
-                local, remote = sock.getsockname(), sock.getpeername()
-            except OSError:
-                continue  # a listening socket has no peer
-            if store_port in (local[1], remote[1]):
-                continue
-            try:
-                sock.send(bytes(range(256)), socket.MSG_DONTWAIT)
-                written += 1
-            except OSError:
-                pass
+        try:
+            sock.send(bytes(range(256)), socket.MSG_DONTWAIT)
+            written += 1
+        except OSError:
+            pass
     report["garbage_connections"] = written
 
 
