@@ -9,7 +9,7 @@ PYTHON := $(shell scripts/find_python.sh)
 BUILD_DIR ?= build
 JOBS ?= 2
 
-.PHONY: all setup build test demo bench pip-check cuda-build-check format clean
+.PHONY: all setup build test demo bench soak sanitize fuzz pip-check cuda-build-check format clean
 
 all: build
 
@@ -46,6 +46,20 @@ bench: build
 	@$(BUILD_DIR)/bin/bench_trace_record
 	@$(BUILD_DIR)/bin/bench_reduce_cost
 	@$(PYTHON) bench/viewer.py
+
+# The long randomized soak (tests/python/soak.py): 50000 collectives of random kinds, sizes and
+# dtypes on 4 ranks, overlapping subgroups, async, tracing and a live client, RSS flat.
+# CI does not run it (make test runs its CI-sized form, tests/python/test_soak.py).
+soak: build
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) tests/python/soak.py --world-size 4 --collectives 50000
+
+# The sanitizer and fuzzing legs alone (make test runs them too): TSan, ASan+UBSan, libFuzzer.
+sanitize: setup
+	@scripts/sanitizers.sh all
+
+# Longer fuzzing than make test's 10 s per target (not run by CI): FUZZ_SECONDS=600 make fuzz
+fuzz: setup
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-300} scripts/sanitizers.sh asan
 
 # pip install . in a fresh environment, then a torchrun allreduce (scripts/pip_check.sh).
 pip-check: setup
