@@ -276,12 +276,25 @@ def test_foreign_connections_without_the_token_change_nothing(tmp_path):
         assert report["destroy_error"] is None
 
 
-@pytest.mark.parametrize("mode", ["collective", "p2p"])
-@pytest.mark.parametrize("culprit", [0, 1])
-def test_garbage_from_a_peer_is_an_error_on_every_rank(mode, culprit):
+JOBS = {  # layout, elements, subgroup
+    "2x1-small": ({"a": 1, "b": 1}, SMALL, False),
+    "2x1-large": ({"a": 1, "b": 1}, LARGE, False),
+    "2x2-small-subgroup": ({"a": 2, "b": 2}, SMALL, True),
+    "2x2-large-subgroup": ({"a": 2, "b": 2}, LARGE, True),
+}
+
+
+@pytest.mark.parametrize("mode, culprit, job", [
+    ("collective", 0, "2x1-small"), ("collective", 1, "2x1-small"),
+    ("collective", 0, "2x1-large"), ("collective", 3, "2x2-small-subgroup"),
+    ("collective", 2, "2x2-large-subgroup"),
+    ("p2p", 0, "2x1-small"), ("p2p", 1, "2x1-small"),
+])
+def test_garbage_from_a_peer_is_an_error_on_every_rank(mode, culprit, job):
     # A peer that writes bytes that are no ringx frame into its connections (a bug, memory
     # corruption, a hostile process): every rank gets an error naming the peer, none hangs.
-    _, reports = run_job({"a": 1, "b": 1}, SMALL, iterations=0,
+    layout, elements, subgroup = JOBS[job]
+    _, reports = run_job(layout, elements, subgroup=subgroup, iterations=0,
                          extra_args=lambda rank: (["--p2p"] if mode == "p2p" else []) +
                          (["--garbage-after", "0.5"] if rank == culprit else []))
     fault_at = reports[culprit]["garbage_at"]
@@ -295,26 +308,29 @@ def test_garbage_from_a_peer_is_an_error_on_every_rank(mode, culprit):
         else:
             assert "send" in message or "recv" in message, message
         took = report["error_at"] - fault_at
-        print(f"{mode} garbage from rank {culprit}: rank {report['rank']} "
+        print(f"{job} {mode} garbage from rank {culprit}: rank {report['rank']} "
               f"{report['error_type']} {took:.2f} s after: {message}")
         assert took <= TIMEOUT_S + 2, (took, message)
         assert report["destroy_error"] is None, report
 
 
 @pytest.mark.parametrize("then", ["nothing", "peer-killed"])
-def test_losing_the_store_host_keeps_collectives_running_and_errors_bounded(then):
+@pytest.mark.parametrize("job", ["2x1-small", "2x1-large", "2x2-small-subgroup"])
+def test_losing_the_store_host_keeps_collectives_running_and_errors_bounded(then, job):
     # The store is a process of its own (as with a separate rendezvous host) and dies. The
     # collectives need no store: they go on. A peer that dies afterwards is still an error on
     # the survivor within the timeout + 2 s, though ringx cannot publish or read the reason.
+    layout, elements, subgroup = JOBS[job]
+    victim = sum(layout.values()) - 1
     if then == "nothing":
-        _, reports = run_job({"a": 1, "b": 1}, SMALL, iterations=200, separate_store=True,
-                             kill_store=True)
+        _, reports = run_job(layout, elements, subgroup=subgroup, iterations=50,
+                             separate_store=True, kill_store=True)
         for report in reports:
             assert report["correct"] and report["error_type"] is None, report
-            assert report["collectives"] == 200
+            assert report["collectives"] == 50
             assert report["destroy_error"] is None and report["destroy_s"] < TIMEOUT_S + 2
     else:
-        cut_at, reports = run_job({"a": 1, "b": 1}, SMALL, separate_store=True,
-                                  kill_store=True, signal_rank=1, sig=signal.SIGKILL)
-        assert reports[1] is None
-        _check_partition(cut_at, reports, late_ranks=[1])
+        cut_at, reports = run_job(layout, elements, subgroup=subgroup, separate_store=True,
+                                  kill_store=True, signal_rank=victim, sig=signal.SIGKILL)
+        assert reports[victim] is None
+        _check_partition(cut_at, reports, late_ranks=[victim])
