@@ -116,8 +116,8 @@ c10::intrusive_ptr<BackendBase> ProcessGroupRingx::split(
     const c10::intrusive_ptr<Options>& opts) {
   checkOpen("split");
   for (size_t i = 0; i < ranks.size(); ++i) {
-    TORCH_CHECK(ranks[i] >= 0 && ranks[i] < size_, "ringx: split: rank ", ranks[i],
-                " is not in this group of ", size_, " ranks");
+    TORCH_CHECK_VALUE(ranks[i] >= 0 && ranks[i] < size_, "ringx: split: rank ", ranks[i],
+                      " is not in this group of ", size_, " ranks");
   }
   auto me = std::find(ranks.begin(), ranks.end(), rank_);
   if (me == ranks.end()) return nullptr;  // not a member: nothing to connect
@@ -146,13 +146,13 @@ std::vector<at::Tensor> ProcessGroupRingx::rootOnlyList(std::vector<std::vector<
                                                         const char* collective,
                                                         const char* name) const {
   if (rank_ != root) {
-    TORCH_CHECK(lists.empty() || lists[0].empty(), "ringx: ", collective, ": only the root (rank ",
-                root, ") may pass ", name);
+    TORCH_CHECK_VALUE(lists.empty() || lists[0].empty(), "ringx: ", collective,
+                      ": only the root (rank ", root, ") may pass ", name);
     return {};
   }
-  TORCH_CHECK(lists.size() == 1 && static_cast<int>(lists[0].size()) == size_,
-              "ringx: ", collective, ": the root needs ", name, " with one tensor per rank (",
-              size_, ")");
+  TORCH_CHECK_VALUE(lists.size() == 1 && static_cast<int>(lists[0].size()) == size_,
+                    "ringx: ", collective, ": the root needs ", name, " with one tensor per rank (",
+                    size_, ")");
   for (int i = 0; i < size_; ++i) {
     checkLike(lists[0][i], like, collective, std::string(name) + "[" + std::to_string(i) + "]");
   }
@@ -160,8 +160,8 @@ std::vector<at::Tensor> ProcessGroupRingx::rootOnlyList(std::vector<std::vector<
 }
 
 void ProcessGroupRingx::checkRoot(int64_t root, const char* collective) const {
-  TORCH_CHECK(root >= 0 && root < size_, "ringx: ", collective, ": root rank ", root,
-              " is not in this group of ", size_, " ranks");
+  TORCH_CHECK_VALUE(root >= 0 && root < size_, "ringx: ", collective, ": root rank ", root,
+                    " is not in this group of ", size_, " ranks");
 }
 
 at::Tensor ProcessGroupRingx::scratch(int slot, size_t bytes) {
@@ -251,14 +251,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
                        [&](auto& o, auto&) { return allreduce_coalesced(o, opts); })) {
     return work;  // CUDA tensors: cuda_staging.h
   }
-  TORCH_CHECK(!tensors.empty(), "ringx: allreduce_coalesced needs at least one tensor");
+  TORCH_CHECK_VALUE(!tensors.empty(), "ringx: allreduce_coalesced needs at least one tensor");
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensors[0], "allreduce_coalesced");
   const DataType dtype = toDataType(tensors[0], "allreduce_coalesced");
   for (size_t i = 0; i < tensors.size(); ++i) {
     checkTensor(tensors[i], "allreduce_coalesced", "tensors");
-    TORCH_CHECK(tensors[i].scalar_type() == tensors[0].scalar_type(),
-                "ringx: allreduce_coalesced: all tensors must have the same dtype, but tensor ", i,
-                " is ", tensors[i].scalar_type(), " and tensor 0 is ", tensors[0].scalar_type());
+    TORCH_CHECK_TYPE(
+        tensors[i].scalar_type() == tensors[0].scalar_type(),
+        "ringx: allreduce_coalesced: all tensors must have the same dtype, but tensor ", i, " is ",
+        tensors[i].scalar_type(), " and tensor 0 is ", tensors[0].scalar_type());
   }
   const auto timeout = callTimeout(opts.timeout);
   // Flatten, run once, copy back into the caller's tensors.
@@ -311,11 +312,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
     return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor output = checkSingle(outputs, "reduce_scatter", "output_tensors");
-  TORCH_CHECK(inputs.size() == 1, "ringx: reduce_scatter expects one input list per process");
-  TORCH_CHECK(static_cast<int>(inputs[0].size()) == size_,
-              "ringx: reduce_scatter: the input "
-              "list must hold one tensor per rank (",
-              size_, "), got ", inputs[0].size());
+  TORCH_CHECK_VALUE(inputs.size() == 1, "ringx: reduce_scatter expects one input list per process");
+  TORCH_CHECK_VALUE(static_cast<int>(inputs[0].size()) == size_,
+                    "ringx: reduce_scatter: the input "
+                    "list must hold one tensor per rank (",
+                    size_, "), got ", inputs[0].size());
   for (int i = 0; i < size_; ++i) {
     checkLike(inputs[0][i], output, "reduce_scatter", "input_list[" + std::to_string(i) + "]");
   }
@@ -347,22 +348,22 @@ void ProcessGroupRingx::checkTensorPair(const at::Tensor& output, const at::Tens
   const std::string in = index < 0 ? "input" : c10::str("inputs[", index, "]");
   checkTensor(output, collective, out.c_str());
   checkTensor(input, collective, in.c_str());
-  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: ", collective, ": ", in,
-              " has dtype ", input.scalar_type(), " but ", out, " has ", output.scalar_type());
+  TORCH_CHECK_TYPE(input.scalar_type() == output.scalar_type(), "ringx: ", collective, ": ", in,
+                   " has dtype ", input.scalar_type(), " but ", out, " has ", output.scalar_type());
   const at::Tensor& whole = outputIsWhole ? output : input;
   const at::Tensor& share = outputIsWhole ? input : output;
-  TORCH_CHECK(whole.numel() == share.numel() * size_, "ringx: ", collective, ": ",
-              outputIsWhole ? out : in, " must have world_size (", size_,
-              ") times the elements of ", outputIsWhole ? in : out, " (", share.numel(), "), got ",
-              whole.numel());
+  TORCH_CHECK_VALUE(whole.numel() == share.numel() * size_, "ringx: ", collective, ": ",
+                    outputIsWhole ? out : in, " must have world_size (", size_,
+                    ") times the elements of ", outputIsWhole ? in : out, " (", share.numel(),
+                    "), got ", whole.numel());
 }
 
 void ProcessGroupRingx::checkTensorPairs(const std::vector<at::Tensor>& outputs,
                                          const std::vector<at::Tensor>& inputs, bool outputIsWhole,
                                          const char* collective) const {
-  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(), "ringx: ", collective,
-              " needs as many outputs as inputs (at least one), got ", outputs.size(), " and ",
-              inputs.size());
+  TORCH_CHECK_VALUE(!outputs.empty() && outputs.size() == inputs.size(), "ringx: ", collective,
+                    " needs as many outputs as inputs (at least one), got ", outputs.size(),
+                    " and ", inputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     checkTensorPair(outputs[i], inputs[i], outputIsWhole, collective, static_cast<int>(i));
     toDataType(inputs[i], collective);
@@ -452,8 +453,8 @@ void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int
                                            int64_t bucketBytes) {
   checkOpen("broadcastCoalesced");
   checkRoot(src, "broadcast_coalesced");
-  TORCH_CHECK(bucketBytes > 0, "ringx: broadcast_coalesced: bucket_bytes must be positive, got ",
-              bucketBytes);
+  TORCH_CHECK_VALUE(bucketBytes > 0,
+                    "ringx: broadcast_coalesced: bucket_bytes must be positive, got ", bucketBytes);
   for (size_t i = 0; i < tensors.size(); ++i) {
     checkTensor(tensors[i], "broadcast_coalesced", ("tensors[" + std::to_string(i) + "]").c_str());
     toDataType(tensors[i], "broadcast_coalesced");
@@ -513,12 +514,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
     return work;  // CUDA tensors: cuda_staging.h
   }
   at::Tensor input = checkSingle(inputs, "allgather", "input_tensor");
-  TORCH_CHECK(outputs.size() == 1, "ringx: allgather expects one output list per process, got ",
-              outputs.size());
-  TORCH_CHECK(static_cast<int>(outputs[0].size()) == size_,
-              "ringx: allgather: the output list "
-              "must hold one tensor per rank (",
-              size_, "), got ", outputs[0].size());
+  TORCH_CHECK_VALUE(outputs.size() == 1,
+                    "ringx: allgather expects one output list per process, got ", outputs.size());
+  TORCH_CHECK_VALUE(static_cast<int>(outputs[0].size()) == size_,
+                    "ringx: allgather: the output list "
+                    "must hold one tensor per rank (",
+                    size_, "), got ", outputs[0].size());
   for (int i = 0; i < size_; ++i) {
     checkLike(outputs[0][i], input, "allgather", "tensor_list[" + std::to_string(i) + "]");
   }
@@ -596,17 +597,17 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
                        inputs, [&](auto& o, auto& i) { return allgather_coalesced(o, i, opts); })) {
     return work;  // CUDA tensors: cuda_staging.h
   }
-  TORCH_CHECK(static_cast<int>(outputLists.size()) == size_,
-              "ringx: allgather_coalesced: "
-              "expected one output list per rank (",
-              size_, "), got ", outputLists.size());
+  TORCH_CHECK_VALUE(static_cast<int>(outputLists.size()) == size_,
+                    "ringx: allgather_coalesced: "
+                    "expected one output list per rank (",
+                    size_, "), got ", outputLists.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     checkTensor(inputs[i], "allgather_coalesced", "input_tensor_list");
   }
   for (int r = 0; r < size_; ++r) {
-    TORCH_CHECK(outputLists[r].size() == inputs.size(), "ringx: allgather_coalesced: output list ",
-                r, " holds ", outputLists[r].size(), " tensors but there are ", inputs.size(),
-                " inputs");
+    TORCH_CHECK_VALUE(outputLists[r].size() == inputs.size(),
+                      "ringx: allgather_coalesced: output list ", r, " holds ",
+                      outputLists[r].size(), " tensors but there are ", inputs.size(), " inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
       checkLike(outputLists[r][i], inputs[i], "allgather_coalesced",
                 "output_tensor_lists[" + std::to_string(r) + "][" + std::to_string(i) + "]");
@@ -693,8 +694,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
   }
   checkTensor(output, "alltoall_base", "output");
   checkTensor(input, "alltoall_base", "input");
-  TORCH_CHECK(input.scalar_type() == output.scalar_type(), "ringx: alltoall_base: input dtype ",
-              input.scalar_type(), " differs from output dtype ", output.scalar_type());
+  TORCH_CHECK_TYPE(input.scalar_type() == output.scalar_type(),
+                   "ringx: alltoall_base: input dtype ", input.scalar_type(),
+                   " differs from output dtype ", output.scalar_type());
   const DataType dtype = toDataType(input, "alltoall_base");
   // Split sizes count rows of dim 0; empty means equal splits.
   auto layout = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* what,
@@ -704,31 +706,34 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
     offsets->clear();
     bytes->clear();
     if (splits.empty()) {
-      TORCH_CHECK(rows % size_ == 0, "ringx: alltoall_base: ", what, " has ", rows,
-                  " rows, which do not split evenly over ", size_, " ranks; pass split sizes");
+      TORCH_CHECK_VALUE(rows % size_ == 0, "ringx: alltoall_base: ", what, " has ", rows,
+                        " rows, which do not split evenly over ", size_,
+                        " ranks; pass split sizes");
       for (int i = 0; i < size_; ++i) {
         offsets->push_back(i * (rows / size_) * rowBytes);
         bytes->push_back((rows / size_) * rowBytes);
       }
       return;
     }
-    TORCH_CHECK(static_cast<int>(splits.size()) == size_, "ringx: alltoall_base: ", what,
-                " split sizes must have one entry per rank (", size_, "), got ", splits.size());
+    TORCH_CHECK_VALUE(static_cast<int>(splits.size()) == size_, "ringx: alltoall_base: ", what,
+                      " split sizes must have one entry per rank (", size_, "), got ",
+                      splits.size());
     int64_t sum = 0;
     for (int64_t s : splits) {
-      TORCH_CHECK(s >= 0, "ringx: alltoall_base: negative split size ", s, " in ", what);
+      TORCH_CHECK_VALUE(s >= 0, "ringx: alltoall_base: negative split size ", s, " in ", what);
       offsets->push_back(sum * rowBytes);
       bytes->push_back(s * rowBytes);
       sum += s;
     }
-    TORCH_CHECK(sum == rows, "ringx: alltoall_base: ", what, " split sizes add up to ", sum,
-                " but the tensor has ", rows, " rows");
+    TORCH_CHECK_VALUE(sum == rows, "ringx: alltoall_base: ", what, " split sizes add up to ", sum,
+                      " but the tensor has ", rows, " rows");
   };
   std::vector<size_t> sendOffsets, sendBytes, recvOffsets, recvBytes;
   layout(input, inputSplitSizes, "input", &sendOffsets, &sendBytes);
   layout(output, outputSplitSizes, "output", &recvOffsets, &recvBytes);
-  TORCH_CHECK(sendBytes[rank_] == recvBytes[rank_], "ringx: alltoall_base: rank ", rank_, " sends ",
-              sendBytes[rank_], " bytes to itself but its output expects ", recvBytes[rank_]);
+  TORCH_CHECK_VALUE(sendBytes[rank_] == recvBytes[rank_], "ringx: alltoall_base: rank ", rank_,
+                    " sends ", sendBytes[rank_], " bytes to itself but its output expects ",
+                    recvBytes[rank_]);
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::ALLTOALL_BASE, "ringx:all_to_all", {output}, [=, this] {
     Staged in(input);
@@ -749,19 +754,20 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
                                [&](auto& o, auto& i) { return alltoall(o, i, opts); })) {
     return work;  // CUDA tensors: cuda_staging.h
   }
-  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
-              "ringx: alltoall needs one input and one output tensor per rank (", size_, "), got ",
-              inputs.size(), " and ", outputs.size());
+  TORCH_CHECK_VALUE(
+      static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+      "ringx: alltoall needs one input and one output tensor per rank (", size_, "), got ",
+      inputs.size(), " and ", outputs.size());
   for (int i = 0; i < size_; ++i) {
     checkTensor(inputs[i], "alltoall", "input_tensor_list");
     checkTensor(outputs[i], "alltoall", "output_tensor_list");
-    TORCH_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type() &&
-                    outputs[i].scalar_type() == inputs[0].scalar_type(),
-                "ringx: alltoall: all tensors must have the same dtype");
+    TORCH_CHECK_TYPE(inputs[i].scalar_type() == inputs[0].scalar_type() &&
+                         outputs[i].scalar_type() == inputs[0].scalar_type(),
+                     "ringx: alltoall: all tensors must have the same dtype");
   }
-  TORCH_CHECK(inputs[rank_].numel() == outputs[rank_].numel(), "ringx: alltoall: rank ", rank_,
-              " sends ", inputs[rank_].numel(), " elements to itself but expects ",
-              outputs[rank_].numel());
+  TORCH_CHECK_VALUE(inputs[rank_].numel() == outputs[rank_].numel(), "ringx: alltoall: rank ",
+                    rank_, " sends ", inputs[rank_].numel(), " elements to itself but expects ",
+                    outputs[rank_].numel());
   const DataType dtype = toDataType(inputs[0], "alltoall");
   std::vector<size_t> sendOffsets, sendBytes, recvOffsets, recvBytes;
   size_t sendTotal = 0, recvTotal = 0;
@@ -816,8 +822,9 @@ PointToPoint::Callback completeWork(c10::intrusive_ptr<RingxWork> work, at::Tens
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::send(std::vector<at::Tensor>& tensors,
                                                          int dstRank, int tag) {
   at::Tensor tensor = checkSingle(tensors, "send", "tensor");
-  TORCH_CHECK(dstRank >= 0 && dstRank < size_ && dstRank != rank_, "ringx: send: destination rank ",
-              dstRank, " is invalid (this is rank ", rank_, " of ", size_, ")");
+  TORCH_CHECK_VALUE(dstRank >= 0 && dstRank < size_ && dstRank != rank_,
+                    "ringx: send: destination rank ", dstRank, " is invalid (this is rank ", rank_,
+                    " of ", size_, ")");
   checkOpen("send");
   at::Tensor contiguous = tensor.contiguous();
   auto work =
@@ -830,8 +837,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::send(std::vector<at::Tensor>
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::recv(std::vector<at::Tensor>& tensors,
                                                          int srcRank, int tag) {
-  TORCH_CHECK(srcRank >= 0 && srcRank < size_ && srcRank != rank_, "ringx: recv: source rank ",
-              srcRank, " is invalid (this is rank ", rank_, " of ", size_, ")");
+  TORCH_CHECK_VALUE(srcRank >= 0 && srcRank < size_ && srcRank != rank_,
+                    "ringx: recv: source rank ", srcRank, " is invalid (this is rank ", rank_,
+                    " of ", size_, ")");
   return postRecv(tensors, srcRank, tag, OpType::RECV, "ringx:recv");
 }
 

@@ -31,10 +31,10 @@ DataType toDataType(const at::Tensor& tensor, const char* collective) {
     case at::kBool:
       return DataType::kBool;
     default:
-      TORCH_CHECK(false, "ringx: ", collective, " does not support tensors of dtype ",
-                  tensor.scalar_type(),
-                  "; supported are float16/32/64, bfloat16, complex64/128, "
-                  "int8/16/32/64, uint8 and bool");
+      TORCH_CHECK_TYPE(false, "ringx: ", collective, " does not support tensors of dtype ",
+                       tensor.scalar_type(),
+                       "; supported are float16/32/64, bfloat16, complex64/128, "
+                       "int8/16/32/64, uint8 and bool");
   }
 }
 
@@ -66,25 +66,25 @@ ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
       spec.op = ReduceOp::kBXor;
       break;
     case ::c10d::ReduceOp::AVG:
-      TORCH_CHECK(floating, "ringx: ", collective,
-                  " with ReduceOp.AVG needs a floating point or complex tensor, got ",
-                  tensor.scalar_type(), "; use SUM and divide yourself");
+      TORCH_CHECK_TYPE(floating, "ringx: ", collective,
+                       " with ReduceOp.AVG needs a floating point or complex tensor, got ",
+                       tensor.scalar_type(), "; use SUM and divide yourself");
       spec.average = true;
       break;
     case ::c10d::ReduceOp::PREMUL_SUM: {
-      TORCH_CHECK(floating, "ringx: ", collective,
-                  " with PREMUL_SUM needs a floating point or complex tensor, got ",
-                  tensor.scalar_type());
+      TORCH_CHECK_TYPE(floating, "ringx: ", collective,
+                       " with PREMUL_SUM needs a floating point or complex tensor, got ",
+                       tensor.scalar_type());
       const auto* supplement =
           dynamic_cast<const ::c10d::PreMulSumSupplement*>(op.supplement_.get());
-      TORCH_CHECK(supplement, "ringx: ", collective,
-                  ": a PREMUL_SUM op without its factor; make it with "
-                  "torch.distributed._make_nccl_premul_sum(factor)");
+      TORCH_CHECK_VALUE(supplement, "ringx: ", collective,
+                        ": a PREMUL_SUM op without its factor; make it with "
+                        "torch.distributed._make_nccl_premul_sum(factor)");
       spec.premul = true;
       if (supplement->tensor_factor.defined()) {
-        TORCH_CHECK(supplement->tensor_factor.device().is_cpu(), "ringx: ", collective,
-                    ": PREMUL_SUM's factor tensor is on ", supplement->tensor_factor.device(),
-                    "; ringx needs it on the CPU");
+        TORCH_CHECK_VALUE(supplement->tensor_factor.device().is_cpu(), "ringx: ", collective,
+                          ": PREMUL_SUM's factor tensor is on ", supplement->tensor_factor.device(),
+                          "; ringx needs it on the CPU");
         spec.factorTensor = supplement->tensor_factor;
       } else {
         spec.factor = supplement->double_factor;
@@ -92,16 +92,17 @@ ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
       break;
     }
     default:
-      TORCH_CHECK(false, "ringx: ", collective, " does not support this ReduceOp (",
-                  static_cast<int>(op.op_),
-                  "); use SUM, AVG, PREMUL_SUM, PRODUCT, MIN, MAX, BAND, BOR or BXOR");
+      TORCH_CHECK_VALUE(false, "ringx: ", collective, " does not support this ReduceOp (",
+                        static_cast<int>(op.op_),
+                        "); use SUM, AVG, PREMUL_SUM, PRODUCT, MIN, MAX, BAND, BOR or BXOR");
   }
   DataType type = toDataType(tensor, collective);
-  TORCH_CHECK(reduceOpSupports(spec.op, type), "ringx: ", collective, " cannot apply ReduceOp.",
-              reduceOpName(spec.op), " to a ", tensor.scalar_type(), " tensor",
-              (spec.op == ReduceOp::kMin || spec.op == ReduceOp::kMax)
-                  ? " (complex numbers have no order)"
-                  : " (bitwise ops need an integer or bool tensor)");
+  TORCH_CHECK_TYPE(reduceOpSupports(spec.op, type), "ringx: ", collective,
+                   " cannot apply ReduceOp.", reduceOpName(spec.op), " to a ", tensor.scalar_type(),
+                   " tensor",
+                   (spec.op == ReduceOp::kMin || spec.op == ReduceOp::kMax)
+                       ? " (complex numbers have no order)"
+                       : " (bitwise ops need an integer or bool tensor)");
   return spec;
 }
 
@@ -126,20 +127,20 @@ void ReduceSpec::finish(const at::Tensor& t, int groupSize) const {
 }
 
 void checkTensor(const at::Tensor& tensor, const char* collective, const char* what) {
-  TORCH_CHECK(tensor.defined(), "ringx: ", collective, ": ", what, " is an undefined tensor");
-  TORCH_CHECK(tensor.device().is_cpu(), "ringx: ", collective, ": ", what, " is on ",
-              tensor.device(),
-              ", but ringx only handles CPU tensors here (and CUDA tensors in collectives, where "
-              "ringx was built with CUDA); move it with .cpu()");
-  TORCH_CHECK(tensor.layout() == at::kStrided, "ringx: ", collective, ": ", what,
-              " is a sparse tensor, which ringx does not support; call .to_dense() first");
+  TORCH_CHECK_VALUE(tensor.defined(), "ringx: ", collective, ": ", what, " is an undefined tensor");
+  TORCH_CHECK_VALUE(
+      tensor.device().is_cpu(), "ringx: ", collective, ": ", what, " is on ", tensor.device(),
+      ", but ringx only handles CPU tensors here (and CUDA tensors in collectives, where "
+      "ringx was built with CUDA); move it with .cpu()");
+  TORCH_CHECK_TYPE(tensor.layout() == at::kStrided, "ringx: ", collective, ": ", what,
+                   " is a sparse tensor, which ringx does not support; call .to_dense() first");
 }
 
 at::Tensor& checkSingle(std::vector<at::Tensor>& tensors, const char* collective,
                         const char* what) {
-  TORCH_CHECK(tensors.size() == 1, "ringx: ", collective, " expects exactly one tensor in ", what,
-              " per process, got ", tensors.size(),
-              " (multi-device collectives are not supported)");
+  TORCH_CHECK_VALUE(tensors.size() == 1, "ringx: ", collective, " expects exactly one tensor in ",
+                    what, " per process, got ", tensors.size(),
+                    " (multi-device collectives are not supported)");
   checkTensor(tensors[0], collective, what);
   return tensors[0];
 }
@@ -147,11 +148,12 @@ at::Tensor& checkSingle(std::vector<at::Tensor>& tensors, const char* collective
 void checkLike(const at::Tensor& tensor, const at::Tensor& reference, const char* collective,
                const std::string& what) {
   checkTensor(tensor, collective, what.c_str());
-  TORCH_CHECK(tensor.scalar_type() == reference.scalar_type(), "ringx: ", collective, ": ", what,
-              " has dtype ", tensor.scalar_type(), " but the input has ", reference.scalar_type());
-  TORCH_CHECK(tensor.numel() == reference.numel(), "ringx: ", collective, ": ", what, " has ",
-              tensor.numel(), " elements but the input has ", reference.numel(),
-              "; all tensors of one call must have the same size");
+  TORCH_CHECK_TYPE(tensor.scalar_type() == reference.scalar_type(), "ringx: ", collective, ": ",
+                   what, " has dtype ", tensor.scalar_type(), " but the input has ",
+                   reference.scalar_type());
+  TORCH_CHECK_VALUE(tensor.numel() == reference.numel(), "ringx: ", collective, ": ", what, " has ",
+                    tensor.numel(), " elements but the input has ", reference.numel(),
+                    "; all tensors of one call must have the same size");
 }
 
 size_t byteSize(const at::Tensor& tensor) {

@@ -1,5 +1,6 @@
 // Tensor checks and staging for the c10d layer: the caller-side checks that
-// turn bad arguments into errors naming the collective and the argument, the
+// turn bad arguments into errors naming the collective and the argument (TypeError for a
+// dtype, op or layout that does not fit, ValueError for sizes, counts and ranks), the
 // mapping of torch dtypes and reduce ops onto the core's enums, and contiguous
 // staging so that non-contiguous tensors work.
 #pragma once

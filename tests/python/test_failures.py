@@ -97,14 +97,22 @@ def test_mismatched_sizes_are_an_error_on_both_sides():
 
 
 def _bad_input(rank, world):
-    with pytest.raises(RuntimeError, match="cannot apply ReduceOp.BAND to a Float tensor"):
+    # Bad arguments are the Python types torch users catch: TypeError for a dtype or kind of
+    # tensor that does not fit, ValueError for sizes, counts and ranks.
+    with pytest.raises(TypeError, match="cannot apply ReduceOp.BAND to a Float tensor"):
         dist.all_reduce(torch.ones(3), op=dist.ReduceOp.BAND)
-    with pytest.raises(RuntimeError, match=r"tensor_list\[1\] has 4 elements"):
+    with pytest.raises(ValueError, match=r"tensor_list\[1\] has 4 elements"):
         dist.all_gather([torch.empty(3), torch.empty(4)], torch.ones(3))
-    with pytest.raises(RuntimeError, match="sparse"):
+    with pytest.raises(TypeError, match="sparse"):
         dist.all_reduce(torch.eye(3).to_sparse())
-    with pytest.raises(RuntimeError, match="root rank 7 is not in this group"):
+    with pytest.raises(ValueError, match="root rank 7 is not in this group"):
         dist.broadcast(torch.ones(1), 7)
+    with pytest.raises(TypeError, match="has dtype"):
+        dist.all_gather_into_tensor(torch.empty(2 * world, dtype=torch.int32), torch.ones(2))
+    with pytest.raises(ValueError, match="must have world_size"):
+        dist.reduce_scatter_tensor(torch.empty(1), torch.ones(2 * world + 1))
+    with pytest.raises(ValueError, match="split sizes add up to"):
+        dist.all_to_all_single(torch.empty(world), torch.ones(world), [2] * world, [1] * world)
     # Errors raised before any communication leave the group usable.
     t = torch.ones(2)
     dist.all_reduce(t)
