@@ -75,3 +75,37 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
             raise RankFailed(f"rank {r} {status}: {value}")
         out.append(value if (status == "ok" and not allow_errors) else (status, value))
     return out
+
+
+def reduce_reference(inputs, op, group_size, premul_factor=None):
+    """What a reduction of the members' tensors `inputs` (in rank order) with `op` ("SUM",
+    "AVG", "PREMUL_SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR") must give, computed
+    locally in the dtype: integer overflow wraps as torch's own arithmetic does, and on bool
+    tensors SUM is OR and PRODUCT is AND, as torch's + and * are."""
+    import torch
+
+    acc = inputs[0].clone()
+    if op == "PREMUL_SUM":
+        acc = acc * premul_factor
+    for other in inputs[1:]:
+        if op in ("SUM", "AVG"):
+            acc = acc + other
+        elif op == "PREMUL_SUM":
+            acc = acc + other * premul_factor
+        elif op == "PRODUCT":
+            acc = acc * other
+        elif op == "MIN":
+            acc = torch.minimum(acc, other)
+        elif op == "MAX":
+            acc = torch.maximum(acc, other)
+        elif op == "BAND":
+            acc = acc & other
+        elif op == "BOR":
+            acc = acc | other
+        elif op == "BXOR":
+            acc = acc ^ other
+        else:
+            raise ValueError(f"no reference for reduce op {op}")
+    if op == "AVG":
+        acc.div_(group_size)
+    return acc

@@ -55,6 +55,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 from harness import run_ranks  # noqa: E402
 
 MiB = 1 << 20
@@ -165,31 +166,8 @@ def reduced_values(rank, step, n, dtype, op):
 
 
 def reduce_reference(inputs, op, group_size):
-    """Combines the members' tensors the way ringx must, in the dtype (integer overflow
-    wraps as torch's own arithmetic does)."""
-    acc = inputs[0].clone()
-    if op == "PREMUL_SUM":
-        acc = acc * PREMUL_FACTOR
-    for other in inputs[1:]:
-        if op in ("SUM", "AVG"):
-            acc = acc + other
-        elif op == "PREMUL_SUM":
-            acc = acc + other * PREMUL_FACTOR
-        elif op == "PRODUCT":
-            acc = acc * other
-        elif op == "MIN":
-            acc = torch.minimum(acc, other)
-        elif op == "MAX":
-            acc = torch.maximum(acc, other)
-        elif op == "BAND":
-            acc = acc & other
-        elif op == "BOR":
-            acc = acc | other
-        elif op == "BXOR":
-            acc = acc ^ other
-    if op == "AVG":
-        acc.div_(group_size)
-    return acc
+    """The expected reduction (harness.reduce_reference) with the soak's PREMUL_SUM factor."""
+    return harness.reduce_reference(inputs, op, group_size, PREMUL_FACTOR)
 
 
 def torch_op(op):

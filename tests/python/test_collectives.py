@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from harness import run_ranks
+from harness import reduce_reference, run_ranks
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64,
           torch.complex128, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
@@ -27,22 +27,7 @@ def _allreduce_every_dtype_and_op(rank, world):
                 inputs = [v.to(dtype) if dtype != torch.bool else (v % 2 == 0) for v in values]
                 t = inputs[rank].clone()
                 dist.all_reduce(t, op=op)
-                expected = inputs[0].clone()
-                for other in inputs[1:]:
-                    if name == "SUM":
-                        expected = expected | other if dtype == torch.bool else expected + other
-                    elif name == "PRODUCT":
-                        expected = expected & other if dtype == torch.bool else expected * other
-                    elif name == "MIN":
-                        expected = torch.minimum(expected, other)
-                    elif name == "MAX":
-                        expected = torch.maximum(expected, other)
-                    elif name == "BAND":
-                        expected = expected & other
-                    elif name == "BOR":
-                        expected = expected | other
-                    else:
-                        expected = expected ^ other
+                expected = reduce_reference(inputs, name, world)
                 assert torch.equal(t, expected), (dtype, name, n)
                 checked.append((str(dtype), name))
     return len(set(checked))
