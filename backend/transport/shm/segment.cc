@@ -29,16 +29,10 @@ Segment Segment::create(const std::string& name, size_t bytes) {
   Segment segment;
   segment.name_ = name;
   segment.linked_ = true;
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) == -1) {
-    int err = errno;
-    ::close(fd);
-    ::shm_unlink(name.c_str());
-    RINGX_THROW(IoError, "ftruncate of shared memory segment ", name, " to ", bytes,
-                " bytes failed: ", std::strerror(err), " (is /dev/shm large enough?)");
-  }
-  // ftruncate reserves nothing on tmpfs: with /dev/shm full (a container's default 64 MiB),
-  // the first touch of a missing page would be SIGBUS in the middle of a collective. Take
-  // the pages now, so that a full /dev/shm is an error here, with what to do about it.
+  // Sizing the segment takes its pages now: ftruncate would reserve nothing on tmpfs, and with
+  // /dev/shm full (a container's default 64 MiB) the first touch of a missing page would be
+  // SIGBUS in the middle of a collective. This way a full /dev/shm is an error here, saying
+  // what to do about it.
   if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
     ::close(fd);
     ::shm_unlink(name.c_str());
