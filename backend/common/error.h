@@ -36,6 +36,12 @@ class TimeoutError : public Error {
 class PeerError : public Error {
  public:
   using Error::Error;
+  PeerError(const std::string& what, int peer) : Error(what), peer_(peer) {}
+  // The rank whose connection failed, or -1 where the error is not about one connection.
+  int peer() const { return peer_; }
+
+ private:
+  int peer_ = -1;
 };
 
 // A system call failed.
@@ -65,6 +71,10 @@ std::string strCat(const Parts&... parts) {
 
 #define RINGX_THROW(ErrorType, ...) \
   throw ErrorType(::ringx::strCat(__VA_ARGS__, " [", __FILE__, ":", __LINE__, "]"))
+
+// Throws PeerError about the connection to rank `peer`, with the source location.
+#define RINGX_THROW_PEER(peer, ...) \
+  throw ::ringx::PeerError(::ringx::strCat(__VA_ARGS__, " [", __FILE__, ":", __LINE__, "]"), (peer))
 
 // Throws InvalidArgument (or the given type) when `cond` is false.
 #define RINGX_CHECK(cond, ...)                            \

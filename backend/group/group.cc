@@ -13,10 +13,9 @@ namespace ringx {
 namespace {
 
 constexpr const char* kTokenKey = "ringx/token";
-constexpr const char* kFailureKey = "ringx/failure";
-// How long a failing rank spends on the store (publishing its reason, reading another's):
-// the bound on how much later than the timeout an unreachable store makes the error.
-constexpr std::chrono::milliseconds kFailureStoreBudget{500};
+// How long a rank whose connection broke waits for the peer's failure notice (the reason
+// the peer gave up), which travels on another connection and may arrive a little later.
+constexpr std::chrono::milliseconds kFailureNoticeWait{250};
 
 std::string randomToken() {
   unsigned char bytes[16];
@@ -104,29 +103,15 @@ std::vector<ConnectionTraffic> Group::traffic() const {
   return out;
 }
 
-std::string Group::failureReportedByOthers() {
-  // The store may have died with the failed rank, or be across a partition: the local error
-  // then stands alone, at most kFailureStoreBudget later.
-  return callWithin(options_.store, kFailureStoreBudget,
-                    [](Store& store) {
-                      return store.check(kFailureKey)
-                                 ? store.getString(kFailureKey, kFailureStoreBudget)
-                                 : std::string();
-                    })
-      .value_or("");
-}
-
 void Group::abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(brokenMutex_);
     if (!broken_.empty()) return;
     broken_ = reason;
   }
-  // Publish first, then break the connections: a peer that sees the break finds the reason.
-  callWithin(options_.store, kFailureStoreBudget, [reason](Store& store) {
-    if (!store.check(kFailureKey)) store.setString(kFailureKey, reason);
-    return std::string();
-  });
+  // Tell the peers first, then break the connections: a peer that sees the break finds the
+  // reason already on its point-to-point connection.
+  p2p_->announceFailure(reason);
   context_->shutdown();
   p2p_->abort(reason);
 }
@@ -219,7 +204,7 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
     throw TimeoutError(message);
   } catch (const PeerError& e) {
     std::string message = fail(e);
-    std::string theirs = failureReportedByOthers();
+    std::string theirs = p2p_->failureAnnounced(e.peer(), kFailureNoticeWait);
     if (!theirs.empty()) message += " <- reported first: " + theirs;
     abort(message);
     throw PeerError(message);

@@ -4,10 +4,12 @@
 // Collectives are run synchronously by the caller, which is the group's
 // communication thread (see WorkQueue); the c10d layer only adapts tensors to
 // pointers and sizes. When a collective fails, the group is aborted: the reason
-// is published in the Store for the other ranks, every connection is closed so
-// that peers blocked on this rank fail at once instead of at their timeout, and
-// later calls raise the same reason. A peer that sees the connection drop reads
-// the published reason, so the error on every rank names the rank that died.
+// is sent to every peer as a failure notice on the point-to-point connections,
+// every connection is closed so that peers blocked on this rank fail at once
+// instead of at their timeout, and later calls raise the same reason. A peer
+// that sees the connection drop appends the notice to its own error, so the
+// error on every rank names the rank that failed first and why. The store is
+// never used on a failure path: it may be what failed.
 #pragma once
 
 #include <atomic>
@@ -93,7 +95,6 @@ class Group {
   std::vector<ConnectionTraffic> traffic() const;
 
  private:
-  std::string failureReportedByOthers();
   void runCollective(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
                      std::chrono::milliseconds timeout,
                      const std::function<void(algorithms::Collective&)>& body,

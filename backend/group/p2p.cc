@@ -10,7 +10,8 @@
 
 namespace ringx {
 namespace {
-constexpr uint32_t kFrameMagic = 0x52475850;  // "RGXP"
+constexpr uint32_t kFrameMagic = 0x52475850;   // "RGXP"
+constexpr uint32_t kNoticeMagic = 0x52475846;  // "RGXF": a failure notice
 
 std::exception_ptr peerError(const std::string& text) {
   return std::make_exception_ptr(PeerError(text));
@@ -21,7 +22,18 @@ P2pFrameHeader p2pFrameHeader(int64_t tag, uint64_t bytes) {
   return P2pFrameHeader{kFrameMagic, 0, tag, bytes};
 }
 
+P2pFrameHeader failureNoticeHeader(uint64_t bytes) {
+  return P2pFrameHeader{kNoticeMagic, 0, 0, bytes};
+}
+
+bool isFailureNotice(const P2pFrameHeader& header) { return header.magic == kNoticeMagic; }
+
 std::string p2pFrameProblem(const P2pFrameHeader& header) {
+  if (isFailureNotice(header) && header.reserved == 0) {
+    if (header.bytes <= kMaxFailureNoticeBytes) return "";
+    return strCat("received a failure notice announcing ", header.bytes,
+                  " bytes of reason, more than a notice can be (", kMaxFailureNoticeBytes, ")");
+  }
   if (header.magic != kFrameMagic || header.reserved != 0) {
     return "received a malformed point-to-point frame (not ringx, or the stream got out of step)";
   }
@@ -129,6 +141,13 @@ void PointToPoint::handleInbound(int peer) {
       }
       const int64_t tag = in.header.tag;
       const size_t bytes = in.header.bytes;
+      if (isFailureNotice(in.header)) {
+        in.inNotice = true;
+        in.notice.assign(bytes, '\0');
+        in.inPayload = true;
+        in.payloadEnd = pair.postRecv(in.notice.data(), bytes);
+        continue;
+      }
       char* into = nullptr;
       for (auto it = posted_.begin(); it != posted_.end(); ++it) {
         if (!matches(**it, peer, tag)) continue;
@@ -162,7 +181,12 @@ void PointToPoint::handleInbound(int peer) {
     }
     if (pair.recvCompleted() < in.payloadEnd) return;
     // A whole message has arrived.
-    if (in.matched) {
+    if (in.inNotice) {
+      in.inNotice = false;
+      if (announced_.empty()) announced_ = std::move(in.notice);
+      in.notice.clear();
+      noticeChanged_.notify_all();
+    } else if (in.matched) {
       in.matched->done(nullptr, peer);
       in.matched.reset();
     } else if (in.unexpected) {
@@ -190,6 +214,7 @@ void PointToPoint::failPeer(int peer, const std::string& reason) {
   if (in.dead) return;
   in.dead = true;
   in.deathReason = reason;
+  noticeChanged_.notify_all();  // failureAnnounced() waits for notices or for this
   auto error = [&](const char* what) {
     return peerError(strCat(what, " rank ", peer, " failed: ", reason));
   };
@@ -229,6 +254,35 @@ void PointToPoint::abort(const std::string& reason) {
     recv->done(peerError(strCat("recv failed: ", abortReason_)), recv->src);
   }
   posted_.clear();
+}
+
+void PointToPoint::announceFailure(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!announcement_.empty()) return;  // announced already; the buffers below are in flight
+  announcement_ = reason.substr(0, kMaxFailureNoticeBytes);
+  if (announcement_.empty()) announcement_ = "(no reason given)";
+  announcementHeader_ = failureNoticeHeader(announcement_.size());
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_ || inbound_[peer].dead) continue;
+    transport::Pair& pair = *pairs_[peer];
+    // A frame half sent cannot be interrupted, and queueing behind it could wait on a stuck peer.
+    if (pair.hasPendingSend()) continue;
+    pair.postSend(&announcementHeader_, sizeof(FrameHeader));
+    pair.postSend(announcement_.data(), announcement_.size());
+    try {
+      pair.progress();  // one non-blocking attempt: the kernel's socket buffer takes it or not
+    } catch (const std::exception&) {
+      // That peer is gone already; it needs no notice.
+    }
+  }
+}
+
+std::string PointToPoint::failureAnnounced(int brokenPeer, std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool known = brokenPeer >= 0 && brokenPeer < size_ && brokenPeer != rank_;
+  noticeChanged_.wait_for(
+      lock, wait, [&] { return !announced_.empty() || (known && inbound_[brokenPeer].dead); });
+  return announced_;
 }
 
 void PointToPoint::loop() {

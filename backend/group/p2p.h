@@ -9,9 +9,18 @@
 // Arriving messages are matched to posted receives in arrival order (source or
 // any source, and tag). A message that arrives before its receive is posted is
 // kept in an "unexpected" buffer and copied out when the receive comes.
+//
+// The same connections carry failure notices: a rank that gives up on the group
+// sends every peer its reason (a frame with its own magic) before it breaks its
+// connections, so a peer that only sees a connection close can still say why.
+// This keeps the store off the failure path: the store may be what failed (its
+// host lost, or across a partition), and torch's TCPStore client has no
+// deadline, so a thread that asked it would stay blocked.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -40,8 +49,14 @@ static_assert(sizeof(P2pFrameHeader) == 24, "P2pFrameHeader is part of the wire 
 // or hostile header from making the receiver buffer an absurd amount.
 inline constexpr uint64_t kMaxP2pFrameBytes = uint64_t{1} << 40;
 
+// Longest failure notice (its reason text) a peer may send.
+inline constexpr uint64_t kMaxFailureNoticeBytes = uint64_t{64} << 10;
+
 // The header that frames `bytes` of payload with `tag`.
 P2pFrameHeader p2pFrameHeader(int64_t tag, uint64_t bytes);
+// The header of a failure notice whose reason text is `bytes` long.
+P2pFrameHeader failureNoticeHeader(uint64_t bytes);
+bool isFailureNotice(const P2pFrameHeader& header);
 // What is wrong with a header that arrived (any 24 bytes may), or "" when it is a frame.
 std::string p2pFrameProblem(const P2pFrameHeader& header);
 
@@ -61,6 +76,18 @@ class PointToPoint {
 
   // Breaks all connections and fails every pending operation with `reason`.
   void abort(const std::string& reason);
+
+  // Sends `reason` as a failure notice to every peer it can reach at once: peers
+  // whose connection is idle and has room. Never waits, so a stuck or
+  // unreachable peer cannot delay the caller (that peer learns from the broken
+  // connection alone). Call before breaking the connections (abort()).
+  void announceFailure(const std::string& reason);
+  // The first failure notice a peer sent, or "" if none came. Waits up to `wait`
+  // for one, and stops waiting when the connection to `brokenPeer` (the rank
+  // whose collective connection broke; -1 if unknown) ends without a notice: a
+  // notice is read before the end of its stream, so that rank died before it
+  // could say anything and none is on its way from it.
+  std::string failureAnnounced(int brokenPeer, std::chrono::milliseconds wait);
 
   // The connection to `peer` (not this rank's own), for its traffic counters.
   const transport::Pair& pair(int peer) const { return *pairs_.at(peer); }
@@ -95,6 +122,8 @@ class PointToPoint {
     std::unique_ptr<PostedRecv> matched;  // payload goes straight into its buffer
     Unexpected* unexpected = nullptr;     // or into an unexpected buffer
     std::vector<char> discard;            // or nowhere (size mismatch already reported)
+    bool inNotice = false;                // the payload is a failure notice's text
+    std::string notice;
     std::deque<PendingSend> sends;
     bool dead = false;
     std::string deathReason;
@@ -118,6 +147,10 @@ class PointToPoint {
   std::list<std::unique_ptr<PostedRecv>> posted_;
   std::list<std::unique_ptr<Unexpected>> unexpected_;
   std::string abortReason_;
+  std::string announcement_;          // this rank's failure notice, kept while it is sent
+  FrameHeader announcementHeader_{};  // its frame header
+  std::string announced_;             // the first notice that arrived from a peer
+  std::condition_variable noticeChanged_;
 
   int wakeFd_ = -1;
   std::atomic<bool> stopping_{false};

@@ -1,8 +1,5 @@
 #include "backend/store/store.h"
 
-#include <future>
-#include <thread>
-
 #include "backend/common/error.h"
 
 namespace ringx {
@@ -28,27 +25,6 @@ std::vector<uint8_t> InMemoryStore::get(const std::string& key, std::chrono::mil
 bool InMemoryStore::check(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   return values_.count(key) > 0;
-}
-
-std::optional<std::string> callWithin(std::shared_ptr<Store> store,
-                                      std::chrono::milliseconds budget,
-                                      std::function<std::string(Store&)> call) {
-  auto result = std::make_shared<std::promise<std::string>>();
-  std::future<std::string> answer = result->get_future();
-  // Detached: joining it would wait out the store's own timeout, which is what we avoid.
-  std::thread([store = std::move(store), result, call = std::move(call)] {
-    try {
-      result->set_value(call(*store));
-    } catch (...) {
-      result->set_exception(std::current_exception());
-    }
-  }).detach();
-  if (answer.wait_for(budget) != std::future_status::ready) return std::nullopt;
-  try {
-    return answer.get();
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
 }
 
 }  // namespace ringx

@@ -9,11 +9,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,16 +34,6 @@ class Store {
     return std::string(bytes.begin(), bytes.end());
   }
 };
-
-// Runs `call` on a helper thread and waits at most `budget` for it: for store calls on a
-// failure path, where an unreachable store (a partition, its host lost) may delay an error by
-// the budget but must never turn it into a hang. torch's TCPStore has no deadline on check()
-// or set(). The helper keeps `store` alive and ends when the call returns (TCPStore gives up
-// when its socket does); a late result is dropped. Returns nullopt if the call threw or did
-// not finish in time.
-std::optional<std::string> callWithin(std::shared_ptr<Store> store,
-                                      std::chrono::milliseconds budget,
-                                      std::function<std::string(Store&)> call);
 
 // A thread-safe store for tests that run every rank as a thread of one process.
 class InMemoryStore : public Store {

@@ -3,14 +3,16 @@
 It joins the group, checks one allreduce, prints READY, then runs allreduces of one size (or,
 with --p2p, rank 0 sends and rank 1 receives), a given number of them or until one fails, and
 prints a JSON line: the error's type and message, when it came (time.monotonic(), which every
-namespace shares), and how long destroy_process_group took.
+namespace shares), how long destroy_process_group took, and the threads that outlived it.
 
 Faults it can make itself: --garbage-after S writes garbage into its TCP connections to other
 ranks S seconds after READY (a broken or hostile peer: the others must notice)."""
 
 import argparse
 import datetime
+import gc
 import json
+import os
 import socket
 import sys
 import threading
@@ -46,6 +48,8 @@ def main():
     args = parser.parse_args()
 
     torch.set_num_threads(1)
+    torch.ones(4).sum()  # torch's own lazily started threads, before the baseline
+    threads_before = _threads()
     timeout = datetime.timedelta(seconds=args.timeout)
     if args.store:
         host, port = args.store.rsplit(":", 1)
@@ -103,8 +107,26 @@ def main():
     except Exception as e:  # noqa: BLE001
         report["destroy_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
     report["destroy_s"] = time.monotonic() - destroy_start
+    gc.collect()
+    # Threads that started after the baseline and outlived the group: one blocked on an
+    # unreachable store or peer would be here (name and state: S is asleep, D in the kernel).
+    report["threads_left"] = [name for tid, name in _threads().items()
+                              if tid not in threads_before]
     print(json.dumps(report), flush=True)
     sys.stdout.flush()
+
+
+def _threads():
+    """This process's threads: id -> "name (state)", from /proc/self/task."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as comm, \
+                    open(f"/proc/self/task/{tid}/stat") as stat:
+                out[tid] = f"{comm.read().strip()} ({stat.read().rsplit(')', 1)[1].split()[0]})"
+        except OSError:
+            continue  # ended meanwhile
+    return out
 
 
 def _write_garbage(delay, store_port, report):

@@ -46,8 +46,8 @@ bool ShmPair::progress() {
   bool moved = false;
   ChannelHeader* out = channel(out_);
   if (out->closed.load(std::memory_order_acquire)) {
-    RINGX_THROW(PeerError, "the connection to rank ", peer(),
-                " was shut down (one of the two ranks aborted the group)");
+    RINGX_THROW_PEER(peer(), "the connection to rank ", peer(),
+                     " was shut down (one of the two ranks aborted the group)");
   }
   char* outRing = ring(out_);
   while (!sends_.empty()) {
@@ -110,9 +110,9 @@ void ShmPair::checkAlive() {
     // A peer that finished its part may exit with its last bytes still in the
     // ring (as TCP keeps them in the socket): take them before calling it dead.
     if (progress() || !hasPending()) return;
-    RINGX_THROW(PeerError, "rank ", peer(),
-                " is gone (its process exited, crashed or aborted; detected through its "
-                "connection while waiting on shared memory)");
+    RINGX_THROW_PEER(peer(), "rank ", peer(),
+                     " is gone (its process exited, crashed or aborted; detected through its "
+                     "connection while waiting on shared memory)");
   }
 }
 

@@ -46,8 +46,8 @@ bool TcpPair::progressSends() {
     }
     if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n == -1 && errno == EINTR) continue;
-    RINGX_THROW(PeerError, "connection to rank ", peer(), " broke while sending (",
-                std::strerror(errno), "); rank ", peer(), " probably exited or crashed");
+    RINGX_THROW_PEER(peer(), "connection to rank ", peer(), " broke while sending (",
+                     std::strerror(errno), "); rank ", peer(), " probably exited or crashed");
   }
   return moved;
 }
@@ -76,13 +76,13 @@ bool TcpPair::progressRecvs() {
       continue;
     }
     if (n == 0) {
-      RINGX_THROW(PeerError, "rank ", peer(),
-                  " closed its connection (the process exited, crashed or aborted)");
+      RINGX_THROW_PEER(peer(), "rank ", peer(),
+                       " closed its connection (the process exited, crashed or aborted)");
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
     if (errno == EINTR) continue;
-    RINGX_THROW(PeerError, "connection to rank ", peer(), " broke while receiving (",
-                std::strerror(errno), "); rank ", peer(), " probably exited or crashed");
+    RINGX_THROW_PEER(peer(), "connection to rank ", peer(), " broke while receiving (",
+                     std::strerror(errno), "); rank ", peer(), " probably exited or crashed");
   }
   return moved;
 }
