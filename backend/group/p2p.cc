@@ -45,7 +45,12 @@ std::string p2pFrameProblem(const P2pFrameHeader& header) {
 }
 
 PointToPoint::PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs)
-    : rank_(rank), size_(size), pairs_(std::move(pairs)), inbound_(size) {
+    : rank_(rank),
+      size_(size),
+      pairs_(std::move(pairs)),
+      inbound_(size),
+      sendsTo_(size, 0),
+      recvsFrom_(size, 0) {
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   RINGX_SYSCHECK(wakeFd_, "eventfd");
   for (int peer = 0; peer < size_; ++peer) {
@@ -70,16 +75,31 @@ void PointToPoint::wakeUp() {
   (void)ignored;
 }
 
+std::string PointToPoint::describeSend(int dst, uint64_t seq, int64_t tag) const {
+  return strCat("send #", seq, " to rank ", dst, " (tag ", tag, ")");
+}
+
+std::string PointToPoint::describeRecv(const PostedRecv& recv) const {
+  if (recv.src == kAnySource)
+    return strCat("recv #", recv.seq, " from any rank (tag ", recv.tag, ")");
+  return strCat("recv #", recv.seq, " from rank ", recv.src, " (tag ", recv.tag, ")");
+}
+
+std::exception_ptr PointToPoint::failure(const std::string& op, const std::string& why) const {
+  return peerError(strCat("ringx: ", op, " failed on rank ", rank_, " of ", size_, ": ", why));
+}
+
 void PointToPoint::send(int dst, int64_t tag, const void* data, size_t bytes, Callback done) {
   std::unique_lock<std::mutex> lock(mutex_);
   Inbound& peer = inbound_[dst];
+  const uint64_t seq = sendsTo_[dst]++;
   if (!abortReason_.empty() || peer.dead) {
     std::string why = abortReason_.empty() ? peer.deathReason : abortReason_;
     lock.unlock();
-    done(peerError(strCat("send to rank ", dst, " failed: ", why)), dst);
+    done(failure(describeSend(dst, seq, tag), why), dst);
     return;
   }
-  peer.sends.push_back(PendingSend{p2pFrameHeader(tag, bytes), 0, std::move(done)});
+  peer.sends.push_back(PendingSend{p2pFrameHeader(tag, bytes), 0, std::move(done), seq});
   PendingSend& pending = peer.sends.back();
   pairs_[dst]->postSend(&pending.header, sizeof(FrameHeader));
   pending.end = pairs_[dst]->postSend(data, bytes);
@@ -89,11 +109,12 @@ void PointToPoint::send(int dst, int64_t tag, const void* data, size_t bytes, Ca
 
 void PointToPoint::recv(int src, int64_t tag, void* data, size_t bytes, Callback done) {
   auto posted = std::make_unique<PostedRecv>(
-      PostedRecv{src, tag, static_cast<char*>(data), bytes, std::move(done)});
+      PostedRecv{src, tag, static_cast<char*>(data), bytes, std::move(done), 0});
   std::unique_lock<std::mutex> lock(mutex_);
+  posted->seq = src == kAnySource ? recvsFromAny_++ : recvsFrom_[src]++;
   auto fail = [&](const std::string& why) {
     lock.unlock();
-    posted->done(peerError(strCat("recv from rank ", src, " failed: ", why)), src);
+    posted->done(failure(describeRecv(*posted), why), src);
   };
   if (!abortReason_.empty()) return fail(abortReason_);
   // A message that arrived whole before its sender exited is still delivered:
@@ -119,7 +140,7 @@ void PointToPoint::completeRecv(std::unique_ptr<PostedRecv> recv, const char* fr
                                 int src) {
   if (bytes != recv->bytes) {
     recv->done(std::make_exception_ptr(InvalidArgument(
-                   strCat("recv from rank ", src, " with tag ", recv->tag, " expected ",
+                   strCat("ringx: ", describeRecv(*recv), " on rank ", rank_, " expected ",
                           recv->bytes, " bytes but rank ", src, " sent ", bytes,
                           " bytes; the tensors passed to send and recv must have the same size"))),
                src);
@@ -215,16 +236,20 @@ void PointToPoint::failPeer(int peer, const std::string& reason) {
   in.dead = true;
   in.deathReason = reason;
   noticeChanged_.notify_all();  // failureAnnounced() waits for notices or for this
-  auto error = [&](const char* what) {
-    return peerError(strCat(what, " rank ", peer, " failed: ", reason));
+  auto recvError = [&](const PostedRecv& recv) {
+    // A receive from any rank does not name the peer that broke: say which.
+    return failure(describeRecv(recv),
+                   recv.src == kAnySource ? strCat("rank ", peer, ": ", reason) : reason);
   };
-  for (auto& pending : in.sends) pending.done(error("send to"), peer);
+  for (auto& pending : in.sends) {
+    pending.done(failure(describeSend(peer, pending.seq, pending.header.tag), reason), peer);
+  }
   in.sends.clear();
-  if (in.matched) in.matched->done(error("recv from"), peer);
+  if (in.matched) in.matched->done(recvError(*in.matched), peer);
   in.matched.reset();
   for (auto it = posted_.begin(); it != posted_.end();) {
     if ((*it)->src == peer) {
-      (*it)->done(error("recv from"), peer);
+      (*it)->done(recvError(**it), peer);
       it = posted_.erase(it);
     } else {
       ++it;
@@ -233,7 +258,7 @@ void PointToPoint::failPeer(int peer, const std::string& reason) {
   for (auto it = unexpected_.begin(); it != unexpected_.end();) {
     Unexpected& message = **it;
     if (message.src == peer && !message.complete) {
-      if (message.claimedBy) message.claimedBy->done(error("recv from"), peer);
+      if (message.claimedBy) message.claimedBy->done(recvError(*message.claimedBy), peer);
       it = unexpected_.erase(it);
     } else {
       ++it;
@@ -251,7 +276,7 @@ void PointToPoint::abort(const std::string& reason) {
     failPeer(peer, abortReason_);
   }
   for (auto& recv : posted_) {
-    recv->done(peerError(strCat("recv failed: ", abortReason_)), recv->src);
+    recv->done(failure(describeRecv(*recv), abortReason_), recv->src);
   }
   posted_.clear();
 }

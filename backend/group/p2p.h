@@ -100,6 +100,7 @@ class PointToPoint {
     char* data;
     size_t bytes;
     Callback done;
+    uint64_t seq;  // its number among this rank's receives from `src` (or from any source)
   };
   struct Unexpected {
     int src;
@@ -112,6 +113,7 @@ class PointToPoint {
     FrameHeader header;
     uint64_t end;  // sendCompleted() offset at which the payload is out
     Callback done;
+    uint64_t seq;  // its number among this rank's sends to that peer
   };
   // Receive side of one peer's stream.
   struct Inbound {
@@ -134,6 +136,12 @@ class PointToPoint {
   void handleInbound(int peer);
   void completeRecv(std::unique_ptr<PostedRecv> recv, const char* from, size_t bytes, int src);
   void failPeer(int peer, const std::string& reason);
+  // "send #3 to rank 1 (tag 0)": how errors name an operation. Sends to a peer and receives
+  // from it are numbered from 0 in the order they are posted, so matching operations on the
+  // two ranks carry the same number.
+  std::string describeSend(int dst, uint64_t seq, int64_t tag) const;
+  std::string describeRecv(const PostedRecv& recv) const;
+  std::exception_ptr failure(const std::string& op, const std::string& why) const;
   bool matches(const PostedRecv& recv, int src, int64_t tag) const {
     return (recv.src == kAnySource || recv.src == src) && recv.tag == tag;
   }
@@ -146,6 +154,9 @@ class PointToPoint {
   std::vector<Inbound> inbound_;
   std::list<std::unique_ptr<PostedRecv>> posted_;
   std::list<std::unique_ptr<Unexpected>> unexpected_;
+  std::vector<uint64_t> sendsTo_;    // per peer: sends posted so far
+  std::vector<uint64_t> recvsFrom_;  // per peer: receives posted so far
+  uint64_t recvsFromAny_ = 0;
   std::string abortReason_;
   std::string announcement_;          // this rank's failure notice, kept while it is sent
   FrameHeader announcementHeader_{};  // its frame header

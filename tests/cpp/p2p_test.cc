@@ -101,7 +101,10 @@ TEST(PointToPoint, SizeMismatchIsAClearError) {
     } else {
       group.p2p().recv(0, 3, data.data(), data.size(), done.callback());
       std::string error = done.wait().first;
-      EXPECT_NE(error.find("expected 32 bytes but rank 0 sent 16"), std::string::npos) << error;
+      EXPECT_NE(
+          error.find("recv #0 from rank 0 (tag 3) on rank 1 expected 32 bytes but rank 0 sent 16"),
+          std::string::npos)
+          << error;
     }
   });
 }
@@ -115,10 +118,14 @@ TEST(PointToPoint, ReceiveFromDeadPeerFails) {
       return;
     }
     int value;
-    Completion done;
-    group->p2p().recv(1, 0, &value, sizeof(value), done.callback());
-    std::string error = done.wait().first;
-    EXPECT_NE(error.find("rank 1"), std::string::npos) << error;
+    for (int seq = 0; seq < 2; ++seq) {  // one posted before the peer is gone, one after
+      Completion done;
+      group->p2p().recv(1, 5, &value, sizeof(value), done.callback());
+      std::string error = done.wait().first;
+      EXPECT_NE(error.find(strCat("ringx: recv #", seq, " from rank 1 (tag 5) failed on rank 0")),
+                std::string::npos)
+          << error;
+    }
   });
 }
 
