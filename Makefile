@@ -43,6 +43,7 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/ddp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/fsdp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/faults.py
 	@$(BUILD_DIR)/bin/bench_trace_record
 	@$(BUILD_DIR)/bin/bench_reduce_cost
 	@$(PYTHON) bench/viewer.py

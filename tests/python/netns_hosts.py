@@ -6,15 +6,25 @@ hosts and talks TCP between them over addresses that exist only inside the names
         p = hosts.start("a", [python, "worker.py", ...], env)
         hosts.cut()                           # link down: a partition, no RST on either side
 
+`run_job` runs a whole fault job on two such hosts (netns_worker.py is each rank): the fault
+tests (test_partitions.py) and the gloo-beside-ringx fault benchmark (bench/faults.py) share it.
+
 Creating namespaces needs root (CAP_NET_ADMIN); `why_unavailable()` says why not, for a skip.
 """
 
+import json
 import os
+import select
 import shutil
+import signal
 import subprocess
+import sys
+import time
 import uuid
 
 SUBNET = "10.77.0"
+HERE = os.path.dirname(os.path.abspath(__file__))
+TIMEOUT_S = 4.0  # the fault jobs' group timeout
 
 
 def why_unavailable():
@@ -81,3 +91,124 @@ class Hosts:
         stop, no RST reaches either side."""
         name = name or self.names[0]
         _ip("-n", self.netns[name], "link", "set", self.device[name], "down")
+
+
+def _shm_segments():
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("ringx-"))
+
+
+def _read_ready(procs, deadline):
+    """Waits until every process printed READY; returns False if one failed first."""
+    waiting = {p.stdout.fileno(): p for p in procs}
+    while waiting and time.monotonic() < deadline:
+        ready, _, _ = select.select(list(waiting), [], [], 0.2)
+        for fd in ready:
+            line = waiting[fd].stdout.readline()
+            if line.strip() == "READY":
+                del waiting[fd]
+            elif line == "":
+                return False
+    return not waiting
+
+
+STORE_SERVER = """
+import datetime, sys, time
+import torch.distributed as dist
+store = dist.TCPStore(sys.argv[1], 29500, int(sys.argv[2]), is_master=True,
+                      timeout=datetime.timedelta(seconds=60), wait_for_workers=False)
+print("READY", flush=True)
+time.sleep(3600)
+"""
+
+
+class JobHung(AssertionError):
+    """A rank did not exit in time after the fault: the failure the fault tests exist for."""
+
+
+def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=None,
+            extra_args=None, iterations=None, separate_store=False, store_sig=None,
+            during=None, before_exit=None, backend="ringx", exit_within=TIMEOUT_S + 30):
+    """Runs one job; `layout` maps host name -> number of ranks (ranks numbered host by host).
+    Once every rank is running collectives, the fault strikes: with `cut`, that host's side
+    of the link goes down; with `signal_rank`, that rank gets `sig` (SIGKILL: dead; SIGSTOP:
+    stuck, continued once the others have their errors). `extra_args(rank)` adds worker
+    arguments (faults a worker makes itself). With `separate_store` the TCPStore is a process of
+    its own on the first host (not rank 0), which gets `store_sig` before the fault (SIGKILL:
+    its host lost; SIGSTOP: it hangs, holding its connections open, until the job is over).
+    `during(hosts, procs)` runs once the ranks are running, `before_exit()` once they have exited
+    (its result lands in rank 0's report as "_before_exit"). `backend` is what the ranks run
+    (gloo, to compare); a rank still running `exit_within` seconds after the fault raises
+    JobHung. Returns (the time of the fault, [each rank's report, None for a killed rank])."""
+    shm_before = _shm_segments()
+    with Hosts(list(layout)) as hosts:
+        first = list(layout)[0]
+        init = f"tcp://{hosts.address[first]}:29500"
+        world = sum(layout.values())
+        env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ""),
+                   OMP_NUM_THREADS="1")
+        store = None
+        if separate_store:
+            store = hosts.start(first, [sys.executable, "-c", STORE_SERVER,
+                                        hosts.address[first], str(world)], env)
+            assert _read_ready([store], time.monotonic() + 30), store.communicate()
+        faulted = cut is not None or sig is not None
+        if iterations is None:
+            iterations = 0 if faulted else 20
+        procs, rank = [], 0
+        for host, count in layout.items():
+            for _ in range(count):
+                argv = [sys.executable, os.path.join(HERE, "netns_worker.py"), "--backend",
+                        backend, "--rank",
+                        str(rank), "--world", str(world), "--init", init, "--timeout",
+                        str(TIMEOUT_S), "--elements", str(elements),
+                        "--iterations", str(iterations)]
+                if subgroup:
+                    argv.append("--subgroup")
+                if separate_store:
+                    argv += ["--store", f"{hosts.address[first]}:29500"]
+                argv += extra_args(rank) if extra_args else []
+                # gloo binds to the hostname's address unless told an interface (no DNS here).
+                procs.append(hosts.start(host, argv,
+                                         dict(env, GLOO_SOCKET_IFNAME=hosts.device[host])))
+                rank += 1
+        started = _read_ready(procs, time.monotonic() + 90)
+        if started and store_sig is not None:
+            time.sleep(0.3)
+            os.kill(store.pid, store_sig)
+        if started and during is not None:
+            during(hosts, procs)
+        cut_at = None
+        if started and faulted:
+            time.sleep(0.5)  # collectives in flight on every rank
+            cut_at = time.monotonic()
+            if cut is not None:
+                hosts.cut(cut)
+            else:  # `ip netns exec`, unshare and sh all exec: the pid is the rank's python
+                os.kill(procs[signal_rank].pid, sig)
+        reports = []
+        order = [r for r in range(len(procs)) if r != signal_rank] + (
+            [signal_rank] if signal_rank is not None else [])
+        for r in order:
+            p = procs[r]
+            if r == signal_rank and sig == signal.SIGKILL:
+                p.wait()
+                reports.append((r, None))
+                continue
+            if r == signal_rank and sig == signal.SIGSTOP:
+                os.kill(p.pid, signal.SIGCONT)  # the others have their errors: let it go on
+            try:
+                out, err = p.communicate(timeout=exit_within)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+                raise JobHung(f"rank {r} did not exit within {exit_within} s of the fault\n{err}")
+            lines = [l for l in out.splitlines() if l.startswith("{")]
+            assert p.returncode == 0 and lines, f"rank {r} exited {p.returncode}:\n{out}\n{err}"
+            reports.append((r, json.loads(lines[-1])))
+        if before_exit is not None:
+            dict(reports)[0]["_before_exit"] = before_exit()
+        if store is not None:
+            store.kill()
+            store.wait()
+    assert _shm_segments() == shm_before, "shared-memory segments left behind"
+    return cut_at, [report for _, report in sorted(reports, key=lambda item: item[0])]

@@ -27,6 +27,7 @@ import ringx.wire
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default="ringx", help="ringx, or gloo to compare")
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)
     parser.add_argument("--init", required=True)
@@ -54,17 +55,17 @@ def main():
     if args.store:
         host, port = args.store.rsplit(":", 1)
         store = dist.TCPStore(host, int(port), args.world, is_master=False, timeout=timeout)
-        dist.init_process_group("ringx", store=store, rank=args.rank, world_size=args.world,
+        dist.init_process_group(args.backend, store=store, rank=args.rank, world_size=args.world,
                                 timeout=timeout)
     else:
-        dist.init_process_group("ringx", init_method=args.init, rank=args.rank,
+        dist.init_process_group(args.backend, init_method=args.init, rank=args.rank,
                                 world_size=args.world, timeout=timeout)
     # new_group's own default timeout is torch's 30 minutes, not the world's: pass it.
     group = dist.new_group(list(range(args.world)), timeout=timeout) if args.subgroup else None
     t = torch.ones(args.elements)
     dist.all_reduce(t, group=group)
     report = {"rank": args.rank, "correct": bool((t == args.world).all()),
-              "transports": ringx.transports(group)}
+              "transports": ringx.transports(group) if args.backend == "ringx" else None}
     store_port = int(args.store.rsplit(":", 1)[1] if args.store else args.init.rsplit(":", 1)[1])
     if args.garbage_after is not None:
         threading.Thread(target=_write_garbage, args=(args.garbage_after, store_port, report),
@@ -107,6 +108,7 @@ def main():
     except Exception as e:  # noqa: BLE001
         report["destroy_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
     report["destroy_s"] = time.monotonic() - destroy_start
+    group = None  # a subgroup's object holds its store (and rank 0's store server thread)
     gc.collect()
     # Threads that started after the baseline and outlived the group: one blocked on an
     # unreachable store or peer would be here (name and state: S is asleep, D in the kernel).

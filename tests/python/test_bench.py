@@ -89,3 +89,17 @@ def test_allreduce_bench_covers_every_collective_against_gloo():
 def test_ddp_bench_runs():
     out = run_bench("ddp.py", "--quick")
     assert "ringx.ddp" in out and "torch DDP" in out
+
+
+def test_fault_bench_puts_gloo_beside_ringx():
+    import netns_hosts  # noqa: E402  (beside this file)
+    out = run_bench("faults.py", "--quick")
+    if netns_hosts.why_unavailable():
+        assert "skipped" in out, out
+        return
+    rows = {row[5]: row for row in table_rows(out, "far rank SIGKILL")}  # keyed by backend
+    assert set(rows) == {"gloo", "ringx"}, out
+    # Both got an exception (a time in seconds, not "hang" or "no error").
+    for row in rows.values():
+        assert row[8] == "s", row
+    assert "DistBackendError," in rows["ringx"], out

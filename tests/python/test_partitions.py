@@ -7,138 +7,20 @@ behind (none blocked on an unreachable store or peer).
 
 Skips where namespaces cannot be made (not root); CI runs as root, so it runs there."""
 
-import json
 import os
-import select
 import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
 import netns_hosts
+from netns_hosts import TIMEOUT_S, run_job
 
 REASON = netns_hosts.why_unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TIMEOUT_S = 4.0  # the group's timeout
 LARGE = 8 << 20  # float32 elements: 32 MiB, the segmented ring
 SMALL = 256  # 1 KiB, the small-message path
-
-
-def _shm_segments():
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("ringx-"))
-
-
-def _read_ready(procs, deadline):
-    """Waits until every process printed READY; returns False if one failed first."""
-    waiting = {p.stdout.fileno(): p for p in procs}
-    while waiting and time.monotonic() < deadline:
-        ready, _, _ = select.select(list(waiting), [], [], 0.2)
-        for fd in ready:
-            line = waiting[fd].stdout.readline()
-            if line.strip() == "READY":
-                del waiting[fd]
-            elif line == "":
-                return False
-    return not waiting
-
-
-STORE_SERVER = """
-import datetime, sys, time
-import torch.distributed as dist
-store = dist.TCPStore(sys.argv[1], 29500, int(sys.argv[2]), is_master=True,
-                      timeout=datetime.timedelta(seconds=60), wait_for_workers=False)
-print("READY", flush=True)
-time.sleep(3600)
-"""
-
-
-def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=None,
-            extra_args=None, iterations=None, separate_store=False, store_sig=None,
-            during=None, before_exit=None):
-    """Runs one job; `layout` maps host name -> number of ranks (ranks numbered host by host).
-    Once every rank is running collectives, the fault strikes: with `cut`, that host's side
-    of the link goes down; with `signal_rank`, that rank gets `sig` (SIGKILL: dead; SIGSTOP:
-    stuck, continued once the others have their errors). `extra_args(rank)` adds worker
-    arguments (faults a worker makes itself). With `separate_store` the TCPStore is a process of
-    its own on the first host (not rank 0), which gets `store_sig` before the fault (SIGKILL:
-    its host lost; SIGSTOP: it hangs, holding its connections open, until the job is over).
-    `during(hosts, procs)` runs once the ranks are running, `before_exit()` once they have exited
-    (its result lands in rank 0's report as "_before_exit"). Returns (the time of the fault,
-    [each rank's report, None for a killed rank])."""
-    shm_before = _shm_segments()
-    with netns_hosts.Hosts(list(layout)) as hosts:
-        first = list(layout)[0]
-        init = f"tcp://{hosts.address[first]}:29500"
-        world = sum(layout.values())
-        env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", ""),
-                   OMP_NUM_THREADS="1")
-        store = None
-        if separate_store:
-            store = hosts.start(first, [sys.executable, "-c", STORE_SERVER,
-                                        hosts.address[first], str(world)], env)
-            assert _read_ready([store], time.monotonic() + 30), store.communicate()
-        faulted = cut is not None or sig is not None
-        if iterations is None:
-            iterations = 0 if faulted else 20
-        procs, rank = [], 0
-        for host, count in layout.items():
-            for _ in range(count):
-                argv = [sys.executable, os.path.join(HERE, "netns_worker.py"), "--rank",
-                        str(rank), "--world", str(world), "--init", init, "--timeout",
-                        str(TIMEOUT_S), "--elements", str(elements),
-                        "--iterations", str(iterations)]
-                if subgroup:
-                    argv.append("--subgroup")
-                if separate_store:
-                    argv += ["--store", f"{hosts.address[first]}:29500"]
-                argv += extra_args(rank) if extra_args else []
-                procs.append(hosts.start(host, argv, env))
-                rank += 1
-        started = _read_ready(procs, time.monotonic() + 90)
-        if started and store_sig is not None:
-            time.sleep(0.3)
-            os.kill(store.pid, store_sig)
-        if started and during is not None:
-            during(hosts, procs)
-        cut_at = None
-        if started and faulted:
-            time.sleep(0.5)  # collectives in flight on every rank
-            cut_at = time.monotonic()
-            if cut is not None:
-                hosts.cut(cut)
-            else:  # `ip netns exec`, unshare and sh all exec: the pid is the rank's python
-                os.kill(procs[signal_rank].pid, sig)
-        reports = []
-        order = [r for r in range(len(procs)) if r != signal_rank] + (
-            [signal_rank] if signal_rank is not None else [])
-        for r in order:
-            p = procs[r]
-            if r == signal_rank and sig == signal.SIGKILL:
-                p.wait()
-                reports.append((r, None))
-                continue
-            if r == signal_rank and sig == signal.SIGSTOP:
-                os.kill(p.pid, signal.SIGCONT)  # the others have their errors: let it go on
-            try:
-                out, err = p.communicate(timeout=TIMEOUT_S + 30)
-            except Exception:  # noqa: BLE001  a hang is the failure this test exists for
-                p.kill()
-                out, err = p.communicate()
-                pytest.fail(f"rank {r} did not exit within {TIMEOUT_S + 30} s of the fault\n{err}")
-            lines = [l for l in out.splitlines() if l.startswith("{")]
-            assert p.returncode == 0 and lines, f"rank {r} exited {p.returncode}:\n{out}\n{err}"
-            reports.append((r, json.loads(lines[-1])))
-        if before_exit is not None:
-            dict(reports)[0]["_before_exit"] = before_exit()
-        if store is not None:
-            store.kill()
-            store.wait()
-    assert _shm_segments() == shm_before, "shared-memory segments left behind"
-    return cut_at, [report for _, report in sorted(reports, key=lambda item: item[0])]
 
 
 def test_two_hosts_one_rank_each_talk_tcp():
@@ -311,7 +193,7 @@ def test_garbage_from_a_peer_is_an_error_on_every_rank(mode, culprit, job):
         if mode == "collective":
             assert "allreduce #" in message, message
         else:
-            assert "send" in message or "recv" in message, message
+            assert "send #" in message or "recv #" in message, message  # the op and its seq
         took = report["error_at"] - fault_at
         print(f"{job} {mode} garbage from rank {culprit}: rank {report['rank']} "
               f"{report['error_type']} {took:.2f} s after: {message}")
