@@ -29,7 +29,7 @@ P2pFrameHeader failureNoticeHeader(uint64_t bytes) {
 bool isFailureNotice(const P2pFrameHeader& header) { return header.magic == kNoticeMagic; }
 
 std::string p2pFrameProblem(const P2pFrameHeader& header) {
-  if (isFailureNotice(header) && header.reserved == 0) {
+  if (isFailureNotice(header) && header.reserved == 0 && header.tag == 0) {
     if (header.bytes <= kMaxFailureNoticeBytes) return "";
     return strCat("received a failure notice announcing ", header.bytes,
                   " bytes of reason, more than a notice can be (", kMaxFailureNoticeBytes, ")");

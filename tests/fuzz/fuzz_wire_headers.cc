@@ -40,9 +40,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(&frame, data + size - sizeof(frame), sizeof(frame));
   const bool frameOk = p2pFrameProblem(frame).empty();
   if (frameOk && frame.bytes > kMaxP2pFrameBytes) std::abort();
-  const P2pFrameHeader made = p2pFrameHeader(frame.tag, frame.bytes);
-  if (frameOk !=
-      (frame.bytes <= kMaxP2pFrameBytes && std::memcmp(&made, &frame, sizeof(made)) == 0))
+  // A message frame or a failure notice, each exactly as the sender would have made it.
+  const bool notice = isFailureNotice(frame);
+  const P2pFrameHeader made =
+      notice ? failureNoticeHeader(frame.bytes) : p2pFrameHeader(frame.tag, frame.bytes);
+  const uint64_t limit = notice ? kMaxFailureNoticeBytes : kMaxP2pFrameBytes;
+  if (frameOk != (frame.bytes <= limit && std::memcmp(&made, &frame, sizeof(made)) == 0))
     std::abort();
   return 0;
 }
