@@ -12,10 +12,6 @@ namespace ringx {
 namespace {
 constexpr uint32_t kFrameMagic = 0x52475850;   // "RGXP"
 constexpr uint32_t kNoticeMagic = 0x52475846;  // "RGXF": a failure notice
-
-std::exception_ptr peerError(const std::string& text) {
-  return std::make_exception_ptr(PeerError(text));
-}
 }  // namespace
 
 P2pFrameHeader p2pFrameHeader(int64_t tag, uint64_t bytes) {
@@ -86,7 +82,8 @@ std::string PointToPoint::describeRecv(const PostedRecv& recv) const {
 }
 
 std::exception_ptr PointToPoint::failure(const std::string& op, const std::string& why) const {
-  return peerError(strCat("ringx: ", op, " failed on rank ", rank_, " of ", size_, ": ", why));
+  return std::make_exception_ptr(
+      PeerError(strCat("ringx: ", op, " failed on rank ", rank_, " of ", size_, ": ", why)));
 }
 
 void PointToPoint::send(int dst, int64_t tag, const void* data, size_t bytes, Callback done) {
@@ -163,7 +160,6 @@ void PointToPoint::handleInbound(int peer) {
       const int64_t tag = in.header.tag;
       const size_t bytes = in.header.bytes;
       if (isFailureNotice(in.header)) {
-        in.inNotice = true;
         in.notice.assign(bytes, '\0');
         in.inPayload = true;
         in.payloadEnd = pair.postRecv(in.notice.data(), bytes);
@@ -202,8 +198,7 @@ void PointToPoint::handleInbound(int peer) {
     }
     if (pair.recvCompleted() < in.payloadEnd) return;
     // A whole message has arrived.
-    if (in.inNotice) {
-      in.inNotice = false;
+    if (isFailureNotice(in.header)) {  // the header stays until the next is posted
       if (announced_.empty()) announced_ = std::move(in.notice);
       in.notice.clear();
       noticeChanged_.notify_all();

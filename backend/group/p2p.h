@@ -124,8 +124,7 @@ class PointToPoint {
     std::unique_ptr<PostedRecv> matched;  // payload goes straight into its buffer
     Unexpected* unexpected = nullptr;     // or into an unexpected buffer
     std::vector<char> discard;            // or nowhere (size mismatch already reported)
-    bool inNotice = false;                // the payload is a failure notice's text
-    std::string notice;
+    std::string notice;                   // or into this, when the frame is a failure notice
     std::deque<PendingSend> sends;
     bool dead = false;
     std::string deathReason;
@@ -137,8 +136,9 @@ class PointToPoint {
   void completeRecv(std::unique_ptr<PostedRecv> recv, const char* from, size_t bytes, int src);
   void failPeer(int peer, const std::string& reason);
   // "send #3 to rank 1 (tag 0)": how errors name an operation. Sends to a peer and receives
-  // from it are numbered from 0 in the order they are posted, so matching operations on the
-  // two ranks carry the same number.
+  // from it are numbered from 0 in the order they are posted, so where receives take the
+  // messages in the order they were sent (one tag, say), matching operations on the two
+  // ranks carry the same number.
   std::string describeSend(int dst, uint64_t seq, int64_t tag) const;
   std::string describeRecv(const PostedRecv& recv) const;
   std::exception_ptr failure(const std::string& op, const std::string& why) const;

@@ -109,7 +109,7 @@ TEST(PointToPoint, SizeMismatchIsAClearError) {
   });
 }
 
-TEST(PointToPoint, ReceiveFromDeadPeerFails) {
+TEST(PointToPoint, ReceiveFromAndSendToADeadPeerFailNamingTheOperation) {
   auto store = std::make_shared<InMemoryStore>();
   testing::runThreads(2, [&](int rank) {
     auto group = std::make_unique<Group>(testing::testOptions(rank, 2, store));
@@ -123,6 +123,14 @@ TEST(PointToPoint, ReceiveFromDeadPeerFails) {
       group->p2p().recv(1, 5, &value, sizeof(value), done.callback());
       std::string error = done.wait().first;
       EXPECT_NE(error.find(strCat("ringx: recv #", seq, " from rank 1 (tag 5) failed on rank 0")),
+                std::string::npos)
+          << error;
+    }
+    for (int seq = 0; seq < 2; ++seq) {  // sends are numbered apart from receives, also from 0
+      Completion done;
+      group->p2p().send(1, 5, &value, sizeof(value), done.callback());
+      std::string error = done.wait().first;
+      EXPECT_NE(error.find(strCat("ringx: send #", seq, " to rank 1 (tag 5) failed on rank 0")),
                 std::string::npos)
           << error;
     }
