@@ -13,6 +13,7 @@ import datetime
 import gc
 import json
 import os
+import select
 import socket
 import sys
 import threading
@@ -136,7 +137,7 @@ def _write_garbage(delay, store_port, report):
     to another rank (not the store's), from outside ringx, as a broken peer would."""
     time.sleep(delay)
     report["garbage_at"] = time.monotonic()
-    written = 0
+    written = full = 0
     for sock in ringx.wire.tcp_sockets():
         try:
             local, remote = sock.getsockname(), sock.getpeername()
@@ -144,12 +145,33 @@ def _write_garbage(delay, store_port, report):
             continue  # a listening socket has no peer
         if store_port in (local[1], remote[1]):
             continue
-        try:
-            sock.send(bytes(range(256)), socket.MSG_DONTWAIT)
-            written += 1
-        except OSError:
-            pass
+        outcome = _send_all_within(sock, bytes(range(256)), 2.0)
+        written += outcome == "written"
+        full += outcome == "full"  # closed: the peer already saw garbage elsewhere and left
     report["garbage_connections"] = written
+    report["garbage_full"] = full
+
+
+def _send_all_within(sock, data, seconds):
+    """Sends all of `data` on ringx's non-blocking descriptor, waiting for room: mid-transfer a
+    collective connection's send buffer is often full, and skipping it would leave the job
+    running untouched (the garbage then sits unread on an idle point-to-point connection).
+    Returns "written", "full" (no room within `seconds`) or "closed"."""
+    deadline = time.monotonic() + seconds
+    sent = 0
+    while sent < len(data):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "full"
+        if not select.select([], [sock], [], left)[1]:
+            continue
+        try:
+            sent += sock.send(data[sent:], socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            continue  # ringx's own send took the room first
+        except OSError:
+            return "closed"
+    return "written"
 
 
 if __name__ == "__main__":

@@ -186,6 +186,7 @@ def test_garbage_from_a_peer_is_an_error_on_every_rank(mode, culprit, job):
                          (["--garbage-after", "0.5"] if rank == culprit else []))
     fault_at = reports[culprit]["garbage_at"]
     assert reports[culprit]["garbage_connections"] >= 1
+    assert reports[culprit]["garbage_full"] == 0, reports[culprit]  # every connection reached
     for report in reports:
         assert "DistBackendError" in report["error_mro"], report
         message = report["message"]
