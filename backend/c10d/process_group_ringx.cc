@@ -41,6 +41,10 @@ ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& st
 
 namespace {
 
+// Set while stagedOnCuda's host part issues the CPU collective: that call must queue its job,
+// whatever the caller's async_op, because it runs behind copies the device has yet to make.
+thread_local bool stagingForCuda = false;
+
 // The output tensors of a collective, in order: what its Work's result() holds.
 std::vector<at::Tensor> resultTensors(const at::Tensor& output) { return {output}; }
 std::vector<at::Tensor> resultTensors(const std::vector<at::Tensor>& outputs) { return outputs; }
@@ -181,13 +185,19 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::stagedOnCuda(OpType type, co
   auto hostOutputs = staging.out(outputs);
   auto hostInputs = staging.in(inputs);  // an in-place tensor keeps its one stand-in
   std::call_once(cudaOnce_, [&] { cuda_ = CudaCollectives::create(rank_); });
-  return cuda_->run(staging, *queue_, type, title, resultTensors(outputs),
-                    [&] { return cpuCall(hostOutputs, hostInputs); });
+  return cuda_->run(staging, *queue_, type, title, resultTensors(outputs), [&] {
+    // The host part must not block the caller: it runs behind the device-to-host copies.
+    stagingForCuda = true;
+    struct Reset {
+      ~Reset() { stagingForCuda = false; }
+    } reset;
+    return cpuCall(hostOutputs, hostInputs);
+  });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const char* title,
                                                             std::vector<at::Tensor> outputs,
-                                                            Job job) {
+                                                            bool asyncOp, Job job) {
   collectivesIssued_++;
   // For the trace: when the caller issued it, and its size as nccl-tests counts
   // it (the outputs are the whole buffer except for reduce-scatter and scatter,
@@ -204,7 +214,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
   auto work = c10::make_intrusive<RingxWork>(rank_, type, title, std::move(outputs),
                                              std::chrono::milliseconds(0));
   Group* group = group_.get();
-  queue_->submit([work, group, note, job = std::move(job)] {
+  auto run = [work, group, note, job = std::move(job)] {
     try {
       work->markStarted(trace::nowNs(), static_cast<int64_t>(group->collectivesIssued()));
       group->noteCall(note);
@@ -214,7 +224,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
       return;
     }
     work->markSuccess();
-  });
+  };
+  // A synchronous call (async_op=False: torch waits right after this returns) runs on the
+  // caller's thread when the group has nothing else to do; its error then surfaces from the
+  // wait() torch makes at once. Asynchronous calls, and calls that a CUDA collective stages,
+  // stay on the communication thread (work_queue.h).
+  if (asyncOp || stagingForCuda || !queue_->runHereIfIdle(run)) queue_->submit(std::move(run));
   noteIssued(work);
   return work;
 }
@@ -232,7 +247,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, tensor, "allreduce");
   const DataType dtype = toDataType(tensor, "allreduce");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::ALLREDUCE, "ringx:all_reduce", tensors, [=, this] {
+  return enqueue(OpType::ALLREDUCE, "ringx:all_reduce", tensors, opts.asyncOp, [=, this] {
     Staged staged(tensor);
     reduce.premultiplyInPlace(staged.tensor());  // the tensor is the output: scale it in place
     group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout, [&](Collective& c) {
@@ -264,7 +279,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
   const auto timeout = callTimeout(opts.timeout);
   // Flatten, run once, copy back into the caller's tensors.
   return enqueue(
-      OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, [=, this]() mutable {
+      OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, opts.asyncOp,
+      [=, this]() mutable {
         at::Tensor flat = flattenBytes(tensors, &scratch_[0]);
         const size_t count = byteSize(flat) / elementSize(dtype);
         if (reduce.premul) reduce.premultiplyInPlace(flat.view(tensors[0].scalar_type()));
@@ -289,7 +305,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tenso
   const DataType dtype = toDataType(tensor, "reduce");
   const int root = static_cast<int>(opts.rootRank);
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::REDUCE, "ringx:reduce", tensors, [=, this] {
+  return enqueue(OpType::REDUCE, "ringx:reduce", tensors, opts.asyncOp, [=, this] {
     // Only the root's tensor is an output: the others' stay as they are.
     Staged staged(reduce.premultiplied(tensor));
     group_->run(CollectiveKind::kReduce, dtype, reduce.op, root, timeout, [&](Collective& c) {
@@ -324,7 +340,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
   const DataType dtype = toDataType(output, "reduce_scatter");
   const auto timeout = callTimeout(opts.timeout);
   std::vector<at::Tensor> inputList = inputs[0];
-  return enqueue(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, [=, this] {
+  return enqueue(OpType::REDUCE_SCATTER, "ringx:reduce_scatter", outputs, opts.asyncOp, [=, this] {
     // Read straight from the caller's input tensors (staged if not contiguous or scaled).
     std::vector<Staged> ins;
     for (const at::Tensor& in : inputList) ins.emplace_back(reduce.premultiplied(in));
@@ -395,7 +411,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_reduce_scatter_base(
   checkTensorPair(output, input, /*outputIsWhole=*/false, "_reduce_scatter_base", -1);
   const ReduceSpec reduce = toReduceSpec(opts.reduceOp, output, "_reduce_scatter_base");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", {output},
+  return enqueue(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", {output}, opts.asyncOp,
                  [=, this] { runReduceScatterInto(output, input, reduce, timeout); });
 }
 
@@ -417,7 +433,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
   }
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced",
-                 outputs, [=, this] {
+                 outputs, opts.asyncOp, [=, this] {
                    for (size_t i = 0; i < outputs.size(); ++i) {
                      runReduceScatterInto(outputs[i], inputs[i], reduces[i], timeout);
                    }
@@ -438,7 +454,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::broadcast(
   const DataType dtype = toDataType(tensor, "broadcast");
   const int root = static_cast<int>(opts.rootRank);
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::BROADCAST, "ringx:broadcast", tensors, [=, this] {
+  return enqueue(OpType::BROADCAST, "ringx:broadcast", tensors, opts.asyncOp, [=, this] {
     Staged staged(tensor);
     group_->run(CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, root, timeout,
                 [&](Collective& c) {
@@ -526,20 +542,21 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
   toDataType(input, "allgather");
   const auto timeout = callTimeout(opts.timeout);
   std::vector<at::Tensor> outputList = outputs[0];
-  return enqueue(OpType::ALLGATHER, "ringx:all_gather", outputList, [=, this]() mutable {
-    Staged in(input);
-    const size_t bytes = byteSize(input);
-    // Straight into the caller's tensors when they are contiguous.
-    std::vector<Staged> outs(outputList.begin(), outputList.end());
-    std::vector<void*> blocks;
-    for (auto& out : outs) blocks.push_back(out.data());
-    group_->run(CollectiveKind::kAllgather, toDataType(input, "allgather"), ReduceOp::kSum, -1,
-                timeout, [&](Collective& c) {
-                  algorithms::ringAllgatherInto(c, in.data(), blocks, bytes,
-                                                group_->tuning().segmentBytes);
-                });
-    for (auto& out : outs) out.copyBack();
-  });
+  return enqueue(OpType::ALLGATHER, "ringx:all_gather", outputList, opts.asyncOp,
+                 [=, this]() mutable {
+                   Staged in(input);
+                   const size_t bytes = byteSize(input);
+                   // Straight into the caller's tensors when they are contiguous.
+                   std::vector<Staged> outs(outputList.begin(), outputList.end());
+                   std::vector<void*> blocks;
+                   for (auto& out : outs) blocks.push_back(out.data());
+                   group_->run(CollectiveKind::kAllgather, toDataType(input, "allgather"),
+                               ReduceOp::kSum, -1, timeout, [&](Collective& c) {
+                                 algorithms::ringAllgatherInto(c, in.data(), blocks, bytes,
+                                                               group_->tuning().segmentBytes);
+                               });
+                   for (auto& out : outs) out.copyBack();
+                 });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_allgather_base(
@@ -552,7 +569,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_allgather_base(
   checkTensorPair(output, input, /*outputIsWhole=*/true, "_allgather_base", -1);
   toDataType(input, "_allgather_base");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", {output},
+  return enqueue(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", {output}, opts.asyncOp,
                  [=, this] { runAllgatherInto(output, input, timeout); });
 }
 
@@ -582,7 +599,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_into_tensor_coales
   checkTensorPairs(outputs, inputs, /*outputIsWhole=*/true, "allgather_into_tensor_coalesced");
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs,
-                 [=, this] {
+                 opts.asyncOp, [=, this] {
                    for (size_t i = 0; i < outputs.size(); ++i)
                      runAllgatherInto(outputs[i], inputs[i], timeout);
                  });
@@ -618,7 +635,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(
   for (auto& list : outputLists) flatOutputs.insert(flatOutputs.end(), list.begin(), list.end());
   // Any mix of dtypes: gathering moves bytes.
   return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_coalesced", flatOutputs,
-                 [=, this]() mutable {
+                 opts.asyncOp, [=, this]() mutable {
                    at::Tensor in = flattenBytes(inputs, &scratch_[1]);
                    const size_t bytes = byteSize(in);
                    at::Tensor flat = scratch(0, bytes * size_);
@@ -645,7 +662,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
   std::vector<at::Tensor> outputList = rootOnlyList(outputs, input, root, "gather", "gather_list");
   const DataType dtype = toDataType(input, "gather");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::GATHER, "ringx:gather", outputList, [=, this]() mutable {
+  return enqueue(OpType::GATHER, "ringx:gather", outputList, opts.asyncOp, [=, this]() mutable {
     Staged in(input);
     const size_t bytes = byteSize(input);
     at::Tensor flat = scratch(0, rank_ == root ? bytes * size_ : 0);
@@ -670,7 +687,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
   std::vector<at::Tensor> inputList = rootOnlyList(inputs, output, root, "scatter", "scatter_list");
   const DataType dtype = toDataType(output, "scatter");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::SCATTER, "ringx:scatter", outputs, [=, this] {
+  return enqueue(OpType::SCATTER, "ringx:scatter", outputs, opts.asyncOp, [=, this] {
     at::Tensor flat = rank_ == root ? flattenBytes(inputList, &scratch_[0]) : scratch(0, 0);
     Staged out(output);
     group_->run(CollectiveKind::kScatter, dtype, ReduceOp::kSum, root, timeout, [&](Collective& c) {
@@ -735,7 +752,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall_base(
                     " sends ", sendBytes[rank_], " bytes to itself but its output expects ",
                     recvBytes[rank_]);
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::ALLTOALL_BASE, "ringx:all_to_all", {output}, [=, this] {
+  return enqueue(OpType::ALLTOALL_BASE, "ringx:all_to_all", {output}, opts.asyncOp, [=, this] {
     Staged in(input);
     Staged out(output);
     group_->run(CollectiveKind::kAlltoall, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
@@ -780,7 +797,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
     recvTotal += recvBytes.back();
   }
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::ALLTOALL, "ringx:all_to_all", outputs, [=, this]() mutable {
+  return enqueue(OpType::ALLTOALL, "ringx:all_to_all", outputs, opts.asyncOp, [=, this]() mutable {
     at::Tensor in = flattenBytes(inputs, &scratch_[1]);
     at::Tensor out = scratch(0, recvTotal);
     group_->run(CollectiveKind::kAlltoall, dtype, ReduceOp::kSum, -1, timeout, [&](Collective& c) {
@@ -796,7 +813,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::alltoall(std::vector<at::Ten
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::barrier(const ::c10d::BarrierOptions& opts) {
   checkOpen("barrier");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::BARRIER, "ringx:barrier", {}, [=, this] {
+  return enqueue(OpType::BARRIER, "ringx:barrier", {}, opts.asyncOp, [=, this] {
     group_->run(CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, -1, timeout,
                 [&](Collective& c) { algorithms::barrier(c); });
   });

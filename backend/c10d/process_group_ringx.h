@@ -158,9 +158,11 @@ class ProcessGroupRingx : public BackendBase {
   template <typename Out, typename In, typename CpuCall>
   c10::intrusive_ptr<::c10d::Work> stagedOnCuda(::c10d::OpType type, const char* title,
                                                 Out& outputs, In& inputs, CpuCall cpuCall);
-  // Phase 2 and 3: queue `job` on the communication thread and complete `work`.
+  // Phase 2 and 3: run `job` in the group's order and complete the Work returned. `asyncOp`
+  // is the option torch passes: false when the caller waits at once, and then the job may
+  // run on the caller's thread (WorkQueue::runHereIfIdle).
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* title,
-                                           std::vector<at::Tensor> outputs, Job job);
+                                           std::vector<at::Tensor> outputs, bool asyncOp, Job job);
   // recv and recvAnysource (srcRank = PointToPoint::kAnySource).
   c10::intrusive_ptr<::c10d::Work> postRecv(std::vector<at::Tensor>& tensors, int srcRank, int tag,
                                             ::c10d::OpType type, const char* title);

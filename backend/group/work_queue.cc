@@ -4,6 +4,8 @@
 #include <memory>
 #include <set>
 
+#include "backend/transport/context.h"
+
 namespace ringx {
 namespace {
 
@@ -63,18 +65,43 @@ void WorkQueue::submit(std::function<void()> job) {
   wake_.notify_one();
 }
 
+bool WorkQueue::runHereIfIdle(const std::function<void()>& job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (busy_ || !jobs_.empty() || stopping_) return false;
+    busy_ = true;
+  }
+  {
+    transport::PatientWaits patient;  // this thread waits for the job anyway
+    job();
+  }
+  bool more;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = false;
+    // Submitted by another thread meanwhile (or the queue is being destroyed): go on.
+    more = !jobs_.empty() || stopping_;
+  }
+  if (more) wake_.notify_one();
+  return true;
+}
+
 void WorkQueue::loop() {
   for (;;) {
     std::function<void()> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      wake_.wait(lock, [&] { return !busy_ && (stopping_ || !jobs_.empty()); });
       if (jobs_.empty()) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      busy_ = true;
     }
     // Jobs report their own errors (through their Work); nothing escapes here.
     job();
+    job = nullptr;  // its captures go before the next caller may run one inline
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = false;
   }
 }
 

@@ -2,6 +2,13 @@
 // time in submission order. This is the CPU "communication stream": collectives
 // of one group never overlap and always run in the order the program issued
 // them, which is what keeps the ranks' sequence numbers in step.
+//
+// A caller that is going to wait for its job anyway (a synchronous collective)
+// can run it on its own thread with runHereIfIdle when nothing is queued or
+// running: that saves the two thread hand-offs (wake the communication thread,
+// wake the caller again), which cost more than a small collective itself. The
+// order stays the same: the job is the next one either way, and the
+// communication thread starts nothing while a caller runs one.
 #pragma once
 
 #include <chrono>
@@ -21,6 +28,11 @@ class WorkQueue {
 
   void submit(std::function<void()> job);
 
+  // Runs `job` on the calling thread and returns true when no job is queued or
+  // running; returns false (and runs nothing) otherwise, and the caller submits.
+  // Like every job, `job` reports its own errors and must not throw.
+  bool runHereIfIdle(const std::function<void()>& job);
+
   // Waits (up to `limit`) until every live queue has run and destroyed the jobs
   // submitted so far. Python calls it at exit: a job's captured tensors may be
   // owned by Python objects, and a communication thread that drops the last
@@ -35,6 +47,7 @@ class WorkQueue {
   std::condition_variable wake_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  bool busy_ = false;  // a job runs, on the communication thread or a caller's
   std::thread thread_;
 };
 

@@ -20,6 +20,17 @@ namespace ringx::transport {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
+// While one lives on a thread, that thread's waits on shared memory poll longer
+// before they sleep: it is a caller blocked on its own collective, with nothing
+// else to give the core to (see the Context constructor).
+class PatientWaits {
+ public:
+  PatientWaits();
+  ~PatientWaits();
+  PatientWaits(const PatientWaits&) = delete;
+  PatientWaits& operator=(const PatientWaits&) = delete;
+};
+
 class Context {
  public:
   // `pairs[peer]` for every peer != rank; pairs[rank] is null.
@@ -52,6 +63,10 @@ class Context {
   // How long to poll shared memory before sleeping on the doorbell
   // (RINGX_SPIN_MICROS overrides; see the constructor).
   std::chrono::microseconds spin_{0};
+  // The same while a PatientWaits lives on the waiting thread.
+  std::chrono::microseconds patientSpin_{0};
+  // More ranks on this host than cores to run them: give the core away between polls.
+  bool oversubscribed_ = false;
 };
 
 }  // namespace ringx::transport

@@ -42,7 +42,7 @@ Segment Segment::create(const std::string& name, size_t bytes) {
                                 "set RINGX_TRANSPORT=tcp to use no shared memory)"
                               : "");
   }
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) {
     ::shm_unlink(name.c_str());
@@ -56,7 +56,7 @@ Segment Segment::create(const std::string& name, size_t bytes) {
 Segment Segment::open(const std::string& name, size_t bytes) {
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   RINGX_SYSCHECK(fd, strCat("shm_open(", name, ") for mapping a peer's segment"));
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) RINGX_THROW(IoError, "mmap of ", name, " failed: ", std::strerror(errno));
   Segment segment;

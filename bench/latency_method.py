@@ -1,0 +1,74 @@
+"""How bench/vs_openmpi.py times a collective, in one place for both of its sides: the torch
+ranks (gloo and ringx) and the OpenMPI ranks, which run under mpirun with Debian's python3 and
+mpi4py, without torch. Nothing here imports torch or MPI.
+
+The method is what a user's timing would see: a barrier, then one collective, timed alone;
+the figure is the median over many such single operations, taken on every rank, and the
+slowest rank's median is the one reported. The number of operations depends only on the
+size, so every rank (and every library) runs the same count."""
+
+import statistics
+import time
+
+KIB, MIB = 1 << 10, 1 << 20
+COLLECTIVES = ["allreduce", "broadcast", "all_gather", "reduce_scatter", "barrier"]
+ALLREDUCE_SIZES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB,
+                   256 * MIB]
+OTHER_SIZES = [4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB]
+QUICK_SIZES = [4 * KIB, 64 * KIB]
+
+
+def cases(quick=False):
+    """(collective, bytes) pairs to time, in order. Sizes are of the whole buffer: the
+    allreduced or broadcast tensor, the gathered output, the reduce-scattered input."""
+    out = []
+    for collective in COLLECTIVES:
+        if collective == "barrier":
+            out.append((collective, 0))
+            continue
+        sizes = QUICK_SIZES if quick else (
+            ALLREDUCE_SIZES if collective == "allreduce" else OTHER_SIZES)
+        out += [(collective, size) for size in sizes]
+    return out
+
+
+def operations(size, quick=False):
+    """How many single operations to time at `size` bytes: many for small ones (their times
+    jump with the scheduler), a few for the largest (256 MiB through gloo takes seconds)."""
+    if quick:
+        return 20
+    return max(3, min(400, (256 * MIB) // max(size, 1)))
+
+
+def settle(barrier, count=5000):
+    """Barriers before the first timing: right after start-up, ranks that happen to share a core
+    run their first thousands of operations in lock-step with the scheduler (10x slower) until
+    it spreads them out. Both sides settle alike; the count is the same on every rank."""
+    for _ in range(count):
+        barrier()
+
+
+def median_single_op_seconds(op, barrier, count):
+    """Median of `count` timings of op(), each run alone right after barrier()."""
+    op()  # connections, caches and buffers warm
+    samples = []
+    for _ in range(count):
+        barrier()
+        start = time.perf_counter()
+        op()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def element_count(collective, size, world):
+    """float32 elements of each rank's input, so that the sides move identical buffers."""
+    elements = size // 4
+    if collective == "all_gather":
+        return elements // world  # each rank's share of the gathered output
+    return elements // world * world if collective == "reduce_scatter" else elements
+
+
+def human(size):
+    if size == 0:
+        return "-"
+    return f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
