@@ -40,6 +40,7 @@ demo: build
 
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/vs_openmpi.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/ddp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/fsdp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py

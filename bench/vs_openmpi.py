@@ -33,6 +33,9 @@ from latency_method import (cases, element_count, human, median_single_op_second
                             settle)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# torch 2.13 renamed the tensor forms (the old names warn).
+ALL_GATHER_INTO_TENSOR = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
+REDUCE_SCATTER_TENSOR = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
 # Debian's interpreter: python3-mpi4py and python3-numpy are installed for it.
 MPI_PYTHON = "/usr/bin/python3"
 
@@ -48,10 +51,10 @@ def torch_op(collective, size, group):
         return lambda: dist.broadcast(t, src=0, group=group)
     if collective == "all_gather":
         inp, out = torch.ones(n), torch.empty(n * world)
-        return lambda: dist.all_gather_into_tensor(out, inp, group=group)
+        return lambda: ALL_GATHER_INTO_TENSOR(out, inp, group=group)
     if collective == "reduce_scatter":
         inp, out = torch.ones(n), torch.empty(n // world)
-        return lambda: dist.reduce_scatter_tensor(out, inp, group=group)
+        return lambda: REDUCE_SCATTER_TENSOR(out, inp, group=group)
     if collective == "barrier":
         return lambda: dist.barrier(group=group)
     raise ValueError(collective)

@@ -19,6 +19,8 @@ PACKAGES=(
   xvfb xauth libgl1-mesa-dri
   # scripts/sanitizers.sh: clang and its runtimes for the ASan/UBSan + libFuzzer build
   clang-14 libclang-rt-14-dev
+  # bench/vs_openmpi.py: OpenMPI, the anchor for small collectives, through Debian's python3
+  openmpi-bin python3-mpi4py python3-numpy
 )
 
 # A Python 3.11 that can make virtual environments: python3.11 or python3 on PATH, else

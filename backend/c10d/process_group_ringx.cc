@@ -229,7 +229,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
   // caller's thread when the group has nothing else to do; its error then surfaces from the
   // wait() torch makes at once. Asynchronous calls, and calls that a CUDA collective stages,
   // stay on the communication thread (work_queue.h).
-  if (asyncOp || stagingForCuda || !queue_->runHereIfIdle(run)) queue_->submit(std::move(run));
+  if (!asyncOp && !stagingForCuda && queue_->runHereIfIdle(run)) {
+    ranOnCaller_++;
+  } else {
+    ranOnCommThread_++;
+    queue_->submit(std::move(run));
+  }
   noteIssued(work);
   return work;
 }

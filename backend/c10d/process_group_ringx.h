@@ -142,6 +142,11 @@ class ProcessGroupRingx : public BackendBase {
     checkOpen("transports");
     return group_->transports();
   }
+  // How many collectives ran on the caller's thread (synchronous calls issued while the
+  // group was idle) and how many on the communication thread, since the group was made.
+  std::pair<uint64_t, uint64_t> callsRun() const {
+    return {ranOnCaller_.load(), ranOnCommThread_.load()};
+  }
   // Bytes sent and received over each connection so far, counted by the transports.
   std::vector<ConnectionTraffic> traffic() const {
     checkOpen("traffic");
@@ -198,6 +203,8 @@ class ProcessGroupRingx : public BackendBase {
 
   std::unique_ptr<Group> group_;
   std::atomic<uint64_t> collectivesIssued_{0};
+  std::atomic<uint64_t> ranOnCaller_{0};
+  std::atomic<uint64_t> ranOnCommThread_{0};
   std::atomic<bool> closed_{false};
   std::mutex coalescingMutex_;
   bool coalescing_ = false;

@@ -65,6 +65,17 @@ PYBIND11_MODULE(_C, m) {
           py::arg("dir"), py::arg("listen"), py::arg("token"), py::arg("rss_interval_ms"),
           py::arg("clock_sync_interval_ms"), py::call_guard<py::gil_scoped_release>(),
           "Starts tracing over this group's ranks (every rank must call it); see ringx.trace.")
+      .def(
+          "calls",
+          [](const ProcessGroupRingx& self) {
+            auto [caller, commThread] = self.callsRun();
+            py::dict out;
+            out["caller_thread"] = caller;
+            out["comm_thread"] = commThread;
+            return out;
+          },
+          "How many collectives ran on the calling thread and how many on the group's "
+          "communication thread.")
       .def("transports", &ProcessGroupRingx::transports,
            "The transport to each rank of the group: 'shm', 'tcp', or 'self'.")
       .def(

@@ -88,11 +88,11 @@ bool RingxWork::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (limit.count() > 0) {
     if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
-      C10_THROW_ERROR(DistBackendError,
-                      strCat("ringx: ", ::c10d::opTypeToString(opType_), " on rank ", rank_,
-                             " did not complete within ", limit.count(), " ms",
-                             userLimit ? " (the timeout given to wait())"
-                                       : " (the process group's timeout)"));
+      C10_THROW_ERROR(
+          DistBackendError,
+          strCat("ringx: ", ::c10d::opTypeToString(opType_), " on rank ", rank_,
+                 " did not complete within ", limit.count(), " ms",
+                 userLimit ? " (the timeout given to wait())" : " (the process group's timeout)"));
     }
   } else {
     cv_.wait(lock, [&] { return completed_; });

@@ -10,6 +10,7 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
     ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
     ringx.transports(group=None)      # "shm" / "tcp" / "self" to each rank
     ringx.traffic(group=None)         # bytes sent/received over each connection
+    ringx.calls(group=None)           # collectives run on the caller's thread / comm thread
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
     ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
     ringx.fsdp.FullyShardedDataParallel  # the C++ FSDP engine (ringx/fsdp.py)
@@ -23,8 +24,8 @@ import torch.distributed as dist
 from . import _C
 from ._C import ProcessGroupRingx
 
-__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "transports", "traffic", "BACKEND_NAME",
-           "DEFAULT_BUCKET_BYTES"]
+__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "transports", "traffic",
+           "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
 # PyTorch's DDP syncs module state in 250 MiB buckets; smaller buckets pipeline better.
@@ -105,6 +106,15 @@ def traffic(group=None):
     "shm" or "tcp", "sent": bytes, "received": bytes}. Take the difference of two calls to
     measure what a step or a collective put on the wire."""
     return _require_ringx_group(group, "traffic").traffic()
+
+
+def calls(group=None):
+    """Where this rank's collectives on `group` (None = the default group; a ringx group) ran
+    so far: {"caller_thread": n, "comm_thread": m}. A synchronous call (async_op=False, the
+    default) issued while the group has nothing queued runs on the calling thread, which
+    saves two thread hand-offs; asynchronous calls, and calls issued behind queued ones, run
+    on the group's communication thread in issue order."""
+    return _require_ringx_group(group, "calls").calls()
 
 
 def broadcast_coalesced(tensors, src, group=None, bucket_bytes=DEFAULT_BUCKET_BYTES):

@@ -1,5 +1,7 @@
-// The communication thread's queue: order, and drainAll() (what Python's exit
-// handler uses so that no job is released after the interpreter has finalised).
+// The communication thread's queue: order, runHereIfIdle (a synchronous caller
+// runs its job itself, never ahead of or beside queued ones), and drainAll()
+// (what Python's exit handler uses so that no job is released after the
+// interpreter has finalised).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,6 +23,56 @@ TEST(WorkQueue, RunsJobsInSubmissionOrder) {
   }  // the destructor runs what was queued
   ASSERT_EQ(order.size(), 100u);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(WorkQueue, AnIdleQueueLetsTheCallerRunTheJobOnItsOwnThread) {
+  WorkQueue queue;
+  std::thread::id ranOn;
+  EXPECT_TRUE(queue.runHereIfIdle([&] { ranOn = std::this_thread::get_id(); }));
+  EXPECT_EQ(ranOn, std::this_thread::get_id());
+}
+
+TEST(WorkQueue, ACallerNeverOvertakesOrOverlapsQueuedJobs) {
+  WorkQueue queue;
+  std::atomic<bool> release{false};
+  std::atomic<int> running{0}, overlapped{0};
+  std::vector<int> order;
+  auto job = [&](int i) {
+    return [&, i] {
+      if (running.fetch_add(1) != 0) overlapped++;
+      order.push_back(i);
+      running.fetch_sub(1);
+    };
+  };
+  queue.submit([&] {
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  queue.submit(job(0));
+  // The communication thread is busy and a job waits: the caller must queue instead.
+  EXPECT_FALSE(queue.runHereIfIdle(job(-1)));
+  release = true;
+  ASSERT_TRUE(WorkQueue::drainAll(std::chrono::seconds(10)));
+  EXPECT_TRUE(queue.runHereIfIdle(job(1000)));  // idle again: the caller runs it
+  // Callers run inline while another thread keeps submitting: nothing may run
+  // beside an inline job, and every job runs exactly once, each thread's in its own order.
+  std::thread submitter([&] {
+    for (int i = 1; i <= 200; ++i) queue.submit(job(i));
+  });
+  for (int i = 1001; i <= 1200; ++i) {
+    if (!queue.runHereIfIdle(job(i))) queue.submit(job(i));
+  }
+  submitter.join();
+  EXPECT_TRUE(WorkQueue::drainAll(std::chrono::seconds(10)));
+  EXPECT_EQ(overlapped.load(), 0);
+  ASSERT_EQ(order.size(), 402u);
+  int lastSubmitted = 0, lastCaller = 999;
+  for (size_t k = 1; k < order.size(); ++k) {
+    int& last = order[k] >= 1000 ? lastCaller : lastSubmitted;
+    EXPECT_GT(order[k], last);
+    last = order[k];
+  }
+  EXPECT_EQ(order[0], 0);
+  EXPECT_EQ(order[1], 1000);
 }
 
 TEST(WorkQueue, DrainAllWaitsUntilEarlierJobsAreRunAndDestroyed) {
