@@ -9,7 +9,12 @@ file, RSS sampled every 10 ms), and report each mode's interquartile mean per-op
 times on this shared 2-core machine jump between modes 5x apart, so plain means mislead).
 gloo runs beside them as the yardstick for the noise level of the machine: its own on/off
 "difference" (gloo is not traced) shows how much of ringx's difference is noise.
-Goal (issue 4): <= 3% slowdown of a 64 KiB allreduce with tracing on.
+Goals: issue 4, <= 3% slowdown of a 64 KiB allreduce with tracing on; issue 17, a 4 KiB and a
+64 KiB allreduce cost at most 3% or 0.5 us more, whichever is larger. Beside the means, the
+paired differences: each round times both modes back to back, so on - off within a round
+cancels the slow drifts of a shared machine; their median and interquartile range say whether
+a difference is there at all (a range that straddles 0 is noise).
+Deterministic companion: build/bin/bench_trace_record (ns per recorded collective).
 """
 
 import argparse
@@ -69,7 +74,12 @@ def worker(rank, world, init, sizes, rounds, iters, trace_root, results):
         if os.environ.get("RINGX_BENCH_VERBOSE"):
             print(rank, size, {k: [round(x * 1e6, 1) for x in v] for k, v in samples.items()},
                   flush=True)
-        rows.append((size, {k: interquartile_mean(v) for k, v in samples.items()}))
+        summary = {k: interquartile_mean(v) for k, v in samples.items()}
+        paired = sorted(on - off for off, on in zip(samples[("ringx", False)],
+                                                     samples[("ringx", True)]))
+        summary["paired"] = (statistics.median(paired), paired[len(paired) // 4],
+                             paired[(3 * len(paired)) // 4])
+        rows.append((size, summary))
     if rank == 0:
         results[rank] = dict(rows=rows)
     dist.destroy_process_group()
@@ -78,7 +88,7 @@ def worker(rank, world, init, sizes, rounds, iters, trace_root, results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", nargs="+", default=["64K", "1M"])
+    parser.add_argument("--sizes", nargs="+", default=["4K", "64K", "1M"])
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--iters", type=int, default=1000)
@@ -91,13 +101,18 @@ def main():
     print(f"# tracing overhead, {args.world_size} ranks, {os.cpu_count()} cores, "
           f"interquartile mean of {args.rounds} alternating blocks\n")
     print("| size | ringx off (us) | ringx traced (us) | ringx slowdown "
+          "| paired on - off (us): median [IQR] | bound (us) | within "
           "| gloo off (us) | gloo 'on' (us) | gloo difference (noise) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     for size, t in rows:
         off, on = t[("ringx", False)], t[("ringx", True)]
         goff, gon = t[("gloo", False)], t[("gloo", True)]
+        median, q1, q3 = (x * 1e6 for x in t["paired"])
+        bound = max(0.03 * off * 1e6, 0.5)  # issue 17: 3% or 0.5 us, whichever is larger
         label = f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
         print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on / off - 1):+.1%} "
+              f"| {median:+.2f} [{q1:+.2f}, {q3:+.2f}] | {bound:.2f} "
+              f"| {'yes' if median <= bound else 'NO'} "
               f"| {goff * 1e6:.0f} | {gon * 1e6:.0f} | {(gon / goff - 1):+.1%} |")
 
 

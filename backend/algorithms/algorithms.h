@@ -18,6 +18,8 @@ struct Tuning {
   size_t segmentBytes = 1 << 20;
   // Allreduce switches from the direct exchange to the ring above this size.
   size_t directAllreduceMaxBytes = 32 << 10;
+  // Broadcast switches from the root sending to everyone to the chain above this size.
+  size_t directBroadcastMaxBytes = 64 << 10;
 };
 
 // data[count] of `dtype`, reduced in place on every rank.
@@ -41,6 +43,9 @@ void ringAllgather(Collective& c, const void* input, void* output, size_t bytes,
 void ringAllgatherInto(Collective& c, const void* input, const std::vector<void*>& outputs,
                        size_t bytes, size_t segmentBytes);
 
+// data[bytes] of root copied to every rank: directly for small buffers, else along a chain.
+void broadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning);
+void directBroadcast(Collective& c, void* data, size_t bytes, int root);
 // data[bytes] of root copied to every rank, pipelined along a chain.
 void chainBroadcast(Collective& c, void* data, size_t bytes, int root, size_t segmentBytes);
 

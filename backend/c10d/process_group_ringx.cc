@@ -463,8 +463,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::broadcast(
     Staged staged(tensor);
     group_->run(CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, root, timeout,
                 [&](Collective& c) {
-                  algorithms::chainBroadcast(c, staged.data(), byteSize(tensor), root,
-                                             group_->tuning().segmentBytes);
+                  algorithms::broadcast(c, staged.data(), byteSize(tensor), root, group_->tuning());
                 });
     if (rank_ != root) staged.copyBack();
   });

@@ -51,6 +51,8 @@ algorithms::Tuning tuningFromEnvironment() {
       std::max<size_t>(4096, sizeFromEnvironment("RINGX_SEGMENT_BYTES", tuning.segmentBytes));
   tuning.directAllreduceMaxBytes =
       sizeFromEnvironment("RINGX_DIRECT_ALLREDUCE_MAX_BYTES", tuning.directAllreduceMaxBytes);
+  tuning.directBroadcastMaxBytes =
+      sizeFromEnvironment("RINGX_DIRECT_BROADCAST_MAX_BYTES", tuning.directBroadcastMaxBytes);
   return tuning;
 }
 

@@ -249,21 +249,27 @@ TEST(Allgather, EveryWorldSizeAndSize) {
   }
 }
 
-TEST(Broadcast, EveryRootWorldSizeAndSize) {
-  for (int size : kWorldSizes) {
-    for (int root = 0; root < size; ++root) {
-      for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{1 << 20}}) {
-        runGroup(size, [&](Group& group) {
-          std::vector<char> data(bytes, static_cast<char>(group.rank()));
-          if (group.rank() == root) {
-            for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
-          }
-          group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, root, {},
-                    [&](Collective& c) {
-                      algorithms::chainBroadcast(c, data.data(), bytes, root, 1000);
-                    });
-          for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(data[i], static_cast<char>(i * 7 + 1));
-        });
+TEST(Broadcast, EveryAlgorithmRootWorldSizeAndSize) {
+  for (bool direct : {false, true}) {
+    for (int size : kWorldSizes) {
+      for (int root = 0; root < size; ++root) {
+        for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{1 << 20}}) {
+          runGroup(size, [&](Group& group) {
+            std::vector<char> data(bytes, static_cast<char>(group.rank()));
+            if (group.rank() == root) {
+              for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
+            }
+            group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, root, {},
+                      [&](Collective& c) {
+                        if (direct) {
+                          algorithms::directBroadcast(c, data.data(), bytes, root);
+                        } else {
+                          algorithms::chainBroadcast(c, data.data(), bytes, root, 1000);
+                        }
+                      });
+            for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(data[i], static_cast<char>(i * 7 + 1));
+          });
+        }
       }
     }
   }
