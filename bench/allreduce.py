@@ -23,17 +23,13 @@ import torch
 import torch.distributed as dist
 
 from bench_ranks import run_ranks
+from latency_method import KIB, MIB, human, parse_sizes
 
-KIB, MIB = 1 << 10, 1 << 20
 # memcpy reference: copy a buffer too big for the caches (GB/s of bytes copied).
 MEMCPY_BYTES = 256 * MIB
 FULL_SIZES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB,
               256 * MIB]
 QUICK_SIZES = [4 * KIB, 64 * KIB, 1 * MIB]
-
-
-def human(n):
-    return f"{n // MIB} MiB" if n >= MIB else f"{n // KIB} KiB"
 
 
 def timed_block(fn, group, iters):
@@ -170,8 +166,7 @@ def main():
     args = parser.parse_args()
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     if args.sizes:
-        unit = {"K": KIB, "M": MIB}
-        sizes = [int(x[:-1]) * unit[x[-1].upper()] for x in args.sizes]
+        sizes = parse_sizes(args.sizes)
     rounds, budget = (2, 0.05) if args.quick else (args.rounds, args.budget)
 
     print(f"# ringx vs gloo on {os.cpu_count()} cores, torch {torch.__version__}; "

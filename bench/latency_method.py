@@ -5,7 +5,9 @@ mpi4py, without torch. Nothing here imports torch or MPI.
 The method is what a user's timing would see: a barrier, then one collective, timed alone;
 the figure is the median over many such single operations, taken on every rank, and the
 slowest rank's median is the one reported. The number of operations depends only on the
-size, so every rank (and every library) runs the same count."""
+size, so every rank (and every library) runs the same count.
+
+Also here, for every benchmark: how sizes are written ("64K", "1M") and read back."""
 
 import statistics
 import time
@@ -72,3 +74,9 @@ def human(size):
     if size == 0:
         return "-"
     return f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
+
+
+def parse_sizes(texts):
+    """Byte counts of command-line sizes such as 64K and 1M."""
+    unit = {"K": KIB, "M": MIB}
+    return [int(x[:-1]) * unit[x[-1].upper()] for x in texts]

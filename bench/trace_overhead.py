@@ -28,8 +28,8 @@ import torch
 import torch.distributed as dist
 
 from bench_ranks import run_ranks
+from latency_method import human, parse_sizes
 
-KIB, MIB = 1 << 10, 1 << 20
 
 
 def interquartile_mean(values):
@@ -93,8 +93,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--iters", type=int, default=1000)
     args = parser.parse_args()
-    unit = {"K": KIB, "M": MIB}
-    sizes = [int(x[:-1]) * unit[x[-1].upper()] for x in args.sizes]
+    sizes = parse_sizes(args.sizes)
     with tempfile.TemporaryDirectory() as trace_root:
         rows = run_ranks(worker, args.world_size, sizes, args.rounds, args.iters, trace_root,
                          name="bench/trace_overhead.py")["rows"]
@@ -109,8 +108,7 @@ def main():
         goff, gon = t[("gloo", False)], t[("gloo", True)]
         median, q1, q3 = (x * 1e6 for x in t["paired"])
         bound = max(0.03 * off * 1e6, 0.5)  # issue 17: 3% or 0.5 us, whichever is larger
-        label = f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
-        print(f"| {label} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on / off - 1):+.1%} "
+        print(f"| {human(size)} | {off * 1e6:.1f} | {on * 1e6:.1f} | {(on / off - 1):+.1%} "
               f"| {median:+.2f} [{q1:+.2f}, {q3:+.2f}] | {bound:.2f} "
               f"| {'yes' if median <= bound else 'NO'} "
               f"| {goff * 1e6:.0f} | {gon * 1e6:.0f} | {(gon / goff - 1):+.1%} |")

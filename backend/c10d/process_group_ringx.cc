@@ -232,7 +232,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
   if (!asyncOp && !stagingForCuda && queue_->runHereIfIdle(run)) {
     ranOnCaller_++;
   } else {
-    ranOnCommThread_++;
     queue_->submit(std::move(run));
   }
   noteIssued(work);

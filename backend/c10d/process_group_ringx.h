@@ -145,7 +145,8 @@ class ProcessGroupRingx : public BackendBase {
   // How many collectives ran on the caller's thread (synchronous calls issued while the
   // group was idle) and how many on the communication thread, since the group was made.
   std::pair<uint64_t, uint64_t> callsRun() const {
-    return {ranOnCaller_.load(), ranOnCommThread_.load()};
+    const uint64_t caller = ranOnCaller_.load();
+    return {caller, collectivesIssued_.load() - caller};
   }
   // Bytes sent and received over each connection so far, counted by the transports.
   std::vector<ConnectionTraffic> traffic() const {
@@ -204,7 +205,6 @@ class ProcessGroupRingx : public BackendBase {
   std::unique_ptr<Group> group_;
   std::atomic<uint64_t> collectivesIssued_{0};
   std::atomic<uint64_t> ranOnCaller_{0};
-  std::atomic<uint64_t> ranOnCommThread_{0};
   std::atomic<bool> closed_{false};
   std::mutex coalescingMutex_;
   bool coalescing_ = false;

@@ -42,9 +42,10 @@ Context::Context(int rank, int size, std::vector<std::unique_ptr<Pair>> pairs)
   //  - More ranks than cores: a poll that keeps the core takes it from the rank
   //    it waits for (3 ranks on 2 cores ran a 1 MiB allreduce 1.6x slower with
   //    20 us of plain spinning, 4x with 200 us), and sleeping at once makes every
-  //    step a scheduler round trip. Poll for 50 us giving the core away between
-  //    polls (sched_yield), as MPI libraries do when oversubscribed (measured: 4
-  //    ranks on 2 cores, 1 MiB 1.5x faster than sleeping at once).
+  //    step a scheduler round trip. Every poll then gives the core away
+  //    (sched_yield), as MPI libraries do when oversubscribed, and the
+  //    communication thread polls 50 us, the patient caller still 1 ms (measured:
+  //    4 ranks on 2 cores, 1 MiB 1.5x faster than sleeping at once).
   int localRanks = 1;
   for (auto& pair : pairs_) {
     if (pair && pair->doorbell()) ++localRanks;
