@@ -13,9 +13,9 @@ PACKAGES=(
   libgtest-dev
   nlohmann-json3-dev     # ringx-trace export/import, the viewer's Chrome-trace reader
   # ringx-viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), GLFW, stb
-  # (font packing, PNG screenshots), simdjson (Chrome traces), and for tests and
+  # (font packing, PNG screenshots), simdjson and zlib (Chrome traces, .json.gz), and for tests and
   # screenshots a virtual display with Mesa's llvmpipe OpenGL.
-  libimgui-dev libglfw3-dev libstb-dev libgl-dev libsimdjson-dev
+  libimgui-dev libglfw3-dev libstb-dev libgl-dev libsimdjson-dev zlib1g-dev
   xvfb xauth libgl1-mesa-dri
   # scripts/sanitizers.sh: clang and its runtimes for the ASan/UBSan + libFuzzer build
   clang-14 libclang-rt-14-dev

@@ -23,6 +23,14 @@
 // Kineto writes microseconds since the epoch, where a double no longer holds a
 // nanosecond), so a ringx export reads back to the nanosecond.
 //
+// What Perfetto accepts, this reads too: pid and tid as numbers or strings (a
+// string that is not a number names its process or thread, as the legacy
+// profiler's "CPU functions" does); nested "B"/"E"; async "b"/"e"/"n" (matched
+// by process, category, scope and id, then by name; each category is one lane
+// per process, and overlapping async spans stack on it); flows ("s"/"t"/"f" by
+// category and id, and "bind_id" with "flow_out"/"flow_in") as arrows between
+// the events' lanes; "M" metadata; counters; gzip-compressed files (.json.gz).
+//
 // Bad input: text that is not JSON, is cut off, or whose top level is neither
 // an object with "traceEvents" nor an array of events throws FormatError naming
 // the file and the byte. Single malformed events are skipped, counted and
@@ -35,6 +43,7 @@
 #include <unistd.h>
 
 #include <simdjson.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cmath>
@@ -196,6 +205,28 @@ struct OpenSpan {
   uint8_t category = 0;
 };
 
+// An async "b" waiting for its "e".
+struct OpenAsync {
+  int64_t begin = 0;
+  uint32_t name = 0;
+  uint32_t thread = 0;  // its lane: the process's track for the category
+  uint8_t category = 0;
+  std::vector<ArgValue> args;
+};
+
+// One end of a flow arrow, waiting for its rank and track.
+enum FlowRole : uint8_t { kFlowStart, kFlowStep, kFlowFinish };
+struct PendingFlowEnd {
+  int64_t time = 0;
+  uint32_t key = 0;  // the flow's (category, id), or its bind_id
+  uint32_t thread = 0;
+  uint32_t name = 0;
+  FlowRole role = kFlowStart;
+};
+
+// Ids for string pids and tids that are not numbers: far from any real one.
+constexpr int64_t kNamedIdBase = int64_t{1} << 62;
+
 struct Thread {
   int64_t tid = 0;
   uint32_t process = 0;
@@ -255,6 +286,14 @@ class Reader {
   void addEvent(PendingEvent& e);
   void parseArgs(od::value value, bool* bad);
   bool number(od::value value, int64_t* out, bool* bad);
+  bool entityId(od::value value, int64_t* out, bool* bad);
+  int64_t namedId(std::string_view text);
+  std::string_view idText(od::value value, bool* bad);
+  void asyncEvent(char kind, std::string_view key, int64_t ts, uint32_t thread, uint32_t name,
+                  uint8_t category);
+  void flowEnd(std::string_view key, int64_t time, uint32_t thread, uint32_t name, FlowRole role);
+  void commitFlows(const std::vector<int32_t>& rankOf, const std::vector<RankData*>& dataOf,
+                   const std::vector<int32_t>& trackOf);
   bool micros(od::value value, int64_t* out, bool* bad);
   uint32_t processIndex(int64_t pid);
   uint32_t threadIndex(int64_t pid, int64_t tid);
@@ -294,8 +333,14 @@ class Reader {
   uint64_t eventsSeen_ = 0;
   uint64_t skipped_[kSkipReasons] = {};
   std::map<std::string, uint64_t> unknownPh_;
+  std::unordered_map<std::string, int64_t> namedIds_;  // string pid/tid -> id
+  std::vector<std::string> namedIdText_;               // id - kNamedIdBase -> text
+  std::unordered_map<std::string, std::vector<OpenAsync>> asyncOpen_;
+  std::unordered_map<std::string, uint32_t> flowKeys_;
+  std::vector<PendingFlowEnd> flowEnds_;
   int guessesMissed_ = 0;  // in a row; guessing stops when it keeps missing
   bool unclosedArray_ = false;
+  bool cutEvent_ = false;  // the bare array ends inside an event
   size_t replacedBytes_ = 0;
 };
 
@@ -567,6 +612,14 @@ size_t Reader::eventArray(size_t open, bool bare) {
         break;
       }
       const size_t after = skipValue(i);
+      if (after == npos && bare) {
+        // A writer that died mid-event (the format lets a running writer leave
+        // the array open): the events before this one are whole; read them.
+        cutEvent_ = true;
+        if (close == npos) return size_;  // nothing whole in this chunk
+        chunk(start, close, false);
+        return size_;
+      }
       if (after == npos) failAt(size_, "the file ends inside an event");
       if (after == kMalformed)
         failAt(i, "an event is missing, or nested too deep, or its brackets do not match");
@@ -671,6 +724,58 @@ bool Reader::number(od::value value, int64_t* out, bool* bad) {
   }
   *bad = true;
   return false;
+}
+
+// A pid or tid: a number, or a string. A string of digits is that number;
+// any other string names its process or thread (the legacy profiler writes
+// "CPU functions") and gets an id of its own.
+bool Reader::entityId(od::value value, int64_t* out, bool* bad) {
+  if (take(value.type()) != od::json_type::string) return number(value, out, bad);
+  std::string_view text;
+  const error_code e = value.get_string().get(text);
+  checkSoft(e);
+  if (e != simdjson::SUCCESS) {
+    *bad = true;
+    return false;
+  }
+  *out = namedId(text);
+  return true;
+}
+
+int64_t Reader::namedId(std::string_view text) {
+  size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
+  if (i < text.size() && text.size() - i <= 18) {
+    int64_t value = 0;
+    size_t j = i;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9')
+      value = value * 10 + (text[j++] - '0');
+    if (j == text.size()) return i == 1 ? -value : value;
+  }
+  auto [it, added] = namedIds_.emplace(std::string(text), 0);
+  if (added) {
+    it->second = kNamedIdBase + static_cast<int64_t>(namedIdText_.size());
+    namedIdText_.push_back(it->first);
+  }
+  return it->second;
+}
+
+// An async or flow id ("id", "bind_id"): a number's text or a string's; empty
+// (setting *bad) for anything else.
+std::string_view Reader::idText(od::value value, bool* bad) {
+  const od::json_type type = take(value.type());
+  if (type == od::json_type::number) {
+    std::string_view text = value.raw_json_token();
+    while (!text.empty() && isSpace(text.back())) text.remove_suffix(1);
+    return text;
+  }
+  if (type == od::json_type::string) {
+    std::string_view text;
+    const error_code e = value.get_string().get(text);
+    checkSoft(e);
+    if (e == simdjson::SUCCESS) return text;
+  }
+  *bad = true;
+  return {};
 }
 
 // A time in microseconds -> nanoseconds. False when absent or not a number.
@@ -827,8 +932,9 @@ void Reader::event(od::value value) {
     return;
   }
   scratch_.clear();
-  std::string_view ph, name, cat;
+  std::string_view ph, name, cat, id, bindId, bindPoint, scope;
   bool havePh = false, haveTs = false, haveDur = false, bad = false;
+  bool flowIn = false, flowOut = false;
   int64_t ts = 0, dur = 0, pid = 0, tid = 0;
   for (auto fieldResult : take(value.get_object())) {
     od::field field = take(std::move(fieldResult));
@@ -856,11 +962,30 @@ void Reader::event(od::value value) {
       }
       (key == "name" ? name : cat) = text;
     } else if (key == "pid") {
-      number(v, &pid, &bad);
+      entityId(v, &pid, &bad);
     } else if (key == "tid") {
-      number(v, &tid, &bad);
+      entityId(v, &tid, &bad);
     } else if (key == "args") {
       parseArgs(v, &bad);
+    } else if (key == "id") {
+      id = idText(v, &bad);
+    } else if (key == "id2") {
+      // {"local": ...} or {"global": ...}: its text is the id.
+      if (take(v.type()) == od::json_type::object) {
+        id = take(take(v.get_object()).raw_json());
+      } else {
+        bad = true;
+      }
+    } else if (key == "bind_id") {
+      bindId = idText(v, &bad);
+    } else if (key == "bp" || key == "scope") {
+      std::string_view text;
+      if (take(v.type()) == od::json_type::string) checkSoft(v.get_string().get(text));
+      (key == "bp" ? bindPoint : scope) = text;
+    } else if (key == "flow_in" || key == "flow_out") {
+      bool b = false;
+      if (take(v.type()) == od::json_type::boolean) checkSoft(v.get_bool().get(b));
+      (key == "flow_in" ? flowIn : flowOut) = b;
     }
   }
   if (!havePh || ph.size() != 1) {
@@ -873,7 +998,8 @@ void Reader::event(od::value value) {
     return;
   }
   const bool known = kind == 'X' || kind == 'B' || kind == 'E' || kind == 'i' || kind == 'I' ||
-                     kind == 'n' || kind == 'C';
+                     kind == 'n' || kind == 'C' || kind == 'b' || kind == 'e' || kind == 's' ||
+                     kind == 't' || kind == 'f';
   if (!known) {
     ++unknownPh_[std::string(ph)];
     return;
@@ -910,6 +1036,28 @@ void Reader::event(od::value value) {
     return;
   }
   const uint8_t categoryIdx = category(cat.empty() ? 0 : intern(cat));
+  if (kind == 's' || kind == 't' || kind == 'f') {
+    if (id.empty()) {
+      ++skipped_[kBadField];
+      return;
+    }
+    // A "f" binds to the slice that encloses it ("bp":"e") or to the next one;
+    // either way its arrow ends at its time on its thread.
+    (void)bindPoint;
+    flowEnd(strCat("flow\x1f", cat, "\x1f", id), ts, threadIdx, intern(name),
+            kind == 's'   ? kFlowStart
+            : kind == 't' ? kFlowStep
+                          : kFlowFinish);
+    return;
+  }
+  if (kind == 'b' || kind == 'e' || (kind == 'n' && !id.empty())) {
+    // Async events live on a lane of their process, one per category.
+    const uint32_t lane =
+        threadIndex(pid, namedId(strCat("async ", cat.empty() ? std::string_view("events") : cat)));
+    asyncEvent(kind, strCat(pid, "\x1f", cat, "\x1f", scope, "\x1f", id), ts, lane, intern(name),
+               categoryIdx);
+    return;
+  }
   if (kind == 'B') {
     OpenSpan open;
     open.begin = ts;
@@ -948,6 +1096,97 @@ void Reader::event(od::value value) {
   }
   for (const ArgValue& a : scratch_) args_.push_back(a);
   addEvent(e);
+  // Flow events of the newer form: the slice itself is the arrow's end.
+  if (kind == 'X' && !bindId.empty()) {
+    const std::string key = strCat("bind\x1f", bindId);
+    if (flowOut) flowEnd(key, e.end, threadIdx, e.name, kFlowStart);
+    if (flowIn) flowEnd(key, e.begin, threadIdx, e.name, kFlowFinish);
+  }
+}
+
+// An async "b", "e" or "n" whose matching key (process, category, scope, id) is
+// `key`, on lane `thread`.
+void Reader::asyncEvent(char kind, std::string_view key, int64_t ts, uint32_t thread, uint32_t name,
+                        uint8_t category) {
+  std::vector<OpenAsync>& open = asyncOpen_[std::string(key)];
+  PendingEvent e;
+  e.begin = e.end = ts;
+  e.name = name;
+  e.category = category;
+  e.thread = thread;
+  e.firstArg = static_cast<uint32_t>(args_.size());
+  if (kind == 'b') {
+    open.push_back(OpenAsync{ts, name, thread, category, scratch_});
+    return;
+  }
+  if (kind == 'e') {
+    // The innermost open "b" of the same name ("e" may leave its name out).
+    auto match = open.rbegin();
+    while (match != open.rend() && name != 0 && match->name != name) ++match;
+    if (match == open.rend()) {
+      ++skipped_[kUnmatchedEnd];
+      return;
+    }
+    e.begin = match->begin;
+    e.name = match->name;
+    e.category = match->category;
+    args_.insert(args_.end(), match->args.begin(), match->args.end());
+    open.erase(std::next(match).base());
+  } else {
+    e.bits |= kPendingInstant;
+  }
+  args_.insert(args_.end(), scratch_.begin(), scratch_.end());
+  addEvent(e);
+}
+
+void Reader::flowEnd(std::string_view key, int64_t time, uint32_t thread, uint32_t name,
+                     FlowRole role) {
+  auto [it, added] = flowKeys_.emplace(std::string(key), static_cast<uint32_t>(flowKeys_.size()));
+  flowEnds_.push_back(PendingFlowEnd{time, it->second, thread, name, role});
+}
+
+// Joins the ends of each flow, in time order, into arrows: start -> step ->
+// ... -> finish, a new chain after each finish. Ends on threads that have no
+// events (so no lane) and ends alone are counted in a warning.
+void Reader::commitFlows(const std::vector<int32_t>& rankOf, const std::vector<RankData*>& dataOf,
+                         const std::vector<int32_t>& trackOf) {
+  std::stable_sort(flowEnds_.begin(), flowEnds_.end(),
+                   [](const PendingFlowEnd& a, const PendingFlowEnd& b) {
+                     if (a.key != b.key) return a.key < b.key;
+                     if (a.time != b.time) return a.time < b.time;
+                     return a.role < b.role;
+                   });
+  uint64_t alone = 0, added = 0;
+  auto endOf = [&](const PendingFlowEnd& p, FlowEnd* out) {
+    const int32_t track = trackOf[p.thread];
+    if (track < 0) return false;
+    const uint32_t process = threads_[p.thread].process;
+    *out =
+        FlowEnd{rankOf[process], dataOf[process]->tracks[static_cast<size_t>(track)].name, p.time};
+    return true;
+  };
+  for (size_t i = 0; i < flowEnds_.size();) {
+    size_t j = i;
+    while (j < flowEnds_.size() && flowEnds_[j].key == flowEnds_[i].key) ++j;
+    std::vector<bool> joined(j - i, false);
+    for (size_t k = i; k + 1 < j; ++k) {
+      if (flowEnds_[k].role == kFlowFinish || flowEnds_[k + 1].role == kFlowStart) continue;
+      Flow flow;
+      flow.name = flowEnds_[k].name;
+      if (!endOf(flowEnds_[k], &flow.from) || !endOf(flowEnds_[k + 1], &flow.to)) continue;
+      store_.addFlow(flow);
+      joined[k - i] = joined[k + 1 - i] = true;
+      ++added;
+    }
+    for (bool b : joined) alone += b ? 0 : 1;
+    i = j;
+  }
+  if (alone > 0)
+    store_.addWarning(strCat(alone, " flow events in '", source_,
+                             "' have no other end on a thread with events; their arrows are "
+                             "not drawn (",
+                             added, " arrows are)"));
+  flowEnds_ = {};
 }
 
 // Finishes an event whose args are args_[e.firstArg, end).
@@ -962,7 +1201,9 @@ void Reader::addEvent(PendingEvent& e) {
 }
 
 std::string Reader::trackName(const Thread& t) const {
-  return t.name.empty() ? strCat("thread ", t.tid) : t.name;
+  if (!t.name.empty()) return t.name;
+  if (t.tid >= kNamedIdBase) return namedIdText_[static_cast<size_t>(t.tid - kNamedIdBase)];
+  return strCat("thread ", t.tid);
 }
 
 void Reader::commit() {
@@ -987,13 +1228,34 @@ void Reader::commit() {
     t.open.clear();
     t.openArgs.clear();
   }
+  for (auto& [key, open] : asyncOpen_) {
+    for (const OpenAsync& o : open) {
+      PendingEvent e;
+      e.begin = o.begin;
+      e.end = std::max(o.begin, lastTime_);
+      e.name = o.name;
+      e.category = o.category;
+      e.thread = o.thread;
+      e.firstArg = static_cast<uint32_t>(args_.size());
+      args_.insert(args_.end(), o.args.begin(), o.args.end());
+      addEvent(e);
+      ++unclosed;
+    }
+  }
+  asyncOpen_.clear();
 
   // Ranks: a ringx export names its processes "rank N (host)"; a Kineto file
   // says its rank in distributedInfo (every process in it is that rank: the
   // CPU threads and the GPU streams); anything else numbers its processes in
   // the order they appear, skipping ranks a named process already took.
+  // Ranks an earlier file put in the store are taken too: two files without
+  // rank information are two ranks, not one.
   std::vector<int32_t> rankOf(processes_.size());
   std::vector<bool> taken;
+  for (const RankData& r : store_.ranks()) {
+    if (static_cast<size_t>(r.rank) >= taken.size()) taken.resize(r.rank + 1);
+    taken[r.rank] = true;
+  }
   for (const Process& p : processes_)
     if (p.ringxRank >= 0) {
       if (static_cast<size_t>(p.ringxRank) >= taken.size()) taken.resize(p.ringxRank + 1);
@@ -1076,6 +1338,8 @@ void Reader::commit() {
     trackOf[i] = static_cast<int32_t>(store_.track(*dataOf[t.process], name));
   }
 
+  commitFlows(rankOf, dataOf, trackOf);
+
   // Room for what each track and rank gets, so that a million events are not
   // copied again and again while their vectors grow.
   std::vector<size_t> perTrack(threads_.size(), 0);
@@ -1149,8 +1413,8 @@ void Reader::commit() {
   if (skipped > 0)
     store_.addWarning(strCat(skipped, " events in '", source_, "' were skipped: ", reasons));
   if (unclosed > 0)
-    store_.addWarning(strCat(unclosed, " \"B\" events in '", source_,
-                             "' have no matching \"E\"; they are shown ending where the trace "
+    store_.addWarning(strCat(unclosed, " \"B\" or \"b\" events in '", source_,
+                             "' have no matching end; they are shown ending where the trace "
                              "ends"));
   if (!unknownPh_.empty()) {
     uint64_t count = 0;
@@ -1163,6 +1427,10 @@ void Reader::commit() {
                              "' are of kinds the viewer does not show and were left out (ph ",
                              kinds, ")"));
   }
+  if (cutEvent_)
+    store_.addWarning(strCat("'", source_,
+                             "' ends inside an event (cut off while being written?); the ",
+                             eventsSeen_, " complete events before it were read"));
   if (unclosedArray_)
     store_.addWarning(strCat("'", source_,
                              "' ends without closing its event array (a trace still being "
@@ -1244,6 +1512,45 @@ void ingest(TraceStore& store, JsonText& text, const std::string& source) {
   reader.commit();
 }
 
+// A gzip-compressed trace (the profiler's use_gzip=True writes .json.gz),
+// decompressed into memory. A file cut off mid-stream (a crash while writing)
+// gives what was decompressed, with a warning; the JSON reader then treats the
+// text as cut off.
+bool gunzipInto(const std::string& path, JsonText& text, std::string* warning) {
+  gzFile in = ::gzopen(path.c_str(), "rb");
+  if (in == nullptr) throw IoError(strCat("cannot open '", path, "': ", std::strerror(errno)));
+  struct Closer {
+    gzFile f;
+    ~Closer() { ::gzclose(f); }
+  } closer{in};
+  ::gzbuffer(in, 1 << 17);
+  std::string bytes;
+  char chunk[1 << 16];
+  for (;;) {
+    const int n = ::gzread(in, chunk, sizeof chunk);
+    if (n > 0) {
+      bytes.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    int code = 0;
+    const char* message = ::gzerror(in, &code);
+    if (n == 0 && code == Z_OK) break;  // a whole stream (a cut one ends in Z_BUF_ERROR)
+    if (bytes.empty())
+      throw trace::FormatError(strCat("'", path, "' is not a readable gzip file: ", message));
+    *warning = strCat("'", path, "' is cut off or damaged after ", bytes.size(),
+                      " decompressed bytes (", message, "); what came before was read");
+    break;
+  }
+  text.copy(bytes);
+  return true;
+}
+
+bool isGzip(int fd) {
+  unsigned char magic[2] = {};
+  const bool gzip = ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  return gzip;
+}
+
 }  // namespace
 
 void ingestChromeTraceFile(TraceStore& store, const std::string& path) {
@@ -1262,7 +1569,11 @@ void ingestChromeTraceFile(TraceStore& store, const std::string& path) {
     throw IoError(strCat("cannot read '", path, "': it is a directory, not a Chrome trace file"));
   JsonText text;
   const size_t size = static_cast<size_t>(st.st_size);
-  if (!(S_ISREG(st.st_mode) && size > 0 && text.map(fd, size))) {
+  if (S_ISREG(st.st_mode) && isGzip(fd)) {
+    std::string warning;
+    gunzipInto(path, text, &warning);
+    if (!warning.empty()) store.addWarning(warning);
+  } else if (!(S_ISREG(st.st_mode) && size > 0 && text.map(fd, size))) {
     // Not mappable (a pipe, an empty or special file): read it.
     std::string bytes;
     char chunk[1 << 16];

@@ -28,6 +28,11 @@ TraceFormat detectFormat(const std::string& path) {
   const size_t got = static_cast<size_t>(in.gcount());
   if (got >= sizeof trace::kMagic && std::memcmp(head, trace::kMagic, sizeof trace::kMagic) == 0)
     return TraceFormat::kRingxFile;
+  // gzip (.json.gz, as the profiler's use_gzip=True writes): a Chrome trace,
+  // which the reader decompresses and checks.
+  if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
+      static_cast<unsigned char>(head[1]) == 0x8b)
+    return TraceFormat::kChromeJson;
   for (size_t i = 0; i < got; ++i) {
     const char c = head[i];
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
@@ -36,7 +41,7 @@ TraceFormat detectFormat(const std::string& path) {
   }
   throw trace::FormatError(strCat("'", path,
                                   "' is neither a ringx trace (directory or .ringx file) nor a "
-                                  "Chrome Trace Event JSON file"));
+                                  "Chrome Trace Event JSON file (.json or .json.gz)"));
 }
 
 void loadTraces(TraceStore& store, const std::vector<std::string>& paths) {

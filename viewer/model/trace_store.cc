@@ -123,6 +123,12 @@ void TraceStore::addInstant(RankData& rank, uint32_t track, const Instant& insta
   dirty_ = true;
 }
 
+void TraceStore::addFlow(const Flow& flow) {
+  if (!flows_.empty() && flow.from.time < flows_.back().from.time) flowsSorted_ = false;
+  flows_.push_back(flow);
+  dirty_ = true;
+}
+
 void TraceStore::addCounter(RankData& rank, std::string_view name, int64_t time, double value) {
   const uint32_t id = strings_.intern(name);
   CounterSeries* series = nullptr;
@@ -291,6 +297,11 @@ void TraceStore::finalize() {
       }
     }
   }
+  if (!flowsSorted_) {
+    std::stable_sort(flows_.begin(), flows_.end(),
+                     [](const Flow& a, const Flow& b) { return a.from.time < b.from.time; });
+    flowsSorted_ = true;
+  }
   if (lo > hi) lo = hi = 0;
   begin_ = lo;
   end_ = hi;
@@ -352,6 +363,7 @@ size_t TraceStore::memoryBytes() const {
     for (const auto& c : r.counters)
       bytes += c.times.capacity() * sizeof(int64_t) + c.values.capacity() * sizeof(double);
   }
+  bytes += flows_.capacity() * sizeof(Flow);
   for (size_t i = 0; i < strings_.size(); ++i)
     bytes += strings_.str(static_cast<uint32_t>(i)).size() + 48;
   return bytes;

@@ -113,6 +113,21 @@ struct Track {
   std::vector<Instant> pendingInstants;
 };
 
+// An arrow from one event to another, on any ranks: a Chrome trace's flow
+// events ("s"/"t"/"f", or "bind_id" with "flow_out"/"flow_in"), such as the
+// profiler's CPU-to-GPU launch links. Ends name their track (a StringPool id,
+// stable across finalize(), which reorders tracks) and a time on it.
+struct FlowEnd {
+  int32_t rank = 0;
+  uint32_t track = 0;
+  int64_t time = 0;
+};
+struct Flow {
+  FlowEnd from;
+  FlowEnd to;
+  uint32_t name = 0;
+};
+
 struct CounterSeries {
   uint32_t name = 0;
   std::vector<int64_t> times;  // sorted
@@ -171,6 +186,7 @@ class TraceStore {
   void addSpan(RankData& rank, uint32_t track, const Span& span);
   void addInstant(RankData& rank, uint32_t track, const Instant& instant);
   void addCounter(RankData& rank, std::string_view name, int64_t time, double value);
+  void addFlow(const Flow& flow);
   void addWarning(std::string warning) { warnings_.push_back(std::move(warning)); }
   // Sorts what was added, assigns levels, orders tracks, updates bounds.
   void finalize();
@@ -180,6 +196,8 @@ class TraceStore {
   const RankData* findRank(int32_t rank) const;
   const std::vector<std::string>& categories() const { return categories_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Sorted by the time of their start.
+  const std::vector<Flow>& flows() const { return flows_; }
   uint64_t eventCount() const { return events_; }
   bool empty() const { return events_ == 0; }
   // Earliest begin and latest end of any event (0, 0 when empty).
@@ -206,6 +224,8 @@ class TraceStore {
   std::vector<std::string> categories_;
   std::vector<RankData> ranks_;
   std::vector<std::string> warnings_;
+  std::vector<Flow> flows_;
+  bool flowsSorted_ = true;
   uint64_t events_ = 0;
   int64_t begin_ = 0;
   int64_t end_ = 0;

@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
 
 #include "backend/trace/summary.h"
 #include "viewer/ui/style.h"
@@ -25,6 +26,7 @@ constexpr ImU32 kTextColor = IM_COL32(220, 220, 220, 255);
 constexpr ImU32 kSelectedOutline = IM_COL32(255, 235, 59, 255);
 constexpr ImU32 kRangeFill = IM_COL32(255, 255, 255, 28);
 constexpr ImU32 kCursorLine = IM_COL32(255, 255, 255, 110);
+constexpr size_t kMaxFlowsPerFrame = 20000;
 
 // A "nice" tick step (1, 2 or 5 x 10^k ns) giving at least minPixels between ticks.
 int64_t tickStep(double nsPerPixel, float minPixels) {
@@ -193,6 +195,7 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
       drawInstants(store, rank, row.track, view, draw, row.y0 + 1, row.y1 - 1);
     draw->PopClipRect();
   }
+  drawFlows(store, view, draw);
   draw->PopClipRect();
   // A scroll bar hint when the rows do not fit.
   if (contentHeight_ > visible) {
@@ -200,6 +203,48 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
     const float top = rowsY0_ + (visible - h) * (scrollY_ / (contentHeight_ - visible));
     draw->AddRectFilled(ImVec2(plotX0_ + plotWidth_ - 5, top),
                         ImVec2(plotX0_ + plotWidth_, top + h), IM_COL32(255, 255, 255, 60));
+  }
+}
+
+// Each flow is a line from its start to its end, on the first row of each
+// end's track, with a head at the end. Flows are sorted by start; those that
+// start after the view cannot reach into it.
+void TimelinePanel::drawFlows(const TraceStore& store, ViewState& view, ImDrawList* draw) {
+  flowsDrawn_ = 0;
+  if (store.flows().empty()) return;
+  std::unordered_map<uint64_t, float> rowCenter;  // (rank, track name) -> y
+  for (const Row& row : rows_) {
+    if (row.track < 0 || row.level != 0) continue;
+    const RankData& rank = *store.findRank(row.rank);
+    const uint64_t key = (uint64_t(uint32_t(row.rank)) << 32) | rank.tracks[row.track].name;
+    rowCenter.emplace(key, (row.y0 + row.y1) / 2);
+  }
+  auto yOf = [&](const FlowEnd& end, float* y) {
+    auto it = rowCenter.find((uint64_t(uint32_t(end.rank)) << 32) | end.track);
+    if (it == rowCenter.end()) return false;
+    *y = it->second;
+    return true;
+  };
+  const int64_t t0 = view.time.t0, t1 = view.time.t1;
+  for (const Flow& flow : store.flows()) {
+    if (flow.from.time > t1) break;
+    if (std::max(flow.from.time, flow.to.time) < t0) continue;
+    float ya = 0, yb = 0;
+    if (!yOf(flow.from, &ya) || !yOf(flow.to, &yb)) continue;
+    if (std::max(ya, yb) < rowsY0_ || std::min(ya, yb) > rowsY1_) continue;
+    const ImVec2 a(view.time.toX(flow.from.time, plotX0_, plotWidth_), ya);
+    const ImVec2 b(view.time.toX(flow.to.time, plotX0_, plotWidth_), yb);
+    draw->AddLine(a, b, kFlowColor, 1.5f);
+    // The head: a small triangle pointing along the line, at its end.
+    const float dx = b.x - a.x, dy = b.y - a.y;
+    const float length = std::sqrt(dx * dx + dy * dy);
+    if (length >= 1) {
+      const float ux = dx / length, uy = dy / length, size = 7;
+      draw->AddTriangleFilled(
+          b, ImVec2(b.x - ux * size - uy * size / 2, b.y - uy * size + ux * size / 2),
+          ImVec2(b.x - ux * size + uy * size / 2, b.y - uy * size - ux * size / 2), kFlowColor);
+    }
+    if (++flowsDrawn_ >= kMaxFlowsPerFrame) break;
   }
 }
 

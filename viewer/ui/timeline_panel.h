@@ -34,6 +34,10 @@ class TimelinePanel {
     float y0 = 0, y1 = 0;
   };
 
+  // Flow arrows (a profiler's launch links, a trace's "s"/"f" events): light,
+  // so that the spans under them stay readable.
+  static constexpr ImU32 kFlowColor = IM_COL32(130, 210, 255, 255);
+
   // Draws into the current window, filling its remaining content region.
   void draw(const TraceStore& store, ViewState& view);
 
@@ -47,6 +51,7 @@ class TimelinePanel {
   float rulerY0() const { return rulerY0_; }
   float rulerY1() const { return rulerY1_; }
   uint64_t itemsDrawn() const { return itemsDrawn_; }  // rectangles of the last frame
+  uint64_t flowsDrawn() const { return flowsDrawn_; }  // flow arrows of the last frame
   const EventRef& hovered() const { return hovered_; }
 
  private:
@@ -63,6 +68,7 @@ class TimelinePanel {
                  ViewState& view, ImDrawList* draw, float y0, float y1);
   void drawInstants(const TraceStore& store, const RankData& rank, int32_t trackIndex,
                     ViewState& view, ImDrawList* draw, float y0, float y1);
+  void drawFlows(const TraceStore& store, ViewState& view, ImDrawList* draw);
   void handleInput(const TraceStore& store, ViewState& view);
   void tooltip(const TraceStore& store) const;
 
@@ -71,6 +77,7 @@ class TimelinePanel {
   float rulerY0_ = 0, rulerY1_ = 0;
   float rowsY0_ = 0, rowsY1_ = 0;
   uint64_t itemsDrawn_ = 0;
+  uint64_t flowsDrawn_ = 0;
   EventRef hovered_;
   Hover hover_;
   bool rowsHovered_ = false;

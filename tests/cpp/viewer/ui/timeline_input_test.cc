@@ -188,6 +188,31 @@ TEST_F(TimelineInput, AKnownEventIsDrawnInItsCategoryColourInsideItsRow) {
       HeadlessImGui::colorAt(categoryColor("collective"), xOf(2 * kMs), (row->y0 + row->y1) / 2));
 }
 
+TEST_F(TimelineInput, AFlowIsAnArrowFromItsStartRowToItsEndRow) {
+  Flow flow;
+  flow.from = FlowEnd{0, store.strings().intern("comm:world"), 5 * kMs};
+  flow.to = FlowEnd{1, store.strings().intern("ddp"), 8 * kMs};
+  flow.name = store.strings().intern("launch");
+  store.addFlow(flow);
+  store.finalize();
+  frame();
+  EXPECT_EQ(timeline().flowsDrawn(), 1u);
+  const auto* from = timeline().findRow(store, 0, "comm:world");
+  const auto* to = timeline().findRow(store, 1, "ddp");
+  ASSERT_TRUE(from != nullptr && to != nullptr);
+  // The head sits just before the end, on the end's row; the start has none.
+  const float yTo = (to->y0 + to->y1) / 2, yFrom = (from->y0 + from->y1) / 2;
+  const float dx = xOf(8 * kMs) - xOf(5 * kMs), dy = yTo - yFrom;
+  const float length = std::sqrt(dx * dx + dy * dy);
+  EXPECT_TRUE(HeadlessImGui::colorAt(TimelinePanel::kFlowColor, xOf(8 * kMs) - 3 * dx / length,
+                                     yTo - 3 * dy / length));
+  EXPECT_FALSE(HeadlessImGui::colorAt(TimelinePanel::kFlowColor, xOf(5 * kMs) - 20, yFrom));
+  // Out of view, nothing is drawn.
+  view.time.show(20 * kMs, 30 * kMs, 0.0);
+  frame();
+  EXPECT_EQ(timeline().flowsDrawn(), 0u);
+}
+
 TEST(TimelineLevelOfDetail, AMillionNarrowEventsDrawAsFewFoldedBlocks) {
   HeadlessImGui gui;
   TraceStore store;
