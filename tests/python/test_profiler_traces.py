@@ -9,11 +9,14 @@ import functools
 import gzip
 import json
 import os
+import re
 
 import pytest
 
 from harness import run_ranks
 from test_viewer import STATS, viewer
+
+SPAN = re.compile(r"^span_ms=([\d.]+) flows=(\d+)$", re.M)
 
 VARIANTS = {
     "plain": {},
@@ -115,3 +118,11 @@ def test_the_profiler_and_ringx_traces_of_one_job_open_together(corpus):
     # The profiler's files land on the ringx ranks, not on ranks of their own.
     assert both.group(1) == alone.group(1) == "2"
     assert int(both.group(2)) == int(alone.group(2)) + sum(drawable_events(f) for f in files)
+    # ... and on their clock: the profiler counts epoch microseconds, ringx its steady clock;
+    # unaligned, the two sit days apart. Aligned, the whole job spans seconds. (The exact
+    # arithmetic is gtest ChromeIngest.AProfilerFileAlignsToItsRanksRingxClockReference.)
+    span_ms = float(SPAN.search(result.stdout).group(1))
+    assert span_ms < 60_000, result.stdout
+    reversed_order = SPAN.search(viewer(*files, str(corpus / "ringx-trace"), "--frames", "1",
+                                   "--print-stats").stdout)
+    assert float(reversed_order.group(1)) == span_ms  # the order given does not matter

@@ -145,6 +145,9 @@ int App::run() {
     const double fps = rendered > 1 && ms > 0 ? (rendered - 1) * 1e3 / ms : 0;
     std::printf("ranks=%zu events=%" PRIu64 " load_ms=%.0f fps=%.1f\n", store_->ranks().size(),
                 store_->eventCount(), loadMs_, fps);
+    // How long the loaded trace spans: shows whether files recorded together line up.
+    std::printf("span_ms=%.3f flows=%zu\n", double(store_->endNs() - store_->beginNs()) / 1e6,
+                store_->flows().size());
     std::fflush(stdout);
   }
   return 0;

@@ -39,6 +39,7 @@ std::string usage() {
          "from --token or RINGX_TRACE_TOKEN). With --screenshot it renders N frames (or S\n"
          "seconds) into the PNG and exits; --print-stats prints\n"
          "  ranks=<n> events=<n> load_ms=<ms> fps=<frames per second>\n"
+         "  span_ms=<first event to last> flows=<arrows>\n"
          "--zoom shows BEGIN_MS..END_MS from the trace's start; --save DIR writes what a live\n"
          "job sent (a trace directory) when the viewer exits.\n";
 }

@@ -46,6 +46,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -293,7 +294,7 @@ class Reader {
                   uint8_t category);
   void flowEnd(std::string_view key, int64_t time, uint32_t thread, uint32_t name, FlowRole role);
   void commitFlows(const std::vector<int32_t>& rankOf, const std::vector<RankData*>& dataOf,
-                   const std::vector<int32_t>& trackOf);
+                   const std::vector<int32_t>& trackOf, const std::vector<int64_t>& shift);
   bool micros(od::value value, int64_t* out, bool* bad);
   uint32_t processIndex(int64_t pid);
   uint32_t threadIndex(int64_t pid, int64_t tid);
@@ -328,6 +329,8 @@ class Reader {
   int32_t distributedRankValue_ = 0;
   bool ringxExport_ = false;
   bool haveOrigin_ = false;
+  bool haveBaseTime_ = false;  // Kineto's baseTimeNanoseconds
+  int64_t baseTimeNs_ = 0;
   int64_t originNs_ = 0;
   int64_t lastTime_ = std::numeric_limits<int64_t>::min();
   uint64_t eventsSeen_ = 0;
@@ -525,6 +528,13 @@ void Reader::topObject(size_t i) {
           failAt(start, strCat("the value of \"", key,
                                "\" is missing, or nested too deep, or its brackets do not match"));
         if (key == "distributedInfo" || key == "otherData") smallObject(key, start, i);
+        if (key == "baseTimeNanoseconds") {
+          // Kineto: "ts" counts microseconds from this Unix-epoch time.
+          const char* end = data_ + i;
+          while (end > data_ + start && isSpace(end[-1])) --end;
+          const auto parsed = std::from_chars(data_ + start, end, baseTimeNs_);
+          haveBaseTime_ = parsed.ec == std::errc() && parsed.ptr == end;
+        }
       }
       i = skipSpace(i);
       if (i < size_ && data_[i] == ',') {
@@ -1149,7 +1159,7 @@ void Reader::flowEnd(std::string_view key, int64_t time, uint32_t thread, uint32
 // ... -> finish, a new chain after each finish. Ends on threads that have no
 // events (so no lane) and ends alone are counted in a warning.
 void Reader::commitFlows(const std::vector<int32_t>& rankOf, const std::vector<RankData*>& dataOf,
-                         const std::vector<int32_t>& trackOf) {
+                         const std::vector<int32_t>& trackOf, const std::vector<int64_t>& shift) {
   std::stable_sort(flowEnds_.begin(), flowEnds_.end(),
                    [](const PendingFlowEnd& a, const PendingFlowEnd& b) {
                      if (a.key != b.key) return a.key < b.key;
@@ -1161,8 +1171,8 @@ void Reader::commitFlows(const std::vector<int32_t>& rankOf, const std::vector<R
     const int32_t track = trackOf[p.thread];
     if (track < 0) return false;
     const uint32_t process = threads_[p.thread].process;
-    *out =
-        FlowEnd{rankOf[process], dataOf[process]->tracks[static_cast<size_t>(track)].name, p.time};
+    *out = FlowEnd{rankOf[process], dataOf[process]->tracks[static_cast<size_t>(track)].name,
+                   p.time + shift[process]};
     return true;
   };
   for (size_t i = 0; i < flowEnds_.size();) {
@@ -1273,6 +1283,15 @@ void Reader::commit() {
       rankOf[i] = next++;
     }
   }
+  // A profiler file whose rank has a ringx stream already: its times (epoch
+  // ns, baseTimeNanoseconds + ts) move onto the ringx rank's aligned clock
+  // through that stream's (steady, wall) reference.
+  std::vector<int64_t> shift(processes_.size(), 0);
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    const RankData* ringx = store_.findRank(rankOf[i]);
+    if (haveBaseTime_ && processes_[i].ringxRank < 0 && ringx != nullptr && ringx->hasWallClock)
+      shift[i] = baseTimeNs_ + ringx->wallToAlignedNs;
+  }
   // Every rank exists before any is used: creating one moves the others.
   for (int32_t rank : rankOf) store_.rank(rank);
   std::vector<RankData*> dataOf(processes_.size());
@@ -1338,7 +1357,7 @@ void Reader::commit() {
     trackOf[i] = static_cast<int32_t>(store_.track(*dataOf[t.process], name));
   }
 
-  commitFlows(rankOf, dataOf, trackOf);
+  commitFlows(rankOf, dataOf, trackOf, shift);
 
   // Room for what each track and rank gets, so that a million events are not
   // copied again and again while their vectors grow.
@@ -1362,9 +1381,11 @@ void Reader::commit() {
   if (!moveArgs)
     for (const auto& [data, count] : argsPerRank) data->args.reserve(data->args.size() + count);
 
-  for (const PendingEvent& e : events_) {
+  for (PendingEvent& e : events_) {
     const uint32_t process = threads_[e.thread].process;
     RankData& data = *dataOf[process];
+    e.begin += shift[process];
+    e.end += shift[process];
     uint32_t first = e.firstArg;
     if (timeShift[process] != 0) {
       for (uint32_t a = e.firstArg; a < e.firstArg + e.argCount; ++a) {
@@ -1400,7 +1421,7 @@ void Reader::commit() {
   events_ = {};
   args_ = {};
   for (const PendingCounter& c : counters_)
-    store_.addCounter(*dataOf[c.process], store_.str(c.series), c.time, c.value);
+    store_.addCounter(*dataOf[c.process], store_.str(c.series), c.time + shift[c.process], c.value);
   counters_ = {};
 
   uint64_t skipped = 0;

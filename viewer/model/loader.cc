@@ -45,6 +45,9 @@ TraceFormat detectFormat(const std::string& path) {
 }
 
 void loadTraces(TraceStore& store, const std::vector<std::string>& paths) {
+  // ringx traces first, whatever the order given: a profiler file aligns to
+  // its rank's ringx clock reference, which must be in the store by then.
+  std::vector<std::string> chrome;
   for (const auto& path : paths) {
     switch (detectFormat(path)) {
       case TraceFormat::kRingxDirectory:
@@ -52,10 +55,11 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths) {
         ingestTraceSet(store, trace::readTrace(path));
         break;
       case TraceFormat::kChromeJson:
-        ingestChromeTraceFile(store, path);
+        chrome.push_back(path);
         break;
     }
   }
+  for (const auto& path : chrome) ingestChromeTraceFile(store, path);
   store.finalize();
 }
 

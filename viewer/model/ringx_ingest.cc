@@ -16,6 +16,10 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
   data.clockAligned = clock.aligned();
   data.clockUncertaintyNs = clock.maxUncertaintyNs();
   data.dropped = rank.dropped;
+  if (rank.header.startWallNs > 0) {
+    data.hasWallClock = true;
+    data.wallToAlignedNs = clock.align(rank.header.startSteadyNs) - rank.header.startWallNs;
+  }
 
   // Stream string id -> store string id, filled lazily.
   std::vector<uint32_t> ids(rank.strings.size(), UINT32_MAX);

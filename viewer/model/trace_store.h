@@ -150,6 +150,11 @@ struct RankData {
   int64_t clockUncertaintyNs = 0;
   uint64_t dropped = 0;
   uint64_t events = 0;
+  // A ringx stream's clock reference: aligned time = Unix-epoch ns +
+  // wallToAlignedNs (from the (steady, wall) pair its header took at start).
+  // Other producers' files on this rank (the profiler's) align through it.
+  bool hasWallClock = false;
+  int64_t wallToAlignedNs = 0;
 
   // Index of the track named `name` (a StringPool id), or -1.
   int findTrack(uint32_t name) const;

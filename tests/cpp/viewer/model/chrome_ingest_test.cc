@@ -520,6 +520,50 @@ TEST(ChromeIngest, GzipCompressedTracesOpenAndACutOneReadsWhatCameBefore) {
   EXPECT_THROW(loadTraces(none, {bad}), trace::FormatError);
 }
 
+// The profiler's times (baseTimeNanoseconds + ts, Unix-epoch) land on the
+// ringx rank's aligned clock through the stream's (steady, wall) start pair.
+TEST(ChromeIngest, AProfilerFileAlignsToItsRanksRingxClockReference) {
+  fx::TempDir dir;
+  constexpr int64_t kWall = 1700000000000000000;  // the fixture's startWallNs
+  fx::RankStream r0(0, 2, "node-a", 50 * kMs);
+  r0.instant(Category::kStep, trace::track::kSteps, "start", 50 * kMs, {});
+  r0.writeTo(dir.file("rank-0.ringx"));
+  fx::RankStream r1(1, 2, "node-a", 80 * kMs);
+  r1.clockSync(80 * kMs, -7 * kMs, 1000)  // rank 1's clock runs 7 ms off rank 0's
+      .instant(Category::kStep, trace::track::kSteps, "start", 80 * kMs, {});
+  r1.writeTo(dir.file("rank-1.ringx"));
+  auto profilerFile = [&](int rank) {
+    // An op 2.5 ms after the rank's stream started, by the wall clock.
+    const std::string path = dir.file(strCat("rank", rank, ".pt.trace.json"));
+    fx::writeFile(path, strCat(R"({"distributedInfo": {"rank": )", rank,
+                               R"(}, "baseTimeNanoseconds": )", kWall - 1000000000,
+                               R"(, "traceEvents": [{"ph":"X","pid":9,"tid":9,"ts":1002500,)",
+                               R"("dur":1,"name":"aten::mm"}, {"ph":"s","id":1,"cat":"c","pid":9,)",
+                               R"("tid":9,"ts":1002500}, {"ph":"f","id":1,"cat":"c","pid":9,)",
+                               R"("tid":9,"ts":1002501}]})"));
+    return path;
+  };
+  TraceStore store;
+  // Given first, read after the ringx trace all the same.
+  loadTraces(store, {profilerFile(0), profilerFile(1), dir.path()});
+  ASSERT_EQ(store.ranks().size(), 2u);
+  for (int rank : {0, 1}) {
+    const RankData& r = *store.findRank(rank);
+    const Track* steps = findTrack(store, r, trace::track::kSteps);
+    const Track* ops = findTrack(store, r, "thread 9");
+    ASSERT_TRUE(steps != nullptr && ops != nullptr);
+    const int64_t start = steps->instants.at(0).time;  // the stream's start, aligned
+    EXPECT_EQ(spansOf(*ops).at(0).begin, start + 2500000) << "rank " << rank;
+  }
+  EXPECT_NE(store.findRank(1)->tracks.size(), 0u);
+  const int64_t start1 =
+      findTrack(store, *store.findRank(1), trace::track::kSteps)->instants[0].time;
+  EXPECT_NE(start1, 80 * kMs);  // rank 1 really was moved by its clock sync
+  ASSERT_EQ(store.flows().size(), 2u);
+  EXPECT_EQ(store.flows()[1].from.time, start1 + 2500000);
+  EXPECT_EQ(store.flows()[1].to.time, start1 + 2501000);
+}
+
 TEST(ChromeIngest, TwoFilesWithoutRankInformationAreTwoRanks) {
   fx::TempDir dir;
   fx::writeFile(dir.file("a.json"),
