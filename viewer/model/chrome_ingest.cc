@@ -290,9 +290,9 @@ class Reader {
   bool entityId(od::value value, int64_t* out, bool* bad);
   int64_t namedId(std::string_view text);
   std::string_view idText(od::value value, bool* bad);
-  void asyncEvent(char kind, std::string_view key, int64_t ts, uint32_t thread, uint32_t name,
+  void asyncEvent(char kind, const std::string& key, int64_t ts, uint32_t thread, uint32_t name,
                   uint8_t category);
-  void flowEnd(std::string_view key, int64_t time, uint32_t thread, uint32_t name, FlowRole role);
+  void flowEnd(const std::string& key, int64_t time, uint32_t thread, uint32_t name, FlowRole role);
   void commitFlows(const std::vector<int32_t>& rankOf, const std::vector<RankData*>& dataOf,
                    const std::vector<int32_t>& trackOf, const std::vector<int64_t>& shift);
   bool micros(od::value value, int64_t* out, bool* bad);
@@ -753,14 +753,10 @@ bool Reader::entityId(od::value value, int64_t* out, bool* bad) {
 }
 
 int64_t Reader::namedId(std::string_view text) {
-  size_t i = !text.empty() && text[0] == '-' ? 1 : 0;
-  if (i < text.size() && text.size() - i <= 18) {
-    int64_t value = 0;
-    size_t j = i;
-    while (j < text.size() && text[j] >= '0' && text[j] <= '9')
-      value = value * 10 + (text[j++] - '0');
-    if (j == text.size()) return i == 1 ? -value : value;
-  }
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto parsed = std::from_chars(text.data(), end, value);
+  if (parsed.ec == std::errc() && parsed.ptr == end) return value;
   auto [it, added] = namedIds_.emplace(std::string(text), 0);
   if (added) {
     it->second = kNamedIdBase + static_cast<int64_t>(namedIdText_.size());
@@ -942,7 +938,7 @@ void Reader::event(od::value value) {
     return;
   }
   scratch_.clear();
-  std::string_view ph, name, cat, id, bindId, bindPoint, scope;
+  std::string_view ph, name, cat, id, bindId, scope;
   bool havePh = false, haveTs = false, haveDur = false, bad = false;
   bool flowIn = false, flowOut = false;
   int64_t ts = 0, dur = 0, pid = 0, tid = 0;
@@ -988,10 +984,8 @@ void Reader::event(od::value value) {
       }
     } else if (key == "bind_id") {
       bindId = idText(v, &bad);
-    } else if (key == "bp" || key == "scope") {
-      std::string_view text;
-      if (take(v.type()) == od::json_type::string) checkSoft(v.get_string().get(text));
-      (key == "bp" ? bindPoint : scope) = text;
+    } else if (key == "scope") {
+      if (take(v.type()) == od::json_type::string) checkSoft(v.get_string().get(scope));
     } else if (key == "flow_in" || key == "flow_out") {
       bool b = false;
       if (take(v.type()) == od::json_type::boolean) checkSoft(v.get_bool().get(b));
@@ -1052,8 +1046,7 @@ void Reader::event(od::value value) {
       return;
     }
     // A "f" binds to the slice that encloses it ("bp":"e") or to the next one;
-    // either way its arrow ends at its time on its thread.
-    (void)bindPoint;
+    // either way its arrow ends at its time on its thread, so "bp" is not read.
     flowEnd(strCat("flow\x1f", cat, "\x1f", id), ts, threadIdx, intern(name),
             kind == 's'   ? kFlowStart
             : kind == 't' ? kFlowStep
@@ -1116,9 +1109,9 @@ void Reader::event(od::value value) {
 
 // An async "b", "e" or "n" whose matching key (process, category, scope, id) is
 // `key`, on lane `thread`.
-void Reader::asyncEvent(char kind, std::string_view key, int64_t ts, uint32_t thread, uint32_t name,
-                        uint8_t category) {
-  std::vector<OpenAsync>& open = asyncOpen_[std::string(key)];
+void Reader::asyncEvent(char kind, const std::string& key, int64_t ts, uint32_t thread,
+                        uint32_t name, uint8_t category) {
+  std::vector<OpenAsync>& open = asyncOpen_[key];
   PendingEvent e;
   e.begin = e.end = ts;
   e.name = name;
@@ -1149,9 +1142,9 @@ void Reader::asyncEvent(char kind, std::string_view key, int64_t ts, uint32_t th
   addEvent(e);
 }
 
-void Reader::flowEnd(std::string_view key, int64_t time, uint32_t thread, uint32_t name,
+void Reader::flowEnd(const std::string& key, int64_t time, uint32_t thread, uint32_t name,
                      FlowRole role) {
-  auto [it, added] = flowKeys_.emplace(std::string(key), static_cast<uint32_t>(flowKeys_.size()));
+  auto [it, added] = flowKeys_.emplace(key, static_cast<uint32_t>(flowKeys_.size()));
   flowEnds_.push_back(PendingFlowEnd{time, it->second, thread, name, role});
 }
 
@@ -1217,41 +1210,33 @@ std::string Reader::trackName(const Thread& t) const {
 }
 
 void Reader::commit() {
-  // "B"s never closed (a trace cut off mid-span) end where the trace ends, as
-  // chrome://tracing draws them.
+  // "B"s and "b"s never closed (a trace cut off mid-span) end where the trace
+  // ends, as chrome://tracing draws them.
   uint64_t unclosed = 0;
+  auto endAtTraceEnd = [&](int64_t begin, uint32_t name, uint8_t category, uint32_t thread,
+                           const ArgValue* args, size_t argCount) {
+    PendingEvent e;
+    e.begin = begin;
+    e.end = std::max(begin, lastTime_);
+    e.name = name;
+    e.category = category;
+    e.thread = thread;
+    e.firstArg = static_cast<uint32_t>(args_.size());
+    args_.insert(args_.end(), args, args + argCount);
+    addEvent(e);
+    ++unclosed;
+  };
   for (uint32_t i = 0; i < threads_.size(); ++i) {
     Thread& t = threads_[i];
-    for (const OpenSpan& open : t.open) {
-      PendingEvent e;
-      e.begin = open.begin;
-      e.end = std::max(open.begin, lastTime_);
-      e.name = open.name;
-      e.category = open.category;
-      e.thread = i;
-      e.firstArg = static_cast<uint32_t>(args_.size());
-      args_.insert(args_.end(), t.openArgs.begin() + open.firstArg,
-                   t.openArgs.begin() + open.firstArg + open.argCount);
-      addEvent(e);
-      ++unclosed;
-    }
+    for (const OpenSpan& open : t.open)
+      endAtTraceEnd(open.begin, open.name, open.category, i, t.openArgs.data() + open.firstArg,
+                    open.argCount);
     t.open.clear();
     t.openArgs.clear();
   }
-  for (auto& [key, open] : asyncOpen_) {
-    for (const OpenAsync& o : open) {
-      PendingEvent e;
-      e.begin = o.begin;
-      e.end = std::max(o.begin, lastTime_);
-      e.name = o.name;
-      e.category = o.category;
-      e.thread = o.thread;
-      e.firstArg = static_cast<uint32_t>(args_.size());
-      args_.insert(args_.end(), o.args.begin(), o.args.end());
-      addEvent(e);
-      ++unclosed;
-    }
-  }
+  for (const auto& [key, open] : asyncOpen_)
+    for (const OpenAsync& o : open)
+      endAtTraceEnd(o.begin, o.name, o.category, o.thread, o.args.data(), o.args.size());
   asyncOpen_.clear();
 
   // Ranks: a ringx export names its processes "rank N (host)"; a Kineto file
@@ -1537,7 +1522,7 @@ void ingest(TraceStore& store, JsonText& text, const std::string& source) {
 // decompressed into memory. A file cut off mid-stream (a crash while writing)
 // gives what was decompressed, with a warning; the JSON reader then treats the
 // text as cut off.
-bool gunzipInto(const std::string& path, JsonText& text, std::string* warning) {
+void gunzipInto(const std::string& path, JsonText& text, std::string* warning) {
   gzFile in = ::gzopen(path.c_str(), "rb");
   if (in == nullptr) throw IoError(strCat("cannot open '", path, "': ", std::strerror(errno)));
   struct Closer {
@@ -1563,16 +1548,19 @@ bool gunzipInto(const std::string& path, JsonText& text, std::string* warning) {
     break;
   }
   text.copy(bytes);
-  return true;
 }
 
 bool isGzip(int fd) {
-  unsigned char magic[2] = {};
-  const bool gzip = ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-  return gzip;
+  char head[2] = {};
+  return ::pread(fd, head, 2, 0) == 2 && startsLikeGzip(head, 2);
 }
 
 }  // namespace
+
+bool startsLikeGzip(const char* head, size_t size) {
+  return size >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
+         static_cast<unsigned char>(head[1]) == 0x8b;
+}
 
 void ingestChromeTraceFile(TraceStore& store, const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

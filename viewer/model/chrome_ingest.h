@@ -15,5 +15,8 @@ namespace ringx::viewer {
 void ingestChromeTraceFile(TraceStore& store, const std::string& path);
 // The same from text in memory; `source` names it in errors.
 void ingestChromeTraceText(TraceStore& store, std::string_view text, const std::string& source);
+// Whether a file's first bytes are gzip's magic (a .json.gz trace, which
+// ingestChromeTraceFile decompresses).
+bool startsLikeGzip(const char* head, size_t size);
 
 }  // namespace ringx::viewer

@@ -30,9 +30,7 @@ TraceFormat detectFormat(const std::string& path) {
     return TraceFormat::kRingxFile;
   // gzip (.json.gz, as the profiler's use_gzip=True writes): a Chrome trace,
   // which the reader decompresses and checks.
-  if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
-      static_cast<unsigned char>(head[1]) == 0x8b)
-    return TraceFormat::kChromeJson;
+  if (startsLikeGzip(head, got)) return TraceFormat::kChromeJson;
   for (size_t i = 0; i < got; ++i) {
     const char c = head[i];
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;

@@ -124,7 +124,6 @@ void TraceStore::addInstant(RankData& rank, uint32_t track, const Instant& insta
 }
 
 void TraceStore::addFlow(const Flow& flow) {
-  if (!flows_.empty() && flow.from.time < flows_.back().from.time) flowsSorted_ = false;
   flows_.push_back(flow);
   dirty_ = true;
 }
@@ -297,11 +296,9 @@ void TraceStore::finalize() {
       }
     }
   }
-  if (!flowsSorted_) {
-    std::stable_sort(flows_.begin(), flows_.end(),
-                     [](const Flow& a, const Flow& b) { return a.from.time < b.from.time; });
-    flowsSorted_ = true;
-  }
+  auto byStart = [](const Flow& a, const Flow& b) { return a.from.time < b.from.time; };
+  if (!std::is_sorted(flows_.begin(), flows_.end(), byStart))
+    std::stable_sort(flows_.begin(), flows_.end(), byStart);
   if (lo > hi) lo = hi = 0;
   begin_ = lo;
   end_ = hi;

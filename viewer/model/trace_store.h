@@ -230,7 +230,6 @@ class TraceStore {
   std::vector<RankData> ranks_;
   std::vector<std::string> warnings_;
   std::vector<Flow> flows_;
-  bool flowsSorted_ = true;
   uint64_t events_ = 0;
   int64_t begin_ = 0;
   int64_t end_ = 0;
