@@ -14,6 +14,7 @@ numbers on a shared 2-core machine move from run to run.
 
 import argparse
 import datetime
+import functools
 import os
 import statistics
 import sys
@@ -127,27 +128,28 @@ def memcpy_gbps(size):
 
 
 def worker(rank, world, init, sizes, rounds, budget_s, results):
-    import ringx  # noqa: F401
+    import ringx
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
+    factor = functools.partial(ringx.analysis.bus_bandwidth_factor, group_size=world)
     groups = {"gloo": dist.group.WORLD, "ringx": dist.new_group(backend="ringx")}
     rows = []
     for size in sizes:
         t = measure(allreduce_op(size), groups, size, rounds, budget_s)
-        rows.append(("allreduce", size, world, t, 2 * (world - 1) / world))
-    ring_factor = (world - 1) / world
+        rows.append(("allreduce", size, world, t, factor("allreduce")))
     for size in [s for s in (1 * MIB, 64 * MIB) if s <= max(sizes)]:
         t = measure(allreduce_op(size, dist.ReduceOp.AVG), groups, size, rounds, budget_s)
-        rows.append(("allreduce AVG", size, world, t, 2 * (world - 1) / world))
+        rows.append(("allreduce AVG", size, world, t, factor("allreduce")))
         t = measure(allgather_op(size), groups, size, rounds, budget_s)
-        rows.append(("all_gather", size, world, t, ring_factor))
+        rows.append(("all_gather", size, world, t, factor("all_gather")))
         t = measure(reduce_scatter_op(size), groups, size, rounds, budget_s)
-        rows.append(("reduce_scatter", size, world, t, ring_factor))
+        rows.append(("reduce_scatter", size, world, t, factor("reduce_scatter")))
         t = measure(broadcast_op(size), groups, size, rounds, budget_s)
-        rows.append(("broadcast", size, world, t, 1.0))
+        rows.append(("broadcast", size, world, t, factor("broadcast")))
         make, count = coalesced_broadcast_op(size)
         t = measure(make, groups, size, rounds, budget_s)
-        rows.append((f"broadcast_coalesced ({count} tensors)", size, world, t, 1.0))
+        rows.append((f"broadcast_coalesced ({count} tensors)", size, world, t,
+                     factor("broadcast")))
     if rank == 0:
         results[rank] = dict(rows=rows, memcpy=memcpy_gbps(
             MEMCPY_BYTES if max(sizes) >= 64 * MIB else max(sizes)))

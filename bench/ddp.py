@@ -65,12 +65,10 @@ CONFIGS = [("torch DDP", "gloo"), ("ringx.ddp", "gloo"), ("ringx.ddp", "ringx"),
 
 
 def hidden_share(ddp):
-    """Share of this iteration's wire time that overlapped backward's compute."""
-    it = ddp.last_iteration()
-    wire = sum(b["wire_end_ns"] - b["wire_start_ns"] for b in it["buckets"])
-    if wire <= 0:
-        return None
-    return max(0.0, 1.0 - max(0, it["exposed_ns"]) / wire)
+    """Share of this iteration's wire time hidden behind backward's compute, as the engine
+    computes it with analysis/figures.h (the definition ringx-trace summary and the viewer
+    print)."""
+    return ddp.last_iteration()["hidden_share"]
 
 
 def worker(rank, world, init, rounds, steps, results):

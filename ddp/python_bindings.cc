@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/python_comm_hook.h>
 #include <torch/extension.h>
 
+#include "analysis/figures.h"
 #include "ddp/comm_hooks.h"
 #include "ddp/engine.h"
 
@@ -41,7 +42,13 @@ py::dict iterationDict(const IterationTiming& it) {
   d["finalize_end_ns"] = it.finalizeEndNs;
   d["exposed_ns"] = it.exposedNs;
   py::list buckets;
-  for (const BucketTiming& b : it.buckets) buckets.append(bucketTimingDict(b));
+  analysis::CommOverlap overlap;  // hidden communication as every ringx tool defines it
+  for (const BucketTiming& b : it.buckets) {
+    buckets.append(bucketTimingDict(b));
+    overlap.add(b.wireEndNs - b.wireStartNs, b.exposedNs);
+  }
+  d["wire_ns"] = overlap.wireNs();
+  d["hidden_share"] = overlap.wireNs() > 0 ? py::cast(overlap.hiddenShare()) : py::none();
   d["buckets"] = buckets;
   return d;
 }

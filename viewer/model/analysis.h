@@ -7,10 +7,11 @@
 // so a million events analyze in a fraction of a second; panels still cache the
 // results on TraceStore::generation().
 //
-// The statistics follow backend/trace/summary.h so the viewer and
-// `ringx-trace summary` agree: nearest-rank percentiles, nccl-tests bus
-// bandwidth (bytes / duration x busBandwidthFactor(op, group_size)), in GB/s
-// (bytes per ns), and point-to-point ops left out of cross-rank matching.
+// Every figure (bus bandwidth, percentiles, hidden and exposed communication,
+// prefetched share, arrival skew) is defined once, in analysis/figures.h;
+// `ringx-trace summary` (analysis/summary.h) prints these same analyses, so the
+// viewer and the text agree. Point-to-point ops are left out of cross-rank
+// matching.
 // Times are the store's aligned nanoseconds, including the time arguments
 // (ready_ns, wire_start_ns, ...), which ingest aligned with their events.
 #pragma once
@@ -183,7 +184,7 @@ struct DdpBucketSample {
   int64_t launchDelayNs = 0;  // launch - ready: waiting for earlier buckets (in-order launch)
   int64_t wireNs = 0;         // wire end - wire start
   int64_t exposedNs = 0;      // the exposed_ns argument: comm after backward's compute
-  double hiddenShare = 0;     // 1 - min(exposed, wire) / wire; 0 without wire time
+  double hiddenShare = 0;     // analysis::CommOverlap of this sample alone
   SpanRef span;
 };
 
@@ -213,8 +214,9 @@ struct DdpBucketAverage {
   int64_t readyOffsetMeanNs = 0;
   int64_t launchDelayMeanNs = 0;
   int64_t wireMeanNs = 0;
+  int64_t wireP50Ns = 0;
   int64_t exposedMeanNs = 0;
-  double hiddenShare = 0;  // 1 - sum min(exposed, wire) / sum wire
+  double hiddenShare = 0;  // analysis::CommOverlap over the samples
 };
 
 struct DdpAnalysis {
@@ -224,7 +226,7 @@ struct DdpAnalysis {
   int64_t backwardMeanNs = 0;
   int64_t optimizerMeanNs = 0;  // over iterations that have one
   int64_t exposedMeanNs = 0;
-  double hiddenShare = 0;  // over every bucket sample
+  double hiddenShare = 0;  // analysis::CommOverlap over every bucket sample
   uint64_t rebuilds = 0;   // "bucket_rebuild" spans
 };
 
@@ -244,8 +246,9 @@ struct FsdpUnitAnalysis {
   uint64_t gathers = 0;      // all_gather spans
   uint64_t forwardGathers = 0;
   uint64_t backwardGathers = 0;
-  uint64_t prefetched = 0;  // gathers with prefetched = 1
-  int64_t gatherBytes = 0;  // the largest gather (the unsharded parameters)
+  uint64_t prefetched = 0;     // gathers with prefetched = 1
+  double prefetchedShare = 0;  // analysis::prefetchedShare
+  int64_t gatherBytes = 0;     // the largest gather (the unsharded parameters)
   int64_t gatherBytesTotal = 0;
   int64_t gatherMeanNs = 0;  // issue to ready (the span)
   int64_t gatherWireMeanNs = 0;

@@ -62,15 +62,7 @@ struct CollectiveArgs {
   }
 };
 
-std::string joinRanks(const std::vector<int32_t>& ranks) {
-  std::string out;
-  for (int32_t r : ranks) out += strCat(out.empty() ? "" : ", ", r);
-  return out;
-}
-
-std::string rankList(const std::vector<int32_t>& ranks) {
-  return strCat(ranks.size() == 1 ? "rank " : "ranks ", joinRanks(ranks));
-}
+using analysis::rankList;
 
 // Fills a row's derived fields from its ranks (sorted and deduplicated here).
 void finishRow(CollectiveRow& row, const std::vector<int32_t>& members) {
@@ -86,9 +78,8 @@ void finishRow(CollectiveRow& row, const std::vector<int32_t>& members) {
 
   // Ops: the most common one names the row; any second op is a mismatch.
   std::vector<std::pair<std::string_view, size_t>> ops;  // (op, ranks), first-seen order
-  int64_t earliest = ranks.front().beginNs, latest = ranks.front().beginNs;
+  std::vector<analysis::Arrival> arrivals;
   int64_t longest = -1;
-  int lastCount = 0;
   std::vector<double> bandwidths;
   row.firstBeginNs = ranks.front().beginNs;
   row.lastEndNs = ranks.front().endNs;
@@ -103,14 +94,7 @@ void finishRow(CollectiveRow& row, const std::vector<int32_t>& members) {
     row.failed |= r.failed;
     row.firstBeginNs = std::min(row.firstBeginNs, r.beginNs);
     row.lastEndNs = std::max(row.lastEndNs, r.endNs);
-    earliest = std::min(earliest, r.beginNs);
-    if (r.beginNs > latest || lastCount == 0) {
-      latest = r.beginNs;
-      row.lastArrivalRank = r.rank;
-      lastCount = 1;
-    } else if (r.beginNs == latest) {
-      ++lastCount;
-    }
+    arrivals.push_back(analysis::Arrival{r.rank, r.beginNs});
     if (r.durationNs > longest) {
       longest = r.durationNs;
       row.slowestRank = r.rank;
@@ -130,8 +114,9 @@ void finishRow(CollectiveRow& row, const std::vector<int32_t>& members) {
       row.opsSeen += strCat(row.opsSeen.empty() ? "" : "; ", op, " (", rankList(opRanks), ")");
     }
   }
-  row.arrivalSkewNs = latest - earliest;
-  if (ranks.size() < 2 || lastCount != 1) row.lastArrivalRank = -1;
+  const analysis::ArrivalSkew skew = analysis::arrivalSkew(arrivals);
+  row.arrivalSkewNs = skew.skewNs;
+  row.lastArrivalRank = skew.lastRank;
   row.busbwGBps = median(bandwidths);
 
   // Missing: members of the group (ranks that recorded any of its collectives)

@@ -104,11 +104,13 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
 
   struct BucketTotals {
     DdpBucketAverage avg;
-    int64_t readyOffset = 0, launchDelay = 0, wire = 0, exposed = 0, hiddenExposed = 0;
+    int64_t readyOffset = 0, launchDelay = 0, exposed = 0;
+    analysis::CommOverlap overlap;
+    std::vector<int64_t> wires;  // for the p50
     uint64_t withOffset = 0;
   };
   std::map<int64_t, BucketTotals> buckets;
-  int64_t wireTotal = 0, hiddenExposedTotal = 0;
+  analysis::CommOverlap overlap;  // every bucket of every iteration
   PhaseTotals totals;
 
   for (const RankData& rank : store.ranks()) {
@@ -148,9 +150,9 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
           b.exposedNs = positive(a.integer(keys.exposed, 0));
           b.launchDelayNs = difference(b.launchNs, b.readyNs);
           b.wireNs = difference(b.wireEndNs, b.wireStartNs);
-          b.hiddenShare =
-              b.wireNs > 0 ? 1.0 - static_cast<double>(std::min(b.exposedNs, b.wireNs)) / b.wireNs
-                           : 0;
+          analysis::CommOverlap one;
+          one.add(b.wireNs, b.exposedNs);
+          b.hiddenShare = one.hiddenShare();
           b.span = SpanRef{rank.rank, t, level, index};
           samples.emplace_back(a.integer(keys.step, -1), b);
         });
@@ -189,11 +191,10 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
         ++bt.withOffset;
       }
       bt.launchDelay += b.launchDelayNs;
-      bt.wire += b.wireNs;
       bt.exposed += b.exposedNs;
-      bt.hiddenExposed += std::min(b.exposedNs, b.wireNs);
-      wireTotal += b.wireNs;
-      hiddenExposedTotal += std::min(b.exposedNs, b.wireNs);
+      bt.overlap.add(b.wireNs, b.exposedNs);
+      bt.wires.push_back(b.wireNs);
+      overlap.add(b.wireNs, b.exposedNs);
       if (it) {
         it->exposedNs = std::max(it->exposedNs, b.exposedNs);
         it->wireNs += b.wireNs;
@@ -214,14 +215,16 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
   d.backwardMeanNs = totals.backwardMean();
   d.optimizerMeanNs = totals.optimizerMean();
   d.exposedMeanNs = meanOf(exposed, d.iterations.size());
-  d.hiddenShare = wireTotal > 0 ? 1.0 - static_cast<double>(hiddenExposedTotal) / wireTotal : 0;
+  d.hiddenShare = overlap.hiddenShare();
   for (auto& [index, bt] : buckets) {
     DdpBucketAverage a = bt.avg;
     a.readyOffsetMeanNs = meanOf(bt.readyOffset, bt.withOffset);
     a.launchDelayMeanNs = meanOf(bt.launchDelay, a.samples);
-    a.wireMeanNs = meanOf(bt.wire, a.samples);
+    a.wireMeanNs = meanOf(bt.overlap.wireNs(), a.samples);
+    std::sort(bt.wires.begin(), bt.wires.end());
+    a.wireP50Ns = percentile(bt.wires, 50);
     a.exposedMeanNs = meanOf(bt.exposed, a.samples);
-    a.hiddenShare = bt.wire > 0 ? 1.0 - static_cast<double>(bt.hiddenExposed) / bt.wire : 0;
+    a.hiddenShare = bt.overlap.hiddenShare();
     d.buckets.push_back(a);
   }
   return d;
@@ -344,6 +347,7 @@ FsdpAnalysis analyzeFsdp(const TraceStore& store) {
     u.gatherMeanNs = meanOf(ut.gather, u.gathers);
     u.gatherWireMeanNs = meanOf(ut.gatherWire, u.gathers);
     u.exposedMeanNs = meanOf(u.exposedTotalNs, u.gathers);
+    u.prefetchedShare = analysis::prefetchedShare(u.prefetched, u.gathers);
     u.forwardMeanNs = meanOf(ut.forward, u.forwards);
     u.backwardMeanNs = meanOf(ut.backward, u.backwards);
     u.reduceScatterMeanNs = meanOf(ut.reduceScatter, u.reduceScatters);

@@ -1,6 +1,7 @@
 // Helpers shared by the analyses (analysis_*.cc): argument keys resolved to
-// string ids once per pass, a span's args as a range, bus bandwidth as the
-// summary computes it, and walks over a level's spans. Internal to the model.
+// string ids once per pass, a span's args as a range, and walks over a level's
+// spans. Internal to the model. The figures themselves come from
+// analysis/figures.h.
 //
 // Argument keys are resolved once per call and each span's args are scanned
 // directly: the store's intArg() looks the key text up in the pool on every
@@ -11,17 +12,18 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/figures.h"
 #include "backend/common/text.h"
 #include "backend/trace/schema.h"
-#include "backend/trace/summary.h"
 #include "viewer/model/trace_store.h"
 
 namespace ringx::viewer::analysis_internal {
 
 namespace targ = trace::arg;
-using trace::busBandwidthFactor;
-using trace::isPointToPoint;
-using trace::percentile;
+using analysis::isPointToPoint;
+using analysis::meanOf;
+using analysis::median;
+using analysis::percentile;
 
 // The well-known argument keys as string ids (0: no event carries that key).
 struct Keys {
@@ -80,22 +82,10 @@ struct ArgRange {
   }
 };
 
-// Bytes per ns is GB/s. 0 when there is nothing to divide.
+// Bus bandwidth in GB/s (analysis/figures.h).
 inline double busbw(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize) {
-  if (bytes <= 0 || durationNs <= 0) return 0;
-  return static_cast<double>(bytes) / static_cast<double>(durationNs) *
-         busBandwidthFactor(op, groupSize);
+  return analysis::busBandwidthGBps(op, bytes, durationNs, groupSize);
 }
-
-// Nearest-rank median (as the summary's), reordering `values`; 0 when empty.
-inline double median(std::vector<double>& values) {
-  if (values.empty()) return 0;
-  const size_t k = (values.size() + 1) / 2 - 1;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
-  return values[k];
-}
-
-inline int64_t meanOf(int64_t total, uint64_t n) { return n ? total / static_cast<int64_t>(n) : 0; }
 
 // Visits the spans of `level` that overlap [t0, t1]: f(const Span&, uint32_t index).
 template <typename F>

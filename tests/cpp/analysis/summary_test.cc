@@ -1,13 +1,17 @@
 // Summaries on inputs with known answers: size classes, percentiles, bus
-// bandwidth, per-rank communication time, arrival skew on aligned clocks, and
-// the caveats (dropped events, truncated files, unaligned clocks).
+// bandwidth, per-rank communication time, arrival skew on aligned clocks, the
+// engines' sections, and the caveats (dropped events, truncated files,
+// unaligned clocks). The inputs are real .ringx files read back as
+// `ringx-trace summary` reads them.
 #include <gtest/gtest.h>
 
-#include "backend/trace/summary.h"
+#include "analysis/summary.h"
 #include "tests/cpp/trace/trace_fixture.h"
 
-namespace ringx::trace {
+namespace ringx::analysis {
 namespace {
+
+using namespace ringx::trace;
 
 using fixture::RankStream;
 using fixture::TempDir;
@@ -313,8 +317,9 @@ TEST(Summary, DdpPhasesAndBucketsAreSummarised) {
     }
     s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
   }
-  const DdpStats d = summarizeDdp(readTrace(dir.path()));
-  EXPECT_EQ(d.iterations, 6u);
+  const Summary summary = summarize(readTrace(dir.path()));
+  const viewer::DdpAnalysis& d = summary.ddp;
+  EXPECT_EQ(d.iterations.size(), 6u);
   EXPECT_EQ(d.forwardMeanNs, 100000);
   EXPECT_EQ(d.backwardMeanNs, 300000);
   EXPECT_EQ(d.optimizerMeanNs, 30000);
@@ -324,11 +329,12 @@ TEST(Summary, DdpPhasesAndBucketsAreSummarised) {
   EXPECT_EQ(d.buckets[0].samples, 6u);
   EXPECT_EQ(d.buckets[1].bytes, 8192);
   EXPECT_EQ(d.buckets[1].params, 3);
-  EXPECT_EQ(d.buckets[0].readyToLaunchMeanNs, 1000);
+  EXPECT_EQ(d.buckets[0].launchDelayMeanNs, 1000);
   EXPECT_EQ(d.buckets[1].wireMeanNs, 100000);
+  EXPECT_EQ(d.buckets[1].wireP50Ns, 100000);
   EXPECT_NEAR(d.buckets[0].hiddenShare, 1.0, 1e-9);
   EXPECT_NEAR(d.buckets[1].hiddenShare, 0.6, 1e-9);
-  const std::string text = formatSummary(summarize(readTrace(dir.path())));
+  const std::string text = formatSummary(summary);
   EXPECT_TRUE(contains(text, "DDP engine (6 iterations")) << text;
   EXPECT_TRUE(contains(text, "communication hidden behind backward: 80%")) << text;
 }
@@ -370,30 +376,31 @@ TEST(Summary, FsdpUnitsAndMemoryAreSummarised) {
     }
     s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
   }
-  const FsdpStats f = summarizeFsdp(readTrace(dir.path()));
-  EXPECT_EQ(f.iterations, 4u);
+  const Summary summary = summarize(readTrace(dir.path()));
+  const viewer::FsdpAnalysis& f = summary.fsdp;
+  EXPECT_EQ(f.iterations.size(), 4u);
   EXPECT_EQ(f.forwardMeanNs, 200000);
   EXPECT_EQ(f.backwardMeanNs, 400000);
   EXPECT_EQ(f.exposedMeanNs, 30000);
-  EXPECT_EQ(f.peakBytes, 21000);
-  EXPECT_EQ(f.shardedBytes, 4096);
+  EXPECT_EQ(summary.fsdpPeakBytes, 21000);
+  EXPECT_EQ(summary.fsdpShardedBytes, 4096);
   ASSERT_EQ(f.units.size(), 1u);
-  const FsdpUnitStats& u = f.units[0];
+  const viewer::FsdpUnitAnalysis& u = f.units[0];
   EXPECT_EQ(u.unit, "blocks.0");
   EXPECT_EQ(u.gathers, 8u);
   EXPECT_EQ(u.gatherBytes, 8192);
   EXPECT_EQ(u.gatherWireMeanNs, 30000);
   EXPECT_EQ(u.exposedMeanNs, 15000);
   EXPECT_NEAR(u.prefetchedShare, 0.5, 1e-9);
-  EXPECT_EQ(u.reductions, 4u);
-  EXPECT_EQ(u.reduceWireMeanNs, 50000);
+  EXPECT_EQ(u.reduceScatters, 4u);
+  EXPECT_EQ(u.reduceScatterMeanNs, 50000);
   EXPECT_EQ(u.forwardMeanNs, 100000);
   EXPECT_EQ(u.backwardMeanNs, 200000);
-  const std::string text = formatSummary(summarize(readTrace(dir.path())));
+  const std::string text = formatSummary(summary);
   EXPECT_TRUE(contains(text, "FSDP engine (4 iterations")) << text;
   EXPECT_TRUE(contains(text, "peak held 20.5 KiB")) << text;
   EXPECT_TRUE(contains(text, "blocks.0")) << text;
 }
 
 }  // namespace
-}  // namespace ringx::trace
+}  // namespace ringx::analysis

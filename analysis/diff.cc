@@ -1,0 +1,260 @@
+// Two runs compared item by item (see diff.h for how they are aligned and why).
+#include "analysis/diff.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "analysis/figures.h"
+#include "backend/common/error.h"
+#include "backend/common/text.h"
+#include "viewer/model/analysis.h"
+
+namespace ringx::analysis {
+namespace {
+
+using viewer::CollectiveRow;
+using viewer::TraceStore;
+
+DiffRow makeRow(DiffKind kind, std::string name, int64_t a, int64_t b, int64_t aTime = -1,
+                int64_t bTime = -1) {
+  DiffRow r;
+  r.kind = kind;
+  r.name = std::move(name);
+  r.aNs = a;
+  r.bNs = b;
+  r.deltaNs = b - a;
+  r.aTimeNs = aTime;
+  r.bTimeNs = bTime;
+  return r;
+}
+
+// A collective's duration in one run: the mean of its ranks' spans.
+int64_t meanDuration(const CollectiveRow& row) {
+  int64_t total = 0;
+  for (const viewer::CollectiveRank& r : row.ranks) total += r.durationNs;
+  return meanOf(total, row.ranks.size());
+}
+
+// One run's iterations by step: the mean over ranks of forward + backward +
+// optimizer, and where the step began (the earliest rank).
+struct StepTime {
+  int64_t total = 0;
+  uint64_t ranks = 0;
+  int64_t beginNs = -1;
+};
+
+template <typename Iteration>
+std::map<int64_t, StepTime> stepTimes(const std::vector<Iteration>& iterations) {
+  std::map<int64_t, StepTime> steps;
+  for (const Iteration& it : iterations) {
+    StepTime& s = steps[it.step];
+    s.total += it.forwardNs + it.backwardNs + it.optimizerNs;
+    ++s.ranks;
+    const int64_t begin = it.forwardBeginNs > 0 ? it.forwardBeginNs : it.backwardBeginNs;
+    if (s.beginNs < 0 || begin < s.beginNs) s.beginNs = begin;
+  }
+  return steps;
+}
+
+template <typename Iteration>
+void diffSteps(const std::vector<Iteration>& a, const std::vector<Iteration>& b, RunDiff& d) {
+  const auto stepsA = stepTimes(a), stepsB = stepTimes(b);
+  for (const auto& [step, sa] : stepsA) {
+    auto found = stepsB.find(step);
+    if (found == stepsB.end()) continue;
+    const StepTime& sb = found->second;
+    d.rows.push_back(makeRow(DiffKind::kStep, strCat("step ", step), meanOf(sa.total, sa.ranks),
+                             meanOf(sb.total, sb.ranks), sa.beginNs, sb.beginNs));
+  }
+}
+
+void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
+  const viewer::DdpAnalysis ddpA = viewer::analyzeDdp(a), ddpB = viewer::analyzeDdp(b);
+  const viewer::FsdpAnalysis fsdpA = viewer::analyzeFsdp(a), fsdpB = viewer::analyzeFsdp(b);
+  auto phases = [&](const auto& x, const auto& y) {
+    d.phases.push_back(makeRow(DiffKind::kPhase, "forward", x.forwardMeanNs, y.forwardMeanNs));
+    d.phases.push_back(makeRow(DiffKind::kPhase, "backward", x.backwardMeanNs, y.backwardMeanNs));
+    d.phases.push_back(
+        makeRow(DiffKind::kPhase, "optimizer", x.optimizerMeanNs, y.optimizerMeanNs));
+    d.phases.push_back(
+        makeRow(DiffKind::kPhase, "exposed communication", x.exposedMeanNs, y.exposedMeanNs));
+    d.aIterations = x.iterations.size();
+    d.bIterations = y.iterations.size();
+    diffSteps(x.iterations, y.iterations, d);
+  };
+  if (!ddpA.iterations.empty() && !ddpB.iterations.empty()) {
+    d.engine = "DDP";
+    phases(ddpA, ddpB);
+  } else if (!fsdpA.iterations.empty() && !fsdpB.iterations.empty()) {
+    d.engine = "FSDP";
+    phases(fsdpA, fsdpB);
+  }
+
+  std::map<int64_t, const viewer::DdpBucketAverage*> bucketsB;
+  for (const auto& bucket : ddpB.buckets) bucketsB[bucket.bucket] = &bucket;
+  for (const auto& x : ddpA.buckets) {
+    auto found = bucketsB.find(x.bucket);
+    if (found == bucketsB.end()) continue;
+    const viewer::DdpBucketAverage& y = *found->second;
+    const std::string name = strCat("bucket ", x.bucket);
+    d.rows.push_back(makeRow(DiffKind::kBucket, name + " wire", x.wireMeanNs, y.wireMeanNs));
+    d.rows.push_back(
+        makeRow(DiffKind::kBucket, name + " exposed", x.exposedMeanNs, y.exposedMeanNs));
+    d.rows.push_back(makeRow(DiffKind::kBucket, name + " wait to launch", x.launchDelayMeanNs,
+                             y.launchDelayMeanNs));
+  }
+
+  std::map<std::string, const viewer::FsdpUnitAnalysis*> unitsB;
+  for (const auto& unit : fsdpB.units) unitsB[unit.unit] = &unit;
+  for (const auto& x : fsdpA.units) {
+    auto found = unitsB.find(x.unit);
+    if (found == unitsB.end()) continue;
+    const viewer::FsdpUnitAnalysis& y = *found->second;
+    d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " all_gather wire", x.gatherWireMeanNs,
+                             y.gatherWireMeanNs));
+    d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " waited for all_gather", x.exposedMeanNs,
+                             y.exposedMeanNs));
+    d.rows.push_back(
+        makeRow(DiffKind::kUnit, x.unit + " forward", x.forwardMeanNs, y.forwardMeanNs));
+    d.rows.push_back(
+        makeRow(DiffKind::kUnit, x.unit + " backward", x.backwardMeanNs, y.backwardMeanNs));
+    if (x.reduceScatters && y.reduceScatters) {
+      d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " reduce_scatter wire",
+                               x.reduceScatterMeanNs, y.reduceScatterMeanNs));
+    }
+  }
+}
+
+void diffCollectives(const TraceStore& a, const TraceStore& b, RunDiff& d) {
+  const std::vector<CollectiveRow> rowsA = viewer::matchCollectives(a);
+  const std::vector<CollectiveRow> rowsB = viewer::matchCollectives(b);
+  std::map<std::pair<std::string, int64_t>, const CollectiveRow*> byKey;
+  for (const CollectiveRow& row : rowsB) byKey[{row.group, row.seq}] = &row;
+  uint64_t matchedInB = 0;
+  for (const CollectiveRow& x : rowsA) {
+    auto found = byKey.find({x.group, x.seq});
+    if (found == byKey.end()) {
+      ++d.onlyInA;
+      continue;
+    }
+    ++matchedInB;
+    const CollectiveRow& y = *found->second;
+    if (x.op != y.op) {
+      if (d.opMismatches++ == 0) {
+        d.firstMismatch =
+            strCat("seq ", x.seq, " of group ", x.group, ": ", x.op, " in A, ", y.op, " in B");
+      }
+      continue;
+    }
+    ++d.matchedCollectives;
+    const int64_t da = meanDuration(x), db = meanDuration(y);
+    d.collectiveTotalA += da;
+    d.collectiveTotalB += db;
+    std::string name = strCat(x.op, " seq ", x.seq, " (group ", x.group);
+    if (x.bytes >= 0) name += strCat(", ", formatBytes(x.bytes));
+    name += ")";
+    d.rows.push_back(
+        makeRow(DiffKind::kCollective, std::move(name), da, db, x.firstBeginNs, y.firstBeginNs));
+  }
+  d.onlyInB = rowsB.size() - matchedInB;
+}
+
+std::string signedDuration(int64_t ns) {
+  return ns < 0 ? formatDuration(ns) : "+" + formatDuration(ns);
+}
+
+std::string ratioText(int64_t a, int64_t b) {
+  if (a <= 0) return "-";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2fx", static_cast<double>(b) / static_cast<double>(a));
+  return buffer;
+}
+
+}  // namespace
+
+const char* diffKindName(DiffKind kind) {
+  switch (kind) {
+    case DiffKind::kStep:
+      return "step";
+    case DiffKind::kPhase:
+      return "phase";
+    case DiffKind::kCollective:
+      return "collective";
+    case DiffKind::kBucket:
+      return "bucket";
+    case DiffKind::kUnit:
+      return "unit";
+  }
+  return "?";
+}
+
+RunDiff diffRuns(const TraceStore& a, const TraceStore& b) {
+  RunDiff d;
+  diffEngines(a, b, d);
+  diffCollectives(a, b, d);
+  // Largest regression first; ties in a stable, readable order.
+  std::stable_sort(d.rows.begin(), d.rows.end(),
+                   [](const DiffRow& x, const DiffRow& y) { return x.deltaNs > y.deltaNs; });
+  return d;
+}
+
+std::string formatDiff(const RunDiff& d, const std::string& aName, const std::string& bName,
+                       size_t top) {
+  std::string out = strCat("ringx trace diff\n  A: ", aName, "\n  B: ", bName, "\n");
+  char line[512];
+  if (!d.engine.empty()) {
+    out += strCat("\nStep time (", d.engine, " engine; means over ", d.aIterations, " and ",
+                  d.bIterations, " iterations of all ranks)\n");
+    std::snprintf(line, sizeof line, "  %-24s %12s %12s %12s %8s\n", "", "A", "B", "B - A", "B/A");
+    out += line;
+    for (const DiffRow& p : d.phases) {
+      std::snprintf(line, sizeof line, "  %-24s %12s %12s %12s %8s\n", p.name.c_str(),
+                    formatDuration(p.aNs).c_str(), formatDuration(p.bNs).c_str(),
+                    signedDuration(p.deltaNs).c_str(), ratioText(p.aNs, p.bNs).c_str());
+      out += line;
+    }
+  }
+  out += strCat("\nCollectives matched by (group, seq): ", d.matchedCollectives);
+  if (d.onlyInA || d.onlyInB)
+    out += strCat(" (only in A: ", d.onlyInA, ", only in B: ", d.onlyInB, ")");
+  out += "\n";
+  if (d.matchedCollectives > 0) {
+    out += strCat("  time in them (mean over ranks, summed): A ",
+                  formatDuration(d.collectiveTotalA), ", B ", formatDuration(d.collectiveTotalB),
+                  ", B - A ", signedDuration(d.collectiveTotalB - d.collectiveTotalA), " (",
+                  ratioText(d.collectiveTotalA, d.collectiveTotalB), ")\n");
+  }
+  if (d.opMismatches > 0) {
+    out += strCat("  the runs diverged: ", d.opMismatches,
+                  " collectives have a different op at the same seq (first: ", d.firstMismatch,
+                  "); they are not compared\n");
+  }
+  auto table = [&](const char* title, auto begin, auto end, auto keep) {
+    std::vector<const DiffRow*> rows;
+    for (auto it = begin; it != end && rows.size() < top; ++it)
+      if (keep(*it)) rows.push_back(&*it);
+    if (rows.empty()) return;
+    out += strCat("\n", title, "\n");
+    std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s\n", "kind", "what", "A", "B",
+                  "B - A", "B/A");
+    out += line;
+    for (const DiffRow* r : rows) {
+      std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s\n", diffKindName(r->kind),
+                    r->name.c_str(), formatDuration(r->aNs).c_str(), formatDuration(r->bNs).c_str(),
+                    signedDuration(r->deltaNs).c_str(), ratioText(r->aNs, r->bNs).c_str());
+      out += line;
+    }
+  };
+  table("Largest regressions (B slower than A), largest first", d.rows.begin(), d.rows.end(),
+        [](const DiffRow& r) { return r.deltaNs > 0; });
+  table("Largest improvements (B faster than A)", d.rows.rbegin(), d.rows.rend(),
+        [](const DiffRow& r) { return r.deltaNs < 0; });
+  if (d.rows.empty())
+    out += "\nNothing to compare: no collective, step, bucket or unit is in both runs\n";
+  return out;
+}
+
+}  // namespace ringx::analysis

@@ -1,0 +1,64 @@
+// Two runs side by side: what `ringx-trace diff A B` prints and what the
+// viewer's diff view ranks (a baseline A and a candidate B: "what got slower").
+//
+// The runs are aligned the way ringx identifies work, never by wall time:
+//  - collectives by (group, seq), which every run of the same program numbers
+//    alike; a (group, seq) whose op differs between the runs means the programs
+//    diverged there, and is counted, not compared;
+//  - iterations by step number (the engines' step argument);
+//  - DDP buckets by index and FSDP units by module path.
+// Each matched item gives one row per figure (a collective's duration, a
+// bucket's wire or exposed time, a unit's gather wait, a step's time) with
+// both values and B - A; rows are ranked by B - A, largest regression first.
+// Durations of a collective are the mean over the ranks that recorded it in
+// that run; engine figures are the analyses' means (analysis/figures.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "viewer/model/trace_store.h"
+
+namespace ringx::analysis {
+
+enum class DiffKind { kStep, kPhase, kCollective, kBucket, kUnit };
+const char* diffKindName(DiffKind kind);  // "step", "phase", "collective", "bucket", "unit"
+
+struct DiffRow {
+  DiffKind kind = DiffKind::kCollective;
+  std::string name;  // "allreduce seq 17 (group world)", "bucket 2 wire", "step 5"
+  int64_t aNs = 0;
+  int64_t bNs = 0;
+  int64_t deltaNs = 0;  // bNs - aNs: positive is a regression
+  // Where it happened in each run (aligned ns, for jumping both timelines
+  // there); -1 when the row is an average over many places.
+  int64_t aTimeNs = -1;
+  int64_t bTimeNs = -1;
+};
+
+struct RunDiff {
+  // The step-time breakdown side by side: forward, backward, optimizer and
+  // exposed communication means of the engine that ran (DDP, else FSDP).
+  std::string engine;  // "DDP", "FSDP", "" when neither recorded iterations
+  uint64_t aIterations = 0;
+  uint64_t bIterations = 0;
+  std::vector<DiffRow> phases;
+  uint64_t matchedCollectives = 0;
+  uint64_t onlyInA = 0;  // collectives (group, seq) the other run lacks
+  uint64_t onlyInB = 0;
+  uint64_t opMismatches = 0;     // same (group, seq), different op: the runs diverged
+  std::string firstMismatch;     // "seq 12 of group world: allreduce in A, broadcast in B"
+  int64_t collectiveTotalA = 0;  // summed durations of the matched collectives
+  int64_t collectiveTotalB = 0;
+  std::vector<DiffRow> rows;  // every compared figure, largest B - A first
+};
+
+RunDiff diffRuns(const viewer::TraceStore& a, const viewer::TraceStore& b);
+
+// The diff as text: the step breakdown, the collective totals and the `top`
+// largest regressions (and improvements), ending in a newline.
+std::string formatDiff(const RunDiff& diff, const std::string& aName, const std::string& bName,
+                       size_t top = 15);
+
+}  // namespace ringx::analysis

@@ -1,0 +1,107 @@
+// The figures ringx reports, each defined once. `ringx-trace summary`, the
+// viewer's panels, the DDP engine's last_iteration() and the benchmarks (through
+// ringx.analysis) all compute them here, so a figure means the same thing
+// wherever it is printed. The README's "Figures" section quotes these
+// definitions; change both together.
+//
+//  - Bus bandwidth (busbw), as nccl-tests defines it so that numbers compare
+//    with its tables: bytes / time x factor, factor 2(n-1)/n for allreduce,
+//    (n-1)/n for all_gather and reduce_scatter, 1 for the rest (n = ranks in
+//    the group). Bytes per ns is GB/s.
+//  - Percentiles are nearest-rank: p50 is the smallest sample with at least
+//    half of the samples at or below it. Medians of bandwidths likewise.
+//  - Exposed communication: how long a step's compute waited for
+//    communication. DDP: a bucket's exposed time is how long after backward's
+//    compute ended its reduction finished (the engine's exposed_ns); an
+//    iteration's is its most exposed bucket's. FSDP: how long compute waited
+//    for a unit's all_gather (ready - wait begin), summed per iteration.
+//  - Hidden communication share: the share of wire time that overlapped
+//    compute, 1 - sum(min(exposed, wire)) / sum(wire) over the buckets counted
+//    (a bucket cannot expose more than its own wire time).
+//  - Prefetched share: gathers issued ahead of need / all gathers.
+//  - Arrival skew of one collective: the latest minus the earliest begin of the
+//    ranks that recorded it, on the aligned clock; the "last arrival" is the
+//    single rank with the latest begin (none when tied).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringx::analysis {
+
+// ---- sizes ----------------------------------------------------------------------
+
+// Size classes: class k >= 0 holds [4^k, 4^(k+1)) bytes. Zero-byte collectives
+// (barrier) and those without a bytes argument have classes of their own.
+inline constexpr int kZeroBytesClass = -1;
+inline constexpr int kUnknownSizeClass = -2;
+int sizeClass(int64_t bytes);  // bytes < 0: unknown
+// "64 KiB-256 KiB", "0 B", "unknown size".
+std::string sizeClassLabel(int sizeClass);
+
+// ---- bandwidth ------------------------------------------------------------------
+
+// The bus bandwidth factor of `op` in a group of `groupSize` ranks.
+double busBandwidthFactor(std::string_view op, int64_t groupSize);
+// GB/s; 0 when bytes or duration is not positive.
+double busBandwidthGBps(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize);
+// send, recv and their variants: matched by peer, not by group sequence.
+bool isPointToPoint(std::string_view op);
+
+// ---- distributions --------------------------------------------------------------
+
+// p in (0, 100]: the nearest-rank percentile of `sorted` (ascending); 0 when empty.
+int64_t percentile(const std::vector<int64_t>& sorted, int p);
+// The nearest-rank median, reordering `values`; 0 when empty.
+double median(std::vector<double>& values);
+// total / n, 0 when n is 0.
+inline int64_t meanOf(int64_t total, uint64_t n) { return n ? total / static_cast<int64_t>(n) : 0; }
+
+// ---- overlap of communication and compute ---------------------------------------
+
+// Hidden and exposed communication over any set of transfers (one bucket over
+// its iterations, one iteration's buckets, a whole run).
+class CommOverlap {
+ public:
+  // One transfer: its wire time and how long compute waited for it (negative
+  // values count as 0; exposure is capped at the wire time).
+  void add(int64_t wireNs, int64_t exposedNs);
+  int64_t wireNs() const { return wireNs_; }
+  int64_t exposedNs() const { return exposedNs_; }  // capped, summed
+  // 1 - exposed / wire; 0 when there was no wire time.
+  double hiddenShare() const;
+
+ private:
+  int64_t wireNs_ = 0;
+  int64_t exposedNs_ = 0;
+};
+
+// Gathers issued ahead of need / all gathers; 0 when there were none.
+double prefetchedShare(uint64_t prefetched, uint64_t gathers);
+
+// ---- collectives across ranks ---------------------------------------------------
+
+struct Arrival {
+  int32_t rank = 0;
+  int64_t beginNs = 0;  // aligned
+};
+
+struct ArrivalSkew {
+  int64_t skewNs = 0;     // latest - earliest begin
+  int32_t lastRank = -1;  // the single latest arrival; -1 when tied or fewer than 2 ranks
+};
+
+ArrivalSkew arrivalSkew(const std::vector<Arrival>& arrivals);
+
+// ---- how figures print ----------------------------------------------------------
+
+// "850 ns", "12.3 us", "4.56 ms", "1.23 s".
+std::string formatDuration(int64_t ns);
+// "512 B", "12.3 KiB", "4.50 MiB", "1.20 GiB".
+std::string formatBytes(int64_t bytes);
+// "rank 2", "ranks 0, 1, 3".
+std::string rankList(const std::vector<int32_t>& ranks);
+
+}  // namespace ringx::analysis
