@@ -21,6 +21,9 @@ for var in PYTEST_ARGS PYTEST_ADDOPTS WORLD_SIZES BACKEND BASELINE_DIR STRICT_BA
 done
 export PYTHONPATH="$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+# The failure tests make every rank dump its flight recorder: keep those dumps out of the
+# default /tmp/ringx-flight-recorder-<user>.
+export RINGX_DUMP_DIR=${RINGX_DUMP_DIR:-$(mktemp -d /tmp/ringx-test-dumps.XXXXXX)}
 # A test that gloo passes and a plugin can reach, but that does not pass for ringx, fails the run.
 export STRICT_BASELINE=1
 

@@ -54,6 +54,49 @@ std::vector<at::Tensor> resultTensors(const std::vector<std::vector<at::Tensor>>
   return all;
 }
 ProcessGroupRingx::GilRelease gilRelease;
+
+// The collective a call runs, as the flight recorder names it when the call is issued
+// (Group::run names it the same way when it starts).
+const char* flightOpName(OpType type) {
+  switch (type) {
+    case OpType::BROADCAST:
+      return algorithms::collectiveName(CollectiveKind::kBroadcast);
+    case OpType::ALLREDUCE:
+    case OpType::ALLREDUCE_COALESCED:
+      return algorithms::collectiveName(CollectiveKind::kAllreduce);
+    case OpType::REDUCE:
+      return algorithms::collectiveName(CollectiveKind::kReduce);
+    case OpType::ALLGATHER:
+    case OpType::_ALLGATHER_BASE:
+    case OpType::ALLGATHER_COALESCED:
+      return algorithms::collectiveName(CollectiveKind::kAllgather);
+    case OpType::GATHER:
+      return algorithms::collectiveName(CollectiveKind::kGather);
+    case OpType::SCATTER:
+      return algorithms::collectiveName(CollectiveKind::kScatter);
+    case OpType::REDUCE_SCATTER:
+    case OpType::_REDUCE_SCATTER_BASE:
+    case OpType::REDUCE_SCATTER_TENSOR_COALESCED:
+      return algorithms::collectiveName(CollectiveKind::kReduceScatter);
+    case OpType::ALLTOALL_BASE:
+    case OpType::ALLTOALL:
+      return algorithms::collectiveName(CollectiveKind::kAlltoall);
+    case OpType::BARRIER:
+      return algorithms::collectiveName(CollectiveKind::kBarrier);
+    default:
+      return "collective";
+  }
+}
+
+std::string messageOf(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
 }  // namespace
 
 void ProcessGroupRingx::setGilRelease(GilRelease gil) { gilRelease = gil; }
@@ -197,19 +240,20 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::stagedOnCuda(OpType type, co
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const char* title,
                                                             std::vector<at::Tensor> outputs,
-                                                            bool asyncOp, Job job) {
+                                                            bool asyncOp, Job job, uint32_t runs) {
   collectivesIssued_++;
-  // For the trace: when the caller issued it, and its size as nccl-tests counts
-  // it (the outputs are the whole buffer except for reduce-scatter and scatter,
-  // whose outputs are one rank's share).
+  // For the trace and the flight recorder: when the caller issued it, and its size as
+  // nccl-tests counts it (the outputs are the whole buffer except for reduce-scatter and
+  // scatter, whose outputs are one rank's share).
   CallNote note;
-  if (trace::Recorder::enabled()) {
-    note.enqueueNs = trace::nowNs();
-    for (const at::Tensor& t : outputs) note.bytes += t.numel() * t.element_size();
-    if (type == OpType::REDUCE_SCATTER || type == OpType::_REDUCE_SCATTER_BASE ||
-        type == OpType::REDUCE_SCATTER_TENSOR_COALESCED || type == OpType::SCATTER) {
-      note.bytes *= size_;
-    }
+  for (const at::Tensor& t : outputs) note.bytes += t.numel() * t.element_size();
+  if (type == OpType::REDUCE_SCATTER || type == OpType::_REDUCE_SCATTER_BASE ||
+      type == OpType::REDUCE_SCATTER_TENSOR_COALESCED || type == OpType::SCATTER) {
+    note.bytes *= size_;
+  }
+  if (trace::Recorder::enabled()) note.enqueueNs = trace::nowNs();
+  if (FlightRecorder* flight = group_->flightRecorder()) {
+    note.flightEntry = flight->issue(flightOpName(type), note.bytes, runs);
   }
   auto work = c10::make_intrusive<RingxWork>(rank_, type, title, std::move(outputs),
                                              std::chrono::milliseconds(0));
@@ -220,6 +264,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
       group->noteCall(note);
       job();
     } catch (...) {
+      // A job that failed before its collective started (its group failed earlier, or
+      // staging did): the flight recorder shows the call failed rather than queued.
+      if (FlightRecorder* flight = group->flightRecorder())
+        flight->abandon(note.flightEntry, messageOf(std::current_exception()));
       work->markFailed(std::current_exception());
       return;
     }
@@ -436,12 +484,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
     reduces.push_back(toReduceSpec(opts.reduceOp, output, "reduce_scatter_tensor_coalesced"));
   }
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced",
-                 outputs, opts.asyncOp, [=, this] {
-                   for (size_t i = 0; i < outputs.size(); ++i) {
-                     runReduceScatterInto(outputs[i], inputs[i], reduces[i], timeout);
-                   }
-                 });
+  return enqueue(
+      OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced", outputs,
+      opts.asyncOp,
+      [=, this] {
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          runReduceScatterInto(outputs[i], inputs[i], reduces[i], timeout);
+        }
+      },
+      static_cast<uint32_t>(outputs.size()));
 }
 
 // ---- broadcast ----------------------------------------------------------------------------------
@@ -601,11 +652,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_into_tensor_coales
   }
   checkTensorPairs(outputs, inputs, /*outputIsWhole=*/true, "allgather_into_tensor_coalesced");
   const auto timeout = callTimeout(opts.timeout);
-  return enqueue(OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs,
-                 opts.asyncOp, [=, this] {
-                   for (size_t i = 0; i < outputs.size(); ++i)
-                     runAllgatherInto(outputs[i], inputs[i], timeout);
-                 });
+  return enqueue(
+      OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs, opts.asyncOp,
+      [=, this] {
+        for (size_t i = 0; i < outputs.size(); ++i)
+          runAllgatherInto(outputs[i], inputs[i], timeout);
+      },
+      static_cast<uint32_t>(outputs.size()));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_coalesced(

@@ -166,9 +166,11 @@ class ProcessGroupRingx : public BackendBase {
                                                 Out& outputs, In& inputs, CpuCall cpuCall);
   // Phase 2 and 3: run `job` in the group's order and complete the Work returned. `asyncOp`
   // is the option torch passes: false when the caller waits at once, and then the job may
-  // run on the caller's thread (WorkQueue::runHereIfIdle).
+  // run on the caller's thread (WorkQueue::runHereIfIdle). `runs`: how many collectives the
+  // job runs (Group::run calls), for the flight recorder's sequence numbers.
   c10::intrusive_ptr<::c10d::Work> enqueue(::c10d::OpType type, const char* title,
-                                           std::vector<at::Tensor> outputs, bool asyncOp, Job job);
+                                           std::vector<at::Tensor> outputs, bool asyncOp, Job job,
+                                           uint32_t runs = 1);
   // recv and recvAnysource (srcRank = PointToPoint::kAnySource).
   c10::intrusive_ptr<::c10d::Work> postRecv(std::vector<at::Tensor>& tensors, int srcRank, int tag,
                                             ::c10d::OpType type, const char* title);

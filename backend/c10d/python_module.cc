@@ -9,8 +9,9 @@
 
 namespace py = pybind11;
 namespace ringx::c10d_glue {
-void registerTraceBindings(py::module& parent);  // python_trace.cc
-}
+void registerTraceBindings(py::module& parent);     // python_trace.cc
+void registerAnalysisBindings(py::module& parent);  // python_analysis.cc
+}  // namespace ringx::c10d_glue
 namespace ringx::ddp {
 void registerDdpBindings(py::module& parent);  // ddp/python_bindings.cc
 }
@@ -122,6 +123,7 @@ PYBIND11_MODULE(_C, m) {
       "so far (registered with atexit by ringx/__init__.py).");
 
   ringx::c10d_glue::registerTraceBindings(m);
+  ringx::c10d_glue::registerAnalysisBindings(m);
   ringx::ddp::registerDdpBindings(m);
   ringx::fsdp::registerFsdpBindings(m);
 }

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "backend/group/flight_recorder.h"
 #include "backend/group/trace_session.h"
 #include "backend/trace/file_sink.h"
 #include "backend/trace/recorder.h"
@@ -118,6 +119,15 @@ void registerTraceBindings(py::module& parent) {
       "flush", [] { Recorder::instance().flush(); }, py::call_guard<py::gil_scoped_release>());
   m.def("live_address", &TraceSession::liveAddress);
   m.def("dropped_events", [] { return Recorder::instance().droppedEvents(); });
+  // The flight recorder works with tracing off; it lives here for its Python face only.
+  m.def(
+      "dump_flight_recorder",
+      [](const std::string& dir) { return flight::dumpAll("ringx.dump_flight_recorder()", dir); },
+      py::arg("dir") = "", py::call_guard<py::gil_scoped_release>(),
+      "Writes every ringx group's flight recorder to DIR/flight-rank-<N>.json (DIR empty: "
+      "RINGX_DUMP_DIR or its default) and returns the file's path.");
+  m.def("flight_dump_directory", &flight::dumpDirectory,
+        "Where dumps go: RINGX_DUMP_DIR, else /tmp/ringx-flight-recorder-<user>.");
 }
 
 }  // namespace ringx::c10d_glue

@@ -15,8 +15,9 @@ namespace ringx {
 
 // What the caller knows before the collective runs (Group::noteCall).
 struct CallNote {
-  int64_t enqueueNs = 0;  // trace::nowNs() when the caller issued it; 0 = unknown
-  uint64_t bytes = 0;     // size as nccl-tests counts it (schema.h, arg::kBytes)
+  int64_t enqueueNs = 0;     // trace::nowNs() when the caller issued it; 0 = unknown
+  uint64_t bytes = 0;        // size as nccl-tests counts it (schema.h, arg::kBytes)
+  uint64_t flightEntry = 0;  // its FlightRecorder::issue() entry; 0 = none
 };
 
 // What the run learned (filled by Group::run).

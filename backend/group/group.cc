@@ -33,6 +33,16 @@ std::string randomToken() {
   return token;
 }
 
+// What dumps call the group (never the token itself: it lets a process join the group's rings).
+std::string tokenHash(const std::string& token) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a
+  for (unsigned char c : token) h = (h ^ c) * 1099511628211ull;
+  static const char* hex = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[i] = hex[h & 15];
+  return out;
+}
+
 size_t sizeFromEnvironment(const char* name, size_t fallback) {
   const char* text = std::getenv(name);
   if (!text || !*text) return fallback;
@@ -73,12 +83,28 @@ Group::Group(GroupOptions options)
                              options_.mesh));
   // Point-to-point stays on TCP: its progress thread sleeps in poll(), and its
   // traffic is not where the bandwidth goes.
+  // A peer's failure notice: this rank may have no error of its own (it never got to
+  // the collective the others gave up on), and its dump shows exactly that.
+  auto onNotice = [name = options_.name](const std::string& notice) {
+    flight::requestDump(strCat("a rank of group '", name, "' gave up: ", notice));
+  };
   p2p_ = std::make_unique<PointToPoint>(
       options_.rank, options_.size,
-      transport::tcp::connectMesh(store, options_.rank, options_.size, "p2p", token, deadline));
+      transport::tcp::connectMesh(store, options_.rank, options_.size, "p2p", token, deadline),
+      onNotice);
+  const int64_t entries = options_.flightRecorderEntries >= 0
+                              ? options_.flightRecorderEntries
+                              : static_cast<int64_t>(FlightRecorder::entriesFromEnvironment());
+  if (entries > 0) {
+    flight_ = std::make_shared<FlightRecorder>(options_.name, tokenHash(token), options_.rank,
+                                               options_.size, static_cast<size_t>(entries));
+    flight::add(flight_);
+  }
 }
 
-Group::~Group() = default;
+Group::~Group() {
+  if (flight_) flight::remove(flight_.get());
+}
 
 void Group::startTracing(const TraceConfig& config) {
   TraceSession::start(config, *options_.store, rank(), size(), token_, options_.timeout);
@@ -123,8 +149,16 @@ void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, in
                 const std::function<void(algorithms::Collective&)>& body) {
   const CallNote note = note_;
   note_ = CallNote{};
+  const bool reduces = kind == algorithms::CollectiveKind::kAllreduce ||
+                       kind == algorithms::CollectiveKind::kReduce ||
+                       kind == algorithms::CollectiveKind::kReduceScatter;
+  FlightRecorder::Entry flight = 0;
+  if (flight_) {
+    flight = flight_->start(note.flightEntry, static_cast<int64_t>(nextSeq_),
+                            algorithms::collectiveName(kind), dtype, reduces, op, root, note.bytes);
+  }
   if (!trace::Recorder::enabled()) {
-    runCollective(kind, dtype, op, root, timeout, body, nullptr);
+    runCollective(kind, dtype, op, root, timeout, body, nullptr, flight);
     return;
   }
   if (!tracer_) tracer_ = std::make_unique<CollectiveTracer>(options_.name, rank(), size());
@@ -133,13 +167,11 @@ void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, in
   outcome.seq = nextSeq_;
   outcome.dtype = dtype;
   outcome.reduceOp = op;
-  outcome.reduces = kind == algorithms::CollectiveKind::kAllreduce ||
-                    kind == algorithms::CollectiveKind::kReduce ||
-                    kind == algorithms::CollectiveKind::kReduceScatter;
+  outcome.reduces = reduces;
   outcome.root = root;
   const int64_t startNs = trace::nowNs();
   try {
-    runCollective(kind, dtype, op, root, timeout, body, &outcome);
+    runCollective(kind, dtype, op, root, timeout, body, &outcome, flight);
   } catch (const std::exception& e) {
     tracer_->record(outcome, note, startNs, trace::nowNs(), e.what());
     throw;
@@ -150,15 +182,19 @@ void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, in
 void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
                           std::chrono::milliseconds timeout,
                           const std::function<void(algorithms::Collective&)>& body,
-                          CollectiveOutcome* outcome) {
+                          CollectiveOutcome* outcome, FlightRecorder::Entry flight) {
   const uint64_t seq = nextSeq_++;
   const char* name = algorithms::collectiveName(kind);
   {
-    std::lock_guard<std::mutex> lock(brokenMutex_);
+    std::unique_lock<std::mutex> lock(brokenMutex_);
     if (!broken_.empty()) {
-      RINGX_THROW(Error, "ringx: ", name, " #", seq, " cannot run on rank ", rank(),
-                  ": this process group failed earlier and cannot be used again (", broken_,
-                  "). Destroy it and create a new one, or restart the job.");
+      const std::string message =
+          strCat("ringx: ", name, " #", seq, " cannot run on rank ", rank(),
+                 ": this process group failed earlier and cannot be used again (", broken_,
+                 "). Destroy it and create a new one, or restart the job.");
+      lock.unlock();
+      if (flight_) flight_->fail(flight, message);  // dumped when it failed
+      RINGX_THROW(Error, message);
     }
   }
   if (timeout.count() <= 0) timeout = this->timeout();
@@ -196,25 +232,33 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
       } fill{c, *outcome, *context_};
       body(c);
     }
+    if (flight_) flight_->finish(flight, c.algorithm());
   } catch (const algorithms::MismatchError& e) {
     std::string message = fail(e);
     abort(message);
-    throw algorithms::MismatchError(message);
+    throw algorithms::MismatchError(message + recordFailure(flight, message));
   } catch (const TimeoutError& e) {
     std::string message = fail(e);
     abort(message);
-    throw TimeoutError(message);
+    throw TimeoutError(message + recordFailure(flight, message));
   } catch (const PeerError& e) {
     std::string message = fail(e);
     std::string theirs = p2p_->failureAnnounced(e.peer(), kFailureNoticeWait);
     if (!theirs.empty()) message += " <- reported first: " + theirs;
     abort(message);
-    throw PeerError(message);
+    throw PeerError(message + recordFailure(flight, message));
   } catch (const std::exception& e) {
     std::string message = fail(e);
     abort(message);
-    throw Error(message);
+    throw Error(message + recordFailure(flight, message));
   }
+}
+
+std::string Group::recordFailure(FlightRecorder::Entry flight, const std::string& message) {
+  // After abort(): the peers hear of the failure first, the file I/O comes after.
+  if (!flight_) return "";
+  flight_->fail(flight, message);
+  return flight::dumpAfterFailure(message);
 }
 
 }  // namespace ringx

@@ -9,7 +9,10 @@
 // instead of at their timeout, and later calls raise the same reason. A peer
 // that sees the connection drop appends the notice to its own error, so the
 // error on every rank names the rank that failed first and why. The store is
-// never used on a failure path: it may be what failed.
+// never used on a failure path: it may be what failed. Every collective is also
+// kept in the group's flight recorder (flight_recorder.h), which the failing
+// rank dumps before it raises, and a rank that receives a peer's failure notice
+// dumps soon after.
 #pragma once
 
 #include <atomic>
@@ -21,6 +24,7 @@
 
 #include "backend/algorithms/algorithms.h"
 #include "backend/group/collective_trace.h"
+#include "backend/group/flight_recorder.h"
 #include "backend/group/p2p.h"
 #include "backend/group/trace_session.h"
 #include "backend/store/store.h"
@@ -39,6 +43,8 @@ struct GroupOptions {
   transport::MeshOptions mesh;
   // Shown in error messages ("group 'default'").
   std::string name = "default";
+  // Entries of the flight recorder; -1: RINGX_FLIGHT_RECORDER_ENTRIES (default 2048), 0: off.
+  int64_t flightRecorderEntries = -1;
 };
 
 // Reads RINGX_SEGMENT_BYTES and RINGX_DIRECT_ALLREDUCE_MAX_BYTES over the defaults.
@@ -79,6 +85,10 @@ class Group {
   void noteCall(const CallNote& note) { note_ = note; }
 
   PointToPoint& p2p() { return *p2p_; }
+  // The group's flight recorder, or nullptr when it is off. Callers that issue
+  // collectives ahead of run() record them with issue() and pass the entry in
+  // CallNote::flightEntry.
+  FlightRecorder* flightRecorder() { return flight_.get(); }
 
   // Starts the process's trace session with this group's ranks (collective:
   // every rank calls it). See trace_session.h.
@@ -98,7 +108,10 @@ class Group {
   void runCollective(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
                      std::chrono::milliseconds timeout,
                      const std::function<void(algorithms::Collective&)>& body,
-                     CollectiveOutcome* outcome);
+                     CollectiveOutcome* outcome, FlightRecorder::Entry flight);
+  // Records the failure of `flight`, dumps the flight recorder and returns what
+  // the error message says about the dump.
+  std::string recordFailure(FlightRecorder::Entry flight, const std::string& message);
 
   GroupOptions options_;
   std::atomic<std::chrono::milliseconds::rep> timeoutMs_;
@@ -108,6 +121,7 @@ class Group {
   uint64_t nextSeq_ = 0;
   CallNote note_;                             // for the next run()'s trace event
   std::unique_ptr<CollectiveTracer> tracer_;  // made when tracing is first on
+  std::shared_ptr<FlightRecorder> flight_;    // null when off; shared with the dump registry
   algorithms::Workspace workspace_;           // only touched by the communication thread
   std::mutex brokenMutex_;
   std::string broken_;

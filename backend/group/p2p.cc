@@ -40,13 +40,15 @@ std::string p2pFrameProblem(const P2pFrameHeader& header) {
   return "";
 }
 
-PointToPoint::PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs)
+PointToPoint::PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs,
+                           NoticeCallback onNotice)
     : rank_(rank),
       size_(size),
       pairs_(std::move(pairs)),
       inbound_(size),
       sendsTo_(size, 0),
-      recvsFrom_(size, 0) {
+      recvsFrom_(size, 0),
+      onNotice_(std::move(onNotice)) {
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   RINGX_SYSCHECK(wakeFd_, "eventfd");
   for (int peer = 0; peer < size_; ++peer) {
@@ -199,7 +201,10 @@ void PointToPoint::handleInbound(int peer) {
     if (pair.recvCompleted() < in.payloadEnd) return;
     // A whole message has arrived.
     if (isFailureNotice(in.header)) {  // the header stays until the next is posted
-      if (announced_.empty()) announced_ = std::move(in.notice);
+      if (announced_.empty()) {
+        announced_ = std::move(in.notice);
+        if (onNotice_) onNotice_(announced_);
+      }
       in.notice.clear();
       noticeChanged_.notify_all();
     } else if (in.matched) {

@@ -66,7 +66,11 @@ class PointToPoint {
   // Called once on the progress thread: error (or null) and the source rank.
   using Callback = std::function<void(std::exception_ptr error, int source)>;
 
-  PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs);
+  // Called on the progress thread with the first failure notice a peer sends.
+  using NoticeCallback = std::function<void(const std::string& notice)>;
+
+  PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs,
+               NoticeCallback onNotice = nullptr);
   // Fails everything still pending and stops the progress thread.
   ~PointToPoint();
 
@@ -161,6 +165,7 @@ class PointToPoint {
   std::string announcement_;          // this rank's failure notice, kept while it is sent
   FrameHeader announcementHeader_{};  // its frame header
   std::string announced_;             // the first notice that arrived from a peer
+  NoticeCallback onNotice_;
   std::condition_variable noticeChanged_;
 
   int wakeFd_ = -1;

@@ -11,12 +11,14 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
     ringx.transports(group=None)      # "shm" / "tcp" / "self" to each rank
     ringx.traffic(group=None)         # bytes sent/received over each connection
     ringx.calls(group=None)           # collectives run on the caller's thread / comm thread
+    ringx.dump_flight_recorder(path=None)  # this rank's last collectives, for `ringx-trace why`
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
     ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
     ringx.fsdp.FullyShardedDataParallel  # the C++ FSDP engine (ringx/fsdp.py)
 """
 
 import atexit
+import os
 
 import torch
 import torch.distributed as dist
@@ -24,8 +26,8 @@ import torch.distributed as dist
 from . import _C
 from ._C import ProcessGroupRingx
 
-__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "transports", "traffic",
-           "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
+__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "dump_flight_recorder",
+           "transports", "traffic", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
 # PyTorch's DDP syncs module state in 250 MiB buckets; smaller buckets pipeline better.
@@ -64,6 +66,7 @@ _register()
 atexit.register(_C.drain_communication_threads, 10.0)
 
 from . import trace  # noqa: E402  (needs _C loaded)
+from . import analysis  # noqa: E402
 from . import ddp  # noqa: E402
 from . import fsdp  # noqa: E402
 
@@ -106,6 +109,19 @@ def traffic(group=None):
     "shm" or "tcp", "sent": bytes, "received": bytes}. Take the difference of two calls to
     measure what a step or a collective put on the wire."""
     return _require_ringx_group(group, "traffic").traffic()
+
+
+def dump_flight_recorder(path=None):
+    """Writes this rank's flight recorder now and returns the file's path.
+
+    Every ringx group keeps its last collectives (RINGX_FLIGHT_RECORDER_ENTRIES, default
+    2048: seq, op, size, state issued/started/finished/failed, times), tracing on or off.
+    They are written to `path` (a directory; None = RINGX_DUMP_DIR, else
+    /tmp/ringx-flight-recorder-<user>) as flight-rank-<N>.json, one file per rank holding
+    all its groups, replaced whole. ringx also writes it by itself when a collective fails
+    or times out, when a peer gives up, and on SIGUSR1. `ringx-trace why DIR` reads the
+    ranks' files and names the collective and the ranks that never arrived or are stuck."""
+    return _C.trace.dump_flight_recorder("" if path is None else os.fspath(path))
 
 
 def calls(group=None):

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "viewer/model/flight_ingest.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -29,6 +30,37 @@ std::string status(const CollectiveRow& r) {
 }
 
 }  // namespace
+
+std::string flightStatus(const TraceStore& store, const CollectiveRow& row) {
+  const uint32_t key = store.strings().find(kFlightStateArg);
+  if (key == 0) return "";  // no dump loaded
+  std::vector<int32_t> stuck, queued;
+  for (const CollectiveRank& r : row.ranks) {
+    const RankData* rank = store.findRank(r.span.rank);
+    if (!rank) continue;
+    const Span& s = rank->tracks[r.span.track].levels[r.span.level][r.span.index];
+    for (uint32_t a = s.firstArg; a < s.firstArg + s.argCount && a < rank->args.size(); ++a) {
+      const ArgValue& v = rank->args[a];
+      if (v.key != key || v.kind != ArgKind::kString) continue;
+      if (store.str(v.stringId) == "started") stuck.push_back(r.rank);
+      if (store.str(v.stringId) == "issued") queued.push_back(r.rank);
+    }
+  }
+  std::string out;
+  auto list = [&](const char* what, const std::vector<int32_t>& ranks) {
+    if (ranks.empty()) return;
+    out += out.empty() ? "" : "  ";
+    out += what;
+    out += ranks.size() == 1 ? ": rank" : ": ranks";
+    for (int32_t r : ranks) {
+      out += ' ';
+      out += std::to_string(r);
+    }
+  };
+  list("stuck", stuck);
+  list("queued", queued);
+  return out;
+}
 
 void CollectivesPanel::sortBy(Column column, bool ascending) {
   auto key = [&](const CollectiveRow& r) -> double {
@@ -132,8 +164,10 @@ void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
   while (clipper.Step()) {
     for (int k = clipper.DisplayStart; k < clipper.DisplayEnd; ++k) {
       const CollectiveRow& r = rows_[(*visible)[size_t(k)]];
+      const std::string flight = flightStatus(store, r);
       ImGui::TableNextRow();
-      if (problem(r)) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(120, 30, 30, 160));
+      if (problem(r) || !flight.empty())
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, IM_COL32(120, 30, 30, 160));
       ImGui::TableNextColumn();
       ImGui::PushID(k);
       if (ImGui::Selectable(r.group.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
@@ -167,7 +201,7 @@ void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(r.busbwGBps > 0 ? formatBandwidth(r.busbwGBps).c_str() : "");
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(status(r).c_str());
+      ImGui::TextUnformatted((status(r) + flight).c_str());
     }
   }
   ImGui::EndTable();

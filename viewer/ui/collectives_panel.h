@@ -2,15 +2,21 @@
 // the last and the slowest rank, bus bandwidth, in a sortable table; a click
 // jumps the timeline to the collective. Collectives whose ranks disagree on the
 // op, or that some rank never recorded, are highlighted, and the ranks that
-// stopped arriving are listed first (hang diagnosis).
+// stopped arriving are listed first (hang diagnosis). Rows from flight recorder
+// dumps also say which ranks were stuck in a collective or had it queued.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "viewer/model/analysis.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
+
+// What flight recorder dumps say of the ranks of `row` that had not finished it
+// when they dumped ("stuck: rank 1  queued: rank 2"); "" for traced collectives.
+std::string flightStatus(const TraceStore& store, const CollectiveRow& row);
 
 class CollectivesPanel {
  public:
