@@ -3,6 +3,16 @@
 // Written as text into a buffer flushed every megabyte: no JSON library and no
 // document in memory, and every string of a rank (names, tracks, argument keys,
 // string values) escaped once, not once per event that uses it.
+//
+// Collectives are joined across ranks by flow events (collective_chains.h says
+// why a chain in arrival order): "s" on the first rank to begin, "t" on each
+// next, "f" on the last, at each span's begin on its own thread, one id per
+// (group, seq), category "collective.flow" (scripts that pick the collective
+// spans by category "collective" do not meet them). "t" and "f" bind to the
+// slice enclosing them ("bp":"e", the span that begins there), as "s" always
+// does. They are written after every span, so a reader that replays events in
+// file order at equal timestamps has opened the slice before its flow point
+// arrives.
 #include "backend/trace/chrome_export.h"
 
 #include <algorithm>
@@ -17,6 +27,7 @@
 #include <set>
 
 #include "backend/trace/alignment.h"
+#include "backend/trace/collective_chains.h"
 
 namespace ringx::trace {
 namespace {
@@ -357,13 +368,24 @@ ExportStats writeChromeTrace(const TraceSet& trace, std::ostream& os) {
   for (int c = 1; c <= kCategoryCount; ++c) {
     appendJsonString(categories[c], categoryName(static_cast<Category>(c)));
   }
+  CollectiveChains chains;
+  std::map<int32_t, const RankView*> viewOfRank;
   for (const RankView& v : views) {
     const RankTrace& t = *v.trace;
     const int64_t pid = int64_t{t.header.rank} + 1;
     const uint32_t errorKey = t.findString(arg::kError);
+    const CollectiveKeys collectiveKeys(t);
+    viewOfRank.emplace(t.header.rank, &v);
     for (const Event& e : t.events) {
       next();
       const int64_t begin = v.clock.align(e.beginNs);
+      std::string_view group;
+      int64_t seq, groupSize;
+      if (collectiveKeys.read(e, &group, &seq, &groupSize)) {
+        chains.add(group, seq, groupSize > 0 ? groupSize : t.header.worldSize,
+                   CollectiveArrival{t.header.rank, static_cast<uint32_t>(v.tidOfTrack[e.track]),
+                                     e.name, begin});
+      }
       switch (e.kind) {
         case EventKind::kSpan:
           out.raw("{\"ph\":\"X\"");
@@ -414,6 +436,33 @@ ExportStats writeChromeTrace(const TraceSet& trace, std::ostream& os) {
       out.maybeFlush();
       ++stats.events;
     }
+  }
+  for (const CollectiveChain& chain : chains.takeAll()) {
+    // Every point carries the first arrival's name: readers key flows by
+    // category, name and id, and a chain of ranks that disagree on the op
+    // (a mismatch) must still be one flow.
+    const CollectiveArrival& head = chain.arrivals.front();
+    const std::string& name = viewOfRank.at(head.rank)->escaped[head.name];
+    for (size_t i = 0; i < chain.arrivals.size(); ++i) {
+      const CollectiveArrival& a = chain.arrivals[i];
+      next();
+      out.raw(i == 0                          ? "{\"ph\":\"s\""
+              : i + 1 < chain.arrivals.size() ? "{\"ph\":\"t\",\"bp\":\"e\""
+                                              : "{\"ph\":\"f\",\"bp\":\"e\"");
+      out.raw(",\"id\":");
+      out.integer(static_cast<int64_t>(chain.id));
+      out.raw(",\"pid\":");
+      out.integer(int64_t{a.rank} + 1);
+      out.raw(",\"tid\":");
+      out.integer(a.track);
+      out.raw(",\"ts\":");
+      out.micros(a.beginNs - origin);
+      out.raw(",\"name\":");
+      out.raw(name);
+      out.raw(",\"cat\":\"collective.flow\"}");
+      out.maybeFlush();
+    }
+    stats.flows += chain.arrivals.size() - 1;
   }
 
   // ---- job facts

@@ -5,6 +5,9 @@
 // kernel's idle task) named "rank N (host)"; each track a thread named after it,
 // with the same tid on every rank so that "comm:world" sits at the same place in
 // every process. Spans are "X" events, instants "i" (thread scope), counters "C".
+// One collective's spans on every rank are joined by a flow ("s"/"t"/"f", id
+// unique per group and seq) from the first rank to arrive to the last
+// (collective_chains.h), so Perfetto draws the same arrows as ringx-viewer.
 // Times are aligned to rank 0's clock (alignment.h) and written in microseconds
 // from the job's earliest aligned event, so a double keeps nanoseconds.
 //
@@ -25,7 +28,8 @@
 namespace ringx::trace {
 
 struct ExportStats {
-  uint64_t events = 0;   // trace events written, metadata not counted
+  uint64_t events = 0;   // trace events written, metadata and flow points not counted
+  uint64_t flows = 0;    // arrows joining collectives across ranks (flow points - chains)
   int64_t originNs = 0;  // rank 0's clock at ts 0
 };
 

@@ -31,6 +31,8 @@ void App::start() {
   for (const auto& w : store_->warnings())
     std::fprintf(stderr, "ringx-viewer: warning: %s\n", w.c_str());
   if (!options_.attach.empty()) attach(options_.attach, options_.token);
+  if (options_.followSeconds > 0)
+    view_.settings.followWindowSeconds = float(options_.followSeconds);
   if (!options_.panel.empty() && parsePanelName(options_.panel, &view_.panel))
     view_.panelRequested = true;
   resetView();
@@ -38,6 +40,8 @@ void App::start() {
     view_.time.t0 = store_->beginNs() + int64_t(options_.zoomBeginMs * 1e6);
     view_.time.t1 = store_->beginNs() + int64_t(options_.zoomEndMs * 1e6);
   }
+  // After --zoom: the first match at or after the view's left edge.
+  if (!options_.search.empty()) ui_.search().request(options_.search);
   for (const auto& in : options_.inputs) recent_.add(in);
   window_ = std::make_unique<Window>(options_.width, options_.height, "ringx-viewer",
                                      /*vsync=*/!options_.scripted());
@@ -59,6 +63,7 @@ void App::open(const std::string& path) {
   live_.reset();
   store_ = std::move(fresh);
   view_.selection = Selection{};
+  view_.searchHit = EventRef{};
   resetView();
   recent_.add(path);
   ui_.setMessage(strCat("opened ", path, ": ", store_->ranks().size(), " ranks, ",
@@ -71,6 +76,8 @@ void App::attach(const std::string& address, const std::string& token) {
   live_ = std::make_unique<LiveSource>(address, token);
   store_ = std::make_unique<TraceStore>();
   view_.selection = Selection{};
+  view_.searchHit = EventRef{};
+  view_.settings.followLive = true;  // attached: follow until the user moves the view
   recent_.add("attach:" + address);
 }
 
@@ -96,18 +103,9 @@ void App::handle(const UiActions& a) {
 }
 
 void App::frame() {
-  if (live_ && live_->drainInto(*store_)) {
-    if (view_.settings.followLive) {
-      // Keep the newest data at the right edge: the last followWindowSeconds (or all of it while
-      // the job is younger).
-      const int64_t window = std::min(int64_t(view_.settings.followWindowSeconds * 1e9),
-                                      std::max<int64_t>(store_->endNs() - store_->beginNs(), 1000));
-      view_.time.t0 = store_->endNs() - window;
-      view_.time.t1 = store_->endNs() + window / 50;
-    } else if (!viewFitted_) {
-      resetView();
-    }
-  }
+  // Follow mode (the newest data in view) is the UI's; without it, a live
+  // job's first data is fitted once.
+  if (live_ && live_->drainInto(*store_) && !view_.settings.followLive && !viewFitted_) resetView();
   // A person at an idle viewer: draw when something happens (live data needs no
   // input to change, and scripted runs measure frames).
   window_->beginFrame(/*waitForInput=*/!options_.scripted() && !live_);
@@ -148,6 +146,11 @@ int App::run() {
     // How long the loaded trace spans: shows whether files recorded together line up.
     std::printf("span_ms=%.3f flows=%zu\n", double(store_->endNs() - store_->beginNs()) / 1e6,
                 store_->flows().size());
+    if (!options_.search.empty()) {
+      const SearchBar& search = ui_.search();
+      std::printf("search_matches=%zu current=%lld\n", search.search().matches().size(),
+                  static_cast<long long>(search.current() + 1));
+    }
     std::fflush(stdout);
   }
   return 0;

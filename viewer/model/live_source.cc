@@ -674,10 +674,11 @@ bool LiveSource::drainInto(TraceStore& store) {
       r.clock = trace::ClockModel::forRank(r.trace);
       r.syncsInModel = r.trace.clockSyncs.size();
     }
-    r.drained = ingestRankTrace(store, r.trace, r.clock, r.drained);
+    r.drained = ingestRankTrace(store, r.trace, r.clock, r.drained, &chains_);
     r.metaDirty = false;
     changed = true;
   }
+  if (changed) addCollectiveFlows(store, chains_.takeComplete());
   if (changed) store.finalize();
   return changed;
 }
@@ -688,6 +689,7 @@ void LiveSource::restartDrain() {
     rank->drained = 0;
     rank->metaDirty = true;
   }
+  chains_ = trace::CollectiveChains(kMaxOpenCollectives);
   fresh_ = true;
 }
 

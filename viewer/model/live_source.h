@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/trace/collective_chains.h"
 #include "backend/trace/live_client.h"
 #include "viewer/model/trace_store.h"
 
@@ -84,7 +85,9 @@ class LiveSource {
   // it. Returns true when the store changed (events, or rank metadata such as a
   // dropped count). Cheap when nothing arrived: one atomic load. Drain into the
   // same store every time; call restartDrain() before draining into another (or
-  // a cleared) store, so that it gets everything from the start.
+  // a cleared) store, so that it gets everything from the start. A collective
+  // gets its arrows across ranks once every rank of its group has sent its span
+  // (or, with a rank gone, once many later ones wait).
   bool drainInto(TraceStore& store);
   void restartDrain();
 
@@ -124,6 +127,9 @@ class LiveSource {
   LiveRankStatus::State directoryState_ = LiveRankStatus::kConnecting;
   std::string directoryMessage_;
   std::vector<std::unique_ptr<Rank>> ranks_;  // by rank; fixed once the directory arrived
+  // Collectives waiting for their other ranks' spans (drainInto, under mutex_).
+  static constexpr size_t kMaxOpenCollectives = 1 << 16;
+  trace::CollectiveChains chains_{kMaxOpenCollectives};
 
   std::thread thread_;  // last: starts after every member above exists
 };

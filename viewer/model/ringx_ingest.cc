@@ -7,7 +7,8 @@
 namespace ringx::viewer {
 
 size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
-                       const trace::ClockModel& clock, size_t fromEvent) {
+                       const trace::ClockModel& clock, size_t fromEvent,
+                       trace::CollectiveChains* chains) {
   RankData& data = store.rank(rank.header.rank);
   data.host = rank.header.host;
   data.pid = rank.header.pid;
@@ -15,6 +16,10 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
   data.truncated = rank.truncated;
   data.clockAligned = clock.aligned();
   data.clockUncertaintyNs = clock.maxUncertaintyNs();
+  data.clockKnown = true;
+  data.clockReference = clock.isReference();
+  if (fromEvent == 0 && !rank.events.empty())
+    data.clockOffsetNs = clock.offsetAt(rank.events.front().beginNs);
   data.dropped = rank.dropped;
   if (rank.header.startWallNs > 0) {
     data.hasWallClock = true;
@@ -33,6 +38,7 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
     categories[c] = store.category(trace::categoryName(static_cast<trace::Category>(c)));
   std::vector<int32_t> trackOf(rank.strings.size(), -1);
   const uint32_t errorKey = store.strings().intern(trace::arg::kError);
+  const trace::CollectiveKeys collectiveKeys(rank);
 
   std::vector<ArgValue> args;
   for (size_t i = fromEvent; i < rank.events.size(); ++i) {
@@ -80,6 +86,12 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
       s.category = category;
       s.flags = failed ? kSpanFailed : 0;
       store.addSpan(data, static_cast<uint32_t>(track), s);
+      std::string_view group;
+      int64_t seq, groupSize;
+      if (chains && collectiveKeys.read(e, &group, &seq, &groupSize)) {
+        chains->add(group, seq, groupSize > 0 ? groupSize : rank.header.worldSize,
+                    trace::CollectiveArrival{data.rank, id(e.track), s.name, s.begin});
+      }
     } else {
       Instant in;
       in.time = clock.align(e.beginNs);
@@ -93,9 +105,25 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
   return rank.events.size();
 }
 
+void addCollectiveFlows(TraceStore& store, const std::vector<trace::CollectiveChain>& chains) {
+  for (const trace::CollectiveChain& chain : chains) {
+    // The first arrival names every arrow of the chain, as in the export.
+    const uint32_t name = chain.arrivals.front().name;
+    for (size_t i = 0; i + 1 < chain.arrivals.size(); ++i) {
+      const trace::CollectiveArrival& a = chain.arrivals[i];
+      const trace::CollectiveArrival& b = chain.arrivals[i + 1];
+      store.addFlow(
+          Flow{FlowEnd{a.rank, a.track, a.beginNs}, FlowEnd{b.rank, b.track, b.beginNs}, name});
+    }
+  }
+}
+
 void ingestTraceSet(TraceStore& store, const trace::TraceSet& set) {
   const auto clocks = trace::clockModels(set.ranks);
-  for (size_t i = 0; i < set.ranks.size(); ++i) ingestRankTrace(store, set.ranks[i], clocks[i]);
+  trace::CollectiveChains chains;
+  for (size_t i = 0; i < set.ranks.size(); ++i)
+    ingestRankTrace(store, set.ranks[i], clocks[i], 0, &chains);
+  addCollectiveFlows(store, chains.takeAll());
   for (const auto& w : set.warnings) store.addWarning(w);
   store.finalize();
 }

@@ -3,11 +3,18 @@
 // RankTrace a LiveStream decodes into. Every time is moved onto rank 0's clock
 // with the rank's ClockModel (alignment.h), the same mapping ringx-trace export
 // uses, so the viewer and Perfetto line events up identically.
+//
+// Collectives are joined across ranks by flow arrows, the same chains the
+// export writes as Chrome flows (backend/trace/collective_chains.h: from the
+// first rank to begin the collective to the last, so the arrow head lands on
+// the rank the others waited for and the chain's width is the arrival skew).
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "backend/trace/alignment.h"
+#include "backend/trace/collective_chains.h"
 #include "backend/trace/trace_dir.h"
 #include "viewer/model/trace_store.h"
 
@@ -15,11 +22,18 @@ namespace ringx::viewer {
 
 // Adds rank.events[fromEvent, end) to `store` (call finalize() afterwards) and
 // returns the index to continue from. Rank metadata (host, pid, truncation,
-// clock state, dropped count) is (re)set from `rank` each call.
+// clock state, dropped count) is (re)set from `rank` each call. Collective
+// spans go into `chains` too when given (their track and name handles are the
+// store's string ids); addCollectiveFlows() turns what it hands out into arrows.
 size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
-                       const trace::ClockModel& clock, size_t fromEvent = 0);
+                       const trace::ClockModel& clock, size_t fromEvent = 0,
+                       trace::CollectiveChains* chains = nullptr);
 
-// Adds a whole job's trace (its warnings become the store's) and finalizes.
+// One arrow per consecutive pair of arrivals of each chain.
+void addCollectiveFlows(TraceStore& store, const std::vector<trace::CollectiveChain>& chains);
+
+// Adds a whole job's trace (its warnings become the store's, its collectives
+// flows, complete or not) and finalizes.
 void ingestTraceSet(TraceStore& store, const trace::TraceSet& set);
 
 }  // namespace ringx::viewer

@@ -184,15 +184,28 @@ void addPendingSpans(Track& track) {
   track.spanCount += pending.size();
   if (pending.front().begin > lastBegin) {
     placeOnLevels(track, pending);
-    return;
+  } else {
+    std::vector<Span> all;
+    all.reserve(track.spanCount);
+    for (auto& level : track.levels) all.insert(all.end(), level.begin(), level.end());
+    all.insert(all.end(), pending.begin(), pending.end());
+    std::sort(all.begin(), all.end(), parentsFirst);
+    track.levels.clear();
+    track.busy.clear();
+    placeOnLevels(track, all);
   }
-  std::vector<Span> all;
-  all.reserve(track.spanCount);
-  for (auto& level : track.levels) all.insert(all.end(), level.begin(), level.end());
-  all.insert(all.end(), pending.begin(), pending.end());
-  std::sort(all.begin(), all.end(), parentsFirst);
-  track.levels.clear();
-  placeOnLevels(track, all);
+  // Busy-time prefix sums: appended spans extend them, a new layout rebuilds them.
+  track.busy.resize(track.levels.size());
+  for (size_t l = 0; l < track.levels.size(); ++l) {
+    std::vector<int64_t>& busy = track.busy[l];
+    const std::vector<Span>& level = track.levels[l];
+    if (busy.empty()) {
+      busy.reserve(level.size() + 1);
+      busy.push_back(0);
+    }
+    for (size_t i = busy.size() - 1; i < level.size(); ++i)
+      busy.push_back(busy.back() + level[i].duration());
+  }
 }
 
 int trackOrder(TrackKind kind) {
@@ -355,6 +368,7 @@ size_t TraceStore::memoryBytes() const {
     bytes += r.args.capacity() * sizeof(ArgValue);
     for (const auto& t : r.tracks) {
       for (const auto& l : t.levels) bytes += l.capacity() * sizeof(Span);
+      for (const auto& b : t.busy) bytes += b.capacity() * sizeof(int64_t);
       bytes += t.instants.capacity() * sizeof(Instant);
     }
     for (const auto& c : r.counters)

@@ -106,7 +106,10 @@ struct Track {
   uint32_t name = 0;
   TrackKind kind = TrackKind::kOther;
   std::vector<std::vector<Span>> levels;  // level -> spans sorted by begin, disjoint
-  std::vector<Instant> instants;          // sorted by time
+  // level -> busy[i] = summed durations of levels[level][0, i) (size + 1 entries):
+  // how much of a folded block's time its spans cover, in O(1) per block.
+  std::vector<std::vector<int64_t>> busy;
+  std::vector<Instant> instants;  // sorted by time
   uint64_t spanCount = 0;
   // Spans and instants added since the last finalize().
   std::vector<Span> pendingSpans;
@@ -148,6 +151,11 @@ struct RankData {
   bool truncated = false;      // the file was cut off inside a record
   bool clockAligned = true;    // false: no clock samples and not the reference
   int64_t clockUncertaintyNs = 0;
+  // ringx streams only: the clock the others align to, and this rank's offset
+  // to it at its first event (clockKnown is false for other producers' files).
+  bool clockKnown = false;
+  bool clockReference = false;
+  int64_t clockOffsetNs = 0;
   uint64_t dropped = 0;
   uint64_t events = 0;
   // A ringx stream's clock reference: aligned time = Unix-epoch ns +
@@ -236,6 +244,13 @@ class TraceStore {
   uint64_t generation_ = 0;
   bool dirty_ = false;
 };
+
+// The time the spans of a drawn item cover (a level's spans are disjoint, so
+// this over the item's extent is its busy fraction): O(1) with Track::busy.
+inline int64_t busyNs(const Track& track, size_t level, const LevelItem& item) {
+  const std::vector<int64_t>& b = track.busy[level];
+  return b[item.first + item.count] - b[item.first];
+}
 
 // Visits the spans of `level` that intersect [t0, t1]: f(const LevelItem&).
 // Spans shorter than minNs are folded with their neighbours: a run of spans each

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "backend/trace/summary.h"
+#include "analysis/figures.h"
 
 namespace ringx::viewer {
 
@@ -59,7 +59,7 @@ std::string formatBytes(double bytes) {
   return buf;
 }
 
-std::string formatNs(int64_t ns) { return trace::formatDuration(ns); }
+std::string formatNs(int64_t ns) { return analysis::formatDuration(ns); }
 
 std::string formatBandwidth(double gbps) {
   char buf[32];

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "backend/trace/summary.h"
+#include "analysis/figures.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -27,6 +27,15 @@ constexpr ImU32 kSelectedOutline = IM_COL32(255, 235, 59, 255);
 constexpr ImU32 kRangeFill = IM_COL32(255, 255, 255, 28);
 constexpr ImU32 kCursorLine = IM_COL32(255, 255, 255, 110);
 constexpr size_t kMaxFlowsPerFrame = 20000;
+
+// `color` mixed with the timeline's background: t = 1 is `color`, 0 the background.
+ImU32 towardsBackground(ImU32 color, float t) {
+  const auto ch = [&](int shift) {
+    const float a = float((kBackground >> shift) & 0xff), b = float((color >> shift) & 0xff);
+    return ImU32(a + (b - a) * t + 0.5f) << shift;
+  };
+  return ch(IM_COL32_R_SHIFT) | ch(IM_COL32_G_SHIFT) | ch(IM_COL32_B_SHIFT) | IM_COL32_A_MASK;
+}
 
 // A "nice" tick step (1, 2 or 5 x 10^k ns) giving at least minPixels between ticks.
 int64_t tickStep(double nsPerPixel, float minPixels) {
@@ -159,6 +168,18 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   }
   contentHeight_ = y;
   const float visible = rowsY1_ - rowsY0_;
+  if (view.revealSearchHit) {
+    // Scroll the search match's row into view (a third from the top) if it is not.
+    view.revealSearchHit = false;
+    const EventRef& hit = view.searchHit;
+    for (const Row& row : rows_) {
+      if (row.rank != hit.rank || row.track != hit.track ||
+          row.level != std::clamp(hit.level, 0, s.maxLevelsPerTrack - 1))
+        continue;
+      if (row.y0 < scrollY_ || row.y1 > scrollY_ + visible) scrollY_ = row.y0 - visible / 3;
+      break;
+    }
+  }
   scrollY_ = std::clamp(scrollY_, 0.0f, std::max(0.0f, contentHeight_ - visible));
   for (Row& row : rows_) {
     row.y0 += rowsY0_ - scrollY_;
@@ -196,6 +217,7 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
     draw->PopClipRect();
   }
   drawFlows(store, view, draw);
+  drawSearchHit(store, view, draw);
   draw->PopClipRect();
   // A scroll bar hint when the rows do not fit.
   if (contentHeight_ > visible) {
@@ -248,9 +270,52 @@ void TimelinePanel::drawFlows(const TraceStore& store, ViewState& view, ImDrawLi
   }
 }
 
+// The search box's current match: a thick outline in its own colour around the
+// event's extent (at least a few pixels, so an instant or a sliver shows), on
+// top of whatever was drawn there, folded or not.
+void TimelinePanel::drawSearchHit(const TraceStore& store, const ViewState& view,
+                                  ImDrawList* draw) {
+  searchHitDrawn_ = false;
+  const EventRef& hit = view.searchHit;
+  if (!hit.valid()) return;
+  const RankData* rank = store.findRank(hit.rank);
+  if (!rank || hit.track >= int32_t(rank->tracks.size())) return;
+  const Track& track = rank->tracks[size_t(hit.track)];
+  int64_t begin, end;
+  if (hit.level >= 0) {
+    if (hit.level >= int32_t(track.levels.size()) ||
+        hit.index >= int64_t(track.levels[size_t(hit.level)].size()))
+      return;
+    const Span& s = track.levels[size_t(hit.level)][size_t(hit.index)];
+    begin = s.begin, end = s.end;
+  } else {
+    if (hit.index >= int64_t(track.instants.size())) return;
+    begin = end = track.instants[size_t(hit.index)].time;
+  }
+  const int level = std::clamp(hit.level, 0, view.settings.maxLevelsPerTrack - 1);
+  for (const Row& row : rows_) {
+    if (row.rank != hit.rank || row.track != hit.track || row.level != level) continue;
+    if (row.y1 < rowsY0_ || row.y0 > rowsY1_) return;
+    float x0 = view.time.toX(begin, plotX0_, plotWidth_);
+    float x1 = view.time.toX(end, plotX0_, plotWidth_);
+    if (x1 < plotX0_ - 4 || x0 > plotX0_ + plotWidth_ + 4) return;
+    const float middle = (x0 + x1) / 2;
+    x0 = std::max(std::min(x0, middle - 3), plotX0_ - 4);
+    x1 = std::min(std::max(x1, middle + 3), plotX0_ + plotWidth_ + 4);
+    draw->AddRect(ImVec2(x0 - 1, row.y0), ImVec2(x1 + 1, row.y1), kSearchHitColor, 0, 0, 3.0f);
+    searchHitX_ = middle;
+    searchHitY_ = (row.y0 + row.y1) / 2;
+    searchHitDrawn_ = true;
+    return;
+  }
+}
+
 void TimelinePanel::drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex,
                               int level, ViewState& view, ImDrawList* draw, float y0, float y1) {
-  const std::vector<Span>& spans = rank.tracks[trackIndex].levels[level];
+  const Track& track = rank.tracks[trackIndex];
+  const std::vector<Span>& spans = track.levels[level];
+  const bool haveBusy =
+      size_t(level) < track.busy.size() && track.busy[size_t(level)].size() == spans.size() + 1;
   const double nsPerPixel = view.time.nsPerPixel(plotWidth_);
   const int64_t minNs = std::max<int64_t>(1, int64_t(nsPerPixel * view.settings.minEventPixels));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
@@ -276,8 +341,17 @@ void TimelinePanel::drawLevel(const TraceStore& store, const RankData& rank, int
         clippedText(draw, x0 + 3, x1 - 2, y0 + 1, textColorOn(color), name.c_str());
       }
     } else {
-      // A folded run: darker, with its count when there is room.
-      draw->AddRectFilled(ImVec2(x0, y0 + 2), ImVec2(x1, y1 - 2), darker(color));
+      // A folded run, shaded by the share of its time its spans cover (O(1)
+      // from the level's busy prefix sums): a dense burst shows near the
+      // category's colour, a run of sparse slivers fades towards the
+      // background, so idle gaps and bursts read apart when zoomed out.
+      const double extent = double(std::max<int64_t>(item.end - item.begin, 1));
+      const double busy =
+          haveBusy ? std::min(1.0, double(busyNs(track, size_t(level), item)) / extent) : 0.5;
+      draw->AddRectFilled(
+          ImVec2(x0, y0 + 2), ImVec2(x1, y1 - 2),
+          towardsBackground(color,
+                            float(kFoldedMinShade + (kFoldedMaxShade - kFoldedMinShade) * busy)));
       if (x1 - x0 > 50) {
         char label[48];
         std::snprintf(label, sizeof label, "%u events", item.count);
@@ -425,7 +499,7 @@ void TimelinePanel::tooltip(const TraceStore& store) const {
   const ArgValue* bytes = store.findArg(*rank, firstArg, argCount, "bytes");
   const ArgValue* groupSize = store.findArg(*rank, firstArg, argCount, "group_size");
   if (bytes && bytes->kind == ArgKind::kInt && end > begin) {
-    const double factor = trace::busBandwidthFactor(
+    const double factor = analysis::busBandwidthFactor(
         nameText, groupSize && groupSize->kind == ArgKind::kInt ? groupSize->intValue : 1);
     ImGui::Text("busbw %s  (algbw %s)",
                 formatBandwidth(double(bytes->intValue) / double(end - begin) * factor).c_str(),

@@ -5,6 +5,11 @@
 // visible: rows outside the scrolled region are skipped, and within a row
 // visitLevel() folds runs of spans narrower than a few pixels into one "N
 // events" block (Tracy's approach), so a frame costs O(pixels), not O(events).
+// A block is shaded by how much of its time its spans cover (the store keeps
+// busy-time prefix sums per level, so that is O(1) per block): a dense burst
+// looks nearly solid, a sparse run faint. Collectives are joined across ranks
+// by flow arrows (from the first rank to arrive to the last), and the search
+// box's match is outlined in its own colour.
 //
 // Input (like Tracy and Perfetto): the mouse wheel zooms at the cursor, a left
 // drag pans time and scrolls the rows, W/S zoom and A/D pan, a click selects the
@@ -37,6 +42,13 @@ class TimelinePanel {
   // Flow arrows (a profiler's launch links, a trace's "s"/"f" events): light,
   // so that the spans under them stay readable.
   static constexpr ImU32 kFlowColor = IM_COL32(130, 210, 255, 255);
+  // A folded block's colour goes from kFoldedMinShade (no span time in it) to
+  // kFoldedMaxShade (spans cover all of it) of the way from the background to
+  // its category's colour; a single event is drawn at full colour.
+  static constexpr float kFoldedMinShade = 0.18f;
+  static constexpr float kFoldedMaxShade = 0.9f;
+  // The search match's outline: a colour no category uses.
+  static constexpr ImU32 kSearchHitColor = IM_COL32(255, 64, 200, 255);
 
   // Draws into the current window, filling its remaining content region.
   void draw(const TraceStore& store, ViewState& view);
@@ -50,9 +62,14 @@ class TimelinePanel {
   float plotWidth() const { return plotWidth_; }
   float rulerY0() const { return rulerY0_; }
   float rulerY1() const { return rulerY1_; }
+  float rowsY1() const { return rowsY1_; }             // the bottom of the rows' band
   uint64_t itemsDrawn() const { return itemsDrawn_; }  // rectangles of the last frame
   uint64_t flowsDrawn() const { return flowsDrawn_; }  // flow arrows of the last frame
   const EventRef& hovered() const { return hovered_; }
+  // Where the search match's outline was drawn in the last frame (its middle).
+  bool searchHitDrawn() const { return searchHitDrawn_; }
+  float searchHitX() const { return searchHitX_; }
+  float searchHitY() const { return searchHitY_; }
 
  private:
   struct Hover {
@@ -69,6 +86,7 @@ class TimelinePanel {
   void drawInstants(const TraceStore& store, const RankData& rank, int32_t trackIndex,
                     ViewState& view, ImDrawList* draw, float y0, float y1);
   void drawFlows(const TraceStore& store, ViewState& view, ImDrawList* draw);
+  void drawSearchHit(const TraceStore& store, const ViewState& view, ImDrawList* draw);
   void handleInput(const TraceStore& store, ViewState& view);
   void tooltip(const TraceStore& store) const;
 
@@ -80,6 +98,8 @@ class TimelinePanel {
   uint64_t flowsDrawn_ = 0;
   EventRef hovered_;
   Hover hover_;
+  bool searchHitDrawn_ = false;
+  float searchHitX_ = 0, searchHitY_ = 0;
   bool rowsHovered_ = false;
   bool rulerHovered_ = false;
   // Drag state: panning (from the rows) or selecting a range (from the ruler).

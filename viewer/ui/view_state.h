@@ -15,8 +15,10 @@ struct ViewerSettings {
   float labelWidth = 150.0f;    // the left column with rank and track names
   float minEventPixels = 3.0f;  // narrower events fold into "N events" blocks
   int maxLevelsPerTrack = 4;    // deeper nesting is not drawn (the tooltip still lists it)
-  bool followLive = true;       // keep the newest data in view while attached
-  float followWindowSeconds = 10.0f;
+  // Follow mode while attached: the view shows the newest followWindowSeconds
+  // and moves with new data; panning or zooming turns it off, End turns it on.
+  bool followLive = true;
+  float followWindowSeconds = 5.0f;
 };
 
 // The visible time range [t0, t1] in aligned ns, mapped onto [x0, x0 + width].
@@ -49,6 +51,15 @@ struct TimeView {
     t0 = begin - int64_t(s * margin);
     t1 = end + int64_t(s * margin);
   }
+  // Follow mode: the last `windowNs` of a trace spanning [begin, end] (all of it
+  // while it is shorter), its newest event a fiftieth of the view from the right.
+  void follow(int64_t begin, int64_t end, int64_t windowNs) {
+    const int64_t window =
+        std::clamp<int64_t>(end - begin, 1000, std::max<int64_t>(windowNs, 1000));
+    t0 = end - window;
+    t1 = end + window / 50;
+  }
+  bool operator==(const TimeView& o) const { return t0 == o.t0 && t1 == o.t1; }
 };
 
 // One span or instant, addressed inside the store.
@@ -88,6 +99,10 @@ struct ViewState {
   int64_t cursorTime = 0;       // ... at this time: the other panels draw a line there
   bool panelRequested = false;  // a panel asked to be brought to front (jump links)
   bool timeRangeInitialised = false;
+  // The search box's current match: the timeline outlines it, and scrolls its
+  // rows to it once when revealSearchHit is set.
+  EventRef searchHit;
+  bool revealSearchHit = false;
 };
 
 }  // namespace ringx::viewer

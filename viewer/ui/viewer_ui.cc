@@ -3,6 +3,8 @@
 
 #include <imgui.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "viewer/ui/style.h"
@@ -30,6 +32,10 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
   }
   // Hover state is rebuilt every frame by whichever axis the mouse is over.
   view.hasCursor = false;
+  if (live && view.settings.followLive) follow(store, view);
+  const TimeView before = view.time;
+  followTurnedOn_ = false;
+  toolRow(store, view, live);
   const float timelineHeight = (ImGui::GetContentRegionAvail().y) * timelineShare_;
   ImGui::BeginChild("##timeline", ImVec2(0, timelineHeight), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
@@ -74,10 +80,42 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
     }
     ImGui::EndTabBar();
   }
+  // The user moved the time axis: follow mode yields to them.
+  if (live && !followTurnedOn_ && !(view.time == before)) view.settings.followLive = false;
   if (!view.panelRequested || shownPanel_ == view.panel) view.panelRequested = false;
   if (!firstFrame_ && !view.panelRequested) view.panel = shownPanel_;
   firstFrame_ = false;
   ImGui::End();
+}
+
+void ViewerUi::follow(const TraceStore& store, ViewState& view) {
+  view.time.follow(store.beginNs(), store.endNs(),
+                   std::llround(double(view.settings.followWindowSeconds) * 1e9));
+}
+
+void ViewerUi::toolRow(const TraceStore& store, ViewState& view, const LiveSource* live) {
+  search_.draw(store, view);
+  if (!live) return;
+  ImGui::SameLine(0, 30);
+  bool follow = view.settings.followLive;
+  // End turns follow back on (as End goes to the end of a document), unless a
+  // text field has the keyboard.
+  const bool end =
+      !ImGui::GetIO().WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_End), false);
+  if (ImGui::Checkbox("Follow", &follow) || end) {
+    view.settings.followLive = follow || end;
+    if (view.settings.followLive) {
+      followTurnedOn_ = true;
+      this->follow(store, view);
+    }
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("show the newest data as it arrives (End); a pan or zoom stops it");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(90);
+  float seconds = view.settings.followWindowSeconds;
+  if (ImGui::InputFloat("s window", &seconds, 1.0f, 10.0f, "%.1f"))
+    view.settings.followWindowSeconds = std::clamp(seconds, 0.01f, 3600.0f);
 }
 
 void ViewerUi::menuBar(const LiveSource* live, const std::vector<std::string>& recent,

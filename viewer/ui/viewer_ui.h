@@ -1,8 +1,14 @@
 // The whole window: a menu bar (File: open a trace, attach to a job, recent
-// files, save what a live job sent), the timeline on top, and a tab bar of
-// panels below it (statistics, collectives, DDP, FSDP, memory, live). The UI
-// never loads or connects itself: it returns what the user asked for in
-// UiActions and the app does it, so panels stay testable without I/O.
+// files, save what a live job sent), a tool row (the search box; while
+// attached, Follow and its window), the timeline, and a tab bar of panels below
+// it (statistics, collectives, DDP, FSDP, memory, live). The UI never loads or
+// connects itself: it returns what the user asked for in UiActions and the app
+// does it, so panels stay testable without I/O.
+//
+// Follow mode (attached only): each frame shows the newest
+// settings.followWindowSeconds of the store; anything in the frame that moves
+// the time axis (a pan, a zoom, a jump from a panel or the search box) turns it
+// off, and the Follow box or the End key turns it back on.
 #pragma once
 
 #include <string>
@@ -13,6 +19,7 @@
 #include "viewer/ui/ddp_panel.h"
 #include "viewer/ui/fsdp_panel.h"
 #include "viewer/ui/memory_panel.h"
+#include "viewer/ui/search_bar.h"
 #include "viewer/ui/stats_panel.h"
 #include "viewer/ui/timeline_panel.h"
 #include "viewer/ui/view_state.h"
@@ -48,12 +55,15 @@ class ViewerUi {
   CollectivesPanel& collectives() { return collectives_; }
   DdpPanel& ddp() { return ddp_; }
   FsdpPanel& fsdp() { return fsdp_; }
+  SearchBar& search() { return search_; }
   const TimelinePanel& timeline() const { return timeline_; }
 
  private:
   void menuBar(const LiveSource* live, const std::vector<std::string>& recent, UiActions& actions);
   void popups(UiActions& actions);
   void livePanel(const LiveSource* live, ViewState& view, UiActions& actions);
+  void toolRow(const TraceStore& store, ViewState& view, const LiveSource* live);
+  void follow(const TraceStore& store, ViewState& view);
 
   TimelinePanel timeline_;
   MemoryPanel memory_;
@@ -61,6 +71,7 @@ class ViewerUi {
   CollectivesPanel collectives_;
   DdpPanel ddp_;
   FsdpPanel fsdp_;
+  SearchBar search_;
   float timelineShare_ = 0.58f;
   std::string message_;
   bool messageIsError_ = false;
@@ -71,6 +82,7 @@ class ViewerUi {
   char saveBuffer_[1024] = "ringx-live-trace";
   PanelId shownPanel_ = PanelId::kStats;
   bool firstFrame_ = true;
+  bool followTurnedOn_ = false;  // this frame: its own view change is no user pan
 };
 
 }  // namespace ringx::viewer

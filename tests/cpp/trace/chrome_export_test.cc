@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -281,8 +282,89 @@ TEST(ChromeExport, WritesFilesAndReportsUnwritablePaths) {
   const std::string out = dir.file("out.json");
   EXPECT_EQ(writeChromeTraceFile(set, out).events, 7u);
   std::ifstream in(out);
-  EXPECT_EQ(json::parse(in)["traceEvents"].size(), 7u + 3 * 2 + 2 * (5 + 2));
+  // Events, metadata, and the allreduce's flow from rank 0 to rank 1 ("s", "f").
+  EXPECT_EQ(json::parse(in)["traceEvents"].size(), 7u + 3 * 2 + 2 * (5 + 2) + 2);
   EXPECT_THROW(writeChromeTraceFile(set, dir.file("no/such/dir/out.json")), IoError);
+}
+
+// Three ranks; rank 1's clock reads 5 ms ahead. World allreduce seq 0: rank 2
+// begins first, then rank 0, rank 1 last (aligned). Seq 1: ranks 0 and 1 tie,
+// then rank 2. A subgroup "pair" of ranks 0 and 1 also has a seq 0. A send with
+// a seq, and a collective only one rank recorded, join nothing.
+TraceSet threeRanks(const TempDir& dir) {
+  RankStream r0(0, 3, "node-a");
+  r0.collective("allreduce", 0, 2 * kMs, 3 * kMs, 64, 3)
+      .collective("allreduce", 1, 4 * kMs, 5 * kMs, 64, 3)
+      .collective("broadcast", 0, 6 * kMs, 7 * kMs, 64, 2, "pair")
+      .collective("send", 7, 8 * kMs, 9 * kMs, 64, 3)
+      .collective("allreduce", 9, 10 * kMs, 11 * kMs, 64, 3);
+  r0.writeTo(dir.file("rank-0.ringx"));
+  RankStream r1(1, 3, "node-b");
+  r1.clockSync(1 * kMs, -5 * kMs, 100)
+      .collective("allreduce", 0, 7 * kMs + 500, 8 * kMs, 64, 3)  // 2 ms + 500 ns aligned
+      .collective("allreduce", 1, 9 * kMs, 10 * kMs, 64, 3)       // 4 ms aligned
+      .collective("broadcast", 0, 11 * kMs + 1, 12 * kMs, 64, 2, "pair")
+      .collective("send", 7, 13 * kMs, 14 * kMs, 64, 3);
+  r1.writeTo(dir.file("rank-1.ringx"));
+  RankStream r2(2, 3, "node-a");
+  r2.collective("allreduce", 0, 1 * kMs, 3 * kMs, 64, 3)
+      .collective("allreduce", 1, 4 * kMs + 3, 5 * kMs, 64, 3);
+  r2.writeTo(dir.file("rank-2.ringx"));
+  return readTrace(dir.path());
+}
+
+TEST(ChromeExport, CollectivesAreJoinedAcrossRanksByFlowsInArrivalOrder) {
+  TempDir dir;
+  ExportStats stats;
+  const json doc = exportJson(threeRanks(dir), &stats);
+  // Flow points by id, in file order.
+  std::map<int64_t, std::vector<json>> chains;
+  for (const json& e : doc.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    if (ph == "s" || ph == "t" || ph == "f") chains[e.at("id").get<int64_t>()].push_back(e);
+  }
+  ASSERT_EQ(chains.size(), 3u);  // world seq 0 and 1, pair seq 0: ids unique per (group, seq)
+  EXPECT_EQ(stats.flows, 2u + 2u + 1u);
+  const int tid = tidOf(doc, 1, "comm:world");
+  auto expectPoint = [&](const json& e, const char* ph, int pid, double ts, const char* name) {
+    SCOPED_TRACE(e.dump());
+    EXPECT_EQ(e.at("ph"), ph);
+    EXPECT_EQ(e.at("pid"), pid);
+    EXPECT_EQ(e.at("ts").get<double>(), ts);
+    EXPECT_EQ(e.at("name"), name);
+    EXPECT_EQ(e.at("cat"), "collective.flow");  // not the spans' "collective"
+    // "t" and "f" bind to the span that begins where they are, as "s" does.
+    EXPECT_EQ(e.contains("bp"), std::string(ph) != "s");
+    if (e.contains("bp")) EXPECT_EQ(e.at("bp"), "e");
+  };
+  // Times are microseconds from rank 2's first span (1 ms aligned).
+  auto it = chains.begin();
+  const std::vector<json>& seq0 = (it++)->second;  // ids follow the first arrival's time
+  ASSERT_EQ(seq0.size(), 3u);
+  expectPoint(seq0[0], "s", 3, 0.0, "allreduce");     // rank 2 first, at 1 ms
+  expectPoint(seq0[1], "t", 1, 1000.0, "allreduce");  // rank 0 at 2 ms
+  expectPoint(seq0[2], "f", 2, 1000.5, "allreduce");  // rank 1 last: the arrow head
+  for (const json& e : seq0) EXPECT_EQ(e.at("tid"), tid);
+  const std::vector<json>& seq1 = (it++)->second;
+  ASSERT_EQ(seq1.size(), 3u);
+  expectPoint(seq1[0], "s", 1, 3000.0, "allreduce");  // ranks 0 and 1 tie: by rank
+  expectPoint(seq1[1], "t", 2, 3000.0, "allreduce");
+  expectPoint(seq1[2], "f", 3, 3000.003, "allreduce");
+  const std::vector<json>& pair = (it++)->second;
+  ASSERT_EQ(pair.size(), 2u);
+  expectPoint(pair[0], "s", 1, 5000.0, "broadcast");
+  expectPoint(pair[1], "f", 2, 5000.001, "broadcast");
+  EXPECT_EQ(pair[0].at("tid"), tidOf(doc, 1, "comm:pair"));
+  // Flow points come after every span (readers replaying the file at equal
+  // timestamps meet the slice first).
+  size_t lastSpan = 0, firstFlow = SIZE_MAX;
+  const json& events = doc.at("traceEvents");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const std::string ph = events[i].at("ph");
+    if (ph == "X") lastSpan = i;
+    if (ph == "s" && firstFlow == SIZE_MAX) firstFlow = i;
+  }
+  EXPECT_LT(lastSpan, firstFlow);
 }
 
 TEST(ChromeExport, ManyEventsStream) {
@@ -303,10 +385,12 @@ TEST(ChromeExport, ManyEventsStream) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(stats.events, static_cast<uint64_t>(kEvents));
+  EXPECT_EQ(stats.flows, static_cast<uint64_t>(kEvents / 2));  // one arrow per collective
   // Generous: a debug build on a slow machine; the release tool does a million in about a second.
   EXPECT_LT(seconds, 20.0);
   const json doc = json::parse(out.str());
-  EXPECT_EQ(doc["traceEvents"].size(), static_cast<size_t>(kEvents) + 2 * 3 + 2 * 2);
+  // Events, metadata, and two flow points ("s", "f") per collective.
+  EXPECT_EQ(doc["traceEvents"].size(), static_cast<size_t>(kEvents) * 2 + 2 * 3 + 2 * 2);
 }
 
 }  // namespace

@@ -31,8 +31,10 @@ class RankFeed {
   }
   const std::string& preamble() const { return preamble_; }
 
+  // A collective span; with seq >= 0 it also carries seq and group_size (2), so
+  // that the viewer can join it across ranks.
   RankFeed& span(const std::string& track, const std::string& name, int64_t begin, int64_t end,
-                 int64_t bytes) {
+                 int64_t bytes, int64_t seq = -1) {
     trace::Arg a;
     a.key = id(trace::arg::kBytes);
     a.intValue = bytes;
@@ -40,7 +42,13 @@ class RankFeed {
     g.key = id(trace::arg::kGroup);
     g.type = trace::ArgType::kString;
     g.stringId = id("world");
-    const trace::Arg args[2] = {a, g};
+    trace::Arg q;
+    q.key = id(trace::arg::kSeq);
+    q.intValue = seq;
+    trace::Arg n;
+    n.key = id(trace::arg::kGroupSize);
+    n.intValue = 2;
+    const trace::Arg args[4] = {a, g, q, n};
     trace::Event e;
     e.kind = trace::EventKind::kSpan;
     e.category = trace::Category::kCollective;
@@ -49,7 +57,7 @@ class RankFeed {
     e.name = id(name);
     e.beginNs = begin;
     e.endNs = end;
-    e.argCount = 2;
+    e.argCount = seq >= 0 ? 4 : 2;
     records_.event(e, args);
     ++events_;
     return *this;

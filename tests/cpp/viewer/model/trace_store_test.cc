@@ -1,6 +1,6 @@
 // The viewer's store: level assignment, the level-of-detail walk that keeps a
-// million events cheap to draw, counter decimation, and ringx ingest with clock
-// alignment.
+// million events cheap to draw, the busy time of folded blocks, counter
+// decimation, and ringx ingest with clock alignment.
 #include "viewer/model/trace_store.h"
 
 #include <gtest/gtest.h>
@@ -157,6 +157,45 @@ TEST(VisitLevel, OnlyTheVisibleRangeIsVisited) {
   std::vector<uint32_t> firsts;
   visitLevel(level, 1020, 1260, 1, [&](const LevelItem& it) { firsts.push_back(it.first); });
   EXPECT_EQ(firsts, (std::vector<uint32_t>{10, 11, 12}));  // 10 ends at 1050 >= 1020
+}
+
+// Folded blocks are shaded by the time their spans cover: the prefix sums must
+// match a plain sum for every block, after appends (a live stream) and after a
+// batch that lands before existing spans (a re-layout) alike.
+TEST(VisitLevel, BusyTimeOfEveryFoldedBlockIsTheSumOfItsSpans) {
+  TraceStore store;
+  RankData& r = store.rank(0);
+  const uint32_t t = store.track(r, "compute");
+  auto addBurst = [&](int64_t from, int count, int64_t length, int64_t gap) {
+    for (int i = 0; i < count; ++i)
+      store.addSpan(r, t, span(from + i * (length + gap), from + i * (length + gap) + length));
+  };
+  addBurst(0, 100, 9, 1);      // dense: 90% busy
+  addBurst(10000, 50, 1, 99);  // sparse: 1% busy
+  store.finalize();
+  addBurst(20000, 40, 5, 5);  // appended after everything: the live path
+  store.finalize();
+  addBurst(-5000, 10, 50, 50);  // before everything: laid out anew
+  store.finalize();
+  const Track& track = store.ranks()[0].tracks[0];
+  ASSERT_EQ(track.busy.size(), track.levels.size());
+  ASSERT_EQ(track.busy[0].size(), track.levels[0].size() + 1);
+  for (int64_t minNs : {1, 20, 150, 1000, 100000}) {
+    visitLevel(track.levels[0], -10000, 40000, minNs, [&](const LevelItem& item) {
+      int64_t sum = 0;
+      for (uint32_t i = item.first; i < item.first + item.count; ++i)
+        sum += track.levels[0][i].duration();
+      EXPECT_EQ(busyNs(track, 0, item), sum) << "minNs " << minNs << " first " << item.first;
+    });
+  }
+  // At a zoom that folds each burst into a block, the dense one is busier.
+  std::vector<double> shares;
+  visitLevel(track.levels[0], 0, 15000, 200, [&](const LevelItem& item) {
+    shares.push_back(double(busyNs(track, 0, item)) / double(item.end - item.begin));
+  });
+  ASSERT_EQ(shares.size(), 2u);
+  EXPECT_NEAR(shares[0], 0.9, 0.01);
+  EXPECT_NEAR(shares[1], 0.01, 0.002);
 }
 
 TEST(DecimateCounter, ColumnsHoldMinMaxAndRepeatTheValueInForce) {

@@ -1,7 +1,8 @@
 // Screenshot tests: the real application (GLFW window, OpenGL3, llvmpipe under
 // Xvfb) renders each panel; the pixels read back must not be blank, and known
 // content must be where the layout says: a known event's colour inside its row,
-// the DDP breakdown's colours, the FSDP wait bars, the memory peak mark.
+// the DDP breakdown's colours, the FSDP wait bars, the memory peak mark, folded
+// blocks shaded by how busy they are, the --search match outlined.
 // Run by ctest through xvfb-run (CMakeLists.txt); each test also writes its PNG
 // to $RINGX_SCREENSHOT_DIR (default: the working directory) for a person to look at.
 #include <gtest/gtest.h>
@@ -169,6 +170,97 @@ TEST_F(Screen, StatsPanelIsNotBlank) {
   const Image image = render("stats");
   // Its hint text at least (a line of text is some 2000 pixels).
   EXPECT_GT(image.contentPixels(0, 560, 1600, 900), 2000u);
+}
+
+// The last frame of `frames` rendered by `app`, saved as screen-<name>.png.
+Image lastFrame(App& app, int frames, const std::string& name) {
+  Image image;
+  for (int i = 0; i < frames; ++i) {
+    app.frame();
+    if (i == frames - 1) {
+      image.width = app.window().framebufferWidth();
+      image.height = app.window().framebufferHeight();
+      image.rgba = app.window().readPixels();
+      const char* dir = std::getenv("RINGX_SCREENSHOT_DIR");
+      app.window().screenshot(std::string(dir ? dir : ".") + "/screen-" + name + ".png");
+    }
+    app.present();
+  }
+  return image;
+}
+
+// `color` mixed with the timeline's background (30, 32, 36) by t, as the
+// timeline shades folded blocks.
+ImU32 shaded(ImU32 color, float t) {
+  const auto ch = [&](int shift, float background) {
+    return ImU32(background + (float((color >> shift) & 0xff) - background) * t + 0.5f) << shift;
+  };
+  return ch(IM_COL32_R_SHIFT, 30) | ch(IM_COL32_G_SHIFT, 32) | ch(IM_COL32_B_SHIFT, 36) |
+         IM_COL32_A_MASK;
+}
+
+TEST_F(Screen, FoldedBlocksAreShadedByHowBusyTheyAre) {
+  // One lane: a dense burst (9 us spans, 1 us gaps: 90% busy) over [0, 20] ms,
+  // and sparse slivers (1 us every 100 us: 1% busy) over [40, 60] ms. Zoomed
+  // out, each folds into one block.
+  auto store = std::make_unique<TraceStore>();
+  for (int i = 0; i < 2000; ++i)
+    testing::addSpan(*store, 0, "compute", "user", "op", i * 10000, i * 10000 + 9000);
+  for (int i = 0; i < 200; ++i)
+    testing::addSpan(*store, 0, "compute", "user", "op", 40 * kMs + i * 100000,
+                     40 * kMs + i * 100000 + 1000);
+  store->finalize();
+  AppOptions options;
+  App app(options, std::move(store));
+  const Image image = lastFrame(app, 3, "folded-shading");
+  const TimelinePanel& timeline = app.ui().timeline();
+  const auto* row = timeline.findRow(app.store(), 0, "compute");
+  ASSERT_NE(row, nullptr);
+  auto xOf = [&](int64_t t) {
+    return app.view().time.toX(t, timeline.plotX0(), timeline.plotWidth());
+  };
+  ASSERT_LT(timeline.itemsDrawn(), 10u) << "both runs should fold";
+  // Sampled well into each block (its "N events" label is on the left), off the
+  // ruler's tick lines, and low in the row (below the label's glyphs).
+  const float y = row->y1 - 5;
+  const ImU32 dense = image.at(xOf(13 * kMs + 300000), y);
+  const ImU32 sparse = image.at(xOf(53 * kMs + 300000), y);
+  const ImU32 user = categoryColor("user");
+  const float range = TimelinePanel::kFoldedMaxShade - TimelinePanel::kFoldedMinShade;
+  EXPECT_TRUE(Image::close(dense, shaded(user, TimelinePanel::kFoldedMinShade + range * 0.9f), 6))
+      << std::hex << dense;
+  EXPECT_TRUE(Image::close(sparse, shaded(user, TimelinePanel::kFoldedMinShade + range * 0.01f), 6))
+      << std::hex << sparse;
+  EXPECT_FALSE(Image::close(dense, sparse, 40));
+  // Between the runs the lane is empty: neither shade.
+  const ImU32 gap = image.at(xOf(31 * kMs + 300000), y);
+  EXPECT_FALSE(Image::close(gap, dense, 12));
+  EXPECT_FALSE(Image::close(gap, sparse, 4));
+}
+
+TEST_F(Screen, SearchOptionGoesToTheMatchAndOutlinesIt) {
+  AppOptions options;
+  options.search = "seq=5";  // iteration 2's second bucket: [26, 28] ms on rank 0
+  App app(options, sample());
+  const Image image = lastFrame(app, 3, "search");
+  const ViewState& view = app.view();
+  ASSERT_TRUE(view.searchHit.valid());
+  EXPECT_EQ(view.searchHit.rank, 0);
+  EXPECT_EQ(app.ui().search().statusText(), "1 of 2 matches");
+  EXPECT_NEAR(double(view.time.t0 + view.time.span() / 2), 27.0 * kMs, 1000);
+  EXPECT_LE(view.time.span(), 40 * kMs);
+  const TimelinePanel& timeline = app.ui().timeline();
+  ASSERT_TRUE(timeline.searchHitDrawn());
+  const auto* row = timeline.findRow(app.store(), 0, "comm:world");
+  ASSERT_NE(row, nullptr);
+  const float left = view.time.toX(26 * kMs, timeline.plotX0(), timeline.plotWidth());
+  EXPECT_TRUE(
+      image.has(TimelinePanel::kSearchHitColor, left - 3, row->y0 + 4, left + 1, row->y1 - 4, 10));
+  // Rank 1's row (the other seq 5) is not outlined.
+  const auto* other = timeline.findRow(app.store(), 1, "comm:world");
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(image.has(TimelinePanel::kSearchHitColor, timeline.plotX0(), other->y0 + 2,
+                         timeline.plotX0() + timeline.plotWidth(), other->y1 - 2, 10));
 }
 
 TEST_F(Screen, LivePanelShowsEveryRankConnectedAndTheTimelineTheirEvents) {

@@ -21,6 +21,18 @@ class HeadlessImGui {
     io.DeltaTime = 1.0f / 60;
     // As the OpenGL3 backend does: big draw lists split with vertex offsets.
     io.BackendFlags |= ImGuiBackendFlags_RendererHasVtxOffset;
+    // Named keys as imgui_impl_glfw maps them: io.KeysDown is indexed by GLFW's
+    // key codes, so key(kEnter, true) is what pressing Enter in the window does.
+    io.KeyMap[ImGuiKey_Tab] = 258;
+    io.KeyMap[ImGuiKey_LeftArrow] = 263;
+    io.KeyMap[ImGuiKey_RightArrow] = 262;
+    io.KeyMap[ImGuiKey_UpArrow] = 265;
+    io.KeyMap[ImGuiKey_DownArrow] = 264;
+    io.KeyMap[ImGuiKey_Home] = 268;
+    io.KeyMap[ImGuiKey_End] = kEnd;
+    io.KeyMap[ImGuiKey_Backspace] = 259;
+    io.KeyMap[ImGuiKey_Escape] = 256;
+    io.KeyMap[ImGuiKey_Enter] = kEnter;
     unsigned char* pixels;
     int w, h;
     io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);
@@ -39,6 +51,25 @@ class HeadlessImGui {
   void button(bool down) { ImGui::GetIO().MouseDown[0] = down; }
   void wheel(float w) { ImGui::GetIO().MouseWheel = w; }
   void key(int k, bool down) { ImGui::GetIO().KeysDown[k] = down; }
+  // A key pressed in one frame and released in the next, with modifiers held.
+  void press(int k, const std::function<void()>& build, bool ctrl = false, bool shift = false) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.KeyCtrl = ctrl;
+    io.KeyShift = shift;
+    key(k, true);
+    frame(build);
+    key(k, false);
+    frame(build);
+    io.KeyCtrl = io.KeyShift = false;
+  }
+  // Characters typed into whichever text field has the keyboard.
+  void type(const char* text, const std::function<void()>& build) {
+    for (const char* c = text; *c; ++c) ImGui::GetIO().AddInputCharacter(static_cast<unsigned>(*c));
+    frame(build);
+  }
+
+  static constexpr int kEnter = 257;  // GLFW_KEY_ENTER
+  static constexpr int kEnd = 269;    // GLFW_KEY_END
 
   // Whether some filled triangle of the last frame has colour `color` and covers
   // the point (x, y): a headless stand-in for reading a pixel.
