@@ -27,7 +27,7 @@ test: build
 
 demo: build
 	@rm -rf $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-fsdp
-	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace --profile
 	@echo "trace recorded in $(BUILD_DIR)/demo-trace; its summary:"
 	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace
 	@echo

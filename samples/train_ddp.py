@@ -18,9 +18,17 @@ script) into DIR; then
 
     build/bin/ringx-trace summary DIR            # per-collective table, arrival skew
     build/bin/ringx-trace export DIR -o t.json   # open in https://ui.perfetto.dev
+
+With --profile as well, torch.profiler records two steps in the middle of the run on every
+rank into DIR/rank<N>.pt.trace.json, and the viewer puts its operator spans under the
+rank's ringx lanes, on one clock:
+
+    build/bin/ringx-viewer DIR DIR/rank*.pt.trace.json --search ProfilerStep
 """
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 
@@ -44,6 +52,18 @@ def batch(rank, step, size=64):
     return x, torch.sin(x).sum(dim=1, keepdim=True)
 
 
+def profiler(args, rank):
+    """torch.profiler over two steps in the middle of the run (--profile), else nothing."""
+    if not args.profile:
+        return contextlib.nullcontext()
+    from torch.profiler import ProfilerActivity, profile, schedule
+    path = os.path.join(args.trace, f"rank{rank}.pt.trace.json")
+    return profile(activities=[ProfilerActivity.CPU],
+                   schedule=schedule(wait=max(0, args.steps // 2 - 1), warmup=1, active=2,
+                                     repeat=1),
+                   on_trace_ready=lambda p: p.export_chrome_trace(path))
+
+
 def train(args):
     dist.init_process_group("ringx")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -60,18 +80,21 @@ def train(args):
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
 
     start = time.perf_counter()
-    for step in range(args.steps):
-        ringx.trace.mark_step(step)  # no-ops unless tracing is on
-        x, y = batch(rank, step)
-        with ringx.trace.span("forward", track="compute"):
-            loss = nn.functional.mse_loss(ddp(x), y)
-        opt.zero_grad()
-        with ringx.trace.span("backward", track="compute"):
-            loss.backward()  # DDP allreduces gradient buckets on ringx, overlapped with backward
-        with ringx.trace.span("optimizer", track="compute"):
-            opt.step()
-        if rank == 0 and (step % 20 == 0 or step == args.steps - 1):
-            print(f"step {step:4d}  loss {loss.item():.4f}", flush=True)
+    with profiler(args, rank) as prof:
+        for step in range(args.steps):
+            ringx.trace.mark_step(step)  # no-ops unless tracing is on
+            x, y = batch(rank, step)
+            with ringx.trace.span("forward", track="compute"):
+                loss = nn.functional.mse_loss(ddp(x), y)
+            opt.zero_grad()
+            with ringx.trace.span("backward", track="compute"):
+                loss.backward()  # DDP allreduces gradient buckets on ringx, overlapped with backward
+            with ringx.trace.span("optimizer", track="compute"):
+                opt.step()
+            if prof is not None:
+                prof.step()
+            if rank == 0 and (step % 20 == 0 or step == args.steps - 1):
+                print(f"step {step:4d}  loss {loss.item():.4f}", flush=True)
     elapsed = time.perf_counter() - start
 
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
@@ -100,7 +123,13 @@ def main():
     parser.add_argument("--engine", choices=["ringx", "torch"], default="ringx",
                         help="ringx.ddp (C++ engine, per-bucket timing) or torch's DDP")
     parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
-    spawn_ranks.run(train, parser.parse_args())
+    parser.add_argument("--profile", action="store_true",
+                        help="with --trace: also record two steps with torch.profiler into "
+                             "DIR/rank<N>.pt.trace.json")
+    args = parser.parse_args()
+    if args.profile and not args.trace:
+        parser.error("--profile writes next to the ringx trace: give --trace DIR too")
+    spawn_ranks.run(train, args)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 # Screenshots of ringx-viewer on the traces `make demo` recorded, for the README:
 #   docs/images/viewer-timeline.png  the DDP job's timeline, zoomed to a few iterations
 #   docs/images/viewer-ddp.png       its DDP panel (iteration breakdown, buckets)
+#   docs/images/viewer-profiler.png  the DDP job's torch.profiler steps under its ringx lanes
 #   docs/images/viewer-fsdp.png      the FSDP job's units
 #   docs/images/viewer-memory.png    the FSDP job's memory counters with their peaks
 # Rendered under Xvfb with Mesa's llvmpipe, like the tests.
@@ -13,6 +14,8 @@ mkdir -p "$OUT"
 viewer() { xvfb-run -a -s "-screen 0 1920x1080x24" "$BUILD_DIR/bin/ringx-viewer" --frames 5 "$@"; }
 viewer "$BUILD_DIR/demo-trace" --zoom 150:175 --panel collectives --screenshot "$OUT/viewer-timeline.png"
 viewer "$BUILD_DIR/demo-trace" --panel ddp --screenshot "$OUT/viewer-ddp.png"
+viewer "$BUILD_DIR/demo-trace" "$BUILD_DIR"/demo-trace/rank*.pt.trace.json --search ProfilerStep \
+  --screenshot "$OUT/viewer-profiler.png"
 viewer "$BUILD_DIR/demo-trace-fsdp" --panel fsdp --screenshot "$OUT/viewer-fsdp.png"
 viewer "$BUILD_DIR/demo-trace-fsdp" --panel memory --screenshot "$OUT/viewer-memory.png"
 echo "viewer screenshots in $OUT/: $(cd "$OUT" && echo viewer-*.png)"

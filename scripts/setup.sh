@@ -12,6 +12,7 @@ PACKAGES=(
   build-essential cmake make git
   libgtest-dev
   nlohmann-json3-dev     # ringx-trace export/import, the viewer's Chrome-trace reader
+  libcli11-dev           # the command lines of ringx-trace, ringx-viewer and the C++ samples
   # ringx-viewer: Dear ImGui (GLFW + OpenGL3 backends inside libimgui.a), GLFW, stb
   # (font packing, PNG screenshots), simdjson and zlib (Chrome traces, .json.gz), and for tests and
   # screenshots a virtual display with Mesa's llvmpipe OpenGL.

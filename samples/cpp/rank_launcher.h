@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/command_line.h"
+
 extern char** environ;
 
 namespace ringx::samples {
@@ -25,40 +27,24 @@ struct RankArgs {
   std::string trace;
 };
 
+// The samples' command line (CLI11, as every ringx program's): --help lists it;
+// a bad value prints what was wrong and exits 2.
 inline RankArgs parseRankArgs(int argc, char** argv, const char* program, int defaultSteps) {
   RankArgs a;
   a.steps = defaultSteps;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s: %s needs a value\n", program, flag.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (flag == "--world-size")
-      a.worldSize = std::stoi(value());
-    else if (flag == "--rank")
-      a.rank = std::stoi(value());
-    else if (flag == "--steps")
-      a.steps = std::stoi(value());
-    else if (flag == "--store")
-      a.store = value();
-    else if (flag == "--trace")
-      a.trace = value();
-    else {
-      std::fprintf(stderr,
-                   "usage: %s [--world-size N] [--steps S] [--trace DIR]\n"
-                   "unknown argument: %s\n",
-                   program, flag.c_str());
-      std::exit(2);
-    }
-  }
-  if (a.worldSize < 1) {
-    std::fprintf(stderr, "%s: --world-size must be at least 1\n", program);
-    std::exit(2);
-  }
+  CLI::App app{"Trains a small model on backend \"ringx\", one process per rank.", program};
+  cli::useConventions(app);
+  app.add_option("--world-size", a.worldSize, "ranks to start, one process each")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--steps", a.steps, "training steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--trace", a.trace, "record a ringx trace into DIR")->type_name("DIR");
+  // Set by the launcher for the processes it starts, not by users: hidden from --help.
+  app.add_option("--rank", a.rank, "this process's rank")->group("");
+  app.add_option("--store", a.store, "the rank processes' FileStore")->group("");
+  if (const int status = cli::parse(app, argc, argv); status >= 0) std::exit(status);
   return a;
 }
 

@@ -5,6 +5,7 @@ and the C++ sample."""
 import functools
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -218,18 +219,25 @@ def _traced_training(rank, world, trace_dir):
     model = make_model(rank)
     ddp = RingxDDP(model, bucket_cap_mb=0.002)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    transfers = []  # (wire_ns, exposed_ns) of every bucket of every iteration
     for step in range(4):
         x, y = data(world, step)
         opt.zero_grad()
         nn.functional.mse_loss(ddp(x[:BATCH]), y[:BATCH]).backward()
         opt.step()
+        it = ddp.last_iteration()
+        mine = [(b["wire_end_ns"] - b["wire_start_ns"], b["exposed_ns"]) for b in it["buckets"]]
+        # The engine's per-iteration figure is the shared definition applied to its buckets.
+        assert it["hidden_share"] == ringx.analysis.hidden_share(mine), (it, mine)
+        transfers += mine
     ringx.trace.stop()
-    return len(ddp.bucket_assignment())
+    return len(ddp.bucket_assignment()), transfers
 
 
 def test_trace_has_bucket_and_phase_events(tmp_path):
     trace_dir = str(tmp_path / "trace")
-    buckets = run_ranks(functools.partial(_traced_training, trace_dir=trace_dir), 2)[0]
+    results = run_ranks(functools.partial(_traced_training, trace_dir=trace_dir), 2)
+    buckets = results[0][0]
     out = tmp_path / "trace.json"
     subprocess.run([os.path.join(BIN, "ringx-trace"), "export", trace_dir, "-o", str(out)],
                    check=True, timeout=60)
@@ -255,6 +263,15 @@ def test_trace_has_bucket_and_phase_events(tmp_path):
     counters = [e for e in events if e.get("ph") == "C" and e["name"] == "ddp.bucket_bytes"]
     assert counters and all(list(e["args"].values())[0] > 0 for e in counters)
 
+    # ringx-trace summary's "hidden" is the same figure as the engine's, over every bucket
+    # of every rank's iterations (one definition: analysis/figures.h).
+    summary = subprocess.run([os.path.join(BIN, "ringx-trace"), "summary", trace_dir],
+                             check=True, timeout=60, capture_output=True, text=True).stdout
+    match = re.search(r"communication hidden behind backward: (\d+)%", summary)
+    assert match, summary
+    expected = ringx.analysis.hidden_share(results[0][1] + results[1][1])
+    assert abs(int(match.group(1)) - 100 * expected) <= 0.5 + 1e-6, (summary, expected)
+
 
 def test_cpp_sample_trains_on_two_ranks(tmp_path):
     result = subprocess.run([os.path.join(BIN, "train_ddp_cpp"), "--world-size", "2",
@@ -268,6 +285,24 @@ def test_cpp_sample_trains_on_two_ranks(tmp_path):
     assert losses[-1] < losses[0], result.stdout
     assert sorted(os.listdir(tmp_path / "trace")) == ["manifest.json", "rank-0.ringx",
                                                       "rank-1.ringx"]
+
+
+@pytest.mark.parametrize("sample", ["train_ddp_cpp", "train_fsdp_cpp"])
+def test_cpp_sample_command_line(sample):
+    """The C++ samples parse with CLI11 like ringx-trace and ringx-viewer: --help lists every
+    user-facing option (not the launcher's internal ones); a bad value names itself, exit 2."""
+    program = os.path.join(BIN, sample)
+    usage = subprocess.run([program, "--help"], capture_output=True, text=True, timeout=30)
+    assert usage.returncode == 0, usage.stderr
+    for option in ("--world-size", "--steps", "--trace", "--help"):
+        assert option in usage.stdout, usage.stdout
+    assert "--rank" not in usage.stdout and "--store" not in usage.stdout, usage.stdout
+    bad = subprocess.run([program, "--world-size", "zero"], capture_output=True, text=True,
+                         timeout=30)
+    assert bad.returncode == 2 and "--world-size" in bad.stderr, bad.stderr
+    unknown = subprocess.run([program, "--step", "3"], capture_output=True, text=True,
+                             timeout=30)
+    assert unknown.returncode == 2 and "--step" in unknown.stderr, unknown.stderr
 
 
 def _buffers_follow_rank_zero(rank, world):

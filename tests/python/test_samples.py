@@ -1,5 +1,6 @@
 """The Python samples run as a user runs them (they start their own ranks)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -19,10 +20,21 @@ def run_sample(name, *args):
 
 def test_train_ddp_sample_agrees_across_ranks(tmp_path):
     result = run_sample("train_ddp.py", "--world-size", "2", "--steps", "5",
-                        "--trace", str(tmp_path / "trace"))
+                        "--trace", str(tmp_path / "trace"), "--profile")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "weights identical on all ranks: True" in result.stdout, result.stdout
     assert (tmp_path / "trace" / "rank-1.ringx").exists()
+    # --profile: each rank's torch.profiler steps beside its ringx trace, which the viewer
+    # and ringx-trace summary merge (tests/python/test_profiler_traces.py checks the merge).
+    for rank in range(2):
+        profile = json.loads((tmp_path / "trace" / f"rank{rank}.pt.trace.json").read_text())
+        assert any(e.get("name", "").startswith("ProfilerStep#")
+                   for e in profile["traceEvents"]), rank
+    summary = subprocess.run([os.path.join(PYTHONPATH, "..", "bin", "ringx-trace"), "summary",
+                              str(tmp_path / "trace"), str(tmp_path / "trace" / "rank0.pt.trace.json"),
+                              str(tmp_path / "trace" / "rank1.pt.trace.json")],
+                             capture_output=True, text=True, timeout=60)
+    assert summary.returncode == 0 and "2 of 2 ranks" in summary.stdout, summary.stderr
 
 
 def test_samples_run_under_torchrun_as_the_readme_writes():

@@ -183,3 +183,24 @@ def test_cli_errors_say_what_is_wrong(tmp_path):
     assert foreign.returncode == 1 and "not a ringx trace" in foreign.stderr
     usage = ringx_trace("frobnicate", check=False)
     assert usage.returncode == 2
+
+
+def _allreduces(rank, world, big_at=-1):
+    """Twelve 64 KiB allreduces; the one at index big_at moves 32 MiB instead."""
+    for i in range(12):
+        dist.all_reduce(torch.ones((8 << 20) if i == big_at else 16384))
+    return True
+
+
+def test_diff_of_two_recorded_runs_ranks_the_slower_collective_first(tmp_path):
+    """`ringx-trace diff A B` on two real jobs: B differs from A in one collective (32 MiB
+    instead of 64 KiB at seq 7), so that collective, matched by (group, seq), is the largest
+    regression; the others are matched too."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_ranks(_allreduces, 2, env={"RINGX_TRACE_DIR": str(a)})
+    run_ranks(functools.partial(_allreduces, big_at=7), 2, env={"RINGX_TRACE_DIR": str(b)})
+    out = ringx_trace("diff", str(a), str(b), "--top", "3").stdout
+    assert "Collectives matched by (group, seq): 12" in out, out
+    regressions = out[out.index("Largest regressions"):].splitlines()
+    first = regressions[2]  # title, header, then the largest
+    assert first.split()[0] == "collective" and "allreduce seq 7 (group world" in first, out

@@ -21,6 +21,8 @@ PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
 BIN = os.path.join(PYTHONPATH, "..", "bin")
 VIEWER = os.path.join(BIN, "ringx-viewer")
 STATS = re.compile(r"^ranks=(\d+) events=(\d+) load_ms=(\d+) fps=([\d.]+)$", re.M)
+FLOWS = re.compile(r"^span_ms=[\d.]+ flows=(\d+)$", re.M)
+SEARCH = re.compile(r"^search_matches=(\d+) current=(\d+)$", re.M)
 
 
 def viewer(*args, timeout=120):
@@ -70,13 +72,29 @@ def test_opens_the_same_job_from_its_chrome_export(job_trace, tmp_path):
     export = subprocess.run([os.path.join(BIN, "ringx-trace"), "export", str(job_trace), "-o",
                              str(exported)], capture_output=True, text=True, timeout=60)
     assert export.returncode == 0, export.stderr
-    direct = STATS.search(viewer(str(job_trace), "--frames", "2", "--print-stats").stdout)
+    direct_run = viewer(str(job_trace), "--frames", "2", "--print-stats")
+    direct = STATS.search(direct_run.stdout)
     result = viewer(str(exported), "--frames", "2", "--print-stats")
     assert result.returncode == 0, result.stderr
     via_json = STATS.search(result.stdout)
     assert via_json, result.stdout
     assert via_json.group(1) == "2"
     assert via_json.group(2) == direct.group(2)  # every event made the round trip
+    # Each collective's arrow across the ranks too: the export's flow events.
+    flows = int(FLOWS.search(direct_run.stdout).group(1))
+    assert flows > 0, direct_run.stdout
+    assert int(FLOWS.search(result.stdout).group(1)) == flows, result.stdout
+
+
+def test_search_goes_to_the_first_match(job_trace, tmp_path):
+    result = viewer(str(job_trace), "--frames", "2", "--print-stats", "--search", "allreduce",
+                    "--screenshot", str(tmp_path / "search.png"))
+    assert result.returncode == 0, result.stderr
+    match = SEARCH.search(result.stdout)
+    assert match and int(match.group(1)) > 0 and match.group(2) == "1", result.stdout
+    nothing = SEARCH.search(viewer(str(job_trace), "--frames", "1", "--print-stats", "--search",
+                                   "no such event").stdout)
+    assert nothing and nothing.group(1) == "0" and nothing.group(2) == "0"
 
 
 def cut_inside_a_record(data, near):
@@ -122,7 +140,22 @@ def test_missing_input_and_bad_options_say_what_is_wrong(tmp_path):
     result = viewer(str(tmp_path / "nope"), "--frames", "1")
     assert result.returncode == 1 and "nope" in result.stderr, result.stderr
     result = viewer("--panel", "gpu")
-    assert result.returncode == 2 and "--panel expects" in result.stderr, result.stderr
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("ringx-viewer: --panel: expects one of stats"), result.stderr
+    result = viewer("--zoom", "5:1", str(tmp_path))
+    assert result.returncode == 2 and "END_MS must be after BEGIN_MS" in result.stderr
+    result = viewer("--save", str(tmp_path))
+    assert result.returncode == 2 and "--save requires --attach" in result.stderr
+
+
+def test_help_lists_every_option():
+    """One parser (CLI11) for ringx-viewer, ringx-trace and the C++ samples: --help is complete."""
+    result = subprocess.run([VIEWER, "--help"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    for option in ("--attach", "--token", "--save", "--panel", "--zoom", "--search",
+                   "--follow-seconds", "--size", "--frames", "--seconds", "--screenshot",
+                   "--print-stats", "RINGX_TRACE_TOKEN"):
+        assert option in result.stdout, (option, result.stdout)
 
 
 def free_port():

@@ -1,102 +1,107 @@
 // ringx-trace: the command line for recorded traces.
 //
-//   ringx-trace export DIR_OR_FILE -o out.json   Chrome Trace Event JSON for Perfetto
-//   ringx-trace summary DIR_OR_FILE              collective timings, busbw, skew
+//   ringx-trace export TRACE -o out.json   Chrome Trace Event JSON for Perfetto
+//   ringx-trace summary TRACE...           collective timings, busbw, skew, engines
+//   ringx-trace diff A B                   two runs aligned by step and collective
+//   ringx-trace why DUMP_DIR               which collective hung, which ranks
 //
+// The command line is CLI11's, as ringx-viewer's and the C++ samples' are.
 // Exit status: 0 on success, 1 when the input cannot be read or the output not
 // written (the message says which file and what to do), 2 for a command line
-// that makes no sense (the usage follows).
+// that makes no sense (the message says what; --help lists everything).
+#include <sys/stat.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "analysis/diff.h"
+#include "analysis/summary.h"
 #include "backend/trace/chrome_export.h"
-#include "backend/trace/summary.h"
+#include "backend/trace/hang_report.h"
 #include "backend/trace/trace_dir.h"
+#include "tools/common/command_line.h"
+#include "viewer/model/loader.h"
 
 namespace {
 
-constexpr const char* kUsage =
-    R"(usage: ringx-trace <command> [arguments]
+constexpr const char* kDescription =
+    "Reads the traces ringx records: a trace directory (one rank-<N>.ringx file per\n"
+    "rank and manifest.json) or a single rank-<N>.ringx file; summary and diff also\n"
+    "read Chrome Trace Event JSON (.json, .json.gz: torch.profiler's files), merged\n"
+    "with ringx traces onto one clock as ringx-viewer merges them.";
 
-Reads the traces ringx records: a trace directory (one rank-<N>.ringx file per
-rank and manifest.json) or a single rank-<N>.ringx file.
+constexpr const char* kFooter =
+    "Times are aligned to rank 0's clock with the clock-sync samples the ranks\n"
+    "recorded; files cut off by a crash are read up to the cut. Every figure is\n"
+    "defined once, in analysis/figures.h (see the README's \"Figures\").";
 
-commands:
-  export TRACE -o OUT.json   write Chrome Trace Event JSON, to open in
-                             https://ui.perfetto.dev or chrome://tracing
-                             (-o - writes to standard output)
-  summary TRACE              print collective timings and bus bandwidth per
-                             size, each rank's communication time, and how far
-                             apart ranks arrive at the same collective
-
-options:
-  -h, --help                 print this help and exit
-
-Times are aligned to rank 0's clock with the clock-sync samples the ranks
-recorded; files cut off by a crash are read up to the cut.
-)";
-
-// A command line that makes no sense: the message, then the usage, exit 2.
-struct UsageError {
-  std::string message;
-};
-
-struct Options {
-  std::string command;
-  std::string input;
-  std::string output;
-};
-
-Options parse(const std::vector<std::string>& args) {
-  Options o;
-  if (args.empty()) throw UsageError{"no command given"};
-  o.command = args[0];
-  if (o.command != "export" && o.command != "summary") {
-    throw UsageError{"unknown command '" + o.command + "'"};
-  }
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (o.command == "export" && (a == "-o" || a == "--output")) {
-      if (i + 1 == args.size()) throw UsageError{a + " needs a file name"};
-      o.output = args[++i];
-    } else if (o.command == "export" && a.rfind("--output=", 0) == 0) {
-      o.output = a.substr(9);
-    } else if (o.command == "export" && a.size() > 2 && a.rfind("-o", 0) == 0) {
-      o.output = a.substr(2);
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError{"unknown option '" + a + "' for " + o.command};
-    } else if (o.input.empty()) {
-      o.input = a;
-    } else {
-      throw UsageError{"more than one trace given ('" + o.input + "' and '" + a + "')"};
-    }
-  }
-  if (o.input.empty()) throw UsageError{o.command + " needs a trace directory or file"};
-  if (o.command == "export" && o.output.empty()) {
-    throw UsageError{"export needs an output file: -o OUT.json"};
-  }
-  return o;
+// A readable file that looks like Chrome Trace Event JSON (else: a ringx trace,
+// or nothing, which readTrace reports as "no trace at").
+bool isChromeTrace(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;
+  return ringx::viewer::detectFormat(path) == ringx::viewer::TraceFormat::kChromeJson;
 }
 
-int runExport(const Options& o) {
+// One run's events in a store: ringx traces and Chrome traces alike.
+void loadRun(ringx::viewer::TraceStore& store, const std::vector<std::string>& inputs) {
+  ringx::viewer::loadTraces(store, inputs);
+  for (const std::string& w : store.warnings()) std::cerr << "ringx-trace: warning: " << w << "\n";
+}
+
+int runExport(const std::string& input, const std::string& output) {
   using namespace ringx::trace;
-  const TraceSet trace = readTrace(o.input);
+  const TraceSet trace = readTrace(input);
   for (const std::string& w : trace.warnings) std::cerr << "ringx-trace: warning: " << w << "\n";
-  const bool toStdout = o.output == "-";
+  const bool toStdout = output == "-";
   const ExportStats stats =
-      toStdout ? writeChromeTrace(trace, std::cout) : writeChromeTraceFile(trace, o.output);
+      toStdout ? writeChromeTrace(trace, std::cout) : writeChromeTraceFile(trace, output);
   (toStdout ? std::cerr : std::cout)
       << "ringx-trace: wrote " << stats.events << " events of " << trace.ranks.size()
-      << (trace.ranks.size() == 1 ? " rank" : " ranks") << " to "
-      << (toStdout ? "standard output" : o.output) << "\n";
+      << (trace.ranks.size() == 1 ? " rank" : " ranks") << " (" << stats.flows
+      << " flow arrows join collectives across ranks) to "
+      << (toStdout ? "standard output" : output) << "\n";
   return 0;
 }
 
-int runSummary(const Options& o) {
+int runSummary(const std::vector<std::string>& inputs) {
+  using namespace ringx;
+  // One ringx trace: read as a trace set, so ranks whose files are missing count
+  // in the world size and a missing path says "no trace at".
+  if (inputs.size() == 1 && !isChromeTrace(inputs[0])) {
+    std::cout << analysis::formatSummary(analysis::summarize(trace::readTrace(inputs[0])));
+    return 0;
+  }
+  viewer::TraceStore store;
+  viewer::loadTraces(store, inputs);
+  std::string source;
+  for (const std::string& in : inputs) source += (source.empty() ? "" : " + ") + in;
+  std::cout << analysis::formatSummary(analysis::summarize(store, source));
+  return 0;
+}
+
+int runDiff(const std::string& a, const std::string& b, size_t top) {
+  using namespace ringx;
+  viewer::TraceStore runA, runB;
+  loadRun(runA, {a});
+  loadRun(runB, {b});
+  std::cout << analysis::formatDiff(analysis::diffRuns(runA, runB), a, b, top);
+  return 0;
+}
+
+// Exit 0 with a report, 1 when no dump could be read.
+int runWhy(const std::string& dir) {
   using namespace ringx::trace;
-  const TraceSet trace = readTrace(o.input);
-  std::cout << formatSummary(summarize(trace));
+  const FlightDumpSet dumps = readFlightDumps(dir);
+  if (dumps.dumps.empty()) {
+    for (const std::string& w : dumps.warnings) std::cerr << "ringx-trace: warning: " << w << "\n";
+    std::cerr << "ringx-trace: no flight recorder dump in " << dir
+              << " (ranks write flight-rank-<N>.json there when a collective fails or times "
+                 "out, on SIGUSR1, or from ringx.dump_flight_recorder())\n";
+    return 1;
+  }
+  std::cout << formatHangReport(analyzeHang(dumps));
   return 0;
 }
 
@@ -114,19 +119,74 @@ std::string withoutSourceLocation(std::string message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  for (const std::string& a : args) {
-    if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      return 0;
+  CLI::App app{kDescription, "ringx-trace"};
+  ringx::cli::useConventions(app);
+  app.footer(kFooter);
+  app.require_subcommand(1);
+
+  std::string exportInput, exportOutput;
+  CLI::App* exportCommand =
+      app.add_subcommand("export", "Chrome Trace Event JSON for Perfetto or chrome://tracing");
+  exportCommand->footer(
+      "One process per rank, one thread per track; each collective's spans are joined\n"
+      "across ranks by flow arrows.");
+  exportCommand->add_option("TRACE", exportInput, "a trace directory or rank-<N>.ringx file")
+      ->required();
+  exportCommand->add_option("-o,--output", exportOutput, "OUT.json; - writes to standard output")
+      ->required();
+
+  std::vector<std::string> summaryInputs;
+  CLI::App* summaryCommand =
+      app.add_subcommand("summary", "collective timings, busbw, skew, the engines' figures");
+  summaryCommand->footer(
+      "Per collective and size class: calls, total, mean, p50/p99 and busbw; each rank's\n"
+      "time in communication; how far apart ranks arrive at the same collective; the DDP\n"
+      "and FSDP engines' iterations, buckets and units. Several inputs (a trace directory\n"
+      "and the profiler's files of the same job) are merged onto one clock.");
+  summaryCommand
+      ->add_option("TRACE", summaryInputs,
+                   "trace directories, .ringx files and Chrome traces of one job")
+      ->required();
+
+  std::string diffA, diffB;
+  size_t diffTop = 15;
+  CLI::App* diffCommand =
+      app.add_subcommand("diff", "two runs side by side, largest regressions first");
+  diffCommand->footer(
+      "Collectives are matched by (group, seq), iterations by step, DDP buckets by index\n"
+      "and FSDP units by module path; the step-time breakdown is printed side by side.");
+  diffCommand->add_option("A", diffA, "the baseline run (a trace directory or file)")->required();
+  diffCommand->add_option("B", diffB, "the run to compare with it")->required();
+  diffCommand->add_option("--top", diffTop, "rows of regressions and of improvements to print")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
+  std::string dumpDir;
+  CLI::App* whyCommand =
+      app.add_subcommand("why", "which collective hung, and which ranks never arrived");
+  whyCommand->footer(
+      "Reads the flight recorder dumps the ranks wrote (flight-rank-<N>.json in\n"
+      "RINGX_DUMP_DIR) and names the first collective that did not finish on every rank\n"
+      "and the ranks that never arrived, are stuck or failed in it. Tracing need not be on.");
+  whyCommand->add_option("DUMP_DIR", dumpDir, "the dump directory")->required();
+
+  // An unknown first word would otherwise read as "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* command : app.get_subcommands({})) known |= command->get_name() == argv[1];
+    if (!known) {
+      std::cerr << "ringx-trace: unknown command '" << argv[1]
+                << "' (commands: export, summary, diff, why)\nrun 'ringx-trace --help' for the "
+                   "options\n";
+      return 2;
     }
   }
+  if (const int status = ringx::cli::parse(app, argc, argv); status >= 0) return status;
   try {
-    const Options o = parse(args);
-    return o.command == "export" ? runExport(o) : runSummary(o);
-  } catch (const UsageError& e) {
-    std::cerr << "ringx-trace: " << e.message << "\n\n" << kUsage;
-    return 2;
+    if (*exportCommand) return runExport(exportInput, exportOutput);
+    if (*summaryCommand) return runSummary(summaryInputs);
+    if (*diffCommand) return runDiff(diffA, diffB, diffTop);
+    return runWhy(dumpDir);
   } catch (const std::exception& e) {
     std::cerr << "ringx-trace: " << withoutSourceLocation(e.what()) << "\n";
     return 1;

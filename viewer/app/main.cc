@@ -10,16 +10,7 @@
 int main(int argc, char** argv) {
   using namespace ringx::viewer;
   AppOptions options;
-  try {
-    options = parseOptions(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ringx-viewer: %s\n", e.what());
-    return 2;
-  }
-  if (options.help) {
-    std::fputs(usage().c_str(), stdout);
-    return 0;
-  }
+  if (const int status = parseOptions(argc, argv, &options); status >= 0) return status;
   try {
     App app(options);
     return app.run();

@@ -1,110 +1,128 @@
-// Command-line parsing for ringx-viewer (see options.h).
+// Command-line parsing for ringx-viewer (see options.h), with CLI11 and the
+// conventions every ringx program follows (tools/common/command_line.h).
 #include "viewer/app/options.h"
 
 #include <cstdlib>
-#include <string_view>
+#include <iostream>
 
-#include "backend/common/error.h"
+#include "tools/common/command_line.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
 namespace {
 
-int parseInt(std::string_view option, const std::string& text, int min) {
+constexpr const char* kDescription =
+    "ringx-viewer: every rank's streams on one aligned timeline.\n"
+    "Opens ringx trace directories, .ringx files and Chrome Trace Event JSON files\n"
+    "(.json or .json.gz: PyTorch profiler traces, anything Perfetto opens), merged onto\n"
+    "one clock, or attaches to a running job (rank 0's RINGX_TRACE_LISTEN address).";
+
+constexpr const char* kFooter =
+    "Scripted runs (tests, screenshots, benchmarks): --frames, --seconds or --screenshot\n"
+    "render and exit; --print-stats prints\n"
+    "  ranks=<n> events=<n> load_ms=<ms> fps=<frames per second>\n"
+    "  span_ms=<first event to last> flows=<arrows>\n"
+    "(and search_matches=<n> current=<k> with --search).";
+
+// "1600x900" -> width, height (each at least 64).
+std::string parseSize(const std::string& text, AppOptions& o) {
+  const size_t x = text.find('x');
   char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < min || v > 1000000)
-    throw InvalidArgument(strCat(option, " expects a whole number >= ", min, ", got '", text, "'"));
-  return int(v);
+  if (x == std::string::npos) return "expects WIDTHxHEIGHT such as 1600x900, got '" + text + "'";
+  const long w = std::strtol(text.substr(0, x).c_str(), &end, 10);
+  const bool wOk = *end == '\0' && x > 0;
+  const long h = std::strtol(text.substr(x + 1).c_str(), &end, 10);
+  if (!wOk || *end != '\0' || x + 1 == text.size() || w < 64 || h < 64 || w > 16384 || h > 16384)
+    return "expects WIDTHxHEIGHT, each 64 to 16384, got '" + text + "'";
+  o.width = static_cast<int>(w);
+  o.height = static_cast<int>(h);
+  return "";
 }
 
-double parseDouble(std::string_view option, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || v < 0)
-    throw InvalidArgument(strCat(option, " expects a number >= 0, got '", text, "'"));
-  return v;
+// "BEGIN_MS:END_MS" with END after BEGIN, both >= 0.
+std::string parseZoom(const std::string& text, AppOptions& o) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return "expects BEGIN_MS:END_MS, got '" + text + "'";
+  char* endBegin = nullptr;
+  char* endEnd = nullptr;
+  const std::string begin = text.substr(0, colon), end = text.substr(colon + 1);
+  const double b = std::strtod(begin.c_str(), &endBegin);
+  const double e = std::strtod(end.c_str(), &endEnd);
+  if (begin.empty() || end.empty() || *endBegin != '\0' || *endEnd != '\0' || b < 0)
+    return "expects BEGIN_MS:END_MS, two numbers >= 0, got '" + text + "'";
+  if (e <= b) return "END_MS must be after BEGIN_MS, got '" + text + "'";
+  o.zoomBeginMs = b;
+  o.zoomEndMs = e;
+  return "";
 }
 
 }  // namespace
 
-std::string usage() {
-  return "usage: ringx-viewer [TRACE_DIR_OR_FILE...] [--attach HOST:PORT] [--token TOKEN]\n"
-         "                    [--size WxH] [--frames N] [--seconds S] [--screenshot out.png]\n"
-         "                    [--panel stats|collectives|ddp|fsdp|memory|live] [--print-stats]\n"
-         "                    [--zoom BEGIN_MS:END_MS] [--save DIR]\n"
-         "Opens ringx trace directories, .ringx files and Chrome Trace Event JSON files\n"
-         "(.json or .json.gz: PyTorch profiler traces, anything Perfetto opens), or\n"
-         "attaches to a running job (rank 0's RINGX_TRACE_LISTEN address; the token comes\n"
-         "from --token or RINGX_TRACE_TOKEN). With --screenshot it renders N frames (or S\n"
-         "seconds) into the PNG and exits; --print-stats prints\n"
-         "  ranks=<n> events=<n> load_ms=<ms> fps=<frames per second>\n"
-         "  span_ms=<first event to last> flows=<arrows>\n"
-         "--zoom shows BEGIN_MS..END_MS from the trace's start; --save DIR writes what a live\n"
-         "job sent (a trace directory) when the viewer exits.\n";
-}
+int parseOptions(int argc, const char* const* argv, AppOptions* out) {
+  AppOptions& o = *out;
+  CLI::App app{kDescription, "ringx-viewer"};
+  cli::useConventions(app);
+  app.footer(kFooter);
 
-AppOptions parseOptions(int argc, const char* const* argv) {
-  AppOptions o;
-  if (const char* token = std::getenv("RINGX_TRACE_TOKEN")) o.token = token;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw InvalidArgument(strCat(arg, " needs a value\n", usage()));
-      return argv[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
-      o.help = true;
-    } else if (arg == "--attach") {
-      o.attach = value();
-    } else if (arg == "--token") {
-      o.token = value();
-    } else if (arg == "--size") {
-      const std::string v = value();
-      const size_t x = v.find('x');
-      if (x == std::string::npos)
-        throw InvalidArgument(
-            strCat("--size expects WIDTHxHEIGHT such as 1600x900, got '", v, "'"));
-      o.width = parseInt("--size", v.substr(0, x), 64);
-      o.height = parseInt("--size", v.substr(x + 1), 64);
-    } else if (arg == "--frames") {
-      o.frames = parseInt(arg, value(), 1);
-    } else if (arg == "--seconds") {
-      o.seconds = parseDouble(arg, value());
-    } else if (arg == "--screenshot") {
-      o.screenshot = value();
-    } else if (arg == "--panel") {
-      o.panel = value();
-      PanelId id;
-      if (!parsePanelName(o.panel, &id))
-        throw InvalidArgument(
-            strCat("--panel expects one of stats, collectives, ddp, fsdp, memory, "
-                   "live; got '",
-                   o.panel, "'"));
-    } else if (arg == "--save") {
-      o.saveDir = value();
-    } else if (arg == "--print-stats") {
-      o.printStats = true;
-    } else if (arg == "--zoom") {
-      const std::string v = value();
-      const size_t colon = v.find(':');
-      if (colon == std::string::npos)
-        throw InvalidArgument(strCat("--zoom expects BEGIN_MS:END_MS, got '", v, "'"));
-      o.zoomBeginMs = parseDouble("--zoom", v.substr(0, colon));
-      o.zoomEndMs = parseDouble("--zoom", v.substr(colon + 1));
-      if (o.zoomEndMs <= o.zoomBeginMs)
-        throw InvalidArgument(strCat("--zoom: END_MS must be after BEGIN_MS, got '", v, "'"));
-    } else if (!arg.empty() && arg[0] == '-') {
-      throw InvalidArgument(strCat("unknown option '", arg, "'\n", usage()));
-    } else {
-      o.inputs.push_back(arg);
-    }
-  }
-  if (!o.saveDir.empty() && o.attach.empty())
-    throw InvalidArgument("--save DIR saves what a live job sent: it needs --attach HOST:PORT");
-  if (!o.inputs.empty() && !o.attach.empty())
-    throw InvalidArgument("give trace files or --attach, not both");
-  return o;
+  CLI::Option* inputs = app.add_option("TRACE", o.inputs,
+                                       "trace directories, .ringx files, Chrome .json/.json.gz "
+                                       "files (a trace directory with profiler files: one view)");
+  CLI::Option* attach =
+      app.add_option("--attach", o.attach, "attach to a running job: rank 0's live trace server")
+          ->type_name("HOST:PORT")
+          ->excludes(inputs);
+  app.add_option("--token", o.token, "the live server's token")->envname("RINGX_TRACE_TOKEN");
+  app.add_option("--save", o.saveDir,
+                 "with --attach: write what the job sent (a trace directory) at exit")
+      ->type_name("DIR")
+      ->needs(attach);
+  app.add_option("--panel", o.panel, "the panel to show first")
+      ->type_name("stats|collectives|ddp|fsdp|memory|live")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            PanelId id;
+            return parsePanelName(name, &id) ? std::string()
+                                             : "expects one of stats, collectives, ddp, fsdp, "
+                                               "memory, live; got '" +
+                                                   name + "'";
+          },
+          "", "panel name"));
+  app.add_option_function<std::string>(
+         "--zoom",
+         [&o](const std::string& text) {
+           const std::string error = parseZoom(text, o);
+           if (!error.empty()) throw CLI::ValidationError("--zoom", error);
+         },
+         "show BEGIN_MS..END_MS from the trace's start")
+      ->type_name("BEGIN_MS:END_MS");
+  app.add_option("--search", o.search,
+                 "find events by name or argument value (\"allreduce\", \"seq=17\") and go to "
+                 "the first match")
+      ->type_name("TEXT");
+  app.add_option("--follow-seconds", o.followSeconds,
+                 "while attached, follow the newest S seconds (default 5; End turns following "
+                 "back on)")
+      ->type_name("S")
+      ->check(CLI::PositiveNumber);
+  app.add_option_function<std::string>(
+         "--size",
+         [&o](const std::string& text) {
+           const std::string error = parseSize(text, o);
+           if (!error.empty()) throw CLI::ValidationError("--size", error);
+         },
+         "window size")
+      ->type_name("WxH");
+  app.add_option("--frames", o.frames, "render N frames, then exit")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--seconds", o.seconds,
+                 "render for S seconds (attached: let data arrive), then exit")
+      ->type_name("S")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--screenshot", o.screenshot, "write the last frame to this PNG and exit")
+      ->type_name("PNG");
+  app.add_flag("--print-stats", o.printStats, "print load time, frame rate and counts at exit");
+  return cli::parse(app, argc, argv);
 }
 
 }  // namespace ringx::viewer

@@ -1,7 +1,8 @@
-// ringx-viewer's command line:
+// ringx-viewer's command line (`ringx-viewer --help` lists every option):
 //   ringx-viewer [TRACE_DIR_OR_FILE...] [--attach HOST:PORT] [--token T] [--size WxH]
 //                [--frames N] [--seconds S] [--screenshot out.png] [--panel NAME]
-//                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS]
+//                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS] [--search TEXT]
+//                [--follow-seconds S]
 #pragma once
 
 #include <string>
@@ -21,19 +22,23 @@ struct AppOptions {
   std::string screenshot;
   std::string panel;  // stats, collectives, ddp, fsdp, memory, live
   bool printStats = false;
-  bool help = false;
   // Zoom the timeline to [zoomBegin, zoomEnd] ns from the trace's start (for
   // screenshots and the benchmark's zoomed-in figure); negative: all of it.
   double zoomBeginMs = -1;
   double zoomEndMs = -1;
+  // Put TEXT in the search box and go to its first match (after --zoom).
+  std::string search;
+  // Follow mode's window while attached (seconds); <= 0: the default.
+  double followSeconds = -1;
 
   // Runs without a person: exits after the frames/seconds (or at once for
   // --print-stats alone), no vsync.
   bool scripted() const { return frames >= 0 || seconds >= 0 || !screenshot.empty() || printStats; }
 };
 
-// Parses argv; throws InvalidArgument naming the bad option and what it expects.
-AppOptions parseOptions(int argc, const char* const* argv);
-std::string usage();
+// Parses argv into *options: -1 to go on, else the exit status to return at
+// once (0 after --help, 2 for a bad command line; both printed, the error naming
+// the option and what it expects). --help lists every option.
+int parseOptions(int argc, const char* const* argv, AppOptions* options);
 
 }  // namespace ringx::viewer

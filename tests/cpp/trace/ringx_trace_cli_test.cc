@@ -82,20 +82,59 @@ TEST_F(RingxTraceCli, SummaryPrintsTables) {
   EXPECT_NE(r.output.find("Arrival skew"), std::string::npos) << r.output;
 }
 
+TEST_F(RingxTraceCli, SummaryMergesAProfilerTraceOfTheSameJob) {
+  // A Chrome trace (as torch.profiler writes) for rank 1 beside the ringx trace:
+  // one summary over both, as the viewer would merge them.
+  fixture::writeFile(dir_.file("rank1.pt.trace.json"),
+                     R"({"traceEvents": [{"ph": "X", "name": "allreduce", "cat": "collective",
+                         "pid": 1, "tid": 7, "ts": 10, "dur": 4, "args": {"bytes": 64}}],
+                         "distributedInfo": {"rank": 1}})");
+  const ToolRun r = run("summary " + dir_.path() + " " + dir_.file("rank1.pt.trace.json"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("2 of 2 ranks, 3 events"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" + "), std::string::npos) << r.output;  // both sources named
+}
+
+TEST_F(RingxTraceCli, DiffRanksTheSlowerCollectiveFirst) {
+  TempDir slower;
+  for (int r = 0; r < 2; ++r) {
+    RankStream s(r, 2);
+    s.collective("allreduce", 0, 1000 + r * 1000, 905000 + r * 1000, 1 << 20)
+        .writeTo(slower.file("rank-" + std::to_string(r) + ".ringx"));
+  }
+  const ToolRun r = run("diff " + dir_.path() + " " + slower.path());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("Collectives matched by (group, seq): 1"), std::string::npos) << r.output;
+  const size_t regressions = r.output.find("Largest regressions");
+  ASSERT_NE(regressions, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("allreduce seq 0 (group world, 1.00 MiB)", regressions),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("+900.0 us"), std::string::npos) << r.output;
+}
+
 TEST_F(RingxTraceCli, HelpAndUsageErrors) {
   ToolRun r = run("--help");
   EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.output.rfind("usage: ringx-trace", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("Usage: ringx-trace"), std::string::npos) << r.output;
+  for (const char* command : {"export", "summary", "diff", "why"})
+    EXPECT_NE(r.output.find(std::string("\n  ") + command + " "), std::string::npos) << command;
+  r = run("diff --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("--top"), std::string::npos) << r.output;
   const std::vector<std::string> badCommandLines = {"",
                                                     "frobnicate x",
                                                     "export " + dir_.path(),
                                                     "summary",
                                                     "summary --bogus " + dir_.path(),
-                                                    "summary a b"};
+                                                    "diff " + dir_.path(),
+                                                    "diff a b --top 0",
+                                                    "why a b"};
   for (const std::string& bad : badCommandLines) {
     r = run(bad);
     EXPECT_EQ(r.status, 2) << bad << ": " << r.output;
-    EXPECT_NE(r.output.find("usage: ringx-trace"), std::string::npos) << bad;
+    EXPECT_EQ(r.output.rfind("ringx-trace: ", 0), 0u) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("--help' for the options"), std::string::npos) << bad;
   }
 }
 
