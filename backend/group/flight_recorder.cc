@@ -275,13 +275,20 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Process {
+  // Held by add() and remove() throughout, so that a dump thread being stopped
+  // is gone before the next is started (both read the same pipe). The dump
+  // thread never takes it.
+  std::mutex lifecycle;
   std::mutex mutex;  // guards the fields below
   std::vector<std::shared_ptr<FlightRecorder>> recorders;
   int rank = -1;  // of the first recorder added while none was alive
   int size = 0;
   std::string job;
-  bool threadStarted = false;
+  bool pipeMade = false;  // the pipe, the signal handler and the fork hook: once
   int readFd = -1;
+  // Runs while some group records: the last group's removal stops it, so a
+  // process that destroyed its groups keeps no thread of ringx's.
+  std::thread thread;
 
   std::mutex dumpMutex;   // one dump at a time
   std::string requested;  // the reason of the pending requestDump()
@@ -299,6 +306,7 @@ Process& process() {
 std::atomic<int> wakeFd{-1};
 constexpr char kSignalByte = 'S';
 constexpr char kRequestByte = 'R';
+constexpr char kQuitByte = 'Q';
 constexpr int64_t kNoticeWindowNs = 1'000'000'000;
 
 void onSignal(int) {
@@ -320,7 +328,7 @@ void dumpThread(int fd) {
     char byte = 0;
     const ssize_t got = ::read(fd, &byte, 1);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return;
+    if (got <= 0 || byte == kQuitByte) return;
     std::string reason = "SIGUSR1";
     if (byte == kRequestByte) {
       // A peer gave up. This rank's own collective will most likely fail within
@@ -360,17 +368,20 @@ void forgetThreadInChild() {
   if (fd >= 0) ::close(fd);
 }
 
-// Under p.mutex: the pipe, the thread and the signal handler, once per process.
+// Under p.mutex: the pipe and the signal handler once per process, the thread
+// whenever it is not running.
 void startDumpThread(Process& p) {
-  if (p.threadStarted) return;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return;  // no dumps on signals; failures still dump
-  // The handler must never block on a full pipe.
-  ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
-  p.threadStarted = true;
-  p.readFd = fds[0];
-  wakeFd.store(fds[1]);
-  std::thread(dumpThread, fds[0]).detach();
+  if (!p.pipeMade) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;  // no dumps on signals; failures still dump
+    // The handler must never block on a full pipe. The pipe stays open for the
+    // process's life: a handler may hold its write end at any moment.
+    ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+    p.pipeMade = true;
+    p.readFd = fds[0];
+    wakeFd.store(fds[1]);
+  }
+  if (!p.thread.joinable()) p.thread = std::thread(dumpThread, p.readFd);
   static bool atforkRegistered = false;
   if (!atforkRegistered) {
     atforkRegistered = true;
@@ -407,6 +418,7 @@ std::string hostName() {
 
 void add(std::shared_ptr<FlightRecorder> recorder) {
   Process& p = process();
+  std::lock_guard<std::mutex> lifecycle(p.lifecycle);
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.recorders.empty()) {
     p.rank = recorder->rank();
@@ -419,11 +431,27 @@ void add(std::shared_ptr<FlightRecorder> recorder) {
 
 void remove(const FlightRecorder* recorder) {
   Process& p = process();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  for (auto it = p.recorders.begin(); it != p.recorders.end(); ++it) {
-    if (it->get() == recorder) {
-      p.recorders.erase(it);
-      break;
+  std::lock_guard<std::mutex> lifecycle(p.lifecycle);
+  std::thread stopping;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (auto it = p.recorders.begin(); it != p.recorders.end(); ++it) {
+      if (it->get() == recorder) {
+        p.recorders.erase(it);
+        break;
+      }
+    }
+    if (p.recorders.empty()) stopping = std::move(p.thread);
+  }
+  // The last group is gone: stop the dump thread (outside the mutex, which a
+  // dump in progress takes). A signal meanwhile finds no recorder to dump.
+  if (stopping.joinable()) {
+    const int fd = wakeFd.load();
+    if (fd >= 0 && ::write(fd, &kQuitByte, 1) == 1 &&
+        stopping.get_id() != std::this_thread::get_id()) {
+      stopping.join();
+    } else {
+      stopping.detach();
     }
   }
 }
