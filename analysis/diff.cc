@@ -162,10 +162,6 @@ void diffCollectives(const TraceStore& a, const TraceStore& b, RunDiff& d) {
   d.onlyInB = rowsB.size() - matchedInB;
 }
 
-std::string signedDuration(int64_t ns) {
-  return ns < 0 ? formatDuration(ns) : "+" + formatDuration(ns);
-}
-
 std::string ratioText(int64_t a, int64_t b) {
   if (a <= 0) return "-";
   char buffer[32];
@@ -213,7 +209,7 @@ std::string formatDiff(const RunDiff& d, const std::string& aName, const std::st
     for (const DiffRow& p : d.phases) {
       std::snprintf(line, sizeof line, "  %-24s %12s %12s %12s %8s\n", p.name.c_str(),
                     formatDuration(p.aNs).c_str(), formatDuration(p.bNs).c_str(),
-                    signedDuration(p.deltaNs).c_str(), ratioText(p.aNs, p.bNs).c_str());
+                    formatSignedDuration(p.deltaNs).c_str(), ratioText(p.aNs, p.bNs).c_str());
       out += line;
     }
   }
@@ -224,7 +220,7 @@ std::string formatDiff(const RunDiff& d, const std::string& aName, const std::st
   if (d.matchedCollectives > 0) {
     out += strCat("  time in them (mean over ranks, summed): A ",
                   formatDuration(d.collectiveTotalA), ", B ", formatDuration(d.collectiveTotalB),
-                  ", B - A ", signedDuration(d.collectiveTotalB - d.collectiveTotalA), " (",
+                  ", B - A ", formatSignedDuration(d.collectiveTotalB - d.collectiveTotalA), " (",
                   ratioText(d.collectiveTotalA, d.collectiveTotalB), ")\n");
   }
   if (d.opMismatches > 0) {
@@ -244,7 +240,7 @@ std::string formatDiff(const RunDiff& d, const std::string& aName, const std::st
     for (const DiffRow* r : rows) {
       std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s\n", diffKindName(r->kind),
                     r->name.c_str(), formatDuration(r->aNs).c_str(), formatDuration(r->bNs).c_str(),
-                    signedDuration(r->deltaNs).c_str(), ratioText(r->aNs, r->bNs).c_str());
+                    formatSignedDuration(r->deltaNs).c_str(), ratioText(r->aNs, r->bNs).c_str());
       out += line;
     }
   };

@@ -123,6 +123,10 @@ std::string formatDuration(int64_t ns) {
   return buffer;
 }
 
+std::string formatSignedDuration(int64_t ns) {
+  return ns < 0 ? formatDuration(ns) : "+" + formatDuration(ns);
+}
+
 std::string formatBytes(int64_t bytes) {
   char buffer[48];
   const double b = static_cast<double>(bytes);

@@ -99,6 +99,8 @@ ArrivalSkew arrivalSkew(const std::vector<Arrival>& arrivals);
 
 // "850 ns", "12.3 us", "4.56 ms", "1.23 s".
 std::string formatDuration(int64_t ns);
+// The same with its sign always shown: "+12.3 us", "-850 ns" (deltas, offsets).
+std::string formatSignedDuration(int64_t ns);
 // "512 B", "12.3 KiB", "4.50 MiB", "1.20 GiB".
 std::string formatBytes(int64_t bytes);
 // "rank 2", "ranks 0, 1, 3".

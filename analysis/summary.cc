@@ -19,13 +19,12 @@
 #include "backend/common/text.h"
 #include "backend/trace/alignment.h"
 #include "backend/trace/schema.h"
+#include "viewer/model/analysis_internal.h"
 #include "viewer/model/ringx_ingest.h"
 
 namespace ringx::analysis {
 namespace {
 
-using viewer::ArgKind;
-using viewer::ArgValue;
 using viewer::RankData;
 using viewer::Span;
 using viewer::TraceStore;
@@ -46,10 +45,6 @@ void appendf(std::string& out, const char* format, ...) {
     out.resize(at + static_cast<size_t>(n));
   }
   va_end(again);
-}
-
-std::string signedDuration(int64_t ns) {
-  return ns < 0 ? formatDuration(ns) : "+" + formatDuration(ns);
 }
 
 // Time covered by the union of [begin, end) intervals (sorted in place).
@@ -82,40 +77,13 @@ struct Accumulator {
   uint64_t bytes = 0;
 };
 
-// The well-known argument keys of collective spans as string ids.
-struct CollectiveKeys {
-  explicit CollectiveKeys(const viewer::StringPool& p)
-      : bytes(p.find(trace::arg::kBytes)),
-        seq(p.find(trace::arg::kSeq)),
-        group(p.find(trace::arg::kGroup)),
-        groupSize(p.find(trace::arg::kGroupSize)) {}
-  uint32_t bytes, seq, group, groupSize;
-};
-
-// First begin and last end of anything the rank recorded; false when nothing.
-bool rankExtent(const RankData& rank, int64_t* first, int64_t* last) {
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-  for (const Track& t : rank.tracks) {
-    for (const auto& level : t.levels) {
-      if (level.empty()) continue;
-      // Within a level spans are disjoint: sorted by begin and by end alike.
-      lo = std::min(lo, level.front().begin);
-      hi = std::max(hi, level.back().end);
-    }
-    if (!t.instants.empty()) {
-      lo = std::min(lo, t.instants.front().time);
-      hi = std::max(hi, t.instants.back().time);
-    }
-  }
-  for (const auto& c : rank.counters) {
-    if (c.times.empty()) continue;
-    lo = std::min(lo, c.times.front());
-    hi = std::max(hi, c.times.back());
-  }
-  if (lo > hi) return false;
-  *first = lo;
-  *last = hi;
-  return true;
+// An engine section's title and phase means (DdpAnalysis and FsdpAnalysis alike).
+template <typename Engine>
+void appendEngineHeader(std::string& out, const char* name, const Engine& e) {
+  appendf(out, "\n%s engine (%zu iterations over all ranks; means)\n", name, e.iterations.size());
+  appendf(out, "  forward %s, backward %s, optimizer and the rest until the next forward %s\n",
+          formatDuration(e.forwardMeanNs).c_str(), formatDuration(e.backwardMeanNs).c_str(),
+          formatDuration(e.optimizerMeanNs).c_str());
 }
 
 void summarizeSkew(const TraceStore& store, Summary& s) {
@@ -165,7 +133,7 @@ Summary summarize(const TraceStore& store, const std::string& source) {
   if (!store.empty()) s.tracedNs = store.endNs() - store.beginNs();
 
   const viewer::StringPool& pool = store.strings();
-  const CollectiveKeys keys(pool);
+  const viewer::analysis_internal::Keys keys(pool);
   const std::string collectiveCategory = trace::categoryName(trace::Category::kCollective);
   int collective = -1;
   for (size_t c = 0; c < store.categories().size(); ++c)
@@ -185,8 +153,7 @@ Summary summarize(const TraceStore& store, const std::string& source) {
     rs.clockKnown = rank.clockKnown;
     rs.clockReference = rank.clockReference;
     rs.clockOffsetNs = rank.clockOffsetNs;
-    int64_t first = 0, last = 0;
-    if (rankExtent(rank, &first, &last)) rs.tracedNs = last - first;
+    rs.tracedNs = rank.endNs - rank.beginNs;
 
     // The op's accumulator through a per-rank cache keyed by name id and size
     // class: a map lookup with a fresh string per span would dominate.
@@ -197,21 +164,12 @@ Summary summarize(const TraceStore& store, const std::string& source) {
       for (const auto& level : track.levels) {
         for (const Span& span : level) {
           if (collective < 0 || span.category != collective) continue;
-          int64_t bytes = -1, seq = -1, groupSize = s.worldSize;
-          uint32_t group = 0;
-          for (uint32_t a = span.firstArg;
-               a < span.firstArg + span.argCount && a < rank.args.size(); ++a) {
-            const ArgValue& v = rank.args[a];
-            if (v.kind == ArgKind::kInt) {
-              if (v.key == keys.bytes) bytes = v.intValue;
-              if (v.key == keys.seq) seq = v.intValue;
-              if (v.key == keys.groupSize) groupSize = v.intValue;
-            } else if (v.kind == ArgKind::kString && v.key == keys.group) {
-              group = v.stringId;
-            }
-          }
+          const viewer::analysis_internal::ArgRange args(rank, span);
+          const int64_t bytes = args.integer(keys.bytes, -1);
+          const int64_t seq = args.integer(keys.seq, -1);
+          const int64_t groupSize = args.integer(keys.groupSize, s.worldSize);
           const std::string_view op = store.str(span.name);
-          std::string_view groupName = store.str(group);
+          std::string_view groupName = store.str(args.string(keys.group));
           if (groupName.empty() && startsWith(trackName, commPrefix))
             groupName = trackName.substr(commPrefix.size());
 
@@ -372,7 +330,7 @@ std::string formatSummary(const Summary& s) {
     } else if (r.clockReference) {
       clock = "reference";
     } else if (r.clockAligned) {
-      clock = strCat("offset ", signedDuration(r.clockOffsetNs), " +- ",
+      clock = strCat("offset ", formatSignedDuration(r.clockOffsetNs), " +- ",
                      formatDuration(r.clockUncertaintyNs));
     } else {
       clock = "not aligned (no clock-sync samples)";
@@ -421,10 +379,7 @@ std::string formatSummary(const Summary& s) {
   // ---- DDP
   const viewer::DdpAnalysis& d = s.ddp;
   if (!d.iterations.empty()) {
-    appendf(out, "\nDDP engine (%zu iterations over all ranks; means)\n", d.iterations.size());
-    appendf(out, "  forward %s, backward %s, optimizer and the rest until the next forward %s\n",
-            formatDuration(d.forwardMeanNs).c_str(), formatDuration(d.backwardMeanNs).c_str(),
-            formatDuration(d.optimizerMeanNs).c_str());
+    appendEngineHeader(out, "DDP", d);
     appendf(out,
             "  communication hidden behind backward: %.0f%%; exposed after backward's compute: "
             "%s per iteration%s\n",
@@ -443,10 +398,7 @@ std::string formatSummary(const Summary& s) {
   // ---- FSDP
   const viewer::FsdpAnalysis& f = s.fsdp;
   if (!f.iterations.empty()) {
-    appendf(out, "\nFSDP engine (%zu iterations over all ranks; means)\n", f.iterations.size());
-    appendf(out, "  forward %s, backward %s, optimizer and the rest until the next forward %s\n",
-            formatDuration(f.forwardMeanNs).c_str(), formatDuration(f.backwardMeanNs).c_str(),
-            formatDuration(f.optimizerMeanNs).c_str());
+    appendEngineHeader(out, "FSDP", f);
     appendf(out,
             "  compute waiting for gathers: %s per iteration; memory per rank: shards %s, "
             "peak held %s\n",

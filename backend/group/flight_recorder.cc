@@ -122,25 +122,31 @@ bool FlightRecorder::read(const Slot& slot, Read* out) const {
   return false;  // written all the time we looked: leave it out
 }
 
-FlightRecorder::Entry FlightRecorder::issue(const char* op, uint64_t bytes, uint32_t runs) {
+FlightRecorder::Entry FlightRecorder::append(int64_t seq, const char* op, uint64_t bytes,
+                                             uint32_t packed, int32_t root, int64_t issueNs,
+                                             int64_t startNs) {
   constexpr auto kRelease = std::memory_order_release;
   const Entry entry = head_.fetch_add(1, std::memory_order_relaxed) + 1;
-  const int64_t seq = issueSeq_.fetch_add(runs, std::memory_order_relaxed);
-  const int64_t now = trace::nowNs();
   write(slotOf(entry), [&](Slot& s) {
     s.id.store(entry, kRelease);
     s.seq.store(seq, kRelease);
     s.op.store(op, kRelease);
     s.algorithm.store(nullptr, kRelease);
     s.bytes.store(bytes, kRelease);
-    s.packed.store(pack(FlightState::kIssued, DataType::kUInt8, false, ReduceOp::kSum, false),
-                   kRelease);
-    s.root.store(-1, kRelease);
-    s.issueNs.store(now, kRelease);
-    s.startNs.store(0, kRelease);
+    s.packed.store(packed, kRelease);
+    s.root.store(root, kRelease);
+    s.issueNs.store(issueNs, kRelease);
+    s.startNs.store(startNs, kRelease);
     s.endNs.store(0, kRelease);
   });
   return entry;
+}
+
+FlightRecorder::Entry FlightRecorder::issue(const char* op, uint64_t bytes, uint32_t runs) {
+  const int64_t seq = issueSeq_.fetch_add(runs, std::memory_order_relaxed);
+  return append(seq, op, bytes,
+                pack(FlightState::kIssued, DataType::kUInt8, false, ReduceOp::kSum, false), -1,
+                trace::nowNs(), 0);
 }
 
 FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const char* op,
@@ -169,20 +175,10 @@ FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const cha
     });
     return issued;
   }
-  const Entry entry = head_.fetch_add(1, kRelaxed) + 1;
-  write(slotOf(entry), [&](Slot& s) {
-    s.id.store(entry, kRelease);
-    s.seq.store(seq, kRelease);
-    s.op.store(op, kRelease);
-    s.algorithm.store(nullptr, kRelease);
-    s.bytes.store(bytes, kRelease);
-    s.packed.store(pack(FlightState::kStarted, dtype, true, reduceOp, reduces), kRelease);
-    s.root.store(root, kRelease);
-    s.issueNs.store(now, kRelease);
-    s.startNs.store(now, kRelease);
-    s.endNs.store(0, kRelease);
-  });
-  return entry;
+  // No issued entry to complete (a direct Group::run, or one the ring has since
+  // overwritten): a new entry, issued and started now.
+  return append(seq, op, bytes, pack(FlightState::kStarted, dtype, true, reduceOp, reduces), root,
+                now, now);
 }
 
 void FlightRecorder::end(Entry entry, FlightState state, const char* algorithm) {

@@ -92,6 +92,9 @@ class FlightRecorder {
   template <typename Fill>
   void write(Slot& slot, Fill&& fill);
   bool read(const Slot& slot, Read* out) const;
+  // Takes the next entry's slot and writes every field of it (startNs 0: issued only).
+  Entry append(int64_t seq, const char* op, uint64_t bytes, uint32_t packed, int32_t root,
+               int64_t issueNs, int64_t startNs);
   void setError(Entry entry, const std::string& error);
   void end(Entry entry, trace::FlightState state, const char* algorithm);
 

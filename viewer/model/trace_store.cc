@@ -263,6 +263,8 @@ void TraceStore::finalize() {
   ++generation_;
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   for (RankData& rank : ranks_) {
+    int64_t rankLo = std::numeric_limits<int64_t>::max();
+    int64_t rankHi = std::numeric_limits<int64_t>::min();
     for (Track& track : rank.tracks) {
       if (!track.pendingSpans.empty()) addPendingSpans(track);
       if (!track.pendingInstants.empty()) {
@@ -274,12 +276,12 @@ void TraceStore::finalize() {
       }
       for (const auto& level : track.levels) {
         if (level.empty()) continue;
-        lo = std::min(lo, level.front().begin);
-        hi = std::max(hi, level.back().end);
+        rankLo = std::min(rankLo, level.front().begin);
+        rankHi = std::max(rankHi, level.back().end);
       }
       if (!track.instants.empty()) {
-        lo = std::min(lo, track.instants.front().time);
-        hi = std::max(hi, track.instants.back().time);
+        rankLo = std::min(rankLo, track.instants.front().time);
+        rankHi = std::max(rankHi, track.instants.back().time);
       }
     }
     std::stable_sort(rank.tracks.begin(), rank.tracks.end(), [&](const Track& a, const Track& b) {
@@ -304,10 +306,18 @@ void TraceStore::finalize() {
         c.dirty = false;
       }
       if (!c.times.empty()) {
-        lo = std::min(lo, c.times.front());
-        hi = std::max(hi, c.times.back());
+        rankLo = std::min(rankLo, c.times.front());
+        rankHi = std::max(rankHi, c.times.back());
       }
     }
+    if (rankLo <= rankHi) {
+      lo = std::min(lo, rankLo);
+      hi = std::max(hi, rankHi);
+    } else {
+      rankLo = rankHi = 0;  // nothing recorded
+    }
+    rank.beginNs = rankLo;
+    rank.endNs = rankHi;
   }
   auto byStart = [](const Flow& a, const Flow& b) { return a.from.time < b.from.time; };
   if (!std::is_sorted(flows_.begin(), flows_.end(), byStart))

@@ -158,6 +158,9 @@ struct RankData {
   int64_t clockOffsetNs = 0;
   uint64_t dropped = 0;
   uint64_t events = 0;
+  // Earliest begin and latest end of the rank's events (finalize(); 0, 0 when none).
+  int64_t beginNs = 0;
+  int64_t endNs = 0;
   // A ringx stream's clock reference: aligned time = Unix-epoch ns +
   // wallToAlignedNs (from the (steady, wall) pair its header took at start).
   // Other producers' files on this rank (the profiler's) align through it.

@@ -299,6 +299,9 @@ TEST(RingxIngest, IncrementalIngestContinuesWhereItStopped) {
   ASSERT_EQ(level.size(), 2u);
   EXPECT_EQ(level[0].begin, 500);
   EXPECT_EQ(store.beginNs(), 500);
+  // The rank's own extent is kept up to date with the store's.
+  EXPECT_EQ(store.ranks()[0].beginNs, 500);
+  EXPECT_EQ(store.ranks()[0].endNs, 2000);
 }
 
 TEST(Loader, UnreadableInputIsAClearError) {
