@@ -8,15 +8,12 @@
 #include <tuple>
 
 #include "analysis/figures.h"
+#include "analysis/trace_analyses.h"
 #include "backend/common/error.h"
 #include "backend/common/text.h"
-#include "viewer/model/analysis.h"
 
 namespace ringx::analysis {
 namespace {
-
-using viewer::CollectiveRow;
-using viewer::TraceStore;
 
 DiffRow makeRow(DiffKind kind, std::string name, int64_t a, int64_t b, int64_t aTime = -1,
                 int64_t bTime = -1) {
@@ -34,7 +31,7 @@ DiffRow makeRow(DiffKind kind, std::string name, int64_t a, int64_t b, int64_t a
 // A collective's duration in one run: the mean of its ranks' spans.
 int64_t meanDuration(const CollectiveRow& row) {
   int64_t total = 0;
-  for (const viewer::CollectiveRank& r : row.ranks) total += r.durationNs;
+  for (const CollectiveRank& r : row.ranks) total += r.durationNs;
   return meanOf(total, row.ranks.size());
 }
 
@@ -72,8 +69,8 @@ void diffSteps(const std::vector<Iteration>& a, const std::vector<Iteration>& b,
 }
 
 void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
-  const viewer::DdpAnalysis ddpA = viewer::analyzeDdp(a), ddpB = viewer::analyzeDdp(b);
-  const viewer::FsdpAnalysis fsdpA = viewer::analyzeFsdp(a), fsdpB = viewer::analyzeFsdp(b);
+  const DdpAnalysis ddpA = analyzeDdp(a), ddpB = analyzeDdp(b);
+  const FsdpAnalysis fsdpA = analyzeFsdp(a), fsdpB = analyzeFsdp(b);
   auto phases = [&](const auto& x, const auto& y) {
     d.phases.push_back(makeRow(DiffKind::kPhase, "forward", x.forwardMeanNs, y.forwardMeanNs));
     d.phases.push_back(makeRow(DiffKind::kPhase, "backward", x.backwardMeanNs, y.backwardMeanNs));
@@ -93,12 +90,12 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
     phases(fsdpA, fsdpB);
   }
 
-  std::map<int64_t, const viewer::DdpBucketAverage*> bucketsB;
+  std::map<int64_t, const DdpBucketAverage*> bucketsB;
   for (const auto& bucket : ddpB.buckets) bucketsB[bucket.bucket] = &bucket;
   for (const auto& x : ddpA.buckets) {
     auto found = bucketsB.find(x.bucket);
     if (found == bucketsB.end()) continue;
-    const viewer::DdpBucketAverage& y = *found->second;
+    const DdpBucketAverage& y = *found->second;
     const std::string name = strCat("bucket ", x.bucket);
     d.rows.push_back(makeRow(DiffKind::kBucket, name + " wire", x.wireMeanNs, y.wireMeanNs));
     d.rows.push_back(
@@ -107,12 +104,12 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
                              y.launchDelayMeanNs));
   }
 
-  std::map<std::string, const viewer::FsdpUnitAnalysis*> unitsB;
+  std::map<std::string, const FsdpUnitAnalysis*> unitsB;
   for (const auto& unit : fsdpB.units) unitsB[unit.unit] = &unit;
   for (const auto& x : fsdpA.units) {
     auto found = unitsB.find(x.unit);
     if (found == unitsB.end()) continue;
-    const viewer::FsdpUnitAnalysis& y = *found->second;
+    const FsdpUnitAnalysis& y = *found->second;
     d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " all_gather wire", x.gatherWireMeanNs,
                              y.gatherWireMeanNs));
     d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " waited for all_gather", x.exposedMeanNs,
@@ -129,8 +126,8 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
 }
 
 void diffCollectives(const TraceStore& a, const TraceStore& b, RunDiff& d) {
-  const std::vector<CollectiveRow> rowsA = viewer::matchCollectives(a);
-  const std::vector<CollectiveRow> rowsB = viewer::matchCollectives(b);
+  const std::vector<CollectiveRow> rowsA = matchCollectives(a);
+  const std::vector<CollectiveRow> rowsB = matchCollectives(b);
   std::map<std::pair<std::string, int64_t>, const CollectiveRow*> byKey;
   for (const CollectiveRow& row : rowsB) byKey[{row.group, row.seq}] = &row;
   uint64_t matchedInB = 0;

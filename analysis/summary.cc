@@ -16,19 +16,16 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/store_reading.h"
 #include "backend/common/text.h"
 #include "backend/trace/alignment.h"
 #include "backend/trace/schema.h"
-#include "viewer/model/analysis_internal.h"
 #include "viewer/model/ringx_ingest.h"
 
 namespace ringx::analysis {
-namespace {
+using namespace store_reading;
 
-using viewer::RankData;
-using viewer::Span;
-using viewer::TraceStore;
-using viewer::Track;
+namespace {
 
 void appendf(std::string& out, const char* format, ...) __attribute__((format(printf, 2, 3)));
 void appendf(std::string& out, const char* format, ...) {
@@ -89,13 +86,13 @@ void appendEngineHeader(std::string& out, const char* name, const Engine& e) {
 void summarizeSkew(const TraceStore& store, Summary& s) {
   SkewStats& skew = s.skew;
   std::vector<int64_t> skews;
-  for (const viewer::CollectiveRow& row : viewer::matchCollectives(store)) {
+  for (const CollectiveRow& row : matchCollectives(store)) {
     if (row.ranks.size() < 2) continue;
     ++skew.matched;
     if (row.missingCount > 0) ++skew.incomplete;
     skews.push_back(row.arrivalSkewNs);
     if (row.lastArrivalRank >= 0) ++skew.lastArrivals[row.lastArrivalRank];
-    for (const viewer::CollectiveRank& r : row.ranks) {
+    for (const CollectiveRank& r : row.ranks) {
       if (const RankData* rank = store.findRank(r.rank))
         skew.clockUncertaintyNs = std::max(skew.clockUncertaintyNs, rank->clockUncertaintyNs);
     }
@@ -133,7 +130,7 @@ Summary summarize(const TraceStore& store, const std::string& source) {
   if (!store.empty()) s.tracedNs = store.endNs() - store.beginNs();
 
   const viewer::StringPool& pool = store.strings();
-  const viewer::analysis_internal::Keys keys(pool);
+  const Keys keys(pool);
   const std::string collectiveCategory = trace::categoryName(trace::Category::kCollective);
   int collective = -1;
   for (size_t c = 0; c < store.categories().size(); ++c)
@@ -164,7 +161,7 @@ Summary summarize(const TraceStore& store, const std::string& source) {
       for (const auto& level : track.levels) {
         for (const Span& span : level) {
           if (collective < 0 || span.category != collective) continue;
-          const viewer::analysis_internal::ArgRange args(rank, span);
+          const ArgRange args(rank, span);
           const int64_t bytes = args.integer(keys.bytes, -1);
           const int64_t seq = args.integer(keys.seq, -1);
           const int64_t groupSize = args.integer(keys.groupSize, s.worldSize);
@@ -244,8 +241,8 @@ Summary summarize(const TraceStore& store, const std::string& source) {
   summarizeSkew(store, s);
 
   // ---- the engines
-  s.ddp = viewer::analyzeDdp(store);
-  s.fsdp = viewer::analyzeFsdp(store);
+  s.ddp = analyzeDdp(store);
+  s.fsdp = analyzeFsdp(store);
   const uint32_t peakName = pool.find(trace::counters::kFsdpPeakBytes);
   const uint32_t shardedName = pool.find(trace::counters::kFsdpShardedBytes);
   for (const RankData& rank : store.ranks()) {
@@ -377,7 +374,7 @@ std::string formatSummary(const Summary& s) {
   }
 
   // ---- DDP
-  const viewer::DdpAnalysis& d = s.ddp;
+  const DdpAnalysis& d = s.ddp;
   if (!d.iterations.empty()) {
     appendEngineHeader(out, "DDP", d);
     appendf(out,
@@ -387,7 +384,7 @@ std::string formatSummary(const Summary& s) {
             d.rebuilds ? "; buckets rebuilt in gradient-ready order" : "");
     appendf(out, "  %6s %10s %6s %14s %10s %10s %12s %7s\n", "bucket", "bytes", "params",
             "wait to launch", "wire mean", "wire p50", "exposed mean", "hidden");
-    for (const viewer::DdpBucketAverage& b : d.buckets) {
+    for (const DdpBucketAverage& b : d.buckets) {
       appendf(out, "  %6" PRId64 " %10" PRId64 " %6" PRId64 " %14s %10s %10s %12s %6.0f%%\n",
               b.bucket, b.bytes, b.params, formatDuration(b.launchDelayMeanNs).c_str(),
               formatDuration(b.wireMeanNs).c_str(), formatDuration(b.wireP50Ns).c_str(),
@@ -396,7 +393,7 @@ std::string formatSummary(const Summary& s) {
   }
 
   // ---- FSDP
-  const viewer::FsdpAnalysis& f = s.fsdp;
+  const FsdpAnalysis& f = s.fsdp;
   if (!f.iterations.empty()) {
     appendEngineHeader(out, "FSDP", f);
     appendf(out,
@@ -407,7 +404,7 @@ std::string formatSummary(const Summary& s) {
     appendf(out, "  %-20s %10s %8s %10s %10s %11s %14s %10s %10s %10s\n", "unit", "gathered",
             "gathers", "wire mean", "waited", "prefetched", "reduce_scatter", "allreduce",
             "forward", "backward");
-    for (const viewer::FsdpUnitAnalysis& u : f.units) {
+    for (const FsdpUnitAnalysis& u : f.units) {
       appendf(out, "  %-20s %10s %8" PRIu64 " %10s %10s %10.0f%% %14s %10s %10s %10s\n",
               u.unit.c_str(), formatBytes(u.gatherBytes).c_str(), u.gathers,
               formatDuration(u.gatherWireMeanNs).c_str(), formatDuration(u.exposedMeanNs).c_str(),

@@ -11,7 +11,7 @@
 //    whose clocks could not be aligned.
 //
 // It is computed from a trace store (viewer/model/trace_store.h) with the same
-// analyses the viewer's panels show (viewer/model/analysis.h: collectives
+// analyses the viewer's panels show (analysis/trace_analyses.h: collectives
 // matched across ranks, the DDP and FSDP engines) and the figures of
 // analysis/figures.h, so the text and the viewer agree.
 #pragma once
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "analysis/figures.h"
+#include "analysis/trace_analyses.h"
 #include "backend/trace/trace_dir.h"
-#include "viewer/model/analysis.h"
 #include "viewer/model/trace_store.h"
 
 namespace ringx::analysis {
@@ -91,8 +91,8 @@ struct Summary {
   std::vector<CollectiveStats> collectives;  // by op (most total time first), then size
   std::vector<RankStats> ranks;              // by rank
   SkewStats skew;
-  viewer::DdpAnalysis ddp;       // no iterations when the job recorded no DDP events
-  viewer::FsdpAnalysis fsdp;     // no iterations when the job recorded no FSDP events
+  DdpAnalysis ddp;               // no iterations when the job recorded no DDP events
+  FsdpAnalysis fsdp;             // no iterations when the job recorded no FSDP events
   int64_t fsdpPeakBytes = 0;     // the largest fsdp.peak_bytes of any rank
   int64_t fsdpShardedBytes = 0;  // the largest fsdp.sharded_bytes of any rank
   uint64_t droppedEvents = 0;

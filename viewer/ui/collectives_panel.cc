@@ -1,5 +1,5 @@
 // The collectives panel (see collectives_panel.h). Rows come from
-// matchCollectives() and are recomputed when the store changes; the table is
+// analysis::matchCollectives() and are recomputed when the store changes; the table is
 // clipped (ImGuiListClipper) so a hundred thousand rows draw as fast as twenty.
 #include "viewer/ui/collectives_panel.h"
 
@@ -14,9 +14,11 @@
 namespace ringx::viewer {
 namespace {
 
-bool problem(const CollectiveRow& r) { return r.mismatch || r.missingCount > 0 || r.failed; }
+bool problem(const analysis::CollectiveRow& r) {
+  return r.mismatch || r.missingCount > 0 || r.failed;
+}
 
-std::string status(const CollectiveRow& r) {
+std::string status(const analysis::CollectiveRow& r) {
   std::string s;
   if (r.mismatch) s += "op mismatch: " + r.opsSeen + "  ";
   if (r.missingCount > 0) {
@@ -31,11 +33,11 @@ std::string status(const CollectiveRow& r) {
 
 }  // namespace
 
-std::string flightStatus(const TraceStore& store, const CollectiveRow& row) {
+std::string flightStatus(const TraceStore& store, const analysis::CollectiveRow& row) {
   const uint32_t key = store.strings().find(kFlightStateArg);
   if (key == 0) return "";  // no dump loaded
   std::vector<int32_t> stuck, queued;
-  for (const CollectiveRank& r : row.ranks) {
+  for (const analysis::CollectiveRank& r : row.ranks) {
     const RankData* rank = store.findRank(r.span.rank);
     if (!rank) continue;
     const Span& s = rank->tracks[r.span.track].levels[r.span.level][r.span.index];
@@ -63,7 +65,7 @@ std::string flightStatus(const TraceStore& store, const CollectiveRow& row) {
 }
 
 void CollectivesPanel::sortBy(Column column, bool ascending) {
-  auto key = [&](const CollectiveRow& r) -> double {
+  auto key = [&](const analysis::CollectiveRow& r) -> double {
     switch (column) {
       case Column::kGroup:
         return 0;
@@ -89,7 +91,7 @@ void CollectivesPanel::sortBy(Column column, bool ascending) {
     return 0;
   };
   std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
-    const CollectiveRow &x = rows_[a], &y = rows_[b];
+    const analysis::CollectiveRow &x = rows_[a], &y = rows_[b];
     bool less;
     if (column == Column::kGroup)
       less = x.group < y.group || (x.group == y.group && x.seq < y.seq);
@@ -111,8 +113,8 @@ void CollectivesPanel::sortBy(Column column, bool ascending) {
 void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
   if (generation_ != store.generation()) {
     generation_ = store.generation();
-    rows_ = matchCollectives(store);
-    overview_ = overviewOf(rows_);
+    rows_ = analysis::matchCollectives(store);
+    overview_ = analysis::overviewOf(rows_);
     order_.resize(rows_.size());
     for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
   }
@@ -126,7 +128,7 @@ void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
               formatNs(overview_.maxSkewNs).c_str());
   ImGui::SameLine();
   ImGui::Checkbox("only problems", &onlyProblems_);
-  for (const HangSuspect& h : overview_.hangSuspects) {
+  for (const analysis::HangSuspect& h : overview_.hangSuspects) {
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 100, 255));
     if (ImGui::Selectable(h.description.c_str())) {
       view.time.show(h.othersBeganNs,
@@ -163,7 +165,7 @@ void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
   clipper.Begin(int(visible->size()));
   while (clipper.Step()) {
     for (int k = clipper.DisplayStart; k < clipper.DisplayEnd; ++k) {
-      const CollectiveRow& r = rows_[(*visible)[size_t(k)]];
+      const analysis::CollectiveRow& r = rows_[(*visible)[size_t(k)]];
       const std::string flight = flightStatus(store, r);
       ImGui::TableNextRow();
       if (problem(r) || !flight.empty())
@@ -173,7 +175,7 @@ void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
       if (ImGui::Selectable(r.group.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) {
         view.time.show(r.firstBeginNs, r.lastEndNs, 0.5);
         if (!r.ranks.empty()) {
-          const SpanRef& s = r.ranks.front().span;
+          const analysis::SpanRef& s = r.ranks.front().span;
           view.selection.event =
               EventRef{s.rank, int32_t(s.track), int32_t(s.level), int64_t(s.index)};
           const RankData* rank = store.findRank(s.rank);

@@ -9,28 +9,28 @@
 #include <string>
 #include <vector>
 
-#include "viewer/model/analysis.h"
+#include "analysis/trace_analyses.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
 
 // What flight recorder dumps say of the ranks of `row` that had not finished it
 // when they dumped ("stuck: rank 1  queued: rank 2"); "" for traced collectives.
-std::string flightStatus(const TraceStore& store, const CollectiveRow& row);
+std::string flightStatus(const TraceStore& store, const analysis::CollectiveRow& row);
 
 class CollectivesPanel {
  public:
   enum class Column { kGroup, kSeq, kOp, kBytes, kRanks, kSkew, kLast, kSlowest, kBusbw, kStatus };
   void draw(const TraceStore& store, ViewState& view);
-  const std::vector<CollectiveRow>& rows() const { return rows_; }
-  const CollectiveOverview& overview() const { return overview_; }
+  const std::vector<analysis::CollectiveRow>& rows() const { return rows_; }
+  const analysis::CollectiveOverview& overview() const { return overview_; }
   // Row indices in display order (after sorting).
   const std::vector<size_t>& order() const { return order_; }
   void sortBy(Column column, bool ascending);
 
  private:
-  std::vector<CollectiveRow> rows_;
-  CollectiveOverview overview_;
+  std::vector<analysis::CollectiveRow> rows_;
+  analysis::CollectiveOverview overview_;
   std::vector<size_t> order_;
   uint64_t generation_ = ~0ull;
   bool onlyProblems_ = false;

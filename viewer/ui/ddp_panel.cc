@@ -28,10 +28,10 @@ void legend(ImU32 color, const char* text) {
 void DdpPanel::draw(const TraceStore& store, ViewState& view) {
   if (generation_ != store.generation()) {
     generation_ = store.generation();
-    analysis_ = analyzeDdp(store);
+    analysis_ = analysis::analyzeDdp(store);
     if (chosen_ >= int(analysis_.iterations.size())) chosen_ = -1;
   }
-  const DdpAnalysis& a = analysis_;
+  const analysis::DdpAnalysis& a = analysis_;
   if (a.iterations.empty() && a.buckets.empty()) {
     ImGui::TextWrapped(
         "No ringx.ddp events in this trace (wrap a model in "
@@ -54,7 +54,7 @@ void DdpPanel::draw(const TraceStore& store, ViewState& view) {
            {"bucket", "bytes", "params", "ready at", "wait to launch", "wire", "exposed", "hidden"})
         ImGui::TableSetupColumn(h);
       ImGui::TableHeadersRow();
-      for (const DdpBucketAverage& b : a.buckets) {
+      for (const analysis::DdpBucketAverage& b : a.buckets) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::Text("%lld", (long long)b.bucket);
@@ -95,7 +95,7 @@ void DdpPanel::drawIterations(ViewState& view) {
   clipper.Begin(int(its.size()), 16.0f);
   while (clipper.Step()) {
     for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
-      const DdpIteration& it = its[size_t(i)];
+      const analysis::DdpIteration& it = its[size_t(i)];
       const ImVec2 p = ImGui::GetCursorScreenPos();
       char label[48];
       std::snprintf(label, sizeof label, "r%d step %lld", it.rank, (long long)it.step);
@@ -125,7 +125,7 @@ void DdpPanel::drawIterations(ViewState& view) {
   ImGui::EndChild();
 }
 
-void DdpPanel::drawBucketTimeline(const DdpIteration& it) {
+void DdpPanel::drawBucketTimeline(const analysis::DdpIteration& it) {
   ImGui::Text("rank %d step %lld: buckets against backward (blue); wire orange, exposed red",
               it.rank, (long long)it.step);
   int64_t end = it.backwardEndNs;

@@ -4,7 +4,7 @@
 // bucket's ready / launch / wire interval against backward.
 #pragma once
 
-#include "viewer/model/analysis.h"
+#include "analysis/trace_analyses.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
@@ -12,12 +12,12 @@ namespace ringx::viewer {
 class DdpPanel {
  public:
   void draw(const TraceStore& store, ViewState& view);
-  const DdpAnalysis& analysis() const { return analysis_; }
+  const analysis::DdpAnalysis& analysis() const { return analysis_; }
 
  private:
   void drawIterations(ViewState& view);
-  void drawBucketTimeline(const DdpIteration& it);
-  DdpAnalysis analysis_;
+  void drawBucketTimeline(const analysis::DdpIteration& it);
+  analysis::DdpAnalysis analysis_;
   uint64_t generation_ = ~0ull;
   int chosen_ = -1;  // index into analysis_.iterations
 };

@@ -12,9 +12,9 @@ namespace ringx::viewer {
 void FsdpPanel::draw(const TraceStore& store, ViewState& view) {
   if (generation_ != store.generation()) {
     generation_ = store.generation();
-    analysis_ = analyzeFsdp(store);
+    analysis_ = analysis::analyzeFsdp(store);
   }
-  const FsdpAnalysis& a = analysis_;
+  const analysis::FsdpAnalysis& a = analysis_;
   if (a.units.empty()) {
     ImGui::TextWrapped(
         "No ringx.fsdp events in this trace (wrap a model in "
@@ -42,7 +42,7 @@ void FsdpPanel::draw(const TraceStore& store, ViewState& view) {
   for (const auto& u : a.units)
     longestWire = std::max(longestWire, std::max(u.gatherWireMeanNs, u.exposedMeanNs));
   for (size_t i = 0; i < a.units.size(); ++i) {
-    const FsdpUnitAnalysis& u = a.units[i];
+    const analysis::FsdpUnitAnalysis& u = a.units[i];
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     ImGui::PushID(int(i));

@@ -5,7 +5,7 @@
 // it compute waited for.
 #pragma once
 
-#include "viewer/model/analysis.h"
+#include "analysis/trace_analyses.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
@@ -13,10 +13,10 @@ namespace ringx::viewer {
 class FsdpPanel {
  public:
   void draw(const TraceStore& store, ViewState& view);
-  const FsdpAnalysis& analysis() const { return analysis_; }
+  const analysis::FsdpAnalysis& analysis() const { return analysis_; }
 
  private:
-  FsdpAnalysis analysis_;
+  analysis::FsdpAnalysis analysis_;
   uint64_t generation_ = ~0ull;
 };
 

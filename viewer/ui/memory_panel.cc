@@ -9,7 +9,7 @@
 #include <cmath>
 #include <string>
 
-#include "viewer/model/analysis.h"
+#include "analysis/trace_analyses.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -87,7 +87,7 @@ void MemoryPanel::draw(const TraceStore& store, ViewState& view) {
           ImGui::BeginTooltip();
           ImGui::Text("peak %s of %.*s on rank %d at %s", peakText.c_str(), int(name.size()),
                       name.data(), rank.rank, formatNs(c.maxTime - store.beginNs()).c_str());
-          const auto alive = aliveAt(store, rank.rank, c.maxTime);
+          const auto alive = analysis::aliveAt(store, rank.rank, c.maxTime);
           if (alive.empty()) ImGui::TextUnformatted("no DDP bucket or FSDP unit was active");
           for (const auto& a : alive) ImGui::BulletText("%s", a.c_str());
           ImGui::EndTooltip();

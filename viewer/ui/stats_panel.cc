@@ -22,10 +22,10 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
     const int64_t t1 = sel.hasRange ? sel.rangeEnd : std::numeric_limits<int64_t>::max();
     rows_.clear();
     if (sel.nameId != 0) {
-      EventStats s = statsForName(store, sel.nameId, t0, t1);
+      analysis::EventStats s = analysis::statsForName(store, sel.nameId, t0, t1);
       if (s.count) rows_.push_back(std::move(s));
     } else if (sel.hasRange) {
-      rows_ = statsForRange(store, t0, t1);
+      rows_ = analysis::statsForRange(store, t0, t1);
     }
   }
   if (sel.nameId == 0 && !sel.hasRange) {
@@ -68,11 +68,11 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(busbw > 0 ? formatBandwidth(busbw).c_str() : "");
   };
-  for (const EventStats& s : rows_) {
+  for (const analysis::EventStats& s : rows_) {
     row(s.name, "all", s.count, s.totalNs, s.meanNs, s.p50Ns, s.p99Ns, s.maxNs, s.bytes,
         s.busbwGBps);
     if (rows_.size() == 1 || sel.nameId != 0)
-      for (const RankEventStats& r : s.perRank)
+      for (const analysis::RankEventStats& r : s.perRank)
         row("", std::to_string(r.rank), r.count, r.totalNs, r.meanNs, -1, -1, -1, 0, r.busbwGBps);
   }
   ImGui::EndTable();

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "viewer/model/analysis.h"
+#include "analysis/trace_analyses.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
@@ -14,10 +14,10 @@ class StatsPanel {
  public:
   void draw(const TraceStore& store, ViewState& view);
   // What the last frame showed (tests).
-  const std::vector<EventStats>& rows() const { return rows_; }
+  const std::vector<analysis::EventStats>& rows() const { return rows_; }
 
  private:
-  std::vector<EventStats> rows_;
+  std::vector<analysis::EventStats> rows_;
   // The rows are recomputed only when the selection or the store changes.
   uint64_t generation_ = ~0ull;
   uint32_t nameId_ = 0;

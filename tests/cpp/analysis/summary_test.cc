@@ -318,7 +318,7 @@ TEST(Summary, DdpPhasesAndBucketsAreSummarised) {
     s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
   }
   const Summary summary = summarize(readTrace(dir.path()));
-  const viewer::DdpAnalysis& d = summary.ddp;
+  const DdpAnalysis& d = summary.ddp;
   EXPECT_EQ(d.iterations.size(), 6u);
   EXPECT_EQ(d.forwardMeanNs, 100000);
   EXPECT_EQ(d.backwardMeanNs, 300000);
@@ -377,7 +377,7 @@ TEST(Summary, FsdpUnitsAndMemoryAreSummarised) {
     s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
   }
   const Summary summary = summarize(readTrace(dir.path()));
-  const viewer::FsdpAnalysis& f = summary.fsdp;
+  const FsdpAnalysis& f = summary.fsdp;
   EXPECT_EQ(f.iterations.size(), 4u);
   EXPECT_EQ(f.forwardMeanNs, 200000);
   EXPECT_EQ(f.backwardMeanNs, 400000);
@@ -385,7 +385,7 @@ TEST(Summary, FsdpUnitsAndMemoryAreSummarised) {
   EXPECT_EQ(summary.fsdpPeakBytes, 21000);
   EXPECT_EQ(summary.fsdpShardedBytes, 4096);
   ASSERT_EQ(f.units.size(), 1u);
-  const viewer::FsdpUnitAnalysis& u = f.units[0];
+  const FsdpUnitAnalysis& u = f.units[0];
   EXPECT_EQ(u.unit, "blocks.0");
   EXPECT_EQ(u.gathers, 8u);
   EXPECT_EQ(u.gatherBytes, 8192);

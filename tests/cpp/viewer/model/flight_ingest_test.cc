@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/trace_analyses.h"
 #include "backend/trace/flight_dump.h"
 #include "tests/cpp/trace/trace_fixture.h"
-#include "viewer/model/analysis.h"
 #include "viewer/model/loader.h"
 
 namespace ringx::viewer {
@@ -62,8 +62,9 @@ void writeHungJob(const fx::TempDir& dir) {
   }
 }
 
-const CollectiveRow* rowOf(const std::vector<CollectiveRow>& rows, int64_t seq) {
-  for (const CollectiveRow& r : rows)
+const analysis::CollectiveRow* rowOf(const std::vector<analysis::CollectiveRow>& rows,
+                                     int64_t seq) {
+  for (const analysis::CollectiveRow& r : rows)
     if (r.seq == seq) return &r;
   return nullptr;
 }
@@ -76,21 +77,21 @@ TEST(FlightIngest, ADumpDirectoryOpensAndNamesTheRankThatNeverArrived) {
   loadTraces(store, {dir.path()});
   ASSERT_EQ(store.ranks().size(), 3u);
   EXPECT_EQ(store.eventCount(), 6u + 7 + 5);  // ranks 0, 1, 2
-  const std::vector<CollectiveRow> rows = matchCollectives(store);
-  const CollectiveRow* hung = rowOf(rows, 5);
+  const std::vector<analysis::CollectiveRow> rows = analysis::matchCollectives(store);
+  const analysis::CollectiveRow* hung = rowOf(rows, 5);
   ASSERT_NE(hung, nullptr);
   EXPECT_EQ(hung->op, "allreduce");
   EXPECT_EQ(hung->bytes, 4096);
   EXPECT_TRUE(hung->failed);
   ASSERT_EQ(hung->ranks.size(), 2u);
   EXPECT_EQ(hung->missingRanks, std::vector<int32_t>{2});
-  const CollectiveRow* done = rowOf(rows, 4);
+  const analysis::CollectiveRow* done = rowOf(rows, 4);
   ASSERT_NE(done, nullptr);
   EXPECT_EQ(done->ranks.size(), 3u);
   EXPECT_FALSE(done->failed);
-  const CollectiveOverview overview = overviewOf(rows);
+  const analysis::CollectiveOverview overview = analysis::overviewOf(rows);
   bool named = false;
-  for (const HangSuspect& h : overview.hangSuspects)
+  for (const analysis::HangSuspect& h : overview.hangSuspects)
     named |= h.rank == 2 && h.missingSeq == 5 && h.lastSeq == 4;
   EXPECT_TRUE(named);
   // The stuck collective ends at its rank's dump, and says it had only started.

@@ -54,10 +54,10 @@ TraceStore hungStore() {
 
 TEST(CollectivesPanelFlight, RowsSayWhichRanksWereStuckOrQueued) {
   const TraceStore store = hungStore();
-  const std::vector<CollectiveRow> rows = matchCollectives(store);
+  const std::vector<analysis::CollectiveRow> rows = analysis::matchCollectives(store);
   ASSERT_EQ(rows.size(), 3u);
   std::map<int64_t, std::string> status;
-  for (const CollectiveRow& r : rows) status[r.seq] = flightStatus(store, r);
+  for (const analysis::CollectiveRow& r : rows) status[r.seq] = flightStatus(store, r);
   EXPECT_EQ(status[0], "");
   EXPECT_EQ(status[1], "stuck: ranks 0 1");
   EXPECT_EQ(status[2], "queued: rank 0");
@@ -75,7 +75,7 @@ TEST(CollectivesPanelFlight, RowsSayWhichRanksWereStuckOrQueued) {
 
 TEST(CollectivesPanelFlight, TracedCollectivesHaveNoFlightStatus) {
   TraceStore store;
-  CollectiveRow row;
+  analysis::CollectiveRow row;
   EXPECT_EQ(flightStatus(store, row), "");
 }
 

@@ -1,6 +1,7 @@
-// Helpers shared by the analyses (analysis_*.cc): argument keys resolved to
+// Helpers shared by the trace analyses (selection_stats.cc, collective_matching.cc,
+// engine_analyses.cc, memory_peaks.cc, summary.cc): argument keys resolved to
 // string ids once per pass, a span's args as a range, and walks over a level's
-// spans. Internal to the model. The figures themselves come from
+// spans. Internal to analysis/. The figures themselves come from
 // analysis/figures.h.
 //
 // Argument keys are resolved once per call and each span's args are scanned
@@ -17,13 +18,20 @@
 #include "backend/trace/schema.h"
 #include "viewer/model/trace_store.h"
 
-namespace ringx::viewer::analysis_internal {
+namespace ringx::analysis::store_reading {
 
 namespace targ = trace::arg;
-using analysis::isPointToPoint;
-using analysis::meanOf;
-using analysis::median;
-using analysis::percentile;
+// The store's types, which every analysis walks.
+using viewer::ArgKind;
+using viewer::ArgValue;
+using viewer::CounterSeries;
+using viewer::Instant;
+using viewer::kSpanFailed;
+using viewer::RankData;
+using viewer::Span;
+using viewer::StringPool;
+using viewer::Track;
+using viewer::TrackKind;
 
 // The well-known argument keys as string ids (0: no event carries that key).
 struct Keys {
@@ -108,4 +116,4 @@ void forAllSpans(const Track& track, F&& f) {
   }
 }
 
-}  // namespace ringx::viewer::analysis_internal
+}  // namespace ringx::analysis::store_reading

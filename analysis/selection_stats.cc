@@ -1,5 +1,5 @@
-// Selection statistics (see analysis.h for what each computes and why).
-#include "viewer/model/analysis.h"
+// Selection statistics (see trace_analyses.h for what each computes and why).
+#include "analysis/trace_analyses.h"
 
 #include <algorithm>
 #include <map>
@@ -7,11 +7,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/store_reading.h"
 #include "backend/common/error.h"
-#include "viewer/model/analysis_internal.h"
 
-namespace ringx::viewer {
-using namespace analysis_internal;
+namespace ringx::analysis {
+using namespace store_reading;
 
 namespace {
 
@@ -140,4 +140,4 @@ std::vector<EventStats> statsForRange(const TraceStore& store, int64_t t0, int64
   return out;
 }
 
-}  // namespace ringx::viewer
+}  // namespace ringx::analysis

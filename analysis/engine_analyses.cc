@@ -1,6 +1,6 @@
-// The DDP and FSDP engines' iterations, buckets and units (see analysis.h for what each computes
-// and why).
-#include "viewer/model/analysis.h"
+// The DDP and FSDP engines' iterations, buckets and units (see trace_analyses.h for what each
+// computes and why).
+#include "analysis/trace_analyses.h"
 
 #include <algorithm>
 #include <map>
@@ -8,11 +8,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/store_reading.h"
 #include "backend/common/error.h"
-#include "viewer/model/analysis_internal.h"
 
-namespace ringx::viewer {
-using namespace analysis_internal;
+namespace ringx::analysis {
+using namespace store_reading;
 
 // ---- DDP --------------------------------------------------------------------------
 
@@ -361,4 +361,4 @@ FsdpAnalysis analyzeFsdp(const TraceStore& store) {
   return f;
 }
 
-}  // namespace ringx::viewer
+}  // namespace ringx::analysis

@@ -3,7 +3,7 @@
 // rank, an op mismatch, a rank that never arrived), DDP iterations and buckets
 // and FSDP units shaped like ddp/timing.cc and fsdp/timing.cc write them,
 // memory peaks and what was alive at them, and a million events analyzed fast.
-#include "viewer/model/analysis.h"
+#include "analysis/trace_analyses.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +18,7 @@
 namespace ringx::viewer {
 namespace {
 
+using namespace ringx::analysis;
 using trace::Category;
 namespace fx = trace::fixture;
 namespace targ = trace::arg;

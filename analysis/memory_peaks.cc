@@ -1,5 +1,5 @@
-// Memory peaks, and what was alive at them (see analysis.h for what each computes and why).
-#include "viewer/model/analysis.h"
+// Memory peaks, and what was alive at them (see trace_analyses.h for what each computes and why).
+#include "analysis/trace_analyses.h"
 
 #include <algorithm>
 #include <map>
@@ -7,11 +7,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/store_reading.h"
 #include "backend/common/error.h"
-#include "viewer/model/analysis_internal.h"
 
-namespace ringx::viewer {
-using namespace analysis_internal;
+namespace ringx::analysis {
+using namespace store_reading;
 
 // ---- memory -----------------------------------------------------------------------
 
@@ -116,4 +116,4 @@ std::vector<std::string> aliveAt(const TraceStore& store, int32_t rankId, int64_
   return out;
 }
 
-}  // namespace ringx::viewer
+}  // namespace ringx::analysis

@@ -1,6 +1,6 @@
-// Collectives matched across ranks, and hang suspects (see analysis.h for what each computes and
-// why).
-#include "viewer/model/analysis.h"
+// Collectives matched across ranks, and hang suspects (see trace_analyses.h for what each computes
+// and why).
+#include "analysis/trace_analyses.h"
 
 #include <algorithm>
 #include <map>
@@ -8,11 +8,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/store_reading.h"
 #include "backend/common/error.h"
-#include "viewer/model/analysis_internal.h"
 
-namespace ringx::viewer {
-using namespace analysis_internal;
+namespace ringx::analysis {
+using namespace store_reading;
 
 // ---- collectives ------------------------------------------------------------------
 
@@ -61,8 +61,6 @@ struct CollectiveArgs {
     }
   }
 };
-
-using analysis::rankList;
 
 // Fills a row's derived fields from its ranks (sorted and deduplicated here).
 void finishRow(CollectiveRow& row, const std::vector<int32_t>& members) {
@@ -298,4 +296,4 @@ CollectiveOverview overviewOf(const std::vector<CollectiveRow>& rows) {
   return o;
 }
 
-}  // namespace ringx::viewer
+}  // namespace ringx::analysis

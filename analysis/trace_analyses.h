@@ -1,4 +1,6 @@
-// What the viewer's panels compute from a finalized TraceStore: statistics of a
+// The trace analyses: what the viewer's panels, `ringx-trace summary` and
+// `ringx-trace diff` compute from a finalized TraceStore (the viewer model's
+// store, which keeps only what drawing needs): statistics of a
 // selection, collectives matched across ranks (skew, mismatches, hang suspects),
 // the DDP and FSDP engines' iterations, buckets and units, and memory peaks with
 // what was alive at them. No ImGui here, so every number is tested headless.
@@ -24,7 +26,10 @@
 
 #include "viewer/model/trace_store.h"
 
-namespace ringx::viewer {
+namespace ringx::analysis {
+
+// The analyses read the viewer model's store.
+using viewer::TraceStore;
 
 // Where a span lives in the store: ranks()[i].rank == rank, then
 // tracks[track].levels[level][index]. Valid until the next finalize().
@@ -319,4 +324,4 @@ std::vector<MemoryPeak> memoryPeaks(const TraceStore& store);
 // yet resharded ("layers.2 (gathered)"). Empty for an unknown rank.
 std::vector<std::string> aliveAt(const TraceStore& store, int32_t rank, int64_t t);
 
-}  // namespace ringx::viewer
+}  // namespace ringx::analysis
