@@ -293,18 +293,18 @@ TEST_F(Screen, DiffViewShowsBothRunsAtTheRankedRow) {
     auto x = [&](int64_t t) {
       return run.view.time.toX(t, run.timeline.plotX0(), run.timeline.plotWidth());
     };
-    EXPECT_TRUE(image.has(collective, x(run.at + kMs / 2) - 1, y - 1, x(run.at + kMs / 2) + 1,
-                          y + 1, 24));
+    EXPECT_TRUE(
+        image.has(collective, x(run.at + kMs / 2) - 1, y - 1, x(run.at + kMs / 2) + 1, y + 1, 24));
     const bool slower = &run.store == &app.storeB();
-    EXPECT_EQ(image.has(collective, x(run.at + 5 * kMs / 2) - 1, y - 1,
-                        x(run.at + 5 * kMs / 2) + 1, y + 1, 24),
+    EXPECT_EQ(image.has(collective, x(run.at + 5 * kMs / 2) - 1, y - 1, x(run.at + 5 * kMs / 2) + 1,
+                        y + 1, 24),
               slower);
   }
   // One scale: the same collective begins at the same x in both timelines.
   EXPECT_EQ(app.view().time.span(), app.viewB().time.span());
   // The ranked rows: the regressions' text is in the regression colour.
-  EXPECT_TRUE(image.has(DiffView::kRegressionColor, 0, diff.rowY(0) - 6, 1600, diff.rowY(0) + 6,
-                        40));
+  EXPECT_TRUE(
+      image.has(DiffView::kRegressionColor, 0, diff.rowY(0) - 6, 1600, diff.rowY(0) + 6, 40));
   EXPECT_GT(image.contentPixels(0, diff.rowY(0) - 6, 1600, diff.rowY(2) + 6), 300u);
 }
 
