@@ -26,16 +26,12 @@ class DiffViewTest : public ::testing::Test {
     viewB.time.show(b.beginNs(), b.endNs(), 0.0);
     frame();
   }
+  void draw() { view.frame(a, b, viewA, viewB); }
   void frame() {
-    gui.frame([&] { view.frame(a, b, viewA, viewB); });
+    gui.frame([&] { draw(); });
   }
   void click(float x, float y) {
-    gui.mouse(x, y);
-    frame();
-    gui.button(true);
-    frame();
-    gui.button(false);
-    frame();
+    gui.click(x, y, [&] { draw(); });
   }
 
   HeadlessImGui gui;
