@@ -46,9 +46,16 @@ TEST(CudaStream, CollectiveReadsWhatTheCallerWroteAndTheCallerSeesItsResult) {
   check(cudaMalloc(&output, kCount * sizeof(float)));
   cudaStream_t callerStream = static_cast<cudaStream_t>(caller->handle());
   check(cudaMemsetAsync(output, 0, kCount * sizeof(float), callerStream));
+  // Load the reduction kernel now: with CUDA's lazy module loading (the default), a kernel's
+  // first launch loads its module, which waits for the kernels running on the device (seen on
+  // an H100: the spin below had finished by the time enqueue returned).
+  reduce(ReduceOp::kSum, DataType::kFloat32, output, output, output, 1,
+         static_cast<cudaStream_t>(comm->handle()));
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(comm->handle())));
   // The caller's compute: a long spin, then writing the input (every float 1.0f = 0x3F800000;
   // memset writes bytes, so 0x3F3F3F3F, about 0.747).
   spin<<<1, 1, 0, callerStream>>>(200'000'000);
+  check(cudaGetLastError());
   check(cudaMemsetAsync(input, 0x3F, kCount * sizeof(float), callerStream));
 
   std::promise<std::exception_ptr> completed;
