@@ -1,6 +1,7 @@
 # ringx — the two commands:
 #   make demo   install what is missing, build, run traced 2-rank training jobs (ringx.ddp,
-#               ringx.fsdp) on backend="ringx", print their summaries and take ringx-viewer
+#               ringx.fsdp) on backend="ringx", and the DDP job again over TCP; print their
+#               summaries and the diff of the two DDP runs, and take ringx-viewer
 #               screenshots of them (docs/images/)
 #   make test   install, build, run every test suite; non-zero exit on any failure
 # and `make` alone builds (programs in build/bin/, the Python package in build/python/ringx).
@@ -26,17 +27,22 @@ test: build
 	@scripts/run_tests.sh
 
 demo: build
-	@rm -rf $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-fsdp
+	@rm -rf $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-tcp $(BUILD_DIR)/demo-trace-fsdp
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace --profile
 	@echo "trace recorded in $(BUILD_DIR)/demo-trace; its summary:"
 	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace
+	@echo
+	@RINGX_TRANSPORT=tcp PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace-tcp --profile
+	@echo "the same job over TCP instead of shared memory, recorded in $(BUILD_DIR)/demo-trace-tcp; what changed:"
+	@$(BUILD_DIR)/bin/ringx-trace diff $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-tcp --top 8
 	@echo
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_fsdp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace-fsdp
 	@echo "trace recorded in $(BUILD_DIR)/demo-trace-fsdp; its summary:"
 	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace-fsdp
 	@echo
 	@scripts/demo_screenshots.sh $(BUILD_DIR)
-	@echo "open the traces: $(BUILD_DIR)/bin/ringx-viewer $(BUILD_DIR)/demo-trace (or demo-trace-fsdp)"
+	@echo "open the traces: $(BUILD_DIR)/bin/ringx-viewer $(BUILD_DIR)/demo-trace (or demo-trace-fsdp);"
+	@echo "compare two runs: $(BUILD_DIR)/bin/ringx-viewer --diff $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-tcp"
 
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py

@@ -65,22 +65,39 @@ void diffSteps(const std::vector<Iteration>& a, const std::vector<Iteration>& b,
     const StepTime& sb = found->second;
     d.rows.push_back(makeRow(DiffKind::kStep, strCat("step ", step), meanOf(sa.total, sa.ranks),
                              meanOf(sb.total, sb.ranks), sa.beginNs, sb.beginNs));
+    // Averaged rows point at the last step both runs recorded: past warm-up.
+    d.exampleStep = step;
+    d.exampleStepBeginA = sa.beginNs;
+    d.exampleStepBeginB = sb.beginNs;
   }
+}
+
+// Where bucket `bucket` ran in `step` on the lowest rank that recorded it; -1 if nowhere.
+int64_t bucketBegin(const DdpAnalysis& ddp, int64_t step, int64_t bucket) {
+  for (const DdpIteration& it : ddp.iterations) {  // by rank, then step
+    if (it.step != step) continue;
+    for (const DdpBucketSample& sample : it.buckets)
+      if (sample.bucket == bucket) return sample.beginNs;
+  }
+  return -1;
 }
 
 void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
   const DdpAnalysis ddpA = analyzeDdp(a), ddpB = analyzeDdp(b);
   const FsdpAnalysis fsdpA = analyzeFsdp(a), fsdpB = analyzeFsdp(b);
   auto phases = [&](const auto& x, const auto& y) {
-    d.phases.push_back(makeRow(DiffKind::kPhase, "forward", x.forwardMeanNs, y.forwardMeanNs));
-    d.phases.push_back(makeRow(DiffKind::kPhase, "backward", x.backwardMeanNs, y.backwardMeanNs));
-    d.phases.push_back(
-        makeRow(DiffKind::kPhase, "optimizer", x.optimizerMeanNs, y.optimizerMeanNs));
-    d.phases.push_back(
-        makeRow(DiffKind::kPhase, "exposed communication", x.exposedMeanNs, y.exposedMeanNs));
     d.aIterations = x.iterations.size();
     d.bIterations = y.iterations.size();
     diffSteps(x.iterations, y.iterations, d);
+    const int64_t atA = d.exampleStepBeginA, atB = d.exampleStepBeginB;
+    d.phases.push_back(
+        makeRow(DiffKind::kPhase, "forward", x.forwardMeanNs, y.forwardMeanNs, atA, atB));
+    d.phases.push_back(
+        makeRow(DiffKind::kPhase, "backward", x.backwardMeanNs, y.backwardMeanNs, atA, atB));
+    d.phases.push_back(
+        makeRow(DiffKind::kPhase, "optimizer", x.optimizerMeanNs, y.optimizerMeanNs, atA, atB));
+    d.phases.push_back(makeRow(DiffKind::kPhase, "exposed communication", x.exposedMeanNs,
+                               y.exposedMeanNs, atA, atB));
   };
   if (!ddpA.iterations.empty() && !ddpB.iterations.empty()) {
     d.engine = "DDP";
@@ -97,11 +114,14 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
     if (found == bucketsB.end()) continue;
     const DdpBucketAverage& y = *found->second;
     const std::string name = strCat("bucket ", x.bucket);
-    d.rows.push_back(makeRow(DiffKind::kBucket, name + " wire", x.wireMeanNs, y.wireMeanNs));
+    const int64_t atA = bucketBegin(ddpA, d.exampleStep, x.bucket);
+    const int64_t atB = bucketBegin(ddpB, d.exampleStep, x.bucket);
     d.rows.push_back(
-        makeRow(DiffKind::kBucket, name + " exposed", x.exposedMeanNs, y.exposedMeanNs));
+        makeRow(DiffKind::kBucket, name + " wire", x.wireMeanNs, y.wireMeanNs, atA, atB));
+    d.rows.push_back(
+        makeRow(DiffKind::kBucket, name + " exposed", x.exposedMeanNs, y.exposedMeanNs, atA, atB));
     d.rows.push_back(makeRow(DiffKind::kBucket, name + " wait to launch", x.launchDelayMeanNs,
-                             y.launchDelayMeanNs));
+                             y.launchDelayMeanNs, atA, atB));
   }
 
   std::map<std::string, const FsdpUnitAnalysis*> unitsB;
@@ -110,18 +130,16 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
     auto found = unitsB.find(x.unit);
     if (found == unitsB.end()) continue;
     const FsdpUnitAnalysis& y = *found->second;
-    d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " all_gather wire", x.gatherWireMeanNs,
-                             y.gatherWireMeanNs));
-    d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " waited for all_gather", x.exposedMeanNs,
-                             y.exposedMeanNs));
-    d.rows.push_back(
-        makeRow(DiffKind::kUnit, x.unit + " forward", x.forwardMeanNs, y.forwardMeanNs));
-    d.rows.push_back(
-        makeRow(DiffKind::kUnit, x.unit + " backward", x.backwardMeanNs, y.backwardMeanNs));
-    if (x.reduceScatters && y.reduceScatters) {
-      d.rows.push_back(makeRow(DiffKind::kUnit, x.unit + " reduce_scatter wire",
-                               x.reduceScatterMeanNs, y.reduceScatterMeanNs));
-    }
+    auto unitRow = [&](const char* what, int64_t a, int64_t b) {
+      d.rows.push_back(
+          makeRow(DiffKind::kUnit, x.unit + what, a, b, x.firstBeginNs, y.firstBeginNs));
+    };
+    unitRow(" all_gather wire", x.gatherWireMeanNs, y.gatherWireMeanNs);
+    unitRow(" waited for all_gather", x.exposedMeanNs, y.exposedMeanNs);
+    unitRow(" forward", x.forwardMeanNs, y.forwardMeanNs);
+    unitRow(" backward", x.backwardMeanNs, y.backwardMeanNs);
+    if (x.reduceScatters && y.reduceScatters)
+      unitRow(" reduce_scatter wire", x.reduceScatterMeanNs, y.reduceScatterMeanNs);
   }
 }
 
@@ -159,14 +177,14 @@ void diffCollectives(const TraceStore& a, const TraceStore& b, RunDiff& d) {
   d.onlyInB = rowsB.size() - matchedInB;
 }
 
-std::string ratioText(int64_t a, int64_t b) {
+}  // namespace
+
+std::string formatRatio(int64_t a, int64_t b) {
   if (a <= 0) return "-";
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2fx", static_cast<double>(b) / static_cast<double>(a));
   return buffer;
 }
-
-}  // namespace
 
 const char* diffKindName(DiffKind kind) {
   switch (kind) {
@@ -206,7 +224,7 @@ std::string formatDiff(const RunDiff& d, const std::string& aName, const std::st
     for (const DiffRow& p : d.phases) {
       std::snprintf(line, sizeof line, "  %-24s %12s %12s %12s %8s\n", p.name.c_str(),
                     formatDuration(p.aNs).c_str(), formatDuration(p.bNs).c_str(),
-                    formatSignedDuration(p.deltaNs).c_str(), ratioText(p.aNs, p.bNs).c_str());
+                    formatSignedDuration(p.deltaNs).c_str(), formatRatio(p.aNs, p.bNs).c_str());
       out += line;
     }
   }
@@ -218,7 +236,7 @@ std::string formatDiff(const RunDiff& d, const std::string& aName, const std::st
     out += strCat("  time in them (mean over ranks, summed): A ",
                   formatDuration(d.collectiveTotalA), ", B ", formatDuration(d.collectiveTotalB),
                   ", B - A ", formatSignedDuration(d.collectiveTotalB - d.collectiveTotalA), " (",
-                  ratioText(d.collectiveTotalA, d.collectiveTotalB), ")\n");
+                  formatRatio(d.collectiveTotalA, d.collectiveTotalB), ")\n");
   }
   if (d.opMismatches > 0) {
     out += strCat("  the runs diverged: ", d.opMismatches,
@@ -237,7 +255,7 @@ std::string formatDiff(const RunDiff& d, const std::string& aName, const std::st
     for (const DiffRow* r : rows) {
       std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s\n", diffKindName(r->kind),
                     r->name.c_str(), formatDuration(r->aNs).c_str(), formatDuration(r->bNs).c_str(),
-                    formatSignedDuration(r->deltaNs).c_str(), ratioText(r->aNs, r->bNs).c_str());
+                    formatSignedDuration(r->deltaNs).c_str(), formatRatio(r->aNs, r->bNs).c_str());
       out += line;
     }
   };

@@ -31,8 +31,10 @@ struct DiffRow {
   int64_t aNs = 0;
   int64_t bNs = 0;
   int64_t deltaNs = 0;  // bNs - aNs: positive is a regression
-  // Where it happened in each run (aligned ns, for jumping both timelines
-  // there); -1 when the row is an average over many places.
+  // Where it happened in each run (aligned ns), for jumping both timelines
+  // there. A row that averages over iterations points at an example: phases
+  // and buckets at the last step both runs recorded (a bucket: its span on the
+  // lowest rank in that step), a unit at its first run. -1 when there is none.
   int64_t aTimeNs = -1;
   int64_t bTimeNs = -1;
 };
@@ -44,6 +46,10 @@ struct RunDiff {
   uint64_t aIterations = 0;
   uint64_t bIterations = 0;
   std::vector<DiffRow> phases;
+  // The last step both runs recorded, where averaged rows point; -1 if none.
+  int64_t exampleStep = -1;
+  int64_t exampleStepBeginA = -1;
+  int64_t exampleStepBeginB = -1;
   uint64_t matchedCollectives = 0;
   uint64_t onlyInA = 0;  // collectives (group, seq) the other run lacks
   uint64_t onlyInB = 0;
@@ -55,6 +61,9 @@ struct RunDiff {
 };
 
 RunDiff diffRuns(const viewer::TraceStore& a, const viewer::TraceStore& b);
+
+// B / A as "1.25x"; "-" when A is not positive.
+std::string formatRatio(int64_t a, int64_t b);
 
 // The diff as text: the step breakdown, the collective totals and the `top`
 // largest regressions (and improvements), ending in a newline.

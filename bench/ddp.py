@@ -12,7 +12,8 @@ copies of each model, wrapped as
 Rounds alternate the four so that all see the same machine state; each configuration's
 figure is the median step time (forward, backward, SGD step) over its rounds. For
 ringx.ddp the engine's own timings give the share of communication hidden behind
-backward: 1 - (communication still running after backward's compute ended) / (wire time).
+backward (last_iteration()["hidden_share"]: the one definition in analysis/figures.h,
+1 - sum of min(exposed, wire) / sum of wire over the iteration's buckets).
 Compare ratios within one run; absolute times on a shared 2-core machine drift.
 """
 

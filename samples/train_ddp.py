@@ -71,12 +71,12 @@ def train(args):
     model = make_model()
     if args.engine == "ringx":
         # The constructor checks every rank built the same model and broadcasts rank 0's
-        # weights; small buckets so that several overlap with backward.
-        ddp = ringx.ddp.DistributedDataParallel(model, bucket_cap_mb=0.1)
+        # weights; small buckets (the default 0.1 MB) so that several overlap with backward.
+        ddp = ringx.ddp.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     else:
         params = [p.data for p in model.parameters()]
         ringx.broadcast_coalesced(params, src=0)  # ...until rank 0's are copied everywhere
-        ddp = nn.parallel.DistributedDataParallel(model)
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
 
     start = time.perf_counter()
@@ -122,6 +122,9 @@ def main():
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--engine", choices=["ringx", "torch"], default="ringx",
                         help="ringx.ddp (C++ engine, per-bucket timing) or torch's DDP")
+    parser.add_argument("--bucket-cap-mb", type=float, default=0.1,
+                        help="gradient bucket size (torch's DDP defaults to 25: one bucket for "
+                             "this model, so no allreduce overlaps backward)")
     parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
     parser.add_argument("--profile", action="store_true",
                         help="with --trace: also record two steps with torch.profiler into "

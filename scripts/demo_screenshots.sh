@@ -3,6 +3,8 @@
 #   docs/images/viewer-timeline.png  the DDP job's timeline, zoomed to a few iterations
 #   docs/images/viewer-ddp.png       its DDP panel (iteration breakdown, buckets)
 #   docs/images/viewer-profiler.png  the DDP job's torch.profiler steps under its ringx lanes
+#   docs/images/viewer-diff.png      the DDP job against its TCP-only run (--diff), at the
+#                                    largest regression
 #   docs/images/viewer-fsdp.png      the FSDP job's units
 #   docs/images/viewer-memory.png    the FSDP job's memory counters with their peaks
 # Rendered under Xvfb with Mesa's llvmpipe, like the tests.
@@ -16,6 +18,8 @@ viewer "$BUILD_DIR/demo-trace" --zoom 150:175 --panel collectives --screenshot "
 viewer "$BUILD_DIR/demo-trace" --panel ddp --screenshot "$OUT/viewer-ddp.png"
 viewer "$BUILD_DIR/demo-trace" "$BUILD_DIR"/demo-trace/rank*.pt.trace.json --search ProfilerStep \
   --screenshot "$OUT/viewer-profiler.png"
+viewer --diff "$BUILD_DIR/demo-trace" "$BUILD_DIR/demo-trace-tcp" --diff-row 1 \
+  --screenshot "$OUT/viewer-diff.png"
 viewer "$BUILD_DIR/demo-trace-fsdp" --panel fsdp --screenshot "$OUT/viewer-fsdp.png"
 viewer "$BUILD_DIR/demo-trace-fsdp" --panel memory --screenshot "$OUT/viewer-memory.png"
 echo "viewer screenshots in $OUT/: $(cd "$OUT" && echo viewer-*.png)"

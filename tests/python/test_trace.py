@@ -16,6 +16,7 @@ from harness import run_ranks
 import ringx
 
 RINGX_TRACE = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin", "ringx-trace")
+VIEWER = os.path.join(os.path.dirname(RINGX_TRACE), "ringx-viewer")
 
 
 def ringx_trace(*args, check=True):
@@ -193,9 +194,10 @@ def _allreduces(rank, world, big_at=-1):
 
 
 def test_diff_of_two_recorded_runs_ranks_the_slower_collective_first(tmp_path):
-    """`ringx-trace diff A B` on two real jobs: B differs from A in one collective (32 MiB
-    instead of 64 KiB at seq 7), so that collective, matched by (group, seq), is the largest
-    regression; the others are matched too."""
+    """`ringx-trace diff A B` and `ringx-viewer --diff A B` on two real jobs: B differs from A
+    in one collective (32 MiB instead of 64 KiB at seq 7), so that collective, matched by
+    (group, seq), is the largest regression; the others are matched too. The viewer's first
+    ranked row is that collective, and selecting it shows each run's timeline there."""
     a, b = tmp_path / "a", tmp_path / "b"
     run_ranks(_allreduces, 2, env={"RINGX_TRACE_DIR": str(a)})
     run_ranks(functools.partial(_allreduces, big_at=7), 2, env={"RINGX_TRACE_DIR": str(b)})
@@ -204,3 +206,21 @@ def test_diff_of_two_recorded_runs_ranks_the_slower_collective_first(tmp_path):
     regressions = out[out.index("Largest regressions"):].splitlines()
     first = regressions[2]  # title, header, then the largest
     assert first.split()[0] == "collective" and "allreduce seq 7 (group world" in first, out
+
+    shot = tmp_path / "diff.png"
+    result = subprocess.run(
+        ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", VIEWER, "--diff", str(a), str(b),
+         "--diff-row", "1", "--frames", "3", "--print-stats", "--screenshot", str(shot)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert shot.stat().st_size > 10000
+    stats = dict(field.split("=", 1) for line in result.stdout.splitlines()
+                 for field in line.split(" ") if "=" in field and not field.startswith('what'))
+    assert stats["matched_collectives"] == "12" and stats["selected"] == "1", result.stdout
+    assert 'what="allreduce seq 7 (group world' in result.stdout, result.stdout
+    assert int(stats["delta_ns"]) > 0
+    # Each timeline shows its own run's seq 7, in the middle third of its view.
+    for run in ("a", "b"):
+        at = int(stats[f"{run}_at_ns"])
+        begin, end = (int(t) for t in stats[f"{run}_view_ns"].split(":"))
+        assert begin + (end - begin) // 3 - 1 <= at <= begin + (end - begin) // 2, (run, stats)

@@ -146,6 +146,13 @@ def test_missing_input_and_bad_options_say_what_is_wrong(tmp_path):
     assert result.returncode == 2 and "END_MS must be after BEGIN_MS" in result.stderr
     result = viewer("--save", str(tmp_path))
     assert result.returncode == 2 and "--save requires --attach" in result.stderr
+    result = viewer("--diff", str(tmp_path))
+    assert result.returncode == 2 and "--diff" in result.stderr, result.stderr
+    result = viewer("--diff-row", "1", str(tmp_path))
+    assert result.returncode == 2 and "--diff-row requires --diff" in result.stderr, result.stderr
+    result = viewer("--diff", str(tmp_path / "nope"), str(tmp_path), "--frames", "1")
+    assert result.returncode == 1, result.stderr
+    assert f"run A of --diff ({tmp_path / 'nope'})" in result.stderr, result.stderr
 
 
 def test_help_lists_every_option():
@@ -154,7 +161,7 @@ def test_help_lists_every_option():
     assert result.returncode == 0, result.stderr
     for option in ("--attach", "--token", "--save", "--panel", "--zoom", "--search",
                    "--follow-seconds", "--size", "--frames", "--seconds", "--screenshot",
-                   "--print-stats", "RINGX_TRACE_TOKEN"):
+                   "--print-stats", "--diff", "--diff-row", "RINGX_TRACE_TOKEN"):
         assert option in result.stdout, (option, result.stdout)
 
 

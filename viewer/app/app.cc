@@ -13,13 +13,49 @@ using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
+
+// One run of --diff; an unreadable run is named in the error ("run B of --diff: ...").
+void loadRun(const char* which, const std::string& path, TraceStore& store) {
+  try {
+    loadTraces(store, {path});
+  } catch (const std::exception& e) {
+    throw Error(strCat("run ", which, " of --diff (", path, "): ", e.what()));
+  }
+}
 }  // namespace
 
 App::App(const AppOptions& options) : options_(options), store_(std::make_unique<TraceStore>()) {
   const auto begin = Clock::now();
+  if (options_.diff.size() == 2) {
+    storeB_ = std::make_unique<TraceStore>();
+    loadRun("A", options_.diff[0], *store_);
+    loadRun("B", options_.diff[1], *storeB_);
+    loadMs_ = msSince(begin);
+    startDiff();
+    return;
+  }
   loadTraces(*store_, options_.inputs);
   loadMs_ = msSince(begin);
   start();
+}
+
+App::App(const AppOptions& options, std::unique_ptr<TraceStore> a, std::unique_ptr<TraceStore> b)
+    : options_(options), store_(std::move(a)), storeB_(std::move(b)) {
+  startDiff();
+}
+
+void App::startDiff() {
+  const std::string aName = options_.diff.size() == 2 ? options_.diff[0] : "A";
+  const std::string bName = options_.diff.size() == 2 ? options_.diff[1] : "B";
+  for (const auto* store : {store_.get(), storeB_.get()})
+    for (const auto& w : store->warnings())
+      std::fprintf(stderr, "ringx-viewer: warning: %s\n", w.c_str());
+  diff_.setDiff(analysis::diffRuns(*store_, *storeB_), aName, bName);
+  view_.time.show(store_->beginNs(), store_->endNs(), 0.01);
+  viewB_.time.show(storeB_->beginNs(), storeB_->endNs(), 0.01);
+  if (options_.diffRow > 0) diff_.select(size_t(options_.diffRow - 1), view_, viewB_);
+  window_ = std::make_unique<Window>(options_.width, options_.height, "ringx-viewer: diff",
+                                     /*vsync=*/!options_.scripted());
 }
 
 App::App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded)
@@ -103,6 +139,12 @@ void App::handle(const UiActions& a) {
 }
 
 void App::frame() {
+  if (storeB_) {
+    window_->beginFrame(/*waitForInput=*/!options_.scripted());
+    diff_.frame(*store_, *storeB_, view_, viewB_);
+    window_->render();
+    return;
+  }
   // Follow mode (the newest data in view) is the UI's; without it, a live
   // job's first data is fitted once.
   if (live_ && live_->drainInto(*store_) && !view_.settings.followLive && !viewFitted_) resetView();
@@ -138,7 +180,13 @@ int App::run() {
     live_->saveTo(options_.saveDir);
     std::fprintf(stderr, "ringx-viewer: saved what the job sent to %s\n", options_.saveDir.c_str());
   }
-  if (options_.printStats) {
+  if (options_.printStats && storeB_) {
+    const double ms = msSince(measuredFrom);
+    const double fps = rendered > 1 && ms > 0 ? (rendered - 1) * 1e3 / ms : 0;
+    printDiffStats();
+    std::printf("load_ms=%.0f fps=%.1f\n", loadMs_, fps);
+    std::fflush(stdout);
+  } else if (options_.printStats) {
     const double ms = msSince(measuredFrom);
     const double fps = rendered > 1 && ms > 0 ? (rendered - 1) * 1e3 / ms : 0;
     std::printf("ranks=%zu events=%" PRIu64 " load_ms=%.0f fps=%.1f\n", store_->ranks().size(),
@@ -154,6 +202,31 @@ int App::run() {
     std::fflush(stdout);
   }
   return 0;
+}
+
+// --print-stats with --diff: each run, then the rows and the selected one
+// (with where each timeline shows it).
+void App::printDiffStats() const {
+  int run = 0;
+  for (const auto* store : {store_.get(), storeB_.get()}) {
+    std::printf("run=%c ranks=%zu events=%" PRIu64 "\n", run++ == 0 ? 'A' : 'B',
+                store->ranks().size(), store->eventCount());
+  }
+  const analysis::RunDiff& d = diff_.diff();
+  std::printf("diff_rows=%zu matched_collectives=%" PRIu64 " selected=%d", d.rows.size(),
+              d.matchedCollectives, diff_.selectedRow() + 1);
+  if (diff_.selectedRow() >= 0) {
+    const analysis::DiffRow& r = d.rows[size_t(diff_.selectedRow())];
+    std::printf(" what=\"%s\" delta_ns=%lld a_at_ns=%lld b_at_ns=%lld", r.name.c_str(),
+                (long long)r.deltaNs, (long long)(r.aTimeNs - store_->beginNs()),
+                (long long)(r.bTimeNs - storeB_->beginNs()));
+    std::printf(" a_view_ns=%lld:%lld b_view_ns=%lld:%lld",
+                (long long)(view_.time.t0 - store_->beginNs()),
+                (long long)(view_.time.t1 - store_->beginNs()),
+                (long long)(viewB_.time.t0 - storeB_->beginNs()),
+                (long long)(viewB_.time.t1 - storeB_->beginNs()));
+  }
+  std::printf("\n");
 }
 
 }  // namespace ringx::viewer

@@ -22,7 +22,8 @@ constexpr const char* kFooter =
     "render and exit; --print-stats prints\n"
     "  ranks=<n> events=<n> load_ms=<ms> fps=<frames per second>\n"
     "  span_ms=<first event to last> flows=<arrows>\n"
-    "(and search_matches=<n> current=<k> with --search).";
+    "(and search_matches=<n> current=<k> with --search; with --diff, a line per run\n"
+    "and diff_rows=<n> selected=<k> what=\"<row>\" delta_ns=<B - A>).";
 
 // "1600x900" -> width, height (each at least 64).
 std::string parseSize(const std::string& text, AppOptions& o) {
@@ -95,6 +96,19 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
          },
          "show BEGIN_MS..END_MS from the trace's start")
       ->type_name("BEGIN_MS:END_MS");
+  CLI::Option* diff =
+      app.add_option("--diff", o.diff,
+                     "two runs side by side, aligned by step and collective (group, seq), the "
+                     "largest regressions from A to B ranked first; a click on a row shows both "
+                     "runs there")
+          ->type_name("A B")
+          ->expected(2)
+          ->excludes(inputs)
+          ->excludes(attach);
+  app.add_option("--diff-row", o.diffRow, "with --diff: select the K-th ranked row and show it")
+      ->type_name("K")
+      ->check(CLI::PositiveNumber)
+      ->needs(diff);
   app.add_option("--search", o.search,
                  "find events by name or argument value (\"allreduce\", \"seq=17\") and go to "
                  "the first match")

@@ -3,6 +3,7 @@
 //                [--frames N] [--seconds S] [--screenshot out.png] [--panel NAME]
 //                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS] [--search TEXT]
 //                [--follow-seconds S]
+//   ringx-viewer --diff A B [--diff-row K] [...]
 #pragma once
 
 #include <string>
@@ -30,6 +31,11 @@ struct AppOptions {
   std::string search;
   // Follow mode's window while attached (seconds); <= 0: the default.
   double followSeconds = -1;
+  // --diff A B: two runs (each a trace directory or file) side by side, ranked
+  // by what got slower from A to B. diffRow K > 0 selects the K-th ranked row
+  // and shows both runs there (for screenshots and tests).
+  std::vector<std::string> diff;
+  int diffRow = 0;
 
   // Runs without a person: exits after the frames/seconds (or at once for
   // --print-stats alone), no vsync.

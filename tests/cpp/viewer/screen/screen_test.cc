@@ -263,6 +263,51 @@ TEST_F(Screen, SearchOptionGoesToTheMatchAndOutlinesIt) {
                          timeline.plotX0() + timeline.plotWidth(), other->y1 - 2, 10));
 }
 
+TEST_F(Screen, DiffViewShowsBothRunsAtTheRankedRow) {
+  // Run B's seq 1 takes 3 ms more; --diff-row 1 selects it (the largest regression).
+  auto a = std::make_unique<TraceStore>(), b = std::make_unique<TraceStore>();
+  testing::fillDiffRun(*a, 0);
+  testing::fillDiffRun(*b, 1000 * kMs, /*slowerSeq1=*/3);
+  AppOptions options;
+  options.diffRow = 1;
+  App app(options, std::move(a), std::move(b));
+  ASSERT_TRUE(app.diffMode());
+  const Image image = lastFrame(app, 3, "diff");
+  const DiffView& diff = app.diffView();
+  ASSERT_EQ(diff.selectedRow(), 0);
+  const ImU32 collective = categoryColor("collective");
+  // Each timeline shows its run's seq 1 in rank 1's comm row: 1 ms long in A
+  // (from 20 ms), 4 ms long in B (from 1.02 s); so at 2.5 ms into it, B's row
+  // is still the collective's colour and A's is not.
+  struct Run {
+    const TimelinePanel& timeline;
+    const TraceStore& store;
+    const ViewState& view;
+    int64_t at;
+  };
+  for (const Run& run : {Run{diff.timelineA(), app.store(), app.view(), 20 * kMs},
+                         Run{diff.timelineB(), app.storeB(), app.viewB(), 1020 * kMs}}) {
+    const auto* row = run.timeline.findRow(run.store, 1, "comm:world");
+    ASSERT_NE(row, nullptr);
+    const float y = (row->y0 + row->y1) / 2;
+    auto x = [&](int64_t t) {
+      return run.view.time.toX(t, run.timeline.plotX0(), run.timeline.plotWidth());
+    };
+    EXPECT_TRUE(
+        image.has(collective, x(run.at + kMs / 2) - 1, y - 1, x(run.at + kMs / 2) + 1, y + 1, 24));
+    const bool slower = &run.store == &app.storeB();
+    EXPECT_EQ(image.has(collective, x(run.at + 5 * kMs / 2) - 1, y - 1, x(run.at + 5 * kMs / 2) + 1,
+                        y + 1, 24),
+              slower);
+  }
+  // One scale: the same collective begins at the same x in both timelines.
+  EXPECT_EQ(app.view().time.span(), app.viewB().time.span());
+  // The ranked rows: the regressions' text is in the regression colour.
+  EXPECT_TRUE(
+      image.has(DiffView::kRegressionColor, 0, diff.rowY(0) - 6, 1600, diff.rowY(0) + 6, 40));
+  EXPECT_GT(image.contentPixels(0, diff.rowY(0) - 6, 1600, diff.rowY(2) + 6), 300u);
+}
+
 TEST_F(Screen, LivePanelShowsEveryRankConnectedAndTheTimelineTheirEvents) {
   testing::Job job;
   for (int r = 0; r < 2; ++r) {

@@ -89,4 +89,20 @@ inline void fillSampleStore(TraceStore& store, int iterations = 4) {
   store.finalize();
 }
 
+// One run of a run diff: 2 ranks, three 4 MiB allreduces (seq 0, 1, 2) 10 ms
+// apart, each 1 ms long, on a clock that starts at `clockStart` (two runs never
+// share one); `slowerSeq1` ms more on seq 1 on both ranks.
+inline void fillDiffRun(TraceStore& store, int64_t clockStart, int64_t slowerSeq1 = 0) {
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    for (int64_t seq = 0; seq < 3; ++seq) {
+      const int64_t begin = clockStart + (seq + 1) * 10 * kMs;
+      const int64_t end = begin + kMs + (seq == 1 ? slowerSeq1 * kMs : 0);
+      addSpan(store, rank, "comm:world", "collective", "allreduce", begin, end,
+              {{"bytes", 4 << 20}, {"seq", seq}, {"group_rank", rank}, {"group_size", 2}},
+              {{"group", "world"}});
+    }
+  }
+  store.finalize();
+}
+
 }  // namespace ringx::viewer::testing

@@ -23,11 +23,12 @@ class TimelineInput : public ::testing::Test {
     view.time.show(store.beginNs(), store.endNs(), 0.0);
     frame();
   }
+  void draw() {
+    UiActions actions;
+    ui.frame(store, view, nullptr, {}, actions);
+  }
   void frame() {
-    gui.frame([&] {
-      UiActions actions;
-      ui.frame(store, view, nullptr, {}, actions);
-    });
+    gui.frame([&] { draw(); });
   }
   const TimelinePanel& timeline() const { return ui.timeline(); }
   float xOf(int64_t t) const {
@@ -35,12 +36,7 @@ class TimelineInput : public ::testing::Test {
   }
   // Presses and releases the left button at (x, y) (a click: no movement).
   void click(float x, float y) {
-    gui.mouse(x, y);
-    frame();
-    gui.button(true);
-    frame();
-    gui.button(false);
-    frame();
+    gui.click(x, y, [&] { draw(); });
   }
 
   HeadlessImGui gui;

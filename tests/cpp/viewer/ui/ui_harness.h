@@ -62,6 +62,16 @@ class HeadlessImGui {
     frame(build);
     io.KeyCtrl = io.KeyShift = false;
   }
+  // A click at (x, y): the mouse moves there in one frame, the left button goes
+  // down in the next and up in the one after (no movement: not a drag).
+  void click(float x, float y, const std::function<void()>& build) {
+    mouse(x, y);
+    frame(build);
+    button(true);
+    frame(build);
+    button(false);
+    frame(build);
+  }
   // Characters typed into whichever text field has the keyboard.
   void type(const char* text, const std::function<void()>& build) {
     for (const char* c = text; *c; ++c) ImGui::GetIO().AddInputCharacter(static_cast<unsigned>(*c));
