@@ -31,6 +31,7 @@
 
 #include "backend/group/group.h"
 #include "tests/cpp/process_ranks.h"
+#include "tools/common/command_line.h"
 
 namespace {
 
@@ -184,13 +185,6 @@ Report runProcess(int size, int first, int last, int iterations, Clock::time_poi
   return report;
 }
 
-std::vector<int> parseList(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
-  return out;
-}
 
 }  // namespace
 
@@ -198,22 +192,21 @@ int main(int argc, char** argv) {
   std::vector<int> sizes = {16, 64, 256};
   int iterations = 20;
   int ranksPerProcess = 256;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--iters" && i + 1 < argc) {
-      iterations = std::stoi(argv[++i]);
-    } else if (arg == "--ranks-per-process" && i + 1 < argc) {
-      ranksPerProcess = std::stoi(argv[++i]);
-    } else if (!arg.empty() && std::isdigit(static_cast<unsigned char>(arg[0]))) {
-      sizes = parseList(arg);
-    } else {
-      std::fprintf(stderr,
-                   "usage: %s [N,N,...] [--iters K] [--ranks-per-process R]\n"
-                   "  N: world sizes (default 16,64,256); K: timed calls per collective (20)\n",
-                   argv[0]);
-      return 2;
-    }
-  }
+  CLI::App app{"What a job of N ranks costs each rank: set-up, connections, descriptors, memory "
+               "and collective latency, ranks as threads of forked processes.",
+               "bench_scale_cost"};
+  ringx::cli::useConventions(app);
+  app.add_option("N", sizes, "world sizes (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 100000))
+      ->capture_default_str();
+  app.add_option("--iters", iterations, "timed calls per collective (a quarter for 256 KiB)")
+      ->check(CLI::Range(4, 1000000))
+      ->capture_default_str();
+  app.add_option("--ranks-per-process", ranksPerProcess, "ranks (threads) per forked process")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  if (const int status = ringx::cli::parse(app, argc, argv); status >= 0) return status;
   struct rlimit files;
   ::getrlimit(RLIMIT_NOFILE, &files);
   files.rlim_cur = files.rlim_max;  // as many descriptors as this process may have
