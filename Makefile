@@ -53,6 +53,8 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/faults.py
 	@$(BUILD_DIR)/bin/bench_trace_record
 	@$(BUILD_DIR)/bin/bench_reduce_cost
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/setup_cost.py
+	@$(BUILD_DIR)/bin/bench_scale_cost 16,64,256,512,1024
 	@$(PYTHON) bench/viewer.py
 
 # The long randomized soak (tests/python/soak.py): 50000 collectives of random kinds, sizes and

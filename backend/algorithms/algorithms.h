@@ -20,6 +20,10 @@ struct Tuning {
   size_t directAllreduceMaxBytes = 32 << 10;
   // Broadcast switches from the root sending to everyone to the chain above this size.
   size_t directBroadcastMaxBytes = 64 << 10;
+  // The direct (all-to-all) forms of small allreduce, small broadcast and barrier serve groups
+  // up to this many ranks; larger groups use recursive doubling, a binomial tree and the
+  // dissemination barrier, whose rounds and peers per rank grow as log2(n), not n.
+  int directMaxRanks = 8;
 };
 
 // data[count] of `dtype`, reduced in place on every rank.
@@ -28,6 +32,8 @@ void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp
 void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
                    size_t segmentBytes);
 void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op);
+void recursiveDoublingAllreduce(Collective& c, void* data, size_t count, DataType dtype,
+                                ReduceOp op);
 
 // input[size * countPerRank] reduced; rank r gets elements [r*countPerRank, (r+1)*countPerRank).
 void ringReduceScatter(Collective& c, const void* input, void* output, size_t countPerRank,
@@ -43,9 +49,11 @@ void ringAllgather(Collective& c, const void* input, void* output, size_t bytes,
 void ringAllgatherInto(Collective& c, const void* input, const std::vector<void*>& outputs,
                        size_t bytes, size_t segmentBytes);
 
-// data[bytes] of root copied to every rank: directly for small buffers, else along a chain.
+// data[bytes] of root copied to every rank: for small buffers directly (few ranks) or down a
+// binomial tree (many), else along a chain.
 void broadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning);
 void directBroadcast(Collective& c, void* data, size_t bytes, int root);
+void binomialBroadcast(Collective& c, void* data, size_t bytes, int root);
 // data[bytes] of root copied to every rank, pipelined along a chain.
 void chainBroadcast(Collective& c, void* data, size_t bytes, int root, size_t segmentBytes);
 
@@ -65,6 +73,6 @@ void alltoall(Collective& c, const void* input, const std::vector<size_t>& sendO
               const std::vector<size_t>& recvOffsets, const std::vector<size_t>& recvBytes);
 
 // Returns once every rank of the group has entered the barrier.
-void barrier(Collective& c);
+void barrier(Collective& c, const Tuning& tuning = Tuning());
 
 }  // namespace ringx::algorithms

@@ -70,27 +70,28 @@ void Collective::announce(int peer, uint64_t bytes) {
   CollectiveHeader& h = outgoing_[peer];
   h = collectiveHeader(call_, bytes);
   announced_[peer] = 1;
-  context_.pair(peer).postSend(&h, sizeof(h));
+  context_.pair(peer, deadline_).postSend(&h, sizeof(h));
 }
 
 void Collective::expect(int peer, uint64_t bytes) {
   RINGX_ENFORCE_EQ(static_cast<int>(headerState_[peer]), 0);
   expectedBytes_[peer] = bytes;
-  headerEnd_[peer] = context_.pair(peer).postRecv(&incoming_[peer], sizeof(CollectiveHeader));
+  headerEnd_[peer] =
+      context_.pair(peer, deadline_).postRecv(&incoming_[peer], sizeof(CollectiveHeader));
   headerState_[peer] = 1;
 }
 
 uint64_t Collective::send(int peer, const void* data, size_t bytes) {
-  return context_.pair(peer).postSend(data, bytes);
+  return context_.pair(peer, deadline_).postSend(data, bytes);
 }
 
 uint64_t Collective::recv(int peer, void* data, size_t bytes, bool streaming) {
-  return context_.pair(peer).postRecv(data, bytes, streaming);
+  return context_.pair(peer, deadline_).postRecv(data, bytes, streaming);
 }
 
 uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
                                 const void* accumulate) {
-  return context_.pair(peer).postRecvReduce(data, count, dtype, op, accumulate);
+  return context_.pair(peer, deadline_).postRecvReduce(data, count, dtype, op, accumulate);
 }
 
 void Collective::checkHeader(int peer) {

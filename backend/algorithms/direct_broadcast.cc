@@ -29,7 +29,11 @@ void directBroadcast(Collective& c, void* data, size_t bytes, int root) {
 
 void broadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning) {
   if (bytes <= tuning.directBroadcastMaxBytes) {
-    directBroadcast(c, data, bytes, root);
+    if (c.size() <= tuning.directMaxRanks) {
+      directBroadcast(c, data, bytes, root);
+    } else {
+      binomialBroadcast(c, data, bytes, root);
+    }
   } else {
     chainBroadcast(c, data, bytes, root, tuning.segmentBytes);
   }

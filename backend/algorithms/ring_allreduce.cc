@@ -35,9 +35,14 @@ void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, Redu
 void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
                const Tuning& tuning) {
   if (c.size() == 1) return;
-  // Small buffers: one round of messages beats 2(n-1) ring steps.
+  // Small buffers: one round of messages (few ranks) or log2(n) rounds (many) beat 2(n-1)
+  // ring steps.
   if (count * elementSize(dtype) <= tuning.directAllreduceMaxBytes) {
-    directAllreduce(c, data, count, dtype, op);
+    if (c.size() <= tuning.directMaxRanks) {
+      directAllreduce(c, data, count, dtype, op);
+    } else {
+      recursiveDoublingAllreduce(c, data, count, dtype, op);
+    }
   } else {
     ringAllreduce(c, data, count, dtype, op, tuning.segmentBytes);
   }

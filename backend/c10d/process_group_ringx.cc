@@ -871,7 +871,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::barrier(const ::c10d::Barrie
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(OpType::BARRIER, "ringx:barrier", {}, opts.asyncOp, [=, this] {
     group_->run(CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, -1, timeout,
-                [&](Collective& c) { algorithms::barrier(c); });
+                [&](Collective& c) { algorithms::barrier(c, group_->tuning()); });
   });
 }
 

@@ -1,15 +1,21 @@
 // Clock alignment for traces: each rank measures how far its steady clock is
-// from rank 0's, over a TCP connection of the group, and records the result
-// in its trace (trace::ClockSync) so readers can put every rank on rank 0's
-// time axis.
+// from rank 0's and records the result in its trace (trace::ClockSync) so
+// readers can put every rank on rank 0's time axis.
 //
-// One measurement is a burst of ping-pongs: the rank sends its time t1, rank 0
-// answers with its time t2, the answer arrives at t3. If the two legs took
-// equally long, rank 0's clock read t2 at local time (t1 + t3) / 2; the error
-// of that assumption is at most half the round trip, so the burst keeps the
-// sample with the shortest round trip and reports half of it as the
-// uncertainty (the NTP/Cristian approach). Bursts repeat periodically, so a
-// reader can follow drift between hosts.
+// Ranks form a binary tree (rank r's parent is (r-1)/2), so each rank holds at
+// most three clock connections and rank 0 answers two ranks, not N-1. A rank
+// measures its offset to its parent, and the parent answers in rank 0's time
+// (its own clock plus its own offset to rank 0), so the child gets its offset to
+// rank 0 directly; the parent's uncertainty travels along and adds up, about
+// half a round trip per level of the tree.
+//
+// One measurement is a burst of ping-pongs: the rank sends its time t1, the
+// parent answers with rank 0's time t2, the answer arrives at t3. If the two legs
+// took equally long, rank 0's clock read t2 at local time (t1 + t3) / 2; the
+// error of that assumption is at most half the round trip, so the burst keeps
+// the sample with the shortest round trip and reports half of it (plus the
+// parent's own uncertainty) as the uncertainty (the NTP/Cristian approach).
+// Bursts repeat periodically, so a reader can follow drift between hosts.
 #pragma once
 
 #include <chrono>
@@ -23,19 +29,23 @@
 
 namespace ringx {
 
-// One burst of `rounds` ping-pongs over `fd` (connected to rank 0's ClockService).
+// The clock tree's edges of `rank`: its parent (-1 for rank 0) and its children.
+int clockTreeParent(int rank);
+std::vector<int> clockTreeChildren(int rank, int size);
+
+// One burst of `rounds` ping-pongs over `fd` (connected to the parent's ClockService).
 // Throws IoError when the connection fails.
 trace::ClockSync measureClockOffset(int fd, int rounds);
 
-// Runs on every rank of a traced job. On rank 0 it answers pings from every
-// other rank; on the others it measures a burst at once and then every
-// `interval`, recording each result with trace::Recorder::clockSync().
+// Runs on every rank of a traced job, on one thread: measures a burst to the
+// parent at once and then every `interval` (recording each result with
+// trace::Recorder::clockSync()), and between bursts answers the children's pings.
 class ClockService {
  public:
-  // `sockets[peer]`: a connected socket to each peer (or -1); rank 0 needs all
-  // of them, other ranks only sockets[0]. Takes ownership of the fds.
-  ClockService(int rank, std::vector<int> sockets, std::chrono::milliseconds interval,
-               int rounds = 16);
+  // `parentFd`: connected to the parent's service (-1 on rank 0); `childFds`: to the
+  // children's. Takes ownership of the fds.
+  ClockService(int rank, int parentFd, std::vector<int> childFds,
+               std::chrono::milliseconds interval, int rounds = 16);
   ~ClockService();
   ClockService(const ClockService&) = delete;
   ClockService& operator=(const ClockService&) = delete;
@@ -45,11 +55,17 @@ class ClockService {
   void waitFirstMeasurement(std::chrono::milliseconds timeout);
 
  private:
-  void serve();    // rank 0
-  void measure();  // other ranks
+  void run();
+  // Answers the children's pings until `until` or until stopping; false when stopping.
+  bool serveUntil(std::chrono::steady_clock::time_point until);
 
   const int rank_;
-  std::vector<int> sockets_;
+  int parentFd_;
+  std::vector<int> childFds_;
+  // This rank's offset to rank 0 and its uncertainty, as the children are told (only the
+  // service's thread touches them).
+  int64_t offsetNs_ = 0;
+  int64_t uncertaintyNs_ = 0;
   const std::chrono::milliseconds interval_;
   const int rounds_;
   int wakePipe_[2] = {-1, -1};

@@ -1,5 +1,6 @@
 #include "backend/group/group.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "backend/common/error.h"
 #include "backend/trace/recorder.h"
 #include "backend/transport/tcp/mesh.h"
+#include "backend/transport/tcp/pair.h"
 
 namespace ringx {
 namespace {
@@ -63,6 +65,9 @@ algorithms::Tuning tuningFromEnvironment() {
       sizeFromEnvironment("RINGX_DIRECT_ALLREDUCE_MAX_BYTES", tuning.directAllreduceMaxBytes);
   tuning.directBroadcastMaxBytes =
       sizeFromEnvironment("RINGX_DIRECT_BROADCAST_MAX_BYTES", tuning.directBroadcastMaxBytes);
+  tuning.directMaxRanks = static_cast<int>(std::max<size_t>(
+      1,
+      sizeFromEnvironment("RINGX_DIRECT_MAX_RANKS", static_cast<size_t>(tuning.directMaxRanks))));
   return tuning;
 }
 
@@ -77,10 +82,9 @@ Group::Group(GroupOptions options)
   if (options_.rank == 0) store.setString(kTokenKey, randomToken());
   const std::string token = store.getString(kTokenKey, options_.timeout);
   token_ = token;
-  context_ = std::make_unique<transport::Context>(
-      options_.rank, options_.size,
-      transport::connectMesh(store, options_.rank, options_.size, "coll", token, deadline,
-                             options_.mesh));
+  const int rank = options_.rank, size = options_.size;
+  connector_ = std::make_unique<transport::Connector>(store, rank, size, token);
+  pairMaker_ = std::make_unique<transport::PairMaker>(rank, token, "coll", options_.mesh);
   // Point-to-point stays on TCP: its progress thread sleeps in poll(), and its
   // traffic is not where the bandwidth goes.
   // A peer's failure notice: this rank may have no error of its own (it never got to
@@ -89,9 +93,48 @@ Group::Group(GroupOptions options)
     flight::requestDump(strCat("a rank of group '", name, "' gave up: ", notice));
   };
   p2p_ = std::make_unique<PointToPoint>(
-      options_.rank, options_.size,
-      transport::tcp::connectMesh(store, options_.rank, options_.size, "p2p", token, deadline),
+      rank, size,
+      [this](int peer) {
+        connector_->connect(transport::Connector::kPointToPoint, peer,
+                            transport::Clock::now() + timeout());
+      },
       onNotice);
+  connector_->setChannel(
+      transport::Connector::kCollective,
+      [maker = pairMaker_.get()](int peer, int fd, transport::Deadline deadline) {
+        return maker->makePair(peer, fd, deadline);
+      });
+  connector_->setChannel(
+      transport::Connector::kPointToPoint,
+      [](int peer, int fd, transport::Deadline) -> std::unique_ptr<transport::Pair> {
+        return std::make_unique<transport::tcp::TcpPair>(peer, fd);
+      },
+      [p2p = p2p_.get()](int peer, std::unique_ptr<transport::Pair> pair) {
+        p2p->adopt(peer, std::move(pair));
+      });
+  connector_->start();
+  // A collective connection brings the point-to-point one first: a rank that sees a
+  // collective connection break looks there for the peer's reason (abort()), and the peer
+  // has it in place before any collective byte arrives.
+  auto connectCollective = [this](int peer, transport::Deadline deadline) {
+    connector_->connect(transport::Connector::kPointToPoint, peer, deadline);
+    return connector_->connect(transport::Connector::kCollective, peer, deadline);
+  };
+  // Ranks of this host weigh in the Context's spin policy; without shared memory it never spins.
+  const int localRanks =
+      options_.mesh.sharedMemory && size > 1 ? connector_->ranksOnThisHost(deadline) : 1;
+  context_ = std::make_unique<transport::Context>(rank, size, connectCollective, localRanks);
+  // The peers of the structured algorithms (ring neighbours, trees, recursive doubling:
+  // ranks at distance 2^k either way) are read from the store now, so that their first
+  // collective needs no store round trip; other peers' addresses are read when first needed.
+  std::vector<int> structured;
+  for (int distance = 1; distance < size; distance *= 2) {
+    structured.push_back((rank + distance) % size);
+    structured.push_back((rank - distance % size + size) % size);
+  }
+  std::sort(structured.begin(), structured.end());
+  structured.erase(std::unique(structured.begin(), structured.end()), structured.end());
+  connector_->prefetchAddresses(structured, deadline);
   const int64_t entries = options_.flightRecorderEntries >= 0
                               ? options_.flightRecorderEntries
                               : static_cast<int64_t>(FlightRecorder::entriesFromEnvironment());
@@ -104,6 +147,8 @@ Group::Group(GroupOptions options)
 
 Group::~Group() {
   if (flight_) flight::remove(flight_.get());
+  // The listener hands pairs to p2p_ and context_: stop it before they go.
+  connector_.reset();
 }
 
 void Group::startTracing(const TraceConfig& config) {
@@ -113,20 +158,39 @@ void Group::startTracing(const TraceConfig& config) {
 std::vector<std::string> Group::transports() const {
   std::vector<std::string> out;
   for (int peer = 0; peer < size(); ++peer) {
-    out.push_back(peer == rank() ? "self" : context_->pair(peer).transportName());
+    const transport::Pair* pair = context_->connectedPair(peer);
+    out.push_back(peer == rank() ? "self" : pair ? pair->transportName() : "none");
   }
   return out;
 }
 
 std::vector<ConnectionTraffic> Group::traffic() const {
   std::vector<ConnectionTraffic> out;
+  auto entry = [](int peer, const char* channel, const transport::Pair* pair) {
+    if (!pair) return ConnectionTraffic{peer, channel, "none", 0, 0};
+    return ConnectionTraffic{peer, channel, pair->transportName(), pair->sendCompleted(),
+                             pair->recvCompleted()};
+  };
   for (int peer = 0; peer < size(); ++peer) {
     if (peer == rank()) continue;
-    const transport::Pair& collective = context_->pair(peer);
-    out.push_back({peer, "collective", collective.transportName(), collective.sendCompleted(),
-                   collective.recvCompleted()});
-    const transport::Pair& p2p = p2p_->pair(peer);
-    out.push_back({peer, "p2p", p2p.transportName(), p2p.sendCompleted(), p2p.recvCompleted()});
+    out.push_back(entry(peer, "collective", context_->connectedPair(peer)));
+    out.push_back(entry(peer, "p2p", p2p_->pair(peer)));
+  }
+  return out;
+}
+
+std::vector<int> Group::collectivePeers() const {
+  std::vector<int> out;
+  for (int peer = 0; peer < size(); ++peer) {
+    if (context_->connectedPair(peer)) out.push_back(peer);
+  }
+  return out;
+}
+
+std::vector<int> Group::pointToPointPeers() const {
+  std::vector<int> out;
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer != rank() && p2p_->pair(peer)) out.push_back(peer);
   }
   return out;
 }
@@ -138,8 +202,10 @@ void Group::abort(const std::string& reason) {
     broken_ = reason;
   }
   // Tell the peers first, then break the connections: a peer that sees the break finds the
-  // reason already on its point-to-point connection.
+  // reason already on its point-to-point connection. Peers that dial this rank from now on
+  // are told it is gone.
   p2p_->announceFailure(reason);
+  connector_->close();
   context_->shutdown();
   p2p_->abort(reason);
 }
@@ -223,7 +289,9 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
           out.peers = c.peers();
           bool shm = false, tcp = false;
           for (int p : out.peers) {
-            const char* name = context.pair(p).transportName();
+            const transport::Pair* pair = context.connectedPair(p);
+            if (!pair) continue;
+            const char* name = pair->transportName();
             shm |= std::strcmp(name, "shm") == 0;
             tcp |= std::strcmp(name, "tcp") == 0;
           }

@@ -1,6 +1,12 @@
 // A process group as the torch-free core sees it: the ranks' connections, the
 // collective sequence number, point-to-point, and what happens on failure.
 //
+// Connections are made on demand (transport/connector.h): a rank connects to a
+// peer the first time a collective or a point-to-point call needs it, so a job
+// of a thousand ranks that only runs rings and trees holds a handful of
+// connections per rank. A collective connection to a peer always comes with a
+// point-to-point one, because that is where failure notices travel (below).
+//
 // Collectives are run synchronously by the caller, which is the group's
 // communication thread (see WorkQueue); the c10d layer only adapts tensors to
 // pointers and sizes. When a collective fails, the group is aborted: the reason
@@ -28,6 +34,7 @@
 #include "backend/group/p2p.h"
 #include "backend/group/trace_session.h"
 #include "backend/store/store.h"
+#include "backend/transport/connector.h"
 #include "backend/transport/context.h"
 #include "backend/transport/mesh.h"
 
@@ -61,7 +68,8 @@ struct ConnectionTraffic {
 
 class Group {
  public:
-  // Connects to every other rank (collective and point-to-point meshes).
+  // Joins the group: starts listening and publishes this rank's address. Connections to the
+  // other ranks are made when first needed.
   explicit Group(GroupOptions options);
   ~Group();
 
@@ -97,12 +105,18 @@ class Group {
   // Fails the group for good; safe to call from any thread.
   void abort(const std::string& reason);
   uint64_t collectivesIssued() const { return nextSeq_; }
-  // The transport of each peer's collective connection ("shm", "tcp"; "self" for this rank).
+  // The transport of each peer's collective connection ("shm", "tcp"; "self" for this rank;
+  // "none" while not connected).
   std::vector<std::string> transports() const;
   // Bytes moved over each connection to another rank, as counted by the transports
   // themselves: what the collectives actually sent, not what a formula says they should.
-  // Safe to call from any thread (the counters only grow).
+  // One entry per peer and channel, in that order; transport "none" and zero bytes for a
+  // connection not made. Safe to call from any thread (the counters only grow).
   std::vector<ConnectionTraffic> traffic() const;
+  // The peers this rank holds a collective, or a point-to-point, connection to (ascending).
+  // Safe to call from any thread.
+  std::vector<int> collectivePeers() const;
+  std::vector<int> pointToPointPeers() const;
 
  private:
   void runCollective(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
@@ -116,6 +130,8 @@ class Group {
   GroupOptions options_;
   std::atomic<std::chrono::milliseconds::rep> timeoutMs_;
   std::string token_;  // the group's connection token (from the store)
+  std::unique_ptr<transport::PairMaker> pairMaker_;
+  std::unique_ptr<transport::Connector> connector_;
   std::unique_ptr<transport::Context> context_;
   std::unique_ptr<PointToPoint> p2p_;
   uint64_t nextSeq_ = 0;

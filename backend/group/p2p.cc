@@ -40,23 +40,45 @@ std::string p2pFrameProblem(const P2pFrameHeader& header) {
   return "";
 }
 
-PointToPoint::PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs,
-                           NoticeCallback onNotice)
+PointToPoint::PointToPoint(int rank, int size, ConnectFunction connect, NoticeCallback onNotice)
     : rank_(rank),
       size_(size),
-      pairs_(std::move(pairs)),
+      connect_(std::move(connect)),
+      pairs_(size),
+      published_(new std::atomic<transport::Pair*>[size]),
       inbound_(size),
       sendsTo_(size, 0),
       recvsFrom_(size, 0),
       onNotice_(std::move(onNotice)) {
+  for (int peer = 0; peer < size; ++peer) published_[peer].store(nullptr);
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   RINGX_SYSCHECK(wakeFd_, "eventfd");
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
-    Inbound& in = inbound_[peer];
-    in.headerEnd = pairs_[peer]->postRecv(&in.header, sizeof(FrameHeader));
-  }
   thread_ = std::thread([this] { loop(); });
+}
+
+void PointToPoint::adopt(int peer, std::unique_ptr<transport::Pair> pair) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    RINGX_ENFORCE(peer >= 0 && peer < size_ && peer != rank_ && !pairs_[peer]);
+    Inbound& in = inbound_[peer];
+    in.headerEnd = pair->postRecv(&in.header, sizeof(FrameHeader));
+    // A group that gave up already: the new connection only tells the peer so.
+    if (!abortReason_.empty()) pair->shutdown();
+    published_[peer].store(pair.get(), std::memory_order_release);
+    pairs_[peer] = std::move(pair);
+    connected_.push_back(peer);
+  }
+  wakeUp();
+}
+
+std::string PointToPoint::ensureConnected(int peer) {
+  if (peer == kAnySource || published_[peer].load(std::memory_order_acquire)) return "";
+  try {
+    connect_(peer);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 PointToPoint::~PointToPoint() {
@@ -89,11 +111,14 @@ std::exception_ptr PointToPoint::failure(const std::string& op, const std::strin
 }
 
 void PointToPoint::send(int dst, int64_t tag, const void* data, size_t bytes, Callback done) {
+  const std::string unreachable = ensureConnected(dst);
   std::unique_lock<std::mutex> lock(mutex_);
   Inbound& peer = inbound_[dst];
   const uint64_t seq = sendsTo_[dst]++;
-  if (!abortReason_.empty() || peer.dead) {
-    std::string why = abortReason_.empty() ? peer.deathReason : abortReason_;
+  if (!abortReason_.empty() || peer.dead || !unreachable.empty()) {
+    std::string why = !abortReason_.empty() ? abortReason_
+                      : peer.dead           ? peer.deathReason
+                                            : unreachable;
     lock.unlock();
     done(failure(describeSend(dst, seq, tag), why), dst);
     return;
@@ -107,6 +132,8 @@ void PointToPoint::send(int dst, int64_t tag, const void* data, size_t bytes, Ca
 }
 
 void PointToPoint::recv(int src, int64_t tag, void* data, size_t bytes, Callback done) {
+  // Connect now, so that a receive from a rank that is gone fails instead of waiting forever.
+  const std::string unreachable = ensureConnected(src);
   auto posted = std::make_unique<PostedRecv>(
       PostedRecv{src, tag, static_cast<char*>(data), bytes, std::move(done), 0});
   std::unique_lock<std::mutex> lock(mutex_);
@@ -132,6 +159,7 @@ void PointToPoint::recv(int src, int64_t tag, void* data, size_t bytes, Callback
     return;
   }
   if (src != kAnySource && inbound_[src].dead) return fail(inbound_[src].deathReason);
+  if (!unreachable.empty()) return fail(unreachable);
   posted_.push_back(std::move(posted));
 }
 
@@ -272,7 +300,7 @@ void PointToPoint::abort(const std::string& reason) {
   if (abortReason_.empty()) abortReason_ = reason;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    pairs_[peer]->shutdown();
+    if (pairs_[peer]) pairs_[peer]->shutdown();
     failPeer(peer, abortReason_);
   }
   for (auto& recv : posted_) {
@@ -287,8 +315,8 @@ void PointToPoint::announceFailure(const std::string& reason) {
   announcement_ = reason.substr(0, kMaxFailureNoticeBytes);
   if (announcement_.empty()) announcement_ = "(no reason given)";
   announcementHeader_ = failureNoticeHeader(announcement_.size());
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_ || inbound_[peer].dead) continue;
+  for (int peer : connected_) {
+    if (inbound_[peer].dead) continue;
     transport::Pair& pair = *pairs_[peer];
     // A frame half sent cannot be interrupted, and queueing behind it could wait on a stuck peer.
     if (pair.hasPendingSend()) continue;
@@ -317,9 +345,9 @@ void PointToPoint::loop() {
     fds.clear();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      for (int peer = 0; peer < size_; ++peer) {
+      for (int peer : connected_) {
         Inbound& in = inbound_[peer];
-        if (peer == rank_ || in.dead) continue;
+        if (in.dead) continue;
         transport::Pair& pair = *pairs_[peer];
         auto completeSends = [&] {
           while (!in.sends.empty() && in.sends.front().end <= pair.sendCompleted()) {

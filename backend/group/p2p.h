@@ -10,6 +10,10 @@
 // any source, and tag). A message that arrives before its receive is posted is
 // kept in an "unexpected" buffer and copied out when the receive comes.
 //
+// Connections are made on demand: the first send to a peer or receive from it
+// asks the group's connector for the pair (connect), and pairs that peers make
+// arrive through adopt(), from the connector's thread.
+//
 // The same connections carry failure notices: a rank that gives up on the group
 // sends every peer its reason (a frame with its own magic) before it breaks its
 // connections, so a peer that only sees a connection close can still say why.
@@ -69,8 +73,10 @@ class PointToPoint {
   // Called on the progress thread with the first failure notice a peer sends.
   using NoticeCallback = std::function<void(const std::string& notice)>;
 
-  PointToPoint(int rank, int size, std::vector<std::unique_ptr<transport::Pair>> pairs,
-               NoticeCallback onNotice = nullptr);
+  // Blocks until a pair to `peer` exists and was adopt()ed; throws when it cannot be made.
+  using ConnectFunction = std::function<void(int peer)>;
+
+  PointToPoint(int rank, int size, ConnectFunction connect, NoticeCallback onNotice = nullptr);
   // Fails everything still pending and stops the progress thread.
   ~PointToPoint();
 
@@ -93,8 +99,13 @@ class PointToPoint {
   // could say anything and none is on its way from it.
   std::string failureAnnounced(int brokenPeer, std::chrono::milliseconds wait);
 
-  // The connection to `peer` (not this rank's own), for its traffic counters.
-  const transport::Pair& pair(int peer) const { return *pairs_.at(peer); }
+  // Takes the pair to `peer` (once per peer); safe from any thread.
+  void adopt(int peer, std::unique_ptr<transport::Pair> pair);
+
+  // The connection to `peer`, for its traffic counters; null when not connected.
+  const transport::Pair* pair(int peer) const {
+    return published_[peer].load(std::memory_order_acquire);
+  }
 
  private:
   using FrameHeader = P2pFrameHeader;
@@ -150,9 +161,15 @@ class PointToPoint {
     return (recv.src == kAnySource || recv.src == src) && recv.tag == tag;
   }
 
+  // Connects to `peer` unless connected; the error text when that fails ("" on success).
+  std::string ensureConnected(int peer);
+
   const int rank_;
   const int size_;
-  std::vector<std::unique_ptr<transport::Pair>> pairs_;
+  ConnectFunction connect_;
+  std::vector<std::unique_ptr<transport::Pair>> pairs_;  // guarded by mutex_
+  std::vector<int> connected_;                           // peers with a pair, guarded by mutex_
+  std::unique_ptr<std::atomic<transport::Pair*>[]> published_;
 
   std::mutex mutex_;  // guards everything below, held by the thread while it works
   std::vector<Inbound> inbound_;

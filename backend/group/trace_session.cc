@@ -157,18 +157,18 @@ void TraceSession::start(const TraceConfig& config, Store& store, int rank, int 
                         .count());
     }
     if (size > 1) {
-      // Clock connections: every rank to rank 0 (the helper connects a full
-      // mesh; the rest is closed at once).
+      // Clock connections: the edges of the clock tree only (clock_sync.h).
+      const int parent = clockTreeParent(rank);
+      const std::vector<int> children = clockTreeChildren(rank, size);
+      std::vector<int> edges = children;
+      if (parent >= 0) edges.push_back(parent);
       auto sockets = transport::tcp::connectSockets(store, rank, size, strCat("clock", s.started),
-                                                    token, deadline);
-      std::vector<int> fds;
-      for (int peer = 0; peer < size; ++peer) {
-        const bool keep = peer != rank && (rank == 0 || peer == 0);
-        if (!keep && sockets[peer].fd >= 0) ::close(sockets[peer].fd);
-        fds.push_back(keep ? sockets[peer].fd : -1);
-      }
+                                                    token, deadline, edges);
+      std::vector<int> childFds;
+      for (int child : children) childFds.push_back(sockets[child].fd);
       s.clock = std::make_unique<ClockService>(
-          rank, std::move(fds), std::chrono::milliseconds(config.clockSyncIntervalMs));
+          rank, parent >= 0 ? sockets[parent].fd : -1, std::move(childFds),
+          std::chrono::milliseconds(config.clockSyncIntervalMs));
       s.clock->waitFirstMeasurement(std::chrono::seconds(5));
     }
   } catch (...) {

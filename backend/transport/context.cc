@@ -26,9 +26,13 @@ int usableCores() {
 
 }  // namespace
 
-Context::Context(int rank, int size, std::vector<std::unique_ptr<Pair>> pairs)
-    : rank_(rank), size_(size), pairs_(std::move(pairs)) {
-  RINGX_ENFORCE_EQ(static_cast<int>(pairs_.size()), size_);
+Context::Context(int rank, int size, ConnectFunction connect, int localRanks)
+    : rank_(rank),
+      size_(size),
+      connect_(std::move(connect)),
+      pairs_(size),
+      published_(new std::atomic<Pair*>[size]) {
+  for (int peer = 0; peer < size; ++peer) published_[peer].store(nullptr);
   // Poll shared memory before sleeping on the doorbell: a peer is usually about
   // to publish, and a futex sleep costs a wake-up system call on its side and a
   // trip through the scheduler on ours (tens of us on a virtual machine).
@@ -46,10 +50,6 @@ Context::Context(int rank, int size, std::vector<std::unique_ptr<Pair>> pairs)
   //    (sched_yield), as MPI libraries do when oversubscribed, and the
   //    communication thread polls 50 us, the patient caller still 1 ms (measured:
   //    4 ranks on 2 cores, 1 MiB 1.5x faster than sleeping at once).
-  int localRanks = 1;
-  for (auto& pair : pairs_) {
-    if (pair && pair->doorbell()) ++localRanks;
-  }
   oversubscribed_ = localRanks > usableCores();
   spin_ = std::chrono::microseconds(oversubscribed_ ? 50 : 20);
   patientSpin_ = std::chrono::microseconds(1000);
@@ -67,15 +67,33 @@ PatientWaits::~PatientWaits() { --patientWaits; }
 
 Context::~Context() = default;
 
-Pair& Context::pair(int peer) {
+Pair& Context::pair(int peer, Deadline deadline) {
   RINGX_ENFORCE(peer >= 0 && peer < size_ && peer != rank_);
+  if (!pairs_[peer]) {
+    std::unique_ptr<Pair> made = connect_(peer, deadline);
+    RINGX_ENFORCE(made != nullptr);
+    active_.push_back(made.get());
+    published_[peer].store(made.get(), std::memory_order_release);
+    pairs_[peer] = std::move(made);
+    connectedCount_.fetch_add(1, std::memory_order_release);
+  }
   return *pairs_[peer];
+}
+
+Pair& Context::connected(int peer) {
+  RINGX_ENFORCE(peer >= 0 && peer < size_ && peer != rank_ && pairs_[peer] != nullptr);
+  return *pairs_[peer];
+}
+
+const Pair* Context::connectedPair(int peer) const {
+  if (peer < 0 || peer >= size_) return nullptr;
+  return published_[peer].load(std::memory_order_acquire);
 }
 
 bool Context::progressAll() {
   bool moved = false;
-  for (auto& pair : pairs_) {
-    if (pair && pair->hasPending()) {
+  for (Pair* pair : active_) {
+    if (pair->hasPending()) {
       moved |= pair->progress();
     }
   }
@@ -85,8 +103,8 @@ bool Context::progressAll() {
 void Context::sleepUntilReady(Deadline deadline) {
   std::vector<pollfd> fds;
   Doorbell* bell = nullptr;
-  for (auto& pair : pairs_) {
-    if (!pair || !pair->hasPending()) continue;
+  for (Pair* pair : active_) {
+    if (!pair->hasPending()) continue;
     if (Doorbell* b = pair->doorbell()) {
       bell = b;
       continue;
@@ -99,8 +117,8 @@ void Context::sleepUntilReady(Deadline deadline) {
   auto now = Clock::now();
   if (now >= deadline) {
     std::string pending;
-    for (auto& pair : pairs_) {
-      if (pair && pair->hasPending()) {
+    for (Pair* pair : active_) {
+      if (pair->hasPending()) {
         pending += strCat(pending.empty() ? "" : "; ", "rank ", pair->peer(), " (",
                           pair->transportName(), "): ", pair->describePending());
       }
@@ -124,8 +142,8 @@ void Context::sleepUntilReady(Deadline deadline) {
     }
     auto nap = std::chrono::microseconds(fds.empty() ? 20000 : 500);
     bell->sleep(armed, std::min(nap, left + std::chrono::microseconds(1)));
-    for (auto& pair : pairs_) {
-      if (pair && pair->hasPending() && pair->doorbell()) pair->checkAlive();
+    for (Pair* pair : active_) {
+      if (pair->hasPending() && pair->doorbell()) pair->checkAlive();
     }
     return;
   }
@@ -149,20 +167,20 @@ void Context::waitUntil(const std::function<bool()>& done, Deadline deadline) {
 }
 
 void Context::waitRecv(int peer, uint64_t offset, Deadline deadline) {
-  Pair& p = pair(peer);
+  Pair& p = connected(peer);
   waitUntil([&] { return p.recvCompleted() >= offset; }, deadline);
 }
 
 void Context::waitSend(int peer, uint64_t offset, Deadline deadline) {
-  Pair& p = pair(peer);
+  Pair& p = connected(peer);
   waitUntil([&] { return p.sendCompleted() >= offset; }, deadline);
 }
 
 void Context::waitAll(Deadline deadline) {
   waitUntil(
       [&] {
-        for (auto& pair : pairs_) {
-          if (pair && pair->hasPending()) return false;
+        for (Pair* pair : active_) {
+          if (pair->hasPending()) return false;
         }
         return true;
       },
@@ -170,8 +188,9 @@ void Context::waitAll(Deadline deadline) {
 }
 
 void Context::shutdown() {
-  for (auto& pair : pairs_) {
-    if (pair) pair->shutdown();
+  // Any thread may abort: walk the published pointers, not the collective thread's list.
+  for (int peer = 0; peer < size_; ++peer) {
+    if (Pair* pair = published_[peer].load(std::memory_order_acquire)) pair->shutdown();
   }
 }
 

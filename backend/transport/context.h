@@ -1,6 +1,10 @@
 // A Context is one rank's set of Pairs to the other ranks of a group, plus the
 // progress loop that drives them.
 //
+// Pairs are made on demand: the first time an algorithm asks for a peer, the
+// Context calls its connect function (the group's Connector), so a rank only
+// holds connections to the peers its algorithms talk to.
+//
 // waitUntil() is the only place where a rank blocks on the network: it advances
 // every pair that has queued work (so sends keep flowing while we wait for a
 // receive), and when nothing can move it sleeps in poll() until a socket is
@@ -8,6 +12,7 @@
 // names the peers still owing bytes.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -33,13 +38,21 @@ class PatientWaits {
 
 class Context {
  public:
-  // `pairs[peer]` for every peer != rank; pairs[rank] is null.
-  Context(int rank, int size, std::vector<std::unique_ptr<Pair>> pairs);
+  // Makes the pair to `peer`, blocking until it is connected or `deadline` passes.
+  using ConnectFunction = std::function<std::unique_ptr<Pair>(int peer, Deadline deadline)>;
+
+  // `localRanks`: ranks of the group on this host, this one included (for the spin policy).
+  Context(int rank, int size, ConnectFunction connect, int localRanks);
   ~Context();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  Pair& pair(int peer);
+  // The pair to `peer`, connected first if this is the first time it is needed.
+  Pair& pair(int peer, Deadline deadline);
+  // The pair to `peer` if connected, else null. Safe to call from any thread.
+  const Pair* connectedPair(int peer) const;
+  // How many peers this rank holds a pair to. Safe to call from any thread.
+  int connectedCount() const { return connectedCount_.load(std::memory_order_acquire); }
 
   // Drives all pairs until `done()` returns true. Throws TimeoutError at
   // `deadline` and PeerError when a peer's connection breaks.
@@ -56,10 +69,17 @@ class Context {
  private:
   bool progressAll();
   void sleepUntilReady(Deadline deadline);
+  Pair& connected(int peer);
 
   const int rank_;
   const int size_;
+  ConnectFunction connect_;
+  // pairs_[peer] owns the pair; published_[peer] lets other threads see it once it is made.
   std::vector<std::unique_ptr<Pair>> pairs_;
+  std::unique_ptr<std::atomic<Pair*>[]> published_;
+  std::atomic<int> connectedCount_{0};
+  // The connected pairs, in the order they were made: what the progress loop walks.
+  std::vector<Pair*> active_;
   // How long to poll shared memory before sleeping on the doorbell
   // (RINGX_SPIN_MICROS overrides; see the constructor).
   std::chrono::microseconds spin_{0};

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "backend/common/error.h"
 #include "backend/transport/doorbell.h"
@@ -17,6 +18,14 @@
 
 namespace ringx::transport {
 namespace {
+
+// The first message of each end of a collective edge.
+struct Introduction {
+  char magic[4];
+  uint8_t sharedMemory;  // this end can and may use shared memory
+  uint8_t reserved[3];
+  uint64_t hostHash;  // of the sender's host identity
+};
 
 // Sent by each end of a same-host edge over its TCP socket.
 struct ShmOffer {
@@ -31,6 +40,22 @@ struct ShmOffer {
 void copyName(char (&to)[96], const std::string& from) {
   std::memset(to, 0, sizeof(to));
   std::memcpy(to, from.data(), std::min(from.size(), sizeof(to) - 1));
+}
+
+uint64_t hashOf(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Sends `message` and receives the peer's of the same type (both ends write first, so neither
+// waits for the other).
+template <typename T>
+void exchange(int fd, const T& message, T* theirs, int peer, Deadline deadline) {
+  if (!tcp::writeFull(fd, &message, sizeof(T)) || !tcp::readFull(fd, theirs, sizeof(T), deadline)) {
+    RINGX_THROW_PEER(peer, "rank ", peer,
+                     " dropped the connection or did not answer while setting it up");
+  }
 }
 
 }  // namespace
@@ -64,105 +89,99 @@ static void warnNoSharedMemory(const char* why) {
   });
 }
 
-std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
-                                               const std::string& channel, const std::string& token,
-                                               Deadline deadline, const MeshOptions& options) {
-  std::vector<tcp::Socket> sockets =
-      tcp::connectSockets(store, rank, size, channel, token, deadline);
-  std::vector<std::unique_ptr<Pair>> pairs(size);
-  const std::string myHost = hostIdentity();
-  std::vector<int> local;
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer != rank && options.sharedMemory && sockets[peer].host == myHost) local.push_back(peer);
-  }
+PairMaker::PairMaker(int rank, std::string token, std::string channel, MeshOptions options)
+    : rank_(rank),
+      token_(std::move(token)),
+      channel_(std::move(channel)),
+      options_(options),
+      host_(hostIdentity()) {}
 
-  // Offer shared memory to every same-host peer: our doorbell, and for peers
-  // above us the pair segment we created.
-  std::shared_ptr<shm::Segment> bell;
-  std::vector<shm::Segment> created(size);
-  if (!local.empty()) {
-    shm::removeStaleSegments();
+PairMaker::~PairMaker() = default;
+
+std::shared_ptr<shm::Segment> PairMaker::doorbell() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (triedDoorbell_) return bell_;
+  triedDoorbell_ = true;
+  shm::removeStaleSegments();
+  try {
+    // Without a name: peers open it through /proc while this process lives (segment.h).
+    bell_ = std::make_shared<shm::Segment>(shm::Segment::createUnnamed(sizeof(Doorbell)));
+    new (bell_->data()) Doorbell();
+  } catch (const std::exception& e) {
+    bell_.reset();  // no usable shared memory here: TCP for everyone
+    warnNoSharedMemory(e.what());
+  }
+  return bell_;
+}
+
+std::unique_ptr<Pair> PairMaker::makePair(int peer, int fd, Deadline deadline) {
+  // Closes the socket if anything below throws; released into the pair at the end.
+  struct Owned {
+    int fd;
+    ~Owned() {
+      if (fd >= 0) ::close(fd);
+    }
+  } socket{fd};
+  Introduction mine{};
+  std::memcpy(mine.magic, "RINT", 4);
+  mine.sharedMemory = options_.sharedMemory;
+  mine.hostHash = hashOf(host_);
+  Introduction theirs{};
+  exchange(fd, mine, &theirs, peer, deadline);
+  if (std::memcmp(theirs.magic, "RINT", 4) != 0) {
+    RINGX_THROW_PEER(peer, "rank ", peer, " sent no valid introduction on a new connection");
+  }
+  const bool sameHost =
+      mine.sharedMemory && theirs.sharedMemory && mine.hostHash == theirs.hostHash;
+  if (!sameHost) return std::make_unique<tcp::TcpPair>(peer, std::exchange(socket.fd, -1));
+
+  // Offer shared memory: our doorbell, and the pair segment when we are the lower rank.
+  std::shared_ptr<shm::Segment> bell = doorbell();
+  shm::Segment created;
+  ShmOffer offer{};
+  std::memcpy(offer.magic, "RSHM", 4);
+  offer.ok = bell != nullptr;
+  offer.capacity = options_.shmCapacity;
+  if (bell) copyName(offer.bell, bell->procPath());
+  if (bell && rank_ < peer) {
     try {
-      bell = std::make_shared<shm::Segment>(
-          shm::Segment::create(shm::segmentName(token, channel + "-bell"), sizeof(Doorbell)));
-      new (bell->data()) Doorbell();
+      created =
+          shm::Segment::create(shm::segmentName(token_, strCat(channel_, "-", rank_, "-", peer)),
+                               shm::pairSegmentBytes(options_.shmCapacity));
+      copyName(offer.pair, created.name());
     } catch (const std::exception& e) {
-      bell.reset();  // no usable shared memory here: TCP for everyone
+      offer.ok = 0;
       warnNoSharedMemory(e.what());
     }
   }
-  for (int peer : local) {
-    ShmOffer offer{};
-    std::memcpy(offer.magic, "RSHM", 4);
-    offer.ok = bell != nullptr;
-    offer.capacity = options.shmCapacity;
-    if (bell) copyName(offer.bell, bell->name());
-    if (bell && rank < peer) {
-      try {
-        created[peer] =
-            shm::Segment::create(shm::segmentName(token, strCat(channel, "-", rank, "-", peer)),
-                                 shm::pairSegmentBytes(options.shmCapacity));
-        copyName(offer.pair, created[peer].name());
-      } catch (const std::exception& e) {
-        offer.ok = 0;
-        warnNoSharedMemory(e.what());
-      }
-    }
-    if (!tcp::writeFull(sockets[peer].fd, &offer, sizeof(offer))) {
-      RINGX_THROW(PeerError, "rank ", peer, " dropped the connection during shared-memory set-up");
+  ShmOffer their{};
+  exchange(fd, offer, &their, peer, deadline);
+  if (std::memcmp(their.magic, "RSHM", 4) != 0) {
+    RINGX_THROW_PEER(peer, "rank ", peer, " did not complete shared-memory set-up");
+  }
+  // Map what the peer offered, and tell it whether that worked.
+  const size_t capacity = rank_ < peer ? options_.shmCapacity : their.capacity;
+  bool ok = bell && their.ok;
+  shm::Segment peerBell, opened;
+  if (ok) {
+    try {
+      peerBell = shm::Segment::openPath(their.bell, sizeof(Doorbell));
+      if (peer < rank_) opened = shm::Segment::open(their.pair, shm::pairSegmentBytes(capacity));
+    } catch (const std::exception& e) {
+      ok = false;
+      warnNoSharedMemory(e.what());
     }
   }
-  // Map what the peers offered, and tell them whether that worked.
-  std::vector<shm::Segment> peerBells(size), opened(size);
-  std::vector<size_t> capacity(size, 0);
-  std::vector<char> mapped(size, 0);
-  for (int peer : local) {
-    ShmOffer theirs{};
-    if (!tcp::readFull(sockets[peer].fd, &theirs, sizeof(theirs), deadline) ||
-        std::memcmp(theirs.magic, "RSHM", 4) != 0) {
-      RINGX_THROW(PeerError, "rank ", peer, " did not complete shared-memory set-up");
-    }
-    bool ok = bell && theirs.ok;
-    capacity[peer] = rank < peer ? options.shmCapacity : theirs.capacity;
-    if (ok) {
-      try {
-        peerBells[peer] = shm::Segment::open(theirs.bell, sizeof(Doorbell));
-        if (peer < rank) {
-          opened[peer] = shm::Segment::open(theirs.pair, shm::pairSegmentBytes(capacity[peer]));
-        }
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    mapped[peer] = ok ? 'M' : 'X';
-    if (!tcp::writeFull(sockets[peer].fd, &mapped[peer], 1)) {
-      RINGX_THROW(PeerError, "rank ", peer, " dropped the connection during shared-memory set-up");
-    }
+  char mapped = ok ? 'M' : 'X', theirMapped = 0;
+  exchange(fd, mapped, &theirMapped, peer, deadline);
+  // Both ends have mapped the pair segment (or given up): its name can go.
+  created.unlink();
+  if (mapped != 'M' || theirMapped != 'M') {
+    return std::make_unique<tcp::TcpPair>(peer, std::exchange(socket.fd, -1));
   }
-  for (int peer : local) {
-    char theirs = 0;
-    if (!tcp::readFull(sockets[peer].fd, &theirs, 1, deadline)) {
-      RINGX_THROW(PeerError, "rank ", peer, " did not complete shared-memory set-up");
-    }
-    if (theirs != 'M') mapped[peer] = 'X';
-  }
-  // Everyone who needed our segments has mapped them: remove the names now, so
-  // that nothing is left in /dev/shm however this process ends.
-  if (bell) bell->unlink();
-  for (auto& segment : created) segment.unlink();
-
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    if (mapped[peer] == 'M') {
-      shm::Segment segment = rank < peer ? std::move(created[peer]) : std::move(opened[peer]);
-      pairs[peer] =
-          std::make_unique<shm::ShmPair>(peer, rank < peer, sockets[peer].fd, std::move(segment),
-                                         capacity[peer], bell, std::move(peerBells[peer]));
-    } else {
-      pairs[peer] = std::make_unique<tcp::TcpPair>(peer, sockets[peer].fd);
-    }
-  }
-  return pairs;
+  shm::Segment segment = rank_ < peer ? std::move(created) : std::move(opened);
+  return std::make_unique<shm::ShmPair>(peer, rank_ < peer, std::exchange(socket.fd, -1),
+                                        std::move(segment), capacity, bell, std::move(peerBell));
 }
 
 }  // namespace ringx::transport

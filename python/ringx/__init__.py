@@ -98,7 +98,8 @@ def _require_ringx_group(group, function):
 
 def transports(group=None):
     """The transport this rank uses to each rank of `group` (None = the default group), a
-    ringx group: "shm" (shared memory, same host), "tcp", or "self"."""
+    ringx group: "shm" (shared memory, same host), "tcp", "self", or "none" (not connected:
+    ringx connects to a peer the first time a collective or point-to-point call needs it)."""
     return _require_ringx_group(group, "transports").transports()
 
 
@@ -106,7 +107,7 @@ def traffic(group=None):
     """Bytes this rank has sent and received over `group`'s connections (None = the default
     group; a ringx group), counted by ringx's transports since the group was made: one dict
     per peer and channel, {"peer": group rank, "channel": "collective" or "p2p", "transport":
-    "shm" or "tcp", "sent": bytes, "received": bytes}. Take the difference of two calls to
+    "shm", "tcp" or "none" (not connected yet), "sent": bytes, "received": bytes}. Take the difference of two calls to
     measure what a step or a collective put on the wire."""
     return _require_ringx_group(group, "traffic").traffic()
 

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <complex>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "backend/reduce/element_ops.h"
 #include "backend/reduce/reduce.h"
@@ -97,7 +99,7 @@ std::vector<char> expectedReduction(DataType type, ReduceOp op, int size, size_t
 const int kWorldSizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
 const size_t kCounts[] = {0, 1, 2, 7, 13, 1009, 65537};
 
-enum class AllreduceAlgorithm { kDirect, kRingSmallSegments, kRing };
+enum class AllreduceAlgorithm { kDirect, kRingSmallSegments, kRing, kRecursiveDoubling };
 
 void checkAllreduce(int size, size_t count, DataType type, ReduceOp op,
                     AllreduceAlgorithm algorithm, bool sharedMemory = true) {
@@ -116,6 +118,9 @@ void checkAllreduce(int size, size_t count, DataType type, ReduceOp op,
               break;
             case AllreduceAlgorithm::kRing:
               algorithms::ringAllreduce(c, data.data(), count, type, op, 1 << 20);
+              break;
+            case AllreduceAlgorithm::kRecursiveDoubling:
+              algorithms::recursiveDoublingAllreduce(c, data.data(), count, type, op);
               break;
           }
         });
@@ -137,6 +142,59 @@ TEST(Allreduce, Float32SumEveryWorldSizeAndCount) {
         checkAllreduce(size, count, DataType::kFloat32, ReduceOp::kSum, algorithm);
       }
     }
+  }
+}
+
+// Recursive doubling folds the ranks above a power of two onto the ones below: world sizes
+// on both sides of 8 and 16 cover the fold, the pure doubling and one rank.
+TEST(Allreduce, RecursiveDoublingEveryWorldSizeAndCount) {
+  for (int size : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17}) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1009}}) {
+      checkAllreduce(size, count, DataType::kFloat32, ReduceOp::kSum,
+                     AllreduceAlgorithm::kRecursiveDoubling);
+    }
+  }
+}
+
+TEST(Allreduce, RecursiveDoublingEveryOpAndDtype) {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    for (int o = 0; o < kNumReduceOps; ++o) {
+      auto type = static_cast<DataType>(t);
+      auto op = static_cast<ReduceOp>(o);
+      if (!reduceOpSupports(op, type)) continue;
+      checkAllreduce(6, 37, type, op, AllreduceAlgorithm::kRecursiveDoubling);
+    }
+  }
+}
+
+// Above Tuning::directMaxRanks small buffers go to recursive doubling, and every rank still
+// ends with the same bits (random floats, where the order of reduction shows).
+TEST(Allreduce, DispatchPicksRecursiveDoublingForManyRanksBitIdentical) {
+  const int size = 11;
+  const size_t count = 1000;
+  std::vector<std::vector<float>> results(size);
+  std::vector<std::string> algorithmUsed(size);
+  runGroup(
+      size,
+      [&](Group& group) {
+        std::vector<float> data(count);
+        uint32_t state = 777 + group.rank();
+        for (auto& x : data) {
+          state = state * 1664525u + 1013904223u;
+          x = static_cast<float>(state) / 4294967296.0f - 0.5f;
+        }
+        group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
+                  [&](Collective& c) {
+                    algorithms::allreduce(c, data.data(), count, DataType::kFloat32, ReduceOp::kSum,
+                                          group.tuning());
+                    algorithmUsed[group.rank()] = c.algorithm();
+                  });
+        results[group.rank()] = data;
+      },
+      [](GroupOptions& options) { options.tuning.directMaxRanks = 4; });
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(algorithmUsed[r], "recursive_doubling");
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[r].data(), count * sizeof(float)));
   }
 }
 
@@ -275,6 +333,26 @@ TEST(Broadcast, EveryAlgorithmRootWorldSizeAndSize) {
   }
 }
 
+TEST(Broadcast, BinomialTreeEveryRootAndWorldSize) {
+  for (int size : {1, 2, 3, 5, 8, 9, 12, 16, 17}) {
+    for (int root : {0, 1, size / 2, size - 1}) {
+      if (root >= size) continue;
+      for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}}) {
+        runGroup(size, [&](Group& group) {
+          std::vector<char> data(bytes, static_cast<char>(group.rank()));
+          if (group.rank() == root) {
+            for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
+          }
+          group.run(
+              CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, root, {},
+              [&](Collective& c) { algorithms::binomialBroadcast(c, data.data(), bytes, root); });
+          for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(data[i], static_cast<char>(i * 7 + 1));
+        });
+      }
+    }
+  }
+}
+
 TEST(Reduce, EveryRootWorldSizeAndCount) {
   for (int size : kWorldSizes) {
     for (int root = 0; root < size; ++root) {
@@ -359,6 +437,32 @@ TEST(Alltoall, UnevenSplits) {
   }
 }
 
+// The recursive-doubling barrier (more ranks than Tuning::directMaxRanks): nobody leaves
+// before the last rank has entered, whatever the world size.
+TEST(Barrier, RecursiveDoublingHoldsEveryoneUntilTheLastArrives) {
+  for (int size : {2, 3, 5, 9, 16}) {
+    std::atomic<int> entered{0};
+    runGroup(
+        size,
+        [&](Group& group) {
+          for (int round = 0; round < 5; ++round) {
+            // The last rank comes late to every round.
+            if (group.rank() == size - 1) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+            ++entered;
+            group.run(CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, -1, {},
+                      [&](Collective& c) {
+                        algorithms::barrier(c, group.tuning());
+                        EXPECT_STREQ(c.algorithm(), "recursive_doubling");
+                      });
+            EXPECT_GE(entered.load(), size * (round + 1)) << "left the barrier early";
+          }
+        },
+        [](GroupOptions& options) { options.tuning.directMaxRanks = 1; });
+  }
+}
+
 TEST(Barrier, ManyBackToBackMixedCollectives) {
   runGroup(4, [&](Group& group) {
     for (int round = 0; round < 50; ++round) {
@@ -380,21 +484,24 @@ TEST(Barrier, ManyBackToBackMixedCollectives) {
 // Group::traffic() counts what the transports moved. In a ring allreduce of S equal
 // chunks, a rank sends S-1 chunks in the reduce-scatter and S-1 in the all-gather,
 // all to its right neighbour, plus one 32-byte header to each ring neighbour; every
-// byte sent is a byte received. (Ranks as threads use TCP; shm_test.cc checks shm.)
+// byte sent is a byte received. (Over TCP here; shm_test.cc checks shm.)
 TEST(Traffic, RingAllreduceSendsEachChunkTwiceAroundTheRing) {
   for (int size : {2, 3, 4}) {
     const size_t count = 12000;  // divisible by every size: equal chunks
     std::vector<std::vector<ConnectionTraffic>> before(size), after(size);
-    runGroup(size, [&](Group& group) {
-      std::vector<int64_t> data(count, group.rank());
-      before[group.rank()] = group.traffic();
-      group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
-                [&](Collective& c) {
-                  algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64, ReduceOp::kSum,
-                                            4096);
-                });
-      after[group.rank()] = group.traffic();
-    });
+    runGroup(
+        size,
+        [&](Group& group) {
+          std::vector<int64_t> data(count, group.rank());
+          before[group.rank()] = group.traffic();
+          group.run(CollectiveKind::kAllreduce, DataType::kInt64, ReduceOp::kSum, -1, {},
+                    [&](Collective& c) {
+                      algorithms::ringAllreduce(c, data.data(), count, DataType::kInt64,
+                                                ReduceOp::kSum, 4096);
+                    });
+          after[group.rank()] = group.traffic();
+        },
+        [](GroupOptions& options) { options.mesh.sharedMemory = false; });
     const uint64_t header = sizeof(algorithms::CollectiveHeader);
     const uint64_t chunk = count / size * sizeof(int64_t);
     uint64_t sent = 0, received = 0;
@@ -403,7 +510,9 @@ TEST(Traffic, RingAllreduceSendsEachChunkTwiceAroundTheRing) {
       for (size_t i = 0; i < after[rank].size(); ++i) {
         const ConnectionTraffic& a = after[rank][i];
         const uint64_t out = a.sent - before[rank][i].sent;
-        EXPECT_EQ(a.transport, "tcp");
+        // Connections are made on demand: only the ring neighbours are connected.
+        const bool neighbour = a.peer == (rank + 1) % size || a.peer == (rank + size - 1) % size;
+        EXPECT_EQ(a.transport, neighbour ? "tcp" : "none") << "rank " << rank << " to " << a.peer;
         uint64_t expected = 0;
         if (a.channel == "collective" && a.peer == (rank + 1) % size) {
           expected = 2 * (size - 1) * chunk + header;

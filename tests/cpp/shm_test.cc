@@ -42,9 +42,6 @@ TEST(SharedMemory, WrapAroundOddSizesManyCollectivesBackToBack) {
     options.mesh.shmCapacity = 4099;  // tiny and odd: every transfer wraps around the ring
     options.tuning.segmentBytes = 1000;
     Group group(options);
-    for (int peer = 0; peer < 3; ++peer) {
-      if (peer != rank) expect(group.transports()[peer] == "shm", "expected shm to every peer");
-    }
     for (int round = 0; round < 200; ++round) {
       size_t count = (round * 7919) % 20011;  // 0, odd, prime-ish, up to 160 KB
       std::vector<int64_t> data(count);
@@ -63,6 +60,10 @@ TEST(SharedMemory, WrapAroundOddSizesManyCollectivesBackToBack) {
                   algorithms::chainBroadcast(c, bytes.data(), bytes.size(), round % 3, 700);
                 });
       for (char b : bytes) expect(b == static_cast<char>(round), "broadcast result");
+      // Connections are made on demand: after the first collective, to every peer (of three).
+      for (int peer = 0; peer < 3; ++peer) {
+        if (peer != rank) expect(group.transports()[peer] == "shm", "expected shm to every peer");
+      }
     }
   });
   for (auto& e : errors) EXPECT_EQ(e, "");
@@ -142,16 +143,19 @@ TEST(SharedMemory, MixedHostsUseTcpBetweenAndShmWithin) {
   auto errors = runProcesses(4, [](int rank, std::shared_ptr<Store> store) {
     ::setenv("RINGX_HOST_ID", rank < 2 ? "host-a" : "host-b", 1);
     Group group(processOptions(rank, 4, store));
-    auto transports = group.transports();
-    for (int peer = 0; peer < 4; ++peer) {
-      if (peer == rank) continue;
-      bool sameHost = (peer < 2) == (rank < 2);
-      expect(transports[peer] == (sameHost ? "shm" : "tcp"),
-             strCat("rank ", rank, " to ", peer, " uses ", transports[peer]));
-    }
     std::vector<int64_t> data(300001, rank + 1);
     allreduceInts(group, data);
     for (auto v : data) expect(v == 10, "mixed-transport allreduce result");
+    // The ring connected each rank to its two neighbours only, one on each kind of edge.
+    auto transports = group.transports();
+    for (int peer = 0; peer < 4; ++peer) {
+      if (peer == rank) continue;
+      const bool sameHost = (peer < 2) == (rank < 2);
+      const bool neighbour = peer == (rank + 1) % 4 || peer == (rank + 3) % 4;
+      const std::string want = !neighbour ? "none" : sameHost ? "shm" : "tcp";
+      expect(transports[peer] == want,
+             strCat("rank ", rank, " to ", peer, " uses ", transports[peer], ", expected ", want));
+    }
   });
   for (auto& e : errors) EXPECT_EQ(e, "");
 }
@@ -175,6 +179,8 @@ TEST(SharedMemory, TcpOnlyWhenSharedMemoryIsOff) {
     GroupOptions options = processOptions(rank, 2, store);
     options.mesh.sharedMemory = false;
     Group group(options);
+    std::vector<int64_t> data(10, 1);
+    allreduceInts(group, data);  // connects the two
     expect(group.transports()[1 - rank] == "tcp", "expected tcp");
   });
   for (auto& e : errors) EXPECT_EQ(e, "");

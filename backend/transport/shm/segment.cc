@@ -66,6 +66,50 @@ Segment Segment::open(const std::string& name, size_t bytes) {
   return segment;
 }
 
+Segment Segment::createUnnamed(size_t bytes) {
+  int fd = ::open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd == -1) {
+    RINGX_THROW(IoError, "cannot create an unnamed shared memory segment in /dev/shm: ",
+                std::strerror(errno));
+  }
+  // As in create(): take the pages now, so that a full /dev/shm is an error here.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+    ::close(fd);
+    RINGX_THROW(IoError, "cannot reserve ", bytes, " bytes of shared memory: ", std::strerror(err),
+                err == ENOSPC ? " (/dev/shm is full: enlarge it, e.g. docker --shm-size, or "
+                                "set RINGX_TRANSPORT=tcp to use no shared memory)"
+                              : "");
+  }
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (data == MAP_FAILED) {
+    ::close(fd);
+    RINGX_THROW(IoError, "mmap of an unnamed shared memory segment failed: ", std::strerror(errno));
+  }
+  Segment segment;
+  segment.data_ = data;
+  segment.size_ = bytes;
+  segment.fd_ = fd;
+  return segment;
+}
+
+Segment Segment::openPath(const std::string& path, size_t bytes) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  RINGX_SYSCHECK(fd, strCat("open(", path, ") for mapping a peer's unnamed segment"));
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (data == MAP_FAILED) RINGX_THROW(IoError, "mmap of ", path, " failed: ", std::strerror(errno));
+  Segment segment;
+  segment.name_ = path;
+  segment.data_ = data;
+  segment.size_ = bytes;
+  return segment;
+}
+
+std::string Segment::procPath() const {
+  RINGX_ENFORCE(fd_ >= 0);
+  return strCat("/proc/", ::getpid(), "/fd/", fd_);
+}
+
 Segment::Segment(Segment&& other) noexcept { *this = std::move(other); }
 
 Segment& Segment::operator=(Segment&& other) noexcept {
@@ -75,6 +119,7 @@ Segment& Segment::operator=(Segment&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     linked_ = std::exchange(other.linked_, false);
+    fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
 }
@@ -83,6 +128,8 @@ Segment::~Segment() {
   unlink();
   if (data_) ::munmap(data_, size_);
   data_ = nullptr;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 void Segment::unlink() {

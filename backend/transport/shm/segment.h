@@ -6,6 +6,11 @@
 // as soon as every peer has mapped them, so nothing stays in /dev/shm after a
 // normal exit, an exception or a SIGKILL; a process that dies during the brief
 // set-up window leaves a name that removeStaleSegments() deletes on a later start.
+//
+// A segment that peers map at different times (a rank's doorbell, mapped by each
+// same-host peer when it first connects) has no name at all: it is an unnamed
+// file in /dev/shm (createUnnamed), and peers open it through the creator's
+// /proc/<pid>/fd entry (procPath), which exists exactly as long as the creator.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +24,16 @@ class Segment {
   static Segment create(const std::string& name, size_t bytes);
   // Maps an existing segment created by a peer.
   static Segment open(const std::string& name, size_t bytes);
+  // Creates and maps a zero-filled segment without a name (an O_TMPFILE in /dev/shm); throws
+  // IoError where that is not supported.
+  static Segment createUnnamed(size_t bytes);
+  // Maps a peer's unnamed segment through the path its procPath() gave.
+  static Segment openPath(const std::string& path, size_t bytes);
+  // Where another process of this user on this host can open an unnamed segment.
+  std::string procPath() const;
+  // Whether this segment was made by createUnnamed (see TemporaryName).
+  bool unnamed() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
 
   Segment() = default;
   Segment(Segment&& other) noexcept;
@@ -38,6 +53,7 @@ class Segment {
   void* data_ = nullptr;
   size_t size_ = 0;
   bool linked_ = false;
+  int fd_ = -1;  // kept open for an unnamed segment, so that it can be linked later
 };
 
 // A segment name for this process, group token and purpose.

@@ -21,17 +21,6 @@ namespace ringx::transport::tcp {
 namespace {
 
 constexpr char kHelloMagic[4] = {'R', 'G', 'X', '1'};
-constexpr size_t kTokenBytes = 32;
-constexpr size_t kChannelBytes = 16;
-
-// The first bytes on every new connection.
-struct Hello {
-  char magic[4];
-  int32_t rank;
-  char channel[kChannelBytes];
-  char token[kTokenBytes];
-};
-static_assert(sizeof(Hello) == 56, "hello layout is part of the wire format");
 
 // Closes the fd unless released.
 class FdGuard {
@@ -77,7 +66,41 @@ bool pollOne(int fd, short events, Deadline deadline) {
   }
 }
 
+std::string storeKey(const std::string& channel, int rank) {
+  return strCat("ringx/tcp/", channel, "/", rank);
+}
+
+// One connect attempt with a short timeout; -1 on failure (*refused: the peer's host answered
+// that nobody listens on that port).
+int tryConnect(const std::string& ip, int port, Deadline deadline, bool* refused) {
+  FdGuard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  RINGX_SYSCHECK(fd.get(), "socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) return -1;
+  int flags = ::fcntl(fd.get(), F_GETFL, 0);
+  ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  if (rc == -1 && errno == ECONNREFUSED) *refused = true;
+  if (rc == -1 && errno != EINPROGRESS) return -1;
+  if (rc == -1) {
+    auto attemptDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(2));
+    if (!pollOne(fd.get(), POLLOUT, attemptDeadline)) return -1;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err == ECONNREFUSED) *refused = true;
+    if (err != 0) return -1;
+  }
+  ::fcntl(fd.get(), F_SETFL, flags);
+  return fd.release();
+}
+
+}  // namespace
+
 Hello makeHello(int rank, const std::string& channel, const std::string& token) {
+  RINGX_CHECK(channel.size() < kChannelBytes, "channel name too long: ", channel);
   Hello hello{};
   std::memcpy(hello.magic, kHelloMagic, sizeof(kHelloMagic));
   hello.rank = rank;
@@ -86,14 +109,16 @@ Hello makeHello(int rank, const std::string& channel, const std::string& token) 
   return hello;
 }
 
-struct PeerAddress {
-  std::string host;
-  std::vector<std::string> addresses;
-  int port = 0;
-};
+bool sameGroup(const Hello& theirs, const Hello& mine) {
+  return std::memcmp(theirs.magic, kHelloMagic, sizeof(kHelloMagic)) == 0 &&
+         std::memcmp(theirs.token, mine.token, kTokenBytes) == 0;
+}
 
-std::string storeKey(const std::string& channel, int rank) {
-  return strCat("ringx/tcp/", channel, "/", rank);
+std::string formatAddress(int port) {
+  std::string addresses;
+  for (const auto& ip : advertisedAddresses())
+    addresses += strCat(addresses.empty() ? "" : ",", ip);
+  return strCat(hostIdentity(), "\n", addresses, "\n", port);
 }
 
 PeerAddress parseAddress(const std::string& text) {
@@ -120,45 +145,28 @@ int listenAnyPort(int* port) {
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
   addr.sin_port = 0;
   RINGX_SYSCHECK(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), "bind");
-  RINGX_SYSCHECK(::listen(fd.get(), 128), "listen");
+  // A large backlog: at a thousand ranks, many may dial one rank at the same moment.
+  RINGX_SYSCHECK(::listen(fd.get(), 4096), "listen");
   socklen_t len = sizeof(addr);
   RINGX_SYSCHECK(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), "getsockname");
   *port = ntohs(addr.sin_port);
   return fd.release();
 }
 
-// One connect attempt with a short timeout; -1 on failure.
-int tryConnect(const std::string& ip, int port, Deadline deadline) {
-  FdGuard fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  RINGX_SYSCHECK(fd.get(), "socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr) != 1) return -1;
-  int flags = ::fcntl(fd.get(), F_GETFL, 0);
-  ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK);
-  int rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  if (rc == -1 && errno != EINPROGRESS) return -1;
-  if (rc == -1) {
-    auto attemptDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(2));
-    if (!pollOne(fd.get(), POLLOUT, attemptDeadline)) return -1;
-    int err = 0;
-    socklen_t len = sizeof(err);
-    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) return -1;
-  }
-  ::fcntl(fd.get(), F_SETFL, flags);
-  return fd.release();
-}
-
-int connectToPeer(const PeerAddress& peer, int peerRank, Deadline deadline) {
+int dialPeer(const PeerAddress& peer, int peerRank, Deadline deadline, bool refusedIsFinal) {
   // Same host: loopback always works and never leaves the machine.
   std::vector<std::string> candidates =
       peer.host == hostIdentity() ? std::vector<std::string>{"127.0.0.1"} : peer.addresses;
   for (;;) {
+    bool refused = false;
     for (const auto& ip : candidates) {
-      int fd = tryConnect(ip, peer.port, deadline);
+      int fd = tryConnect(ip, peer.port, deadline, &refused);
       if (fd >= 0) return fd;
+    }
+    if (refused && refusedIsFinal) {
+      RINGX_THROW_PEER(peerRank, "rank ", peerRank, " refused the connection (nothing listens on ",
+                       "its port ", peer.port,
+                       " any more: its process exited or its group was destroyed)");
     }
     if (Clock::now() >= deadline) {
       std::string tried;
@@ -171,8 +179,6 @@ int connectToPeer(const PeerAddress& peer, int peerRank, Deadline deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
-
-}  // namespace
 
 // Reads exactly n bytes from a blocking-mode socket before the deadline.
 bool readFull(int fd, void* data, size_t n, Deadline deadline) {
@@ -206,36 +212,38 @@ bool writeFull(int fd, const void* data, size_t n) {
 }
 
 std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::string& channel,
-                                   const std::string& token, Deadline deadline) {
-  RINGX_CHECK(channel.size() < kChannelBytes, "channel name too long: ", channel);
+                                   const std::string& token, Deadline deadline,
+                                   const std::vector<int>& peers) {
+  const Hello mine = makeHello(rank, channel, token);
   std::vector<Socket> sockets(size);
-  if (size == 1) return sockets;
-  // Accepted sockets, closed by their guards if anything below throws.
-  std::vector<FdGuard> accepted;
+  if (peers.empty()) return sockets;
+  std::vector<char> listed(size, 0);
+  for (int peer : peers) {
+    RINGX_ENFORCE(peer >= 0 && peer < size && peer != rank);
+    listed[peer] = 1;
+  }
+  // Sockets to and from the listed peers, closed by their guards if anything below throws.
+  std::vector<FdGuard> accepted, connected;
   accepted.reserve(size);
-  for (int i = 0; i < size; ++i) accepted.emplace_back(-1);
+  connected.reserve(size);
+  for (int i = 0; i < size; ++i) {
+    accepted.emplace_back(-1);
+    connected.emplace_back(-1);
+  }
 
   int port = 0;
   FdGuard listener(listenAnyPort(&port));
-  std::string addresses;
-  for (const auto& ip : advertisedAddresses())
-    addresses += strCat(addresses.empty() ? "" : ",", ip);
-  store.setString(storeKey(channel, rank), strCat(hostIdentity(), "\n", addresses, "\n", port));
+  store.setString(storeKey(channel, rank), formatAddress(port));
   std::vector<std::string> hosts(size);
-
-  const Hello mine = makeHello(rank, channel, token);
   auto storeTimeout = [&] { return std::chrono::milliseconds(std::max(1, millisUntil(deadline))); };
 
-  // 1. Connect to every higher rank and say hello (connect() completes from the
+  // 1. Connect to every listed higher rank and say hello (connect() completes from the
   //    peer's listen backlog, so nobody has to be accepting yet).
-  // Sockets to higher ranks, closed by their guards if anything below throws.
-  std::vector<FdGuard> connected;
-  connected.reserve(size);
-  for (int i = 0; i < size; ++i) connected.emplace_back(-1);
   for (int peer = rank + 1; peer < size; ++peer) {
+    if (!listed[peer]) continue;
     PeerAddress address = parseAddress(store.getString(storeKey(channel, peer), storeTimeout()));
     hosts[peer] = address.host;
-    int fd = connectToPeer(address, peer, deadline);
+    int fd = dialPeer(address, peer, deadline, /*refusedIsFinal=*/false);
     if (!writeFull(fd, &mine, sizeof(mine))) {
       ::close(fd);
       RINGX_THROW(PeerError, "rank ", peer, " dropped the connection during the hello");
@@ -243,13 +251,15 @@ std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::
     connected[peer] = FdGuard(fd);
   }
 
-  // 2. Accept one connection from every lower rank; drop strangers.
-  int expected = rank;
+  // 2. Accept one connection from every listed lower rank; drop strangers.
+  int expected = 0;
+  for (int peer = 0; peer < rank; ++peer) expected += listed[peer];
   while (expected > 0) {
     if (!pollOne(listener.get(), POLLIN, deadline)) {
       std::string missing;
       for (int peer = 0; peer < rank; ++peer) {
-        if (accepted[peer].get() < 0) missing += strCat(missing.empty() ? "" : ", ", peer);
+        if (listed[peer] && accepted[peer].get() < 0)
+          missing += strCat(missing.empty() ? "" : ", ", peer);
       }
       RINGX_THROW(TimeoutError, "timed out waiting for rank(s) ", missing, " to connect (channel '",
                   channel, "')");
@@ -259,10 +269,10 @@ std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::
     Hello theirs{};
     auto helloDeadline = std::min(deadline, Clock::now() + std::chrono::seconds(10));
     if (!readFull(fd.get(), &theirs, sizeof(theirs), helloDeadline)) continue;
-    bool valid = std::memcmp(theirs.magic, kHelloMagic, sizeof(kHelloMagic)) == 0 &&
+    bool valid = sameGroup(theirs, mine) &&
                  std::memcmp(theirs.channel, mine.channel, kChannelBytes) == 0 &&
-                 std::memcmp(theirs.token, mine.token, kTokenBytes) == 0 && theirs.rank >= 0 &&
-                 theirs.rank < rank && accepted[theirs.rank].get() < 0;
+                 theirs.rank >= 0 && theirs.rank < rank && listed[theirs.rank] &&
+                 accepted[theirs.rank].get() < 0;
     if (!valid) {
       std::cerr << "ringx: rank " << rank << " rejected a connection that did not carry this "
                 << "group's token (a stranger, or a rank of another job)\n";
@@ -276,6 +286,7 @@ std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::
 
   // 3. Collect the acks of the higher ranks.
   for (int peer = rank + 1; peer < size; ++peer) {
+    if (!listed[peer]) continue;
     char ack[4];
     if (!readFull(connected[peer].get(), ack, sizeof(ack), deadline) || ack[0] != 'O') {
       RINGX_THROW(PeerError, "rank ", peer, " did not accept the connection from rank ", rank,
@@ -283,8 +294,7 @@ std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::
     }
   }
   // Everyone published its identity before connecting, so the lower ranks' are there.
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
+  for (int peer : peers) {
     if (peer < rank) {
       hosts[peer] = parseAddress(store.getString(storeKey(channel, peer), storeTimeout())).host;
     }
@@ -297,11 +307,13 @@ std::vector<Socket> connectSockets(Store& store, int rank, int size, const std::
 std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
                                                const std::string& channel, const std::string& token,
                                                Deadline deadline) {
-  std::vector<std::unique_ptr<Pair>> pairs(size);
-  auto sockets = connectSockets(store, rank, size, channel, token, deadline);
+  std::vector<int> everyone;
   for (int peer = 0; peer < size; ++peer) {
-    if (peer != rank) pairs[peer] = std::make_unique<TcpPair>(peer, sockets[peer].fd);
+    if (peer != rank) everyone.push_back(peer);
   }
+  std::vector<std::unique_ptr<Pair>> pairs(size);
+  auto sockets = connectSockets(store, rank, size, channel, token, deadline, everyone);
+  for (int peer : everyone) pairs[peer] = std::make_unique<TcpPair>(peer, sockets[peer].fd);
   return pairs;
 }
 

@@ -56,6 +56,7 @@ bool TcpPair::progressRecvs() {
   bool moved = false;
   while (!recvs_.empty()) {
     Op& op = recvs_.front();
+    if (op.reduce && scratch_.empty()) scratch_.resize(256 << 10);
     // A reducing receive lands in scratch first; whole elements are then
     // combined into place and a split element waits there for its rest.
     char* into = op.reduce ? scratch_.data() + scratchHeld_ : op.data + op.done;

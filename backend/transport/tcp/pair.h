@@ -23,8 +23,10 @@ class TcpPair : public Pair {
   bool progressRecvs();
 
   int fd_;
-  // Staging for reducing receives (see progressRecvs).
-  std::vector<char> scratch_ = std::vector<char>(256 << 10);
+  // Staging for reducing receives (see progressRecvs), allocated at the first one: most
+  // connections never reduce (point-to-point, broadcast trees), and a job of a thousand ranks
+  // holds a few dozen connections per rank.
+  std::vector<char> scratch_;
   size_t scratchHeld_ = 0;
 };
 
