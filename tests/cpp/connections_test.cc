@@ -14,18 +14,10 @@ namespace {
 
 using algorithms::Collective;
 using algorithms::CollectiveKind;
+using testing::messageOf;
 using testing::runGroup;
 using testing::runThreads;
 using testing::testOptions;
-
-std::string messageOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Whether `peer` is at distance 2^k from `rank` around a ring of `size` (either way).
 bool atPowerOfTwoDistance(int rank, int peer, int size) {

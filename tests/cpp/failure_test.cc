@@ -18,6 +18,7 @@ namespace {
 
 using algorithms::Collective;
 using algorithms::CollectiveKind;
+using testing::messageOf;
 using testing::runThreads;
 using testing::testOptions;
 
@@ -28,15 +29,6 @@ void allreduceFloats(Group& group, std::vector<float>& data,
               algorithms::allreduce(c, data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
                                     group.tuning());
             });
-}
-
-std::string messageOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Failure, SizeMismatchIsAnErrorOnBothSides) {

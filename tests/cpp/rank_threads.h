@@ -5,6 +5,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -52,6 +53,16 @@ inline void runGroup(int size, const std::function<void(Group& group)>& body,
     Group group(options);
     body(group);
   });
+}
+
+// What `fn` threw (its what()), or "" when it returned.
+inline std::string messageOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace ringx::testing

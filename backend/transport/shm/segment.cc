@@ -53,9 +53,7 @@ Segment Segment::create(const std::string& name, size_t bytes) {
   return segment;
 }
 
-Segment Segment::open(const std::string& name, size_t bytes) {
-  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
-  RINGX_SYSCHECK(fd, strCat("shm_open(", name, ") for mapping a peer's segment"));
+Segment Segment::mapPeers(int fd, const std::string& name, size_t bytes) {
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) RINGX_THROW(IoError, "mmap of ", name, " failed: ", std::strerror(errno));
@@ -64,6 +62,12 @@ Segment Segment::open(const std::string& name, size_t bytes) {
   segment.data_ = data;
   segment.size_ = bytes;
   return segment;
+}
+
+Segment Segment::open(const std::string& name, size_t bytes) {
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  RINGX_SYSCHECK(fd, strCat("shm_open(", name, ") for mapping a peer's segment"));
+  return mapPeers(fd, name, bytes);
 }
 
 Segment Segment::createUnnamed(size_t bytes) {
@@ -95,14 +99,7 @@ Segment Segment::createUnnamed(size_t bytes) {
 Segment Segment::openPath(const std::string& path, size_t bytes) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   RINGX_SYSCHECK(fd, strCat("open(", path, ") for mapping a peer's unnamed segment"));
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  ::close(fd);
-  if (data == MAP_FAILED) RINGX_THROW(IoError, "mmap of ", path, " failed: ", std::strerror(errno));
-  Segment segment;
-  segment.name_ = path;
-  segment.data_ = data;
-  segment.size_ = bytes;
-  return segment;
+  return mapPeers(fd, path, bytes);
 }
 
 std::string Segment::procPath() const {

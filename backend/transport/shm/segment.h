@@ -49,6 +49,8 @@ class Segment {
   void unlink();
 
  private:
+  // Maps a peer's segment from `fd` (closed here) and names it `name` in errors.
+  static Segment mapPeers(int fd, const std::string& name, size_t bytes);
   std::string name_;
   void* data_ = nullptr;
   size_t size_ = 0;
