@@ -9,7 +9,9 @@
 #include <stb/stb_image_write.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "backend/common/error.h"
@@ -24,8 +26,16 @@ void onGlfwError(int code, const char* text) {
 
 Window::Window(int width, int height, const std::string& title, bool vsync) {
   glfwSetErrorCallback(onGlfwError);
-  if (!glfwInit()) {
-    const char* display = std::getenv("DISPLAY");
+  const char* display = std::getenv("DISPLAY");
+  // Under Xvfb an X connection was seen to fail ("Failed to open display") and the next
+  // one to succeed (twice in local runs of the screen tests): with a DISPLAY set, try a few
+  // times, 0.2 s apart, before giving up.
+  bool initialised = glfwInit();
+  for (int attempt = 1; !initialised && display && *display && attempt < 5; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    initialised = glfwInit();
+  }
+  if (!initialised) {
     throw Error(strCat("cannot open a window: ", glfwError,
                        display && *display ? ""
                                            : " (DISPLAY is not set: run under xvfb-run, e.g. "
