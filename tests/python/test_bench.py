@@ -115,3 +115,23 @@ def test_fault_bench_puts_gloo_beside_ringx():
     for row in rows.values():
         assert row[8] == "s", row
     assert "DistBackendError," in rows["ringx"], out
+
+
+def test_setup_bench_puts_gloo_beside_ringx():
+    out = run_bench("setup_cost.py", "--sizes", "2")
+    rows = {row[1]: row for row in table_rows(out, "2") if len(row) == 5}
+    assert set(rows) == {"gloo", "ringx"}, out
+    for row in rows.values():
+        assert float(row[2]) > 0 and float(row[3]) > 0, row  # time to first allreduce, fds
+
+
+def test_scale_bench_connects_log2_n_peers():
+    """bench_scale_cost (the torch-free core, ranks as threads): above 8 ranks the barrier's
+    recursive doubling and the ring leave each rank with log2(N) + 1 peers."""
+    binary = os.path.join(PYTHONPATH, "..", "bin", "bench_scale_cost")
+    result = subprocess.run([binary, "16,32", "--iters", "4"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {row[0]: row for row in table_rows(result.stdout, "16") +
+            table_rows(result.stdout, "32")}
+    assert float(rows["16"][4]) == 5 and float(rows["32"][4]) == 6, result.stdout
