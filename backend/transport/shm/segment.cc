@@ -9,11 +9,27 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "backend/common/error.h"
 
 namespace ringx::transport::shm {
+
+namespace {
+
+// Takes a segment's pages now (see create() for why): "" on success, else why it could not
+// ("cannot reserve N bytes of shared memory<what>: ..."), with what to do when /dev/shm is full.
+std::string reservePages(int fd, size_t bytes, const std::string& what) {
+  const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err == 0) return "";
+  return strCat("cannot reserve ", bytes, " bytes of shared memory", what, ": ", std::strerror(err),
+                err == ENOSPC ? " (/dev/shm is full: enlarge it, e.g. docker --shm-size, or "
+                                "set RINGX_TRANSPORT=tcp to use no shared memory)"
+                              : "");
+}
+
+}  // namespace
 
 Segment Segment::create(const std::string& name, size_t bytes) {
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -33,14 +49,10 @@ Segment Segment::create(const std::string& name, size_t bytes) {
   // /dev/shm full (a container's default 64 MiB) the first touch of a missing page would be
   // SIGBUS in the middle of a collective. This way a full /dev/shm is an error here, saying
   // what to do about it.
-  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+  if (const std::string why = reservePages(fd, bytes, " for " + name); !why.empty()) {
     ::close(fd);
     ::shm_unlink(name.c_str());
-    RINGX_THROW(IoError, "cannot reserve ", bytes, " bytes of shared memory for ", name, ": ",
-                std::strerror(err),
-                err == ENOSPC ? " (/dev/shm is full: enlarge it, e.g. docker --shm-size, or "
-                                "set RINGX_TRANSPORT=tcp to use no shared memory)"
-                              : "");
+    RINGX_THROW(IoError, why);
   }
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
@@ -77,12 +89,9 @@ Segment Segment::createUnnamed(size_t bytes) {
                 std::strerror(errno));
   }
   // As in create(): take the pages now, so that a full /dev/shm is an error here.
-  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
+  if (const std::string why = reservePages(fd, bytes, ""); !why.empty()) {
     ::close(fd);
-    RINGX_THROW(IoError, "cannot reserve ", bytes, " bytes of shared memory: ", std::strerror(err),
-                err == ENOSPC ? " (/dev/shm is full: enlarge it, e.g. docker --shm-size, or "
-                                "set RINGX_TRANSPORT=tcp to use no shared memory)"
-                              : "");
+    RINGX_THROW(IoError, why);
   }
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (data == MAP_FAILED) {
