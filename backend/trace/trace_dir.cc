@@ -138,26 +138,23 @@ std::string stringField(const json& object, const char* key, bool required,
 
 // ---- directories ------------------------------------------------------------------
 
-TraceSet readDirectory(const fs::path& dir) {
-  TraceSet set;
-  set.path = dir.string();
-
+// Files of a directory: the manifest's, then every rank-*.ringx beside them.
+void listDirectory(const fs::path& dir, std::optional<Manifest>& manifest,
+                   std::vector<std::string>& out, std::vector<std::string>& warnings) {
   const fs::path manifestPath = dir / kManifestFile;
   std::error_code ec;
   if (fs::is_regular_file(manifestPath, ec)) {
-    set.manifest = parseManifest(readTextFile(manifestPath), manifestPath.string());
+    manifest = parseManifest(readTextFile(manifestPath), manifestPath.string());
   }
-
-  // The files to read: the manifest's, then every rank-*.ringx beside them.
   std::vector<fs::path> files;
   std::set<std::string> seen;
-  if (set.manifest) {
-    for (const ManifestRank& r : set.manifest->ranks) {
+  if (manifest) {
+    for (const ManifestRank& r : manifest->ranks) {
       if (r.file.empty()) continue;
       const fs::path file = fs::path(r.file).is_absolute() ? fs::path(r.file) : dir / r.file;
       if (!fs::exists(file, ec)) {
-        set.warnings.push_back(strCat("rank ", r.rank, ": ", manifestPath.string(), " lists ",
-                                      file.string(), ", which does not exist"));
+        warnings.push_back(strCat("rank ", r.rank, ": ", manifestPath.string(), " lists ",
+                                  file.string(), ", which does not exist"));
         continue;
       }
       if (seen.insert(file.lexically_normal().string()).second) files.push_back(file);
@@ -185,58 +182,11 @@ TraceSet readDirectory(const fs::path& dir) {
   }
   if (files.empty()) {
     RINGX_THROW(FormatError, "no rank-<N>.ringx files in ", dir.string(),
-                set.manifest ? " (its manifest.json names none that exist)" : "",
+                manifest ? " (its manifest.json names none that exist)" : "",
                 ": this is not a ringx trace directory; pass the directory the job recorded its "
                 "trace into, or one rank-<N>.ringx file");
   }
-
-  const std::string hint =
-      strCat(" (move the file out of ", dir.string(), " to read the other ranks without it)");
-  std::map<int32_t, std::string> fileOfRank;
-  for (const fs::path& file : files) {
-    std::optional<RankTrace> trace = readRankFile(file, hint);
-    if (!trace) {
-      set.warnings.push_back(strCat(file.string(),
-                                    " ends before its stream header (the process died as it "
-                                    "started recording): skipped"));
-      continue;
-    }
-    const int32_t rank = trace->header.rank;
-    const auto [at, inserted] = fileOfRank.emplace(rank, file.string());
-    if (!inserted) {
-      RINGX_THROW(FormatError, "two trace files for rank ", rank, " in ", dir.string(), ": ",
-                  at->second, " and ", file.string(),
-                  " (traces of two jobs in one directory?); move one of them out");
-    }
-    int32_t named = 0;
-    if (rankFromFileName(file.filename().string(), &named) && named != rank) {
-      set.warnings.push_back(strCat(file.string(), " holds rank ", rank, "'s trace (its header",
-                                    " says so); read as rank ", rank));
-    }
-    if (trace->truncated) set.warnings.push_back(truncationWarning(*trace));
-    set.ranks.push_back(std::move(*trace));
-  }
-  std::sort(set.ranks.begin(), set.ranks.end(),
-            [](const RankTrace& a, const RankTrace& b) { return a.header.rank < b.header.rank; });
-
-  // Disagreements: the manifest against the headers, ranks without a file.
-  const int32_t worldSize = set.worldSize();
-  for (const RankTrace& trace : set.ranks) {
-    if (trace.header.worldSize != worldSize) {
-      set.warnings.push_back(strCat("rank ", trace.header.rank, ": ", trace.source,
-                                    " says world size ", trace.header.worldSize, ", the job ",
-                                    worldSize, " (files of different jobs mixed?)"));
-    }
-  }
-  const std::vector<int32_t> missing = set.missingRanks();
-  if (!missing.empty()) {
-    std::string list;
-    for (int32_t r : missing) list += strCat(list.empty() ? "" : ", ", r);
-    set.warnings.push_back(strCat("no trace for rank", missing.size() > 1 ? "s " : " ", list,
-                                  " of ", worldSize,
-                                  " (the process died before recording, or its file was lost)"));
-  }
-  return set;
+  for (const fs::path& f : files) out.push_back(f.string());
 }
 
 }  // namespace
@@ -327,7 +277,7 @@ Manifest parseManifest(std::string_view text, const std::string& source) {
   return m;
 }
 
-TraceSet readTrace(const std::string& path) {
+TraceReader::TraceReader(const std::string& path) : path_(path) {
   const fs::path p(path);
   std::error_code ec;
   const fs::file_status status = fs::status(p, ec);
@@ -337,21 +287,98 @@ TraceSet readTrace(const std::string& path) {
                 "rank-<N>.ringx file)");
   }
   if (ec) RINGX_THROW(IoError, "cannot access ", path, ": ", ec.message());
-  if (fs::is_directory(status)) return readDirectory(p);
-  if (p.filename() == kManifestFile) {
-    return readDirectory(p.has_parent_path() ? p.parent_path() : fs::path("."));
+  if (fs::is_directory(status) || p.filename() == kManifestFile) {
+    directory_ = fs::is_directory(status) ? p : (p.has_parent_path() ? p.parent_path() : ".");
+    listDirectory(directory_, manifest_, files_, warnings_);
+  } else {
+    files_.push_back(path);
   }
+  seen_.resize(files_.size());
+  for (const std::string& f : files_) bytes_ += fs::file_size(f, ec);
+}
 
+std::optional<RankTrace> TraceReader::read(size_t i) {
+  const fs::path file(files_.at(i));
+  const bool single = directory_.empty();
+  std::optional<RankTrace> trace =
+      readRankFile(file, single ? std::string()
+                                : strCat(" (move the file out of ", directory_.string(),
+                                         " to read the other ranks without it)"));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!trace) {
+    if (single) {
+      RINGX_THROW(FormatError, file.string(),
+                  " ends before its stream header (the process died as it started recording, or "
+                  "this is not a ringx trace): there is nothing to read");
+    }
+    warnings_.push_back(strCat(file.string(),
+                               " ends before its stream header (the process died as it "
+                               "started recording): skipped"));
+    return trace;
+  }
+  const int32_t rank = trace->header.rank;
+  int32_t named = 0;
+  if (!single && rankFromFileName(file.filename().string(), &named) && named != rank) {
+    warnings_.push_back(strCat(file.string(), " holds rank ", rank, "'s trace (its header",
+                               " says so); read as rank ", rank));
+  }
+  if (trace->truncated) warnings_.push_back(truncationWarning(*trace));
+  seen_[i] = Seen{true, rank, trace->header.worldSize};
+  return trace;
+}
+
+std::vector<std::string> TraceReader::finish() {
+  if (directory_.empty()) return warnings_;
+  // Two files of one rank: refuse, in file order, as a reader of the whole set would.
+  std::map<int32_t, size_t> fileOfRank;
+  int32_t worldSize = manifest_ && manifest_->worldSize > 0 ? manifest_->worldSize : 0;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    if (!seen_[i].read) continue;
+    const auto [at, inserted] = fileOfRank.emplace(seen_[i].rank, i);
+    if (!inserted) {
+      RINGX_THROW(FormatError, "two trace files for rank ", seen_[i].rank, " in ",
+                  directory_.string(), ": ", files_[at->second], " and ", files_[i],
+                  " (traces of two jobs in one directory?); move one of them out");
+    }
+    if (!(manifest_ && manifest_->worldSize > 0))
+      worldSize = std::max({worldSize, seen_[i].worldSize, seen_[i].rank + 1});
+  }
+  std::vector<std::string> warnings = warnings_;
+  // Disagreements: the manifest against the headers, ranks without a file.
+  for (const auto& [rank, i] : fileOfRank) {
+    if (seen_[i].worldSize != worldSize) {
+      warnings.push_back(strCat("rank ", rank, ": ", files_[i], " says world size ",
+                                seen_[i].worldSize, ", the job ", worldSize,
+                                " (files of different jobs mixed?)"));
+    }
+  }
+  std::string list;
+  size_t missing = 0;
+  for (int32_t r = 0; r < worldSize; ++r) {
+    if (fileOfRank.count(r)) continue;
+    list += strCat(list.empty() ? "" : ", ", r);
+    ++missing;
+  }
+  if (missing > 0) {
+    warnings.push_back(strCat("no trace for rank", missing > 1 ? "s " : " ", list, " of ",
+                              worldSize,
+                              " (the process died before recording, or its file was lost)"));
+  }
+  return warnings;
+}
+
+TraceSet readTrace(const std::string& path) {
+  TraceReader reader(path);
   TraceSet set;
   set.path = path;
-  std::optional<RankTrace> trace = readRankFile(p, "");
-  if (!trace) {
-    RINGX_THROW(FormatError, path,
-                " ends before its stream header (the process died as it started recording, or "
-                "this is not a ringx trace): there is nothing to read");
+  set.manifest = reader.manifest();
+  for (size_t i = 0; i < reader.files().size(); ++i) {
+    std::optional<RankTrace> trace = reader.read(i);
+    if (trace) set.ranks.push_back(std::move(*trace));
   }
-  if (trace->truncated) set.warnings.push_back(truncationWarning(*trace));
-  set.ranks.push_back(std::move(*trace));
+  set.warnings = reader.finish();
+  std::sort(set.ranks.begin(), set.ranks.end(),
+            [](const RankTrace& a, const RankTrace& b) { return a.header.rank < b.header.rank; });
   return set;
 }
 

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +66,41 @@ struct TraceSet {
 // Reads a trace directory, or a single .ringx file (a TraceSet of one rank), or
 // a directory's manifest.json (read as its directory).
 TraceSet readTrace(const std::string& path);
+
+// A trace read one rank at a time, for readers that must not hold a whole job in
+// memory at once (the viewer's parallel load, summaries of 1,000-rank jobs):
+// list the files, read each (from any thread, each file once), then finish()
+// for the checks across files. readTrace() is this, keeping every rank.
+class TraceReader {
+ public:
+  // Lists the files of a directory (or takes the one file); throws like readTrace.
+  explicit TraceReader(const std::string& path);
+  const std::string& path() const { return path_; }
+  const std::vector<std::string>& files() const { return files_; }
+  const std::optional<Manifest>& manifest() const { return manifest_; }
+  uint64_t totalBytes() const { return bytes_; }
+  // File i's rank trace; nullopt (and a warning) for a file that ends before its
+  // header in a directory. Throws IoError/FormatError naming the file.
+  std::optional<RankTrace> read(size_t i);
+  // After every read: the set's warnings (files cut off, ranks missing, world
+  // sizes that disagree). Throws FormatError for two files of one rank.
+  std::vector<std::string> finish();
+
+ private:
+  struct Seen {
+    bool read = false;
+    int32_t rank = 0;
+    int32_t worldSize = 0;
+  };
+  std::string path_;
+  std::filesystem::path directory_;  // empty: a single file
+  std::optional<Manifest> manifest_;
+  std::vector<std::string> files_;
+  std::vector<Seen> seen_;
+  std::vector<std::string> warnings_;
+  uint64_t bytes_ = 0;
+  std::mutex mutex_;
+};
 
 // Parses manifest.json's text; `source` names it in errors. Throws FormatError
 // for text that is not JSON, another format, or a newer schema.
