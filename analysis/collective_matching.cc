@@ -41,7 +41,7 @@ struct CollectiveArgs {
   bool error = false;
   CollectiveArgs(const RankData& rank, const Span& s, const Keys& k) {
     const ArgRange range(rank, s);
-    for (const ArgValue* a = range.begin; a != range.end; ++a) {
+    for (const ArgValue* a = range.begin(); a != range.end(); ++a) {
       if (a->key == k.error) error = true;
       if (a->kind == ArgKind::kString) {
         if (a->key == k.group) group = a->stringId;

@@ -58,25 +58,15 @@ struct Keys {
       launch, wireStart, wireEnd, copyBack, exposed, phase, prefetched;
 };
 
-// A span's args as a range, clipped to what the rank holds.
+// A span's args, unpacked once, with typed lookups by key id.
 struct ArgRange {
-  const ArgValue* begin;
-  const ArgValue* end;
-  ArgRange(const RankData& rank, uint32_t first, uint16_t count) {
-    const size_t n = rank.args.size();
-    const size_t lo = std::min<size_t>(first, n);
-    const size_t hi = std::min<size_t>(size_t{first} + count, n);
-    begin = rank.args.data() + lo;
-    end = rank.args.data() + hi;
-  }
-  ArgRange(const RankData& rank, const Span& s) : ArgRange(rank, s.firstArg, s.argCount) {}
+  viewer::ArgList list;
+  ArgRange(const RankData& rank, uint32_t first, uint16_t count) : list(rank, first, count) {}
+  ArgRange(const RankData& rank, const Span& s) : list(rank, s) {}
 
-  const ArgValue* find(uint32_t key) const {
-    if (key == 0) return nullptr;
-    for (const ArgValue* a = begin; a != end; ++a)
-      if (a->key == key) return a;
-    return nullptr;
-  }
+  const ArgValue* begin() const { return list.begin(); }
+  const ArgValue* end() const { return list.end(); }
+  const ArgValue* find(uint32_t key) const { return list.find(key); }
   int64_t integer(uint32_t key, int64_t fallback) const {
     const ArgValue* a = find(key);
     if (!a) return fallback;

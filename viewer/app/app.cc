@@ -3,13 +3,13 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <thread>
 
 #include "backend/common/error.h"
 #include "viewer/model/loader.h"
 
 namespace ringx::viewer {
 namespace {
-using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -34,8 +34,12 @@ App::App(const AppOptions& options) : options_(options), store_(std::make_unique
     startDiff();
     return;
   }
-  loadTraces(*store_, options_.inputs);
-  loadMs_ = msSince(begin);
+  if (!options_.inputs.empty() && options_.attach.empty()) {
+    for (const auto& path : options_.inputs) detectFormat(path);  // a missing file: no window
+    loading_ = std::make_unique<BackgroundLoad>(options_.inputs, options_.loadThreads,
+                                                options_.holdLoadAtFile);
+    loadingFromCommandLine_ = true;
+  }
   start();
 }
 
@@ -64,13 +68,21 @@ App::App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded)
 }
 
 void App::start() {
-  for (const auto& w : store_->warnings())
-    std::fprintf(stderr, "ringx-viewer: warning: %s\n", w.c_str());
   if (!options_.attach.empty()) attach(options_.attach, options_.token);
   if (options_.followSeconds > 0)
     view_.settings.followWindowSeconds = float(options_.followSeconds);
   if (!options_.panel.empty() && parsePanelName(options_.panel, &view_.panel))
     view_.panelRequested = true;
+  for (const auto& in : options_.inputs) recent_.add(in);
+  if (!loading_) showLoaded();
+  window_ = std::make_unique<Window>(options_.width, options_.height, "ringx-viewer",
+                                     /*vsync=*/!options_.scripted());
+}
+
+// What the command line asks of the data, once it is in.
+void App::showLoaded() {
+  for (const auto& w : store_->warnings())
+    std::fprintf(stderr, "ringx-viewer: warning: %s\n", w.c_str());
   resetView();
   if (options_.zoomBeginMs >= 0) {
     view_.time.t0 = store_->beginNs() + int64_t(options_.zoomBeginMs * 1e6);
@@ -78,9 +90,40 @@ void App::start() {
   }
   // After --zoom: the first match at or after the view's left edge.
   if (!options_.search.empty()) ui_.search().request(options_.search);
-  for (const auto& in : options_.inputs) recent_.add(in);
-  window_ = std::make_unique<Window>(options_.width, options_.height, "ringx-viewer",
-                                     /*vsync=*/!options_.scripted());
+}
+
+void App::finishLoading() {
+  std::unique_ptr<BackgroundLoad> load = std::move(loading_);
+  const bool fromCommandLine = loadingFromCommandLine_;
+  loadingFromCommandLine_ = false;
+  std::unique_ptr<TraceStore> fresh;
+  try {
+    fresh = load->take();
+  } catch (const std::exception& e) {
+    if (!fromCommandLine) {
+      ui_.setMessage(e.what(), true);
+      return;
+    }
+    std::fprintf(stderr, "ringx-viewer: error: %s\n", e.what());
+    exitCode_ = 1;
+    window_->requestClose();
+    return;
+  }
+  loadMs_ = load->elapsedMs();
+  live_.reset();
+  store_ = std::move(fresh);
+  view_.selection = Selection{};
+  view_.searchHit = EventRef{};
+  if (fromCommandLine) {
+    showLoaded();
+    return;
+  }
+  resetView();
+  const std::string& path = load->paths().front();
+  recent_.add(path);
+  ui_.setMessage(strCat("opened ", path, ": ", store_->ranks().size(), " ranks, ",
+                        store_->eventCount(), " events"),
+                 false);
 }
 
 void App::resetView() {
@@ -89,22 +132,15 @@ void App::resetView() {
 }
 
 void App::open(const std::string& path) {
-  auto fresh = std::make_unique<TraceStore>();
   try {
-    loadTraces(*fresh, {path});
+    detectFormat(path);
   } catch (const std::exception& e) {
     ui_.setMessage(e.what(), true);
     return;
   }
-  live_.reset();
-  store_ = std::move(fresh);
-  view_.selection = Selection{};
-  view_.searchHit = EventRef{};
-  resetView();
-  recent_.add(path);
-  ui_.setMessage(strCat("opened ", path, ": ", store_->ranks().size(), " ranks, ",
-                        store_->eventCount(), " events"),
-                 false);
+  // What is shown stays until the new trace is in (or fails: a message).
+  loading_ = std::make_unique<BackgroundLoad>(std::vector<std::string>{path}, options_.loadThreads);
+  loadingFromCommandLine_ = false;
 }
 
 void App::attach(const std::string& address, const std::string& token) {
@@ -145,6 +181,15 @@ void App::frame() {
     window_->render();
     return;
   }
+  if (loading_ && loading_->done()) finishLoading();
+  if (loading_) {
+    // Scripted runs measure the loaded trace: poll, do not spin the CPU the load needs.
+    window_->beginFrame(/*waitForInput=*/false);
+    loadView_.frame(*loading_, loading_->elapsedSoFarMs());
+    window_->render();
+    if (options_.scripted()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return;
+  }
   // Follow mode (the newest data in view) is the UI's; without it, a live
   // job's first data is fitted once.
   if (live_ && live_->drainInto(*store_) && !view_.settings.followLive && !viewFitted_) resetView();
@@ -166,6 +211,11 @@ int App::run() {
   const auto start = Clock::now();
   while (!window_->shouldClose()) {
     frame();
+    if (firstFrameMs_ < 0) firstFrameMs_ = msSince(created_);
+    if (loading_ || exitCode_ != 0) {  // the loading frames are not the trace's
+      window_->present();
+      continue;
+    }
     ++rendered;
     // The first frame uploads the font atlas and warms caches: fps counts the rest.
     if (rendered == 1) measuredFrom = Clock::now();
@@ -176,6 +226,7 @@ int App::run() {
     window_->present();
     if (last) break;
   }
+  if (exitCode_ != 0) return exitCode_;
   if (live_ && !options_.saveDir.empty()) {
     live_->saveTo(options_.saveDir);
     std::fprintf(stderr, "ringx-viewer: saved what the job sent to %s\n", options_.saveDir.c_str());
@@ -192,8 +243,9 @@ int App::run() {
     std::printf("ranks=%zu events=%" PRIu64 " load_ms=%.0f fps=%.1f\n", store_->ranks().size(),
                 store_->eventCount(), loadMs_, fps);
     // How long the loaded trace spans: shows whether files recorded together line up.
-    std::printf("span_ms=%.3f flows=%zu\n", double(store_->endNs() - store_->beginNs()) / 1e6,
-                store_->flows().size());
+    std::printf("span_ms=%.3f flows=%zu first_frame_ms=%.0f\n",
+                double(store_->endNs() - store_->beginNs()) / 1e6, store_->flows().size(),
+                firstFrameMs_);
     if (!options_.search.empty()) {
       const SearchBar& search = ui_.search();
       std::printf("search_matches=%zu current=%lld\n", search.search().matches().size(),

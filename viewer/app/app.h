@@ -13,16 +13,23 @@
 #include "viewer/app/recent_files.h"
 #include "viewer/app/window.h"
 #include "viewer/model/live_source.h"
+#include "viewer/model/loader.h"
 #include "viewer/model/trace_store.h"
 #include "viewer/ui/diff_view.h"
+#include "viewer/ui/load_progress.h"
 #include "viewer/ui/viewer_ui.h"
 
 namespace ringx::viewer {
 
+using Clock = std::chrono::steady_clock;
+
 class App {
  public:
-  // Loads the inputs and attaches (throws Error subclasses for unreadable input
-  // or a bad address), then opens the window (throws when there is no display).
+  // Opens the window at once (throws when there is no display) and loads the
+  // inputs in the background, drawing the progress until they are in; attaches
+  // (throws for a bad address). Inputs that do not exist or are of no known
+  // format throw before the window opens; one that fails to load ends run()
+  // with status 1 and the error on stderr. With --diff both runs load first.
   explicit App(const AppOptions& options);
   // With a store built elsewhere (tests) instead of options.inputs.
   App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded);
@@ -47,10 +54,15 @@ class App {
   ViewerUi& ui() { return ui_; }
   Window& window() { return *window_; }
   double loadMs() const { return loadMs_; }
+  // The load in the background (null once it is done: the store holds it).
+  BackgroundLoad* loading() { return loading_.get(); }
+  const LoadProgressView& loadProgress() const { return loadView_; }
   const LiveSource* live() const { return live_.get(); }
 
  private:
   void open(const std::string& path);
+  void finishLoading();
+  void showLoaded();
   void attach(const std::string& address, const std::string& token);
   void handle(const UiActions& actions);
   void resetView();
@@ -69,6 +81,12 @@ class App {
   RecentFiles recent_;
   std::unique_ptr<Window> window_;
   double loadMs_ = 0;
+  Clock::time_point created_ = Clock::now();
+  double firstFrameMs_ = -1;  // from construction to the first frame on screen
+  std::unique_ptr<BackgroundLoad> loading_;
+  bool loadingFromCommandLine_ = false;  // a failure exits (1), not a message
+  LoadProgressView loadView_;
+  int exitCode_ = 0;
   bool viewFitted_ = false;  // the view was fitted to data (a live job's starts empty)
 };
 

@@ -36,6 +36,11 @@ struct AppOptions {
   // and shows both runs there (for screenshots and tests).
   std::vector<std::string> diff;
   int diffRow = 0;
+  // Not on the command line (tests): load on this many threads (0: a core
+  // each), and hold the load before its file number holdLoadAtFile (-1: never)
+  // until App::loading()->release().
+  unsigned loadThreads = 0;
+  int holdLoadAtFile = -1;
 
   // Runs without a person: exits after the frames/seconds (or at once for
   // --print-stats alone), no vsync.

@@ -1357,14 +1357,9 @@ void Reader::commit() {
     Track& track = dataOf[threads_[i].process]->tracks[static_cast<size_t>(trackOf[i])];
     track.pendingSpans.reserve(track.pendingSpans.size() + perTrack[i]);
   }
-  std::map<RankData*, size_t> argsPerRank;
-  for (size_t i = 0; i < processes_.size(); ++i) argsPerRank[dataOf[i]] += argsOf[i];
-  // One rank that has no args yet (a Kineto file, a single-process trace)
-  // takes the args as they are; otherwise each event's are copied to its rank.
-  RankData* only = argsPerRank.size() == 1 ? argsPerRank.begin()->first : nullptr;
-  const bool moveArgs = only != nullptr && only->args.empty();
-  if (!moveArgs)
-    for (const auto& [data, count] : argsPerRank) data->args.reserve(data->args.size() + count);
+  // Packed args take about 3 bytes each (ArgList).
+  for (size_t i = 0; i < processes_.size(); ++i)
+    dataOf[i]->argBytes.reserve(dataOf[i]->argBytes.size() + 3 * argsOf[i]);
 
   for (PendingEvent& e : events_) {
     const uint32_t process = threads_[e.thread].process;
@@ -1380,7 +1375,7 @@ void Reader::commit() {
           if (arg.key == k) arg.intValue += timeShift[process];
       }
     }
-    if (!moveArgs) first = store_.addArgs(data, &args_[e.firstArg], e.argCount);
+    first = store_.addArgs(data, &args_[e.firstArg], e.argCount);
     const uint32_t track = static_cast<uint32_t>(trackOf[e.thread]);
     if (e.bits & kPendingInstant) {
       Instant in;
@@ -1402,7 +1397,6 @@ void Reader::commit() {
       store_.addSpan(data, track, s);
     }
   }
-  if (moveArgs) only->args = std::move(args_);
   events_ = {};
   args_ = {};
   for (const PendingCounter& c : counters_)

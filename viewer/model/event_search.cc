@@ -80,9 +80,7 @@ bool EventSearch::matchesEvent(const RankData& rank, uint32_t name, uint32_t fir
                                uint16_t argCount) const {
   if (!keyed_ && name < stringMatches_.size() && stringMatches_[name]) return true;
   if (keyed_ && key_ == 0) return false;
-  const uint32_t end = std::min<uint32_t>(firstArg + argCount, uint32_t(rank.args.size()));
-  for (uint32_t i = firstArg; i < end; ++i) {
-    const ArgValue& a = rank.args[i];
+  for (const ArgValue& a : ArgList(rank, firstArg, argCount)) {
     if (keyed_ && a.key != key_) continue;
     if (anyValue_) return true;
     switch (a.kind) {

@@ -3,9 +3,12 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 
 #include "backend/common/error.h"
 #include "backend/trace/codec.h"
@@ -61,7 +64,83 @@ TraceFormat detectFormat(const std::string& path) {
                                   "Chrome Trace Event JSON file (.json or .json.gz)"));
 }
 
-void loadTraces(TraceStore& store, const std::vector<std::string>& paths) {
+namespace {
+
+// Waits while a test holds the load; throws once it is cancelled.
+void checkpoint(LoadProgress& progress) {
+  while (progress.holdAtFile.load() >= 0 &&
+         progress.filesDone.load() >= uint32_t(progress.holdAtFile.load()) &&
+         !progress.cancel.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (progress.cancel.load()) throw LoadCancelled("loading was cancelled");
+}
+
+// One ringx trace (a directory or a rank file), its ranks on `threads` workers.
+void loadRingx(TraceStore& store, const std::string& path, LoadProgress& progress,
+               unsigned threads) {
+  trace::TraceReader reader(path);
+  const size_t files = reader.files().size();
+  progress.filesTotal += uint32_t(files);
+  progress.bytesTotal += reader.totalBytes();
+  // Workers may only find categories (TraceStore's parallel building rule).
+  for (int c = 1; c <= trace::kCategoryCount; ++c)
+    store.category(trace::categoryName(static_cast<trace::Category>(c)));
+  const bool arrows = files <= kMaxRanksWithCollectiveArrows;
+  std::mutex mutex;  // guards the store's rank list, sightings and the first error
+  std::vector<CollectiveSighting> sightings;
+  std::exception_ptr error;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    std::vector<CollectiveSighting> local;
+    for (size_t i = next++; i < files; i = next++) {
+      try {
+        checkpoint(progress);
+        std::optional<trace::RankTrace> trace = reader.read(i);
+        if (trace) {
+          RankData data;
+          local.clear();
+          ingestRankTraceInto(store, data, *trace, trace::ClockModel::forRank(*trace), 0,
+                              arrows ? &local : nullptr);
+          const uint64_t events = trace->events.size();
+          trace.reset();  // the decoded records go before the sort needs its memory
+          TraceStore::sortRank(data);
+          std::lock_guard<std::mutex> lock(mutex);
+          store.adoptRank(std::move(data));
+          sightings.insert(sightings.end(), local.begin(), local.end());
+          progress.events += events;
+        }
+        std::error_code ec;
+        progress.bytesDone += std::filesystem::file_size(reader.files()[i], ec);
+        ++progress.filesDone;
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+        next = files;  // the others stop after their current file
+      }
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(threads, unsigned(files)));
+  std::vector<std::thread> workers;
+  for (unsigned w = 1; w < n; ++w) workers.emplace_back(work);
+  work();
+  for (auto& t : workers) t.join();
+  if (error) std::rethrow_exception(error);
+  for (auto& w : reader.finish()) store.addWarning(std::move(w));
+  if (arrows) {
+    trace::CollectiveChains chains;
+    for (const CollectiveSighting& s : sightings)
+      chains.add(store.str(s.group), s.seq, s.groupSize, s.arrival);
+    addCollectiveFlows(store, chains.takeAll());
+  }
+}
+
+}  // namespace
+
+void loadTraces(TraceStore& store, const std::vector<std::string>& paths, LoadProgress* progress,
+                unsigned threads) {
+  LoadProgress own;
+  LoadProgress& p = progress ? *progress : own;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   // ringx traces first, whatever the order given: a profiler file aligns to
   // its rank's ringx clock reference, which must be in the store by then.
   std::vector<std::string> chrome, dumps;
@@ -69,7 +148,7 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths) {
     switch (detectFormat(path)) {
       case TraceFormat::kRingxDirectory:
       case TraceFormat::kRingxFile:
-        ingestTraceSet(store, trace::readTrace(path));
+        loadRingx(store, path, p, threads);
         break;
       case TraceFormat::kChromeJson:
         chrome.push_back(path);
@@ -80,15 +159,62 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths) {
     }
   }
   // After the ringx traces too: a dump's rank moves onto its trace's clock.
+  auto sequential = [&](const std::string& path) {
+    checkpoint(p);
+    std::error_code ec;
+    const uint64_t bytes =
+        std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+    p.filesTotal += 1;
+    p.bytesTotal += bytes;
+    return bytes;
+  };
+  auto finished = [&](uint64_t bytes) {
+    p.bytesDone += bytes;
+    ++p.filesDone;
+  };
   for (const auto& path : dumps) {
+    const uint64_t bytes = sequential(path);
     const trace::FlightDumpSet set = trace::readFlightDumps(path);
     if (set.dumps.empty())
       throw trace::FormatError(strCat("no readable flight recorder dump in '", path, "'",
                                       set.warnings.empty() ? "" : ": " + set.warnings.front()));
     ingestFlightDumps(store, set);
+    finished(bytes);
   }
-  for (const auto& path : chrome) ingestChromeTraceFile(store, path);
+  for (const auto& path : chrome) {
+    const uint64_t bytes = sequential(path);
+    ingestChromeTraceFile(store, path);
+    finished(bytes);
+  }
   store.finalize();
+  p.events = store.eventCount();
+}
+
+BackgroundLoad::BackgroundLoad(std::vector<std::string> paths, unsigned threads, int holdAtFile)
+    : paths_(std::move(paths)), store_(std::make_unique<TraceStore>()) {
+  progress_.holdAtFile = holdAtFile;
+  thread_ = std::thread([this, threads] {
+    const auto begin = std::chrono::steady_clock::now();
+    try {
+      loadTraces(*store_, paths_, &progress_, threads);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    elapsedMs_ =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+    done_.store(true, std::memory_order_release);
+  });
+}
+
+BackgroundLoad::~BackgroundLoad() {
+  progress_.cancel = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::unique_ptr<TraceStore> BackgroundLoad::take() {
+  if (thread_.joinable()) thread_.join();
+  if (error_) std::rethrow_exception(error_);
+  return std::move(store_);
 }
 
 }  // namespace ringx::viewer

@@ -9,7 +9,18 @@ namespace ringx::viewer {
 size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
                        const trace::ClockModel& clock, size_t fromEvent,
                        trace::CollectiveChains* chains) {
-  RankData& data = store.rank(rank.header.rank);
+  std::vector<CollectiveSighting> sightings;
+  const size_t next = ingestRankTraceInto(store, store.rank(rank.header.rank), rank, clock,
+                                          fromEvent, chains ? &sightings : nullptr);
+  for (const CollectiveSighting& s : sightings)
+    chains->add(store.str(s.group), s.seq, s.groupSize, s.arrival);
+  return next;
+}
+
+size_t ingestRankTraceInto(TraceStore& store, RankData& data, const trace::RankTrace& rank,
+                           const trace::ClockModel& clock, size_t fromEvent,
+                           std::vector<CollectiveSighting>* sightings) {
+  data.rank = rank.header.rank;
   data.host = rank.header.host;
   data.pid = rank.header.pid;
   data.source = rank.source;
@@ -41,6 +52,8 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
   const trace::CollectiveKeys collectiveKeys(rank);
 
   std::vector<ArgValue> args;
+  std::string_view lastGroup;
+  uint32_t lastGroupId = 0;
   for (size_t i = fromEvent; i < rank.events.size(); ++i) {
     const trace::Event& e = rank.events[i];
     if (e.kind == trace::EventKind::kCounter) {
@@ -88,9 +101,12 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
       store.addSpan(data, static_cast<uint32_t>(track), s);
       std::string_view group;
       int64_t seq, groupSize;
-      if (chains && collectiveKeys.read(e, &group, &seq, &groupSize)) {
-        chains->add(group, seq, groupSize > 0 ? groupSize : rank.header.worldSize,
-                    trace::CollectiveArrival{data.rank, id(e.track), s.name, s.begin});
+      if (sightings && collectiveKeys.read(e, &group, &seq, &groupSize)) {
+        // One group at a time is the rule: intern (a lock) only when it changes.
+        if (group != lastGroup) lastGroupId = store.strings().intern(lastGroup = group);
+        sightings->push_back(
+            CollectiveSighting{lastGroupId, seq, groupSize > 0 ? groupSize : rank.header.worldSize,
+                               trace::CollectiveArrival{data.rank, id(e.track), s.name, s.begin}});
       }
     } else {
       Instant in;

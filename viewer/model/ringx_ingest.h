@@ -29,6 +29,21 @@ size_t ingestRankTrace(TraceStore& store, const trace::RankTrace& rank,
                        const trace::ClockModel& clock, size_t fromEvent = 0,
                        trace::CollectiveChains* chains = nullptr);
 
+// A collective span seen while ingesting one rank, for the chains across ranks.
+struct CollectiveSighting {
+  uint32_t group = 0;  // store string id
+  int64_t seq = 0;
+  int64_t groupSize = 0;
+  trace::CollectiveArrival arrival;
+};
+
+// The same into `data`, which may be a rank built apart from the store by a
+// parallel load's worker (TraceStore::adoptRank); collective spans go to
+// `sightings` when given.
+size_t ingestRankTraceInto(TraceStore& store, RankData& data, const trace::RankTrace& rank,
+                           const trace::ClockModel& clock, size_t fromEvent,
+                           std::vector<CollectiveSighting>* sightings);
+
 // One arrow per consecutive pair of arrivals of each chain.
 void addCollectiveFlows(TraceStore& store, const std::vector<trace::CollectiveChain>& chains);
 

@@ -1,8 +1,10 @@
 // The trace store (see trace_store.h): building, level assignment and lookups.
 #include "viewer/model/trace_store.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "backend/common/text.h"
@@ -12,6 +14,7 @@ namespace ringx::viewer {
 StringPool::StringPool() { intern(""); }
 
 uint32_t StringPool::intern(std::string_view text) {
+  std::lock_guard<std::mutex> lock(lock_.mutex);
   auto it = ids_.find(text);
   if (it != ids_.end()) return it->second;
   strings_.emplace_back(text);
@@ -21,6 +24,7 @@ uint32_t StringPool::intern(std::string_view text) {
 }
 
 uint32_t StringPool::find(std::string_view text) const {
+  std::lock_guard<std::mutex> lock(lock_.mutex);
   auto it = ids_.find(text);
   return it == ids_.end() ? 0 : it->second;
 }
@@ -101,9 +105,90 @@ uint8_t TraceStore::category(std::string_view name) {
   return static_cast<uint8_t>(categories_.size() - 1);
 }
 
+namespace {
+void putVarint(std::vector<uint8_t>& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(uint8_t(v) | 0x80);
+    v >>= 7;
+  }
+  out.push_back(uint8_t(v));
+}
+uint64_t getVarint(const uint8_t*& p, const uint8_t* end) {
+  uint64_t v = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    const uint8_t b = *p++;
+    v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) break;
+  }
+  return v;
+}
+}  // namespace
+
+void packArgs(std::vector<uint8_t>& bytes, const ArgValue* args, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const ArgValue& a = args[i];
+    putVarint(bytes, uint64_t(a.key) << 2 | uint64_t(a.kind));
+    switch (a.kind) {
+      case ArgKind::kInt:
+        putVarint(bytes, (uint64_t(a.intValue) << 1) ^ uint64_t(a.intValue >> 63));
+        break;
+      case ArgKind::kDouble: {
+        uint8_t raw[8];
+        std::memcpy(raw, &a.doubleValue, 8);
+        bytes.insert(bytes.end(), raw, raw + 8);
+        break;
+      }
+      case ArgKind::kString:
+        putVarint(bytes, a.stringId);
+        break;
+    }
+  }
+}
+
+ArgList::ArgList(const RankData& rank, uint32_t first, uint16_t count) {
+  const uint8_t* p = rank.argBytes.data() + std::min<size_t>(first, rank.argBytes.size());
+  const uint8_t* end = rank.argBytes.data() + rank.argBytes.size();
+  if (count > kInline) {
+    heap_.resize(count);
+    data_ = heap_.data();
+  }
+  ArgValue* out = const_cast<ArgValue*>(data_);
+  for (size_t i = 0; i < count && p < end; ++i) {
+    const uint64_t head = getVarint(p, end);
+    ArgValue a;
+    a.key = uint32_t(head >> 2);
+    a.kind = ArgKind(head & 3);
+    switch (a.kind) {
+      case ArgKind::kInt: {
+        const uint64_t z = getVarint(p, end);
+        a.intValue = int64_t(z >> 1) ^ -int64_t(z & 1);
+        break;
+      }
+      case ArgKind::kDouble:
+        if (end - p < 8) return;
+        std::memcpy(&a.doubleValue, p, 8);
+        p += 8;
+        break;
+      case ArgKind::kString:
+        a.stringId = uint32_t(getVarint(p, end));
+        break;
+      default:
+        return;  // not packed by packArgs: stop rather than misread
+    }
+    out[size_++] = a;
+  }
+}
+
+const ArgValue* ArgList::find(uint32_t key) const {
+  if (key == 0) return nullptr;
+  for (const ArgValue& a : *this)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
 uint32_t TraceStore::addArgs(RankData& rank, const ArgValue* args, size_t count) {
-  const uint32_t first = static_cast<uint32_t>(rank.args.size());
-  rank.args.insert(rank.args.end(), args, args + count);
+  const uint32_t first = static_cast<uint32_t>(rank.argBytes.size());
+  packArgs(rank.argBytes, args, count);
   return first;
 }
 
@@ -112,20 +197,18 @@ void TraceStore::addSpan(RankData& rank, uint32_t track, const Span& span) {
   if (s.end < s.begin) s.end = s.begin;
   rank.tracks[track].pendingSpans.push_back(s);
   ++rank.events;
-  ++events_;
-  dirty_ = true;
+  markDirty();
 }
 
 void TraceStore::addInstant(RankData& rank, uint32_t track, const Instant& instant) {
   rank.tracks[track].pendingInstants.push_back(instant);
   ++rank.events;
-  ++events_;
-  dirty_ = true;
+  markDirty();
 }
 
 void TraceStore::addFlow(const Flow& flow) {
   flows_.push_back(flow);
-  dirty_ = true;
+  markDirty();
 }
 
 void TraceStore::addCounter(RankData& rank, std::string_view name, int64_t time, double value) {
@@ -149,8 +232,7 @@ void TraceStore::addCounter(RankData& rank, std::string_view name, int64_t time,
   series->times.push_back(time);
   series->values.push_back(value);
   ++rank.events;
-  ++events_;
-  dirty_ = true;
+  markDirty();
 }
 
 namespace {
@@ -194,17 +276,18 @@ void addPendingSpans(Track& track) {
     track.busy.clear();
     placeOnLevels(track, all);
   }
-  // Busy-time prefix sums: appended spans extend them, a new layout rebuilds them.
+  // Busy-time prefix sums, one per kBusyStride spans: appended spans extend
+  // them, a new layout rebuilds them.
   track.busy.resize(track.levels.size());
   for (size_t l = 0; l < track.levels.size(); ++l) {
     std::vector<int64_t>& busy = track.busy[l];
     const std::vector<Span>& level = track.levels[l];
-    if (busy.empty()) {
-      busy.reserve(level.size() + 1);
-      busy.push_back(0);
+    if (busy.empty()) busy.push_back(0);
+    for (size_t k = busy.size(); k <= level.size() / kBusyStride; ++k) {
+      int64_t sum = busy.back();
+      for (size_t i = (k - 1) * kBusyStride; i < k * kBusyStride; ++i) sum += level[i].duration();
+      busy.push_back(sum);
     }
-    for (size_t i = busy.size() - 1; i < level.size(); ++i)
-      busy.push_back(busy.back() + level[i].duration());
   }
 }
 
@@ -257,23 +340,82 @@ bool naturalLess(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+void TraceStore::sortRank(RankData& rank) {
+  for (Track& track : rank.tracks) {
+    if (!track.pendingSpans.empty()) addPendingSpans(track);
+    if (!track.pendingInstants.empty()) {
+      track.instants.insert(track.instants.end(), track.pendingInstants.begin(),
+                            track.pendingInstants.end());
+      track.pendingInstants = {};
+      std::stable_sort(track.instants.begin(), track.instants.end(),
+                       [](const Instant& a, const Instant& b) { return a.time < b.time; });
+    }
+  }
+  for (CounterSeries& c : rank.counters) {
+    if (!c.dirty) continue;
+    std::vector<size_t> order(c.times.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return c.times[a] < c.times[b]; });
+    std::vector<int64_t> t(order.size());
+    std::vector<double> v(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      t[i] = c.times[order[i]];
+      v[i] = c.values[order[i]];
+    }
+    c.times.swap(t);
+    c.values.swap(v);
+    c.dirty = false;
+  }
+}
+
+void TraceStore::adoptRank(RankData&& data) {
+  markDirty();
+  auto it = std::lower_bound(ranks_.begin(), ranks_.end(), data.rank,
+                             [](const RankData& r, int32_t v) { return r.rank < v; });
+  if (it == ranks_.end() || it->rank != data.rank) {
+    ranks_.insert(it, std::move(data));
+    return;
+  }
+  // The rank is here already (two inputs for one rank): add the events, with
+  // their args moved behind the ones it holds.
+  RankData& into = *it;
+  const uint32_t argShift = static_cast<uint32_t>(into.argBytes.size());
+  into.argBytes.insert(into.argBytes.end(), data.argBytes.begin(), data.argBytes.end());
+  auto shifted = [&](auto event) {
+    event.firstArg += argShift;
+    return event;
+  };
+  for (Track& from : data.tracks) {
+    Track& to = into.tracks[track(into, strings_.str(from.name))];
+    for (const Span& s : from.pendingSpans) to.pendingSpans.push_back(shifted(s));
+    for (const auto& level : from.levels)
+      for (const Span& s : level) to.pendingSpans.push_back(shifted(s));
+    for (const Instant& in : from.instants) to.pendingInstants.push_back(shifted(in));
+    for (const Instant& in : from.pendingInstants) to.pendingInstants.push_back(shifted(in));
+  }
+  for (const CounterSeries& c : data.counters)
+    for (size_t i = 0; i < c.times.size(); ++i) {
+      addCounter(into, strings_.str(c.name), c.times[i], c.values[i]);
+      --into.events;  // counted below with the rest
+    }
+  into.events += data.events;
+  into.dropped += data.dropped;
+  into.truncated |= data.truncated;
+}
+
 void TraceStore::finalize() {
-  if (!dirty_) return;
-  dirty_ = false;
+  if (!dirty_.value) return;
+  dirty_.value = false;
   ++generation_;
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  events_ = 0;
   for (RankData& rank : ranks_) {
+    sortRank(rank);
+    events_ += rank.events;
     int64_t rankLo = std::numeric_limits<int64_t>::max();
     int64_t rankHi = std::numeric_limits<int64_t>::min();
     for (Track& track : rank.tracks) {
-      if (!track.pendingSpans.empty()) addPendingSpans(track);
-      if (!track.pendingInstants.empty()) {
-        track.instants.insert(track.instants.end(), track.pendingInstants.begin(),
-                              track.pendingInstants.end());
-        track.pendingInstants.clear();
-        std::stable_sort(track.instants.begin(), track.instants.end(),
-                         [](const Instant& a, const Instant& b) { return a.time < b.time; });
-      }
       for (const auto& level : track.levels) {
         if (level.empty()) continue;
         rankLo = std::min(rankLo, level.front().begin);
@@ -290,21 +432,6 @@ void TraceStore::finalize() {
       return naturalLess(strings_.str(a.name), strings_.str(b.name));
     });
     for (CounterSeries& c : rank.counters) {
-      if (c.dirty) {
-        std::vector<size_t> order(c.times.size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::stable_sort(order.begin(), order.end(),
-                         [&](size_t a, size_t b) { return c.times[a] < c.times[b]; });
-        std::vector<int64_t> t(order.size());
-        std::vector<double> v(order.size());
-        for (size_t i = 0; i < order.size(); ++i) {
-          t[i] = c.times[order[i]];
-          v[i] = c.values[order[i]];
-        }
-        c.times.swap(t);
-        c.values.swap(v);
-        c.dirty = false;
-      }
       if (!c.times.empty()) {
         rankLo = std::min(rankLo, c.times.front());
         rankHi = std::max(rankHi, c.times.back());
@@ -328,23 +455,23 @@ void TraceStore::finalize() {
 }
 
 const RankData* TraceStore::findRank(int32_t rank) const {
-  for (const auto& r : ranks_)
-    if (r.rank == rank) return &r;
-  return nullptr;
+  auto it = std::lower_bound(ranks_.begin(), ranks_.end(), rank,
+                             [](const RankData& r, int32_t v) { return r.rank < v; });
+  return it != ranks_.end() && it->rank == rank ? &*it : nullptr;
 }
 
-const ArgValue* TraceStore::findArg(const RankData& rank, uint32_t first, uint16_t count,
-                                    std::string_view key) const {
+std::optional<ArgValue> TraceStore::findArg(const RankData& rank, uint32_t first, uint16_t count,
+                                            std::string_view key) const {
   const uint32_t id = strings_.find(key);
-  if (id == 0) return nullptr;
-  for (uint32_t i = first; i < first + count && i < rank.args.size(); ++i)
-    if (rank.args[i].key == id) return &rank.args[i];
-  return nullptr;
+  if (id == 0) return std::nullopt;
+  const ArgList args(rank, first, count);
+  if (const ArgValue* a = args.find(id)) return *a;
+  return std::nullopt;
 }
 
 int64_t TraceStore::intArg(const RankData& rank, const Span& span, std::string_view key,
                            int64_t fallback) const {
-  const ArgValue* a = findArg(rank, span.firstArg, span.argCount, key);
+  const std::optional<ArgValue> a = findArg(rank, span.firstArg, span.argCount, key);
   if (!a) return fallback;
   if (a->kind == ArgKind::kInt) return a->intValue;
   if (a->kind == ArgKind::kDouble) return static_cast<int64_t>(a->doubleValue);
@@ -353,7 +480,7 @@ int64_t TraceStore::intArg(const RankData& rank, const Span& span, std::string_v
 
 std::string_view TraceStore::stringArg(const RankData& rank, const Span& span,
                                        std::string_view key) const {
-  const ArgValue* a = findArg(rank, span.firstArg, span.argCount, key);
+  const std::optional<ArgValue> a = findArg(rank, span.firstArg, span.argCount, key);
   return a && a->kind == ArgKind::kString ? str(a->stringId) : std::string_view();
 }
 
@@ -375,7 +502,7 @@ std::string TraceStore::argText(const ArgValue& arg) const {
 size_t TraceStore::memoryBytes() const {
   size_t bytes = 0;
   for (const auto& r : ranks_) {
-    bytes += r.args.capacity() * sizeof(ArgValue);
+    bytes += r.argBytes.capacity();
     for (const auto& t : r.tracks) {
       for (const auto& l : t.levels) bytes += l.capacity() * sizeof(Span);
       for (const auto& b : t.busy) bytes += b.capacity() * sizeof(int64_t);

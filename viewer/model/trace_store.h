@@ -21,8 +21,11 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,7 +34,9 @@
 namespace ringx::viewer {
 
 // Interned strings shared by every rank of a store (names, tracks, arg keys and
-// string values). Id 0 is "".
+// string values). Id 0 is "". intern() and find() may be called from several
+// threads at once (the parallel load's workers); str() reads without a lock, so
+// it must not race with an intern() of a new string.
 class StringPool {
  public:
   StringPool();
@@ -46,6 +51,14 @@ class StringPool {
  private:
   std::deque<std::string> strings_;  // a deque keeps the views in ids_ valid
   std::unordered_map<std::string_view, uint32_t> ids_;
+  // A pool moves with its strings; the lock stays behind (a moved pool is not shared yet).
+  struct Lock {
+    std::mutex mutex;
+    Lock() = default;
+    Lock(Lock&&) noexcept {}
+    Lock& operator=(Lock&&) noexcept { return *this; }
+  };
+  mutable Lock lock_;
 };
 
 enum class ArgKind : uint8_t { kInt, kDouble, kString };
@@ -65,8 +78,8 @@ struct ArgValue {
   static ArgValue ofString(uint32_t key, uint32_t id);
 };
 
-// A span on a track: [begin, end] in aligned ns. Its args are
-// RankData::args[firstArg, firstArg + argCount).
+// A span on a track: [begin, end] in aligned ns. Its argCount args are packed
+// in RankData::argBytes from byte firstArg on (read them with ArgList).
 struct Span {
   int64_t begin = 0;
   int64_t end = 0;
@@ -106,8 +119,9 @@ struct Track {
   uint32_t name = 0;
   TrackKind kind = TrackKind::kOther;
   std::vector<std::vector<Span>> levels;  // level -> spans sorted by begin, disjoint
-  // level -> busy[i] = summed durations of levels[level][0, i) (size + 1 entries):
-  // how much of a folded block's time its spans cover, in O(1) per block.
+  // level -> busy[k] = summed durations of levels[level][0, k * kBusyStride): how
+  // much of a folded block's time its spans cover, in O(kBusyStride) per block
+  // (busyNs) for half a byte per span.
   std::vector<std::vector<int64_t>> busy;
   std::vector<Instant> instants;  // sorted by time
   uint64_t spanCount = 0;
@@ -147,9 +161,11 @@ struct RankData {
   std::string source;         // file or HOST:PORT
   std::vector<Track> tracks;  // in display order after finalize()
   std::vector<CounterSeries> counters;
-  std::vector<ArgValue> args;  // every event's args
-  bool truncated = false;      // the file was cut off inside a record
-  bool clockAligned = true;    // false: no clock samples and not the reference
+  // Every event's args, packed (see ArgList): about 3 bytes per argument, not the
+  // 16 of an ArgValue, which is what keeps an event under 64 bytes.
+  std::vector<uint8_t> argBytes;
+  bool truncated = false;    // the file was cut off inside a record
+  bool clockAligned = true;  // false: no clock samples and not the reference
   int64_t clockUncertaintyNs = 0;
   // ringx streams only: the clock the others align to, and this rank's offset
   // to it at its first event (clockKnown is false for other producers' files).
@@ -171,6 +187,38 @@ struct RankData {
   int findTrack(uint32_t name) const;
   const CounterSeries* findCounter(uint32_t name) const;
 };
+
+// An event's arguments, unpacked from the rank's argBytes. Packed, an argument is
+// a varint of (key << 2 | kind) and then its value: a zigzag varint (int), 8
+// bytes (double) or a varint (string id). A list lives on the stack; events with
+// more than kInline args spill to the heap.
+class ArgList {
+ public:
+  static constexpr size_t kInline = 24;
+  ArgList(const RankData& rank, uint32_t first, uint16_t count);
+  template <typename Event>
+  ArgList(const RankData& rank, const Event& event)
+      : ArgList(rank, event.firstArg, event.argCount) {}
+  ArgList(const ArgList&) = delete;
+  ArgList& operator=(const ArgList&) = delete;
+
+  const ArgValue* begin() const { return data_; }
+  const ArgValue* end() const { return data_ + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const ArgValue& operator[](size_t i) const { return data_[i]; }
+  // The argument with key id `key`, or nullptr (also for key 0).
+  const ArgValue* find(uint32_t key) const;
+
+ private:
+  ArgValue inline_[kInline];
+  std::vector<ArgValue> heap_;
+  const ArgValue* data_ = inline_;
+  size_t size_ = 0;
+};
+
+// Appends `count` packed arguments to `bytes`.
+void packArgs(std::vector<uint8_t>& bytes, const ArgValue* args, size_t count);
 
 // One level's spans between t0 and t1, with runs of spans narrower than minNs
 // folded into one item (count > 1).
@@ -197,7 +245,7 @@ class TraceStore {
   uint32_t track(RankData& rank, std::string_view name);
   // A category's index (0..255; names past 255 share the last index).
   uint8_t category(std::string_view name);
-  // Stores args and returns the index of the first.
+  // Packs args into the rank's argBytes and returns where they start (an event's firstArg).
   uint32_t addArgs(RankData& rank, const ArgValue* args, size_t count);
   void addSpan(RankData& rank, uint32_t track, const Span& span);
   void addInstant(RankData& rank, uint32_t track, const Instant& instant);
@@ -207,6 +255,16 @@ class TraceStore {
   // Sorts what was added, assigns levels, orders tracks, updates bounds.
   void finalize();
 
+  // ---- building ranks in parallel ---------------------------------------------
+  // A worker thread may build a RankData of its own with addArgs/track/addSpan/
+  // addInstant/addCounter (they touch only that rank and the string pool), sort
+  // it with sortRank() (the heavy part of finalize()), and hand it over with
+  // adoptRank() under the caller's lock. category() must only find categories
+  // registered before the workers start.
+  static void sortRank(RankData& rank);
+  // Moves `rank` into the store; a rank already present gets its events added.
+  void adoptRank(RankData&& rank);
+
   // ---- reading --------------------------------------------------------------
   const std::vector<RankData>& ranks() const { return ranks_; }
   const RankData* findRank(int32_t rank) const;
@@ -214,7 +272,7 @@ class TraceStore {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // Sorted by the time of their start.
   const std::vector<Flow>& flows() const { return flows_; }
-  uint64_t eventCount() const { return events_; }
+  uint64_t eventCount() const { return events_; }  // as of the last finalize()
   bool empty() const { return events_ == 0; }
   // Earliest begin and latest end of any event (0, 0 when empty).
   int64_t beginNs() const { return begin_; }
@@ -222,10 +280,9 @@ class TraceStore {
   // Bumped by every finalize() that changed something (views cache on it).
   uint64_t generation() const { return generation_; }
 
-  // The args of an event.
-  const ArgValue* args(const RankData& rank, uint32_t first) const { return &rank.args[first]; }
-  const ArgValue* findArg(const RankData& rank, uint32_t first, uint16_t count,
-                          std::string_view key) const;
+  // An argument of an event by key text (ArgList::find by id is the fast way).
+  std::optional<ArgValue> findArg(const RankData& rank, uint32_t first, uint16_t count,
+                                  std::string_view key) const;
   int64_t intArg(const RankData& rank, const Span& span, std::string_view key,
                  int64_t fallback = -1) const;
   std::string_view stringArg(const RankData& rank, const Span& span, std::string_view key) const;
@@ -241,18 +298,40 @@ class TraceStore {
   std::vector<RankData> ranks_;
   std::vector<std::string> warnings_;
   std::vector<Flow> flows_;
-  uint64_t events_ = 0;
+  void markDirty() {
+    if (!dirty_.value.load(std::memory_order_relaxed))
+      dirty_.value.store(true, std::memory_order_relaxed);
+  }
+  uint64_t events_ = 0;  // summed over ranks by finalize()
   int64_t begin_ = 0;
   int64_t end_ = 0;
   uint64_t generation_ = 0;
-  bool dirty_ = false;
+  // Set by adds from any worker; read by finalize() after they are done.
+  struct Flag {
+    std::atomic<bool> value{false};
+    Flag() = default;
+    Flag(Flag&& o) noexcept : value(o.value.load()) {}
+    Flag& operator=(Flag&& o) noexcept {
+      value = o.value.load();
+      return *this;
+    }
+  };
+  Flag dirty_;
 };
 
 // The time the spans of a drawn item cover (a level's spans are disjoint, so
 // this over the item's extent is its busy fraction): O(1) with Track::busy.
+inline constexpr size_t kBusyStride = 16;
+inline int64_t busyPrefixNs(const Track& track, size_t level, size_t spans) {
+  const std::vector<Span>& l = track.levels[level];
+  const size_t block = spans / kBusyStride;
+  int64_t sum = track.busy[level][block];
+  for (size_t i = block * kBusyStride; i < spans; ++i) sum += l[i].duration();
+  return sum;
+}
 inline int64_t busyNs(const Track& track, size_t level, const LevelItem& item) {
-  const std::vector<int64_t>& b = track.busy[level];
-  return b[item.first + item.count] - b[item.first];
+  return busyPrefixNs(track, level, item.first + item.count) -
+         busyPrefixNs(track, level, item.first);
 }
 
 // Visits the spans of `level` that intersect [t0, t1]: f(const LevelItem&).

@@ -41,8 +41,7 @@ std::string flightStatus(const TraceStore& store, const analysis::CollectiveRow&
     const RankData* rank = store.findRank(r.span.rank);
     if (!rank) continue;
     const Span& s = rank->tracks[r.span.track].levels[r.span.level][r.span.index];
-    for (uint32_t a = s.firstArg; a < s.firstArg + s.argCount && a < rank->args.size(); ++a) {
-      const ArgValue& v = rank->args[a];
+    for (const ArgValue& v : ArgList(*rank, s)) {
       if (v.key != key || v.kind != ArgKind::kString) continue;
       if (store.str(v.stringId) == "started") stuck.push_back(r.rank);
       if (store.str(v.stringId) == "issued") queued.push_back(r.rank);

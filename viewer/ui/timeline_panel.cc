@@ -314,8 +314,8 @@ void TimelinePanel::drawLevel(const TraceStore& store, const RankData& rank, int
                               int level, ViewState& view, ImDrawList* draw, float y0, float y1) {
   const Track& track = rank.tracks[trackIndex];
   const std::vector<Span>& spans = track.levels[level];
-  const bool haveBusy =
-      size_t(level) < track.busy.size() && track.busy[size_t(level)].size() == spans.size() + 1;
+  const bool haveBusy = size_t(level) < track.busy.size() &&
+                        track.busy[size_t(level)].size() == spans.size() / kBusyStride + 1;
   const double nsPerPixel = view.time.nsPerPixel(plotWidth_);
   const int64_t minNs = std::max<int64_t>(1, int64_t(nsPerPixel * view.settings.minEventPixels));
   const ImVec2 mouse = ImGui::GetIO().MousePos;
@@ -496,8 +496,9 @@ void TimelinePanel::tooltip(const TraceStore& store) const {
   ImGui::Text("start %s", formatNs(begin - store.beginNs()).c_str());
   if (hovered_.level >= 0) ImGui::Text("duration %s", formatNs(end - begin).c_str());
   // Derived values: bus bandwidth (nccl-tests' convention) and queue wait.
-  const ArgValue* bytes = store.findArg(*rank, firstArg, argCount, "bytes");
-  const ArgValue* groupSize = store.findArg(*rank, firstArg, argCount, "group_size");
+  const ArgList args(*rank, firstArg, argCount);
+  const ArgValue* bytes = args.find(store.strings().find("bytes"));
+  const ArgValue* groupSize = args.find(store.strings().find("group_size"));
   if (bytes && bytes->kind == ArgKind::kInt && end > begin) {
     const double factor = analysis::busBandwidthFactor(
         nameText, groupSize && groupSize->kind == ArgKind::kInt ? groupSize->intValue : 1);
@@ -505,12 +506,11 @@ void TimelinePanel::tooltip(const TraceStore& store) const {
                 formatBandwidth(double(bytes->intValue) / double(end - begin) * factor).c_str(),
                 formatBandwidth(double(bytes->intValue) / double(end - begin)).c_str());
   }
-  const ArgValue* enqueue = store.findArg(*rank, firstArg, argCount, "enqueue_ns");
+  const ArgValue* enqueue = args.find(store.strings().find("enqueue_ns"));
   if (enqueue && enqueue->kind == ArgKind::kInt && enqueue->intValue > 0)
     ImGui::Text("queue wait %s", formatNs(begin - enqueue->intValue).c_str());
   if (argCount) ImGui::Separator();
-  for (uint32_t i = firstArg; i < firstArg + argCount; ++i) {
-    const ArgValue& a = rank->args[i];
+  for (const ArgValue& a : args) {
     const std::string_view key = store.str(a.key);
     std::string value = store.argText(a);
     // Times in args are absolute aligned ns: show them relative to the event.

@@ -53,8 +53,7 @@ std::vector<Span> spansOf(const Track& track) {
 std::string argsText(const TraceStore& store, const RankData& rank, uint32_t first,
                      uint16_t count) {
   std::string out;
-  for (uint16_t i = 0; i < count; ++i) {
-    const ArgValue& a = rank.args[first + i];
+  for (const ArgValue& a : ArgList(rank, first, count)) {
     const char* kind = a.kind == ArgKind::kInt ? "i" : a.kind == ArgKind::kDouble ? "d" : "s";
     out += strCat(store.str(a.key), "=", kind, ":", store.argText(a), " ");
   }
@@ -148,8 +147,7 @@ TEST(ChromeIngest, RingxExportReadsBackAsTheRingxTraceItself) {
         // Time args are on each store's time base, like the spans: shift them.
         std::string wantArgs = argsText(direct, want, ws[i].firstArg, ws[i].argCount);
         std::string gotArgs;
-        for (uint16_t a = 0; a < gs[i].argCount; ++a) {
-          ArgValue v = got.args[gs[i].firstArg + a];
+        for (ArgValue v : ArgList(got, gs[i])) {
           const std::string_view key = chrome.str(v.key);
           if (key.size() > 3 && key.substr(key.size() - 3) == "_ns" && key != arg::kExposedNs)
             v.intValue += origin;
@@ -321,11 +319,11 @@ TEST(ChromeIngest, KinetoFileLandsOnItsRankWithExactTimes) {
   EXPECT_EQ(store.stringArg(r, mm, "Input Dims"), "[[8, 16], [16, 4]]");
   EXPECT_EQ(store.stringArg(r, mm, "nested"), "{\"a\": {\"b\": null}}");
   EXPECT_EQ(store.stringArg(r, mm, "none"), "null");
-  const ArgValue* seq = store.findArg(r, mm.firstArg, mm.argCount, "Sequence number");
-  ASSERT_NE(seq, nullptr);
+  const std::optional<ArgValue> seq = store.findArg(r, mm.firstArg, mm.argCount, "Sequence number");
+  ASSERT_TRUE(seq.has_value());
   EXPECT_EQ(seq->kind, ArgKind::kDouble);  // past int64
-  const ArgValue* ratio = store.findArg(r, mm.firstArg, mm.argCount, "ratio");
-  ASSERT_NE(ratio, nullptr);
+  const std::optional<ArgValue> ratio = store.findArg(r, mm.firstArg, mm.argCount, "ratio");
+  ASSERT_TRUE(ratio.has_value());
   EXPECT_EQ(ratio->kind, ArgKind::kDouble);
   EXPECT_EQ(ratio->doubleValue, 0.5);
   ASSERT_EQ(cpu->instants.size(), 1u);

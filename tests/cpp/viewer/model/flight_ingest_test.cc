@@ -100,11 +100,13 @@ TEST(FlightIngest, ADumpDirectoryOpensAndNamesTheRankThatNeverArrived) {
   const uint32_t stateKey = store.strings().find(kFlightStateArg);
   ASSERT_NE(stateKey, 0u);
   int started = 0, issued = 0;
-  for (const ArgValue& a : rank1->args) {
-    if (a.key != stateKey) continue;
-    started += store.str(a.stringId) == "started";
-    issued += store.str(a.stringId) == "issued";
-  }
+  for (const Track& track : rank1->tracks)
+    for (const auto& level : track.levels)
+      for (const Span& span : level)
+        if (const ArgValue* a = ArgList(*rank1, span).find(stateKey)) {
+          started += store.str(a->stringId) == "started";
+          issued += store.str(a->stringId) == "issued";
+        }
   EXPECT_EQ(started, 1);
   EXPECT_EQ(issued, 1);
 }

@@ -179,7 +179,7 @@ TEST(VisitLevel, BusyTimeOfEveryFoldedBlockIsTheSumOfItsSpans) {
   store.finalize();
   const Track& track = store.ranks()[0].tracks[0];
   ASSERT_EQ(track.busy.size(), track.levels.size());
-  ASSERT_EQ(track.busy[0].size(), track.levels[0].size() + 1);
+  ASSERT_EQ(track.busy[0].size(), track.levels[0].size() / kBusyStride + 1);
   for (int64_t minNs : {1, 20, 150, 1000, 100000}) {
     visitLevel(track.levels[0], -10000, 40000, minNs, [&](const LevelItem& item) {
       int64_t sum = 0;

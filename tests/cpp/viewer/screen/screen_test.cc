@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "tests/cpp/trace/trace_fixture.h"
 #include "tests/cpp/viewer/live_job.h"
 #include "tests/cpp/viewer/ui/sample_store.h"
 #include "viewer/app/app.h"
@@ -236,6 +237,52 @@ TEST_F(Screen, FoldedBlocksAreShadedByHowBusyTheyAre) {
   const ImU32 gap = image.at(xOf(31 * kMs + 300000), y);
   EXPECT_FALSE(Image::close(gap, dense, 12));
   EXPECT_FALSE(Image::close(gap, sparse, 4));
+}
+
+TEST_F(Screen, WindowOpensAtOnceAndShowsTheLoadsProgressUntilTheTraceIsIn) {
+  // Four rank files, read on one thread that is held before the third: the
+  // window is up, its bar half full; released, the timeline shows the ranks.
+  trace::fixture::TempDir dir;
+  for (int r = 0; r < 4; ++r) {
+    trace::fixture::RankStream s(r, 4);
+    for (int i = 0; i < 50; ++i)
+      s.span(trace::Category::kUser, "compute", "op", i * kMs, i * kMs + kMs / 2);
+    s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
+  }
+  AppOptions options;
+  options.inputs = {dir.path()};
+  options.loadThreads = 1;
+  options.holdLoadAtFile = 2;
+  App app(options);
+  ASSERT_NE(app.loading(), nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (app.loading()->progress().filesDone.load() < 2 &&
+         std::chrono::steady_clock::now() < deadline)
+    lastFrame(app, 1, "loading");
+  const Image loading = lastFrame(app, 2, "loading");
+  const LoadProgressView& bar = app.loadProgress();
+  EXPECT_FLOAT_EQ(bar.fraction(), 0.5f);
+  const float quarter = bar.barX0() + (bar.barX1() - bar.barX0()) * 0.25f;
+  const float threeQuarters = bar.barX0() + (bar.barX1() - bar.barX0()) * 0.75f;
+  EXPECT_TRUE(Image::close(loading.at(quarter, bar.barY()), LoadProgressView::kBarColor, 6));
+  EXPECT_TRUE(
+      Image::close(loading.at(threeQuarters, bar.barY()), LoadProgressView::kBarBackground, 6));
+  // The line under the bar ("2 of 4 files, ...") is drawn.
+  EXPECT_GT(loading.contentPixels(bar.barX0(), bar.barY() + 12, bar.barX1(), bar.barY() + 40),
+            200u);
+  EXPECT_TRUE(app.store().empty());
+  app.loading()->release();
+  while (app.loading() != nullptr && std::chrono::steady_clock::now() < deadline)
+    lastFrame(app, 1, "loaded");
+  ASSERT_EQ(app.loading(), nullptr);
+  const Image loaded = lastFrame(app, 2, "loaded");
+  EXPECT_EQ(app.store().ranks().size(), 4u);
+  const TimelinePanel& timeline = app.ui().timeline();
+  const auto* row = timeline.findRow(app.store(), 3, "compute");
+  ASSERT_NE(row, nullptr);
+  const float x = app.view().time.toX(10 * kMs + kMs / 4, timeline.plotX0(), timeline.plotWidth());
+  EXPECT_TRUE(loaded.has(categoryColor("user"), x - 1, (row->y0 + row->y1) / 2 - 1, x + 1,
+                         (row->y0 + row->y1) / 2 + 1));
 }
 
 TEST_F(Screen, SearchOptionGoesToTheMatchAndOutlinesIt) {
