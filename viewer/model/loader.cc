@@ -13,6 +13,7 @@
 #include "backend/common/error.h"
 #include "backend/trace/codec.h"
 #include "backend/trace/trace_dir.h"
+#include "viewer/model/aggregate_lanes.h"
 #include "viewer/model/chrome_ingest.h"
 #include "viewer/model/flight_ingest.h"
 #include "viewer/model/ringx_ingest.h"
@@ -197,6 +198,9 @@ BackgroundLoad::BackgroundLoad(std::vector<std::string> paths, unsigned threads,
     const auto begin = std::chrono::steady_clock::now();
     try {
       loadTraces(*store_, paths_, &progress_, threads);
+      // Built here, not by the first frame: it reads every span once.
+      if (store_->ranks().size() > kAggregateAboveRanks)
+        store_->setAggregates(std::make_shared<AggregateLanes>(*store_));
     } catch (...) {
       error_ = std::current_exception();
     }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "backend/common/text.h"
+#include "viewer/model/aggregate_lanes.h"
 
 namespace ringx::viewer {
 
@@ -497,6 +498,10 @@ std::string TraceStore::argText(const ArgValue& arg) const {
       return std::string(str(arg.stringId));
   }
   return {};
+}
+
+const AggregateLanes* TraceStore::aggregates() const {
+  return aggregates_ && aggregates_->generation() == generation_ ? aggregates_.get() : nullptr;
 }
 
 size_t TraceStore::memoryBytes() const {

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,6 +33,8 @@
 #include <vector>
 
 namespace ringx::viewer {
+
+class AggregateLanes;
 
 // Interned strings shared by every rank of a store (names, tracks, arg keys and
 // string values). Id 0 is "". intern() and find() may be called from several
@@ -292,6 +295,13 @@ class TraceStore {
   // Approximate bytes held (for the 10M-event report).
   size_t memoryBytes() const;
 
+  // Aggregate lanes (aggregate_lanes.h) built for the store as it is now, or
+  // null (none built, or built before the last finalize() that changed it).
+  const AggregateLanes* aggregates() const;
+  void setAggregates(std::shared_ptr<const AggregateLanes> lanes) {
+    aggregates_ = std::move(lanes);
+  }
+
  private:
   StringPool strings_;
   std::vector<std::string> categories_;
@@ -302,6 +312,7 @@ class TraceStore {
     if (!dirty_.value.load(std::memory_order_relaxed))
       dirty_.value.store(true, std::memory_order_relaxed);
   }
+  std::shared_ptr<const AggregateLanes> aggregates_;
   uint64_t events_ = 0;  // summed over ranks by finalize()
   int64_t begin_ = 0;
   int64_t end_ = 0;

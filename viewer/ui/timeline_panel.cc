@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "analysis/figures.h"
+#include "backend/common/error.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -110,6 +111,7 @@ void TimelinePanel::draw(const TraceStore& store, ViewState& view) {
   drawRuler(store, view, draw, origin, width);
   handleInput(store, view);
   if (hovered_.valid() && !panning_) tooltip(store);
+  if (hoveredAggregate_ && !panning_) aggregateTooltip(store);
 }
 
 void TimelinePanel::drawRuler(const TraceStore& store, ViewState& view, ImDrawList* draw,
@@ -151,9 +153,17 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   rows_.clear();
   hovered_ = EventRef{};
   hover_ = Hover{};
+  hoveredAggregate_ = nullptr;
+  hoveredMark_ = -1;
+  lanes_ = lanesFor(store, view);
+  // The search match's rank comes out of its collapsed lane.
+  if (lanes_ && view.revealSearchHit && view.searchHit.valid()) {
+    const int g = lanes_->groupOf(view.searchHit.rank);
+    if (g >= 0) view.expandedGroups.insert(lanes_->groups()[size_t(g)].label);
+  }
   // Lay out every row; the scroll offset shifts them.
   float y = 0;
-  for (const RankData& rank : store.ranks()) {
+  auto addRank = [&](const RankData& rank) {
     rows_.push_back(Row{rank.rank, -1, 0, y, y + s.rankHeaderHeight});
     y += s.rankHeaderHeight;
     for (size_t t = 0; t < rank.tracks.size(); ++t) {
@@ -165,6 +175,22 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
         y += s.laneHeight;
       }
     }
+  };
+  if (lanes_) {
+    for (size_t g = 0; g < lanes_->groups().size(); ++g) {
+      const RankGroup& group = lanes_->groups()[g];
+      rows_.push_back(Row{-1, -1, 0, y, y + s.rankHeaderHeight, int32_t(g), Aggregate::kHeader});
+      y += s.rankHeaderHeight;
+      for (Aggregate what : {Aggregate::kCompute, Aggregate::kComm}) {
+        rows_.push_back(Row{-1, -1, 0, y, y + s.laneHeight, int32_t(g), what});
+        y += s.laneHeight;
+      }
+      if (view.expandedGroups.count(group.label))
+        for (int32_t r : group.ranks)
+          if (const RankData* rank = store.findRank(r)) addRank(*rank);
+    }
+  } else {
+    for (const RankData& rank : store.ranks()) addRank(rank);
   }
   contentHeight_ = y;
   const float visible = rowsY1_ - rowsY0_;
@@ -191,6 +217,10 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   int stripe = 0;
   for (const Row& row : rows_) {
     if (row.y1 < rowsY0_ || row.y0 > rowsY1_) continue;  // culled
+    if (row.aggregate != Aggregate::kNone) {
+      drawAggregateRow(store, row, view, draw);
+      continue;
+    }
     const RankData& rank = *store.findRank(row.rank);
     if (row.track < 0) {
       draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
@@ -226,6 +256,98 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
     draw->AddRectFilled(ImVec2(plotX0_ + plotWidth_ - 5, top),
                         ImVec2(plotX0_ + plotWidth_, top + h), IM_COL32(255, 255, 255, 60));
   }
+}
+
+// The store's lanes when the loader built them for it, else the panel's own,
+// rebuilt at most once a second while the store changes (a live job's).
+const AggregateLanes* TimelinePanel::lanesFor(const TraceStore& store, const ViewState& view) {
+  if (store.ranks().size() <= view.settings.aggregateAboveRanks) return nullptr;
+  if (const AggregateLanes* built = store.aggregates()) return built;
+  const double now = ImGui::GetTime();
+  if (!ownLanes_ ||
+      (ownLanes_->generation() != store.generation() && now - ownLanesBuiltAt_ >= 1.0)) {
+    ownLanes_ = std::make_shared<AggregateLanes>(store);
+    ownLanesBuiltAt_ = now;
+  }
+  return ownLanes_.get();
+}
+
+const TimelinePanel::Row* TimelinePanel::findGroupRow(int32_t group, Aggregate what) const {
+  for (const Row& row : rows_)
+    if (row.group == group && row.aggregate == what) return &row;
+  return nullptr;
+}
+
+// An aggregate lane's row: the header (click to expand), or a busy-share strip
+// with the group's straggler marks on the comm row.
+void TimelinePanel::drawAggregateRow(const TraceStore& store, const Row& row, ViewState& view,
+                                     ImDrawList* draw) {
+  const ViewerSettings& s = view.settings;
+  const RankGroup& group = lanes_->groups()[size_t(row.group)];
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool mouseIn = rowsHovered_ && mouse.y >= row.y0 && mouse.y < row.y1;
+  if (row.aggregate == Aggregate::kHeader) {
+    draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
+                        ImVec2(plotX0_ + plotWidth_, row.y1), kRankHeader);
+    const bool expanded = view.expandedGroups.count(group.label) > 0;
+    const std::string label = strCat(
+        expanded ? "[-] " : "[+] ", group.label, "  ", group.ranks.size(),
+        group.ranks.size() == 1 ? " rank" : " ranks",
+        group.marks.empty() ? std::string()
+                            : strCat("  last to arrive at ", group.marks.size(), " collectives"));
+    draw->AddText(ImVec2(plotX0_ - s.labelWidth + 4, row.y0 + 2), kTextColor, label.c_str());
+    if (mouseIn) hoveredAggregate_ = &row;
+    return;
+  }
+  const bool comm = row.aggregate == Aggregate::kComm;
+  clippedText(draw, plotX0_ - s.labelWidth + 12, plotX0_ - 4, row.y0 + 2, kTextColor,
+              comm ? "comm (busy)" : "compute (busy)");
+  draw->PushClipRect(ImVec2(plotX0_, row.y0), ImVec2(plotX0_ + plotWidth_, row.y1), true);
+  // Two pixels a column; runs of columns of one shade are one rectangle (under
+  // llvmpipe each rectangle costs, and a zoomed-out lane is mostly one shade).
+  const int columns = std::max(1, int(plotWidth_ / 2));
+  shares_.resize(size_t(columns));
+  lanes_->busyShares(size_t(row.group), comm ? AggregateLanes::kComm : AggregateLanes::kCompute,
+                     view.time.t0, view.time.t1, columns, shares_.data());
+  const ImU32 color = categoryColor(comm ? "collective" : "user");
+  const float range = kFoldedMaxShade - kFoldedMinShade;
+  constexpr int kShades = 24;
+  const float columnWidth = plotWidth_ / float(columns);
+  int c = 0;
+  while (c < columns) {
+    const int shade = int(std::lround(shares_[size_t(c)] * kShades));
+    int end = c + 1;
+    while (end < columns && int(std::lround(shares_[size_t(end)] * kShades)) == shade) ++end;
+    if (shade > 0) {
+      draw->AddRectFilled(ImVec2(plotX0_ + c * columnWidth, row.y0 + 1),
+                          ImVec2(plotX0_ + end * columnWidth, row.y1 - 1),
+                          towardsBackground(color, kFoldedMinShade + range * shade / kShades));
+      ++itemsDrawn_;
+    }
+    c = end;
+  }
+  if (mouseIn && mouse.x >= plotX0_) {
+    hoveredAggregate_ = &row;
+    hoveredShare_ =
+        shares_[size_t(std::clamp(int((mouse.x - plotX0_) / columnWidth), 0, columns - 1))];
+  }
+  if (comm) {
+    // Straggler marks: a red tick down from the row's top, one per 3 pixels at most.
+    const auto& marks = group.marks;
+    auto it = std::lower_bound(marks.begin(), marks.end(), view.time.t0,
+                               [](const StragglerMark& m, int64_t t) { return m.timeNs < t; });
+    float lastX = -1e9f;
+    for (; it != marks.end() && it->timeNs <= view.time.t1; ++it) {
+      const float x = view.time.toX(it->timeNs, plotX0_, plotWidth_);
+      if (x - lastX < 3) continue;
+      lastX = x;
+      draw->AddTriangleFilled(ImVec2(x - 4, row.y0 + 1), ImVec2(x + 4, row.y0 + 1),
+                              ImVec2(x, row.y0 + 9), kStragglerColor);
+      ++itemsDrawn_;
+      if (mouseIn && std::fabs(mouse.x - x) <= 4) hoveredMark_ = int32_t(it - marks.begin());
+    }
+  }
+  draw->PopClipRect();
 }
 
 // Each flow is a line from its start to its end, on the first row of each
@@ -440,7 +562,12 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
     }
   }
   if (ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
-    if (panning_ && dragDistance_ <= 2) {
+    if (panning_ && dragDistance_ <= 2 && hoveredAggregate_ &&
+        hoveredAggregate_->aggregate == Aggregate::kHeader) {
+      // A click on an aggregate lane's header expands it into its ranks, or folds them.
+      const std::string& label = lanes_->groups()[size_t(hoveredAggregate_->group)].label;
+      if (!view.expandedGroups.erase(label)) view.expandedGroups.insert(label);
+    } else if (panning_ && dragDistance_ <= 2) {
       // A click: select what is under the cursor (or clear the selection).
       view.selection.event = hover_.folded ? EventRef{} : hovered_;
       view.selection.nameId = 0;
@@ -459,6 +586,29 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
   if (rowsHovered_ && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_.valid() &&
       hovered_.level >= 0)
     view.time.show(hover_.item.begin, hover_.item.end);
+}
+
+void TimelinePanel::aggregateTooltip(const TraceStore& store) const {
+  const RankGroup& group = lanes_->groups()[size_t(hoveredAggregate_->group)];
+  ImGui::BeginTooltip();
+  ImGui::Text("%s: %zu ranks (%s)", group.label.c_str(), group.ranks.size(),
+              analysis::rankList(group.ranks).c_str());
+  if (hoveredAggregate_->aggregate == Aggregate::kHeader) {
+    ImGui::Text("click to %s", "show or hide its ranks");
+  } else {
+    ImGui::Text("%s busy %.0f%% of the group's rank-time here",
+                hoveredAggregate_->aggregate == Aggregate::kComm ? "comm" : "compute",
+                double(hoveredShare_) * 100);
+  }
+  if (hoveredMark_ >= 0) {
+    const StragglerMark& m = group.marks[size_t(hoveredMark_)];
+    ImGui::Separator();
+    ImGui::Text("rank %d arrived last at %.*s seq %lld (group %.*s), %s after the first", m.rank,
+                int(store.str(m.name).size()), store.str(m.name).data(),
+                static_cast<long long>(m.seq), int(store.str(m.group).size()),
+                store.str(m.group).data(), formatNs(m.skewNs).c_str());
+  }
+  ImGui::EndTooltip();
 }
 
 void TimelinePanel::tooltip(const TraceStore& store) const {

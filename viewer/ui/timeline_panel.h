@@ -21,6 +21,7 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,13 +32,20 @@ namespace ringx::viewer {
 
 class TimelinePanel {
  public:
-  // One drawn row (screen coordinates of the last frame): a level of a track.
+  // What an aggregate lane's row shows (kNone: a rank's row).
+  enum class Aggregate : uint8_t { kNone, kHeader, kCompute, kComm };
+  // One drawn row (screen coordinates of the last frame): a level of a track,
+  // or a row of an aggregate lane (rank -1, group set).
   struct Row {
     int32_t rank = 0;    // RankData::rank
     int32_t track = -1;  // index in RankData::tracks; -1: the rank's header row
     int32_t level = 0;
     float y0 = 0, y1 = 0;
+    int32_t group = -1;  // AggregateLanes::groups() index
+    Aggregate aggregate = Aggregate::kNone;
   };
+  // Straggler marks on an aggregate lane's comm row.
+  static constexpr ImU32 kStragglerColor = IM_COL32(255, 82, 82, 255);
 
   // Flow arrows (a profiler's launch links, a trace's "s"/"f" events): light,
   // so that the spans under them stay readable.
@@ -58,6 +66,10 @@ class TimelinePanel {
   // The row showing `level` of the track named `track` on `rank`, or nullptr.
   const Row* findRow(const TraceStore& store, int32_t rank, std::string_view track,
                      int level = 0) const;
+  // The row of aggregate lane `group` showing `what`, or nullptr.
+  const Row* findGroupRow(int32_t group, Aggregate what) const;
+  // The lanes drawn in the last frame (null: ranks drawn one by one).
+  const AggregateLanes* aggregates() const { return lanes_; }
   float plotX0() const { return plotX0_; }
   float plotWidth() const { return plotWidth_; }
   float rulerY0() const { return rulerY0_; }
@@ -83,14 +95,26 @@ class TimelinePanel {
   void drawRows(const TraceStore& store, ViewState& view);
   void drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex, int level,
                  ViewState& view, ImDrawList* draw, float y0, float y1);
+  void drawAggregateRow(const TraceStore& store, const Row& row, ViewState& view, ImDrawList* draw);
+  const AggregateLanes* lanesFor(const TraceStore& store, const ViewState& view);
   void drawInstants(const TraceStore& store, const RankData& rank, int32_t trackIndex,
                     ViewState& view, ImDrawList* draw, float y0, float y1);
   void drawFlows(const TraceStore& store, ViewState& view, ImDrawList* draw);
   void drawSearchHit(const TraceStore& store, const ViewState& view, ImDrawList* draw);
   void handleInput(const TraceStore& store, ViewState& view);
   void tooltip(const TraceStore& store) const;
+  void aggregateTooltip(const TraceStore& store) const;
 
   std::vector<Row> rows_;
+  const AggregateLanes* lanes_ = nullptr;
+  // Lanes the panel built itself (a live job's store, a store built in a test).
+  std::shared_ptr<const AggregateLanes> ownLanes_;
+  double ownLanesBuiltAt_ = -1e9;  // ImGui time of the last build
+  std::vector<float> shares_;      // one frame's busy shares of one row
+  // The aggregate row under the mouse: its tooltip.
+  const Row* hoveredAggregate_ = nullptr;
+  int32_t hoveredMark_ = -1;  // index in the group's marks, or -1
+  float hoveredShare_ = 0;
   float plotX0_ = 0, plotWidth_ = 1;
   float rulerY0_ = 0, rulerY1_ = 0;
   float rowsY0_ = 0, rowsY1_ = 0;

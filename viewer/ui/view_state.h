@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
+
+#include "viewer/model/aggregate_lanes.h"
 
 namespace ringx::viewer {
 
@@ -19,6 +22,9 @@ struct ViewerSettings {
   // and moves with new data; panning or zooming turns it off, End turns it on.
   bool followLive = true;
   float followWindowSeconds = 5.0f;
+  // Above this many ranks, ranks are grouped into aggregate lanes (per host)
+  // that expand on a click (aggregate_lanes.h).
+  size_t aggregateAboveRanks = kAggregateAboveRanks;
 };
 
 // The visible time range [t0, t1] in aligned ns, mapped onto [x0, x0 + width].
@@ -103,6 +109,8 @@ struct ViewState {
   // rows to it once when revealSearchHit is set.
   EventRef searchHit;
   bool revealSearchHit = false;
+  // Aggregate lanes shown expanded into their ranks, by label (the host).
+  std::set<std::string> expandedGroups;
 };
 
 }  // namespace ringx::viewer

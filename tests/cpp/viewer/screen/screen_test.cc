@@ -285,6 +285,54 @@ TEST_F(Screen, WindowOpensAtOnceAndShowsTheLoadsProgressUntilTheTraceIsIn) {
                          (row->y0 + row->y1) / 2 + 1));
 }
 
+TEST_F(Screen, AggregateLanesShadeHowBusyEachHostWasAndMarkItsStragglers) {
+  // Forty ranks on five hosts; rank 13 (host1) is the last to every allreduce.
+  auto store = std::make_unique<TraceStore>();
+  testing::fillHostsStore(*store, 5, 8, /*straggler=*/13);
+  AppOptions options;
+  App app(options, std::move(store));
+  app.view().time.show(20 * kMs, 40 * kMs, 0.0);  // two steps
+  const Image folded = lastFrame(app, 3, "aggregate-lanes");
+  const TimelinePanel& timeline = app.ui().timeline();
+  using A = TimelinePanel::Aggregate;
+  auto xOf = [&](int64_t t) {
+    return app.view().time.toX(t, timeline.plotX0(), timeline.plotWidth());
+  };
+  // host0's compute row is fully busy at 22.3 ms (off the ruler's 22 ms line),
+  // empty at 25.5 ms.
+  const auto* compute = timeline.findGroupRow(0, A::kCompute);
+  ASSERT_NE(compute, nullptr);
+  const float cy = compute->y1 - 4;
+  const int64_t busyAt = 22 * kMs + 3 * kMs / 10;
+  EXPECT_TRUE(Image::close(folded.at(xOf(busyAt), cy),
+                           shaded(categoryColor("user"), TimelinePanel::kFoldedMaxShade), 6))
+      << std::hex << folded.at(xOf(busyAt), cy);
+  EXPECT_FALSE(Image::close(folded.at(xOf(25 * kMs + kMs / 2), cy),
+                            shaded(categoryColor("user"), TimelinePanel::kFoldedMinShade), 20));
+  // host1's comm row: every rank in its allreduce at 27.5 ms.
+  const auto* comm = timeline.findGroupRow(1, A::kComm);
+  ASSERT_NE(comm, nullptr);
+  EXPECT_TRUE(Image::close(folded.at(xOf(27 * kMs + kMs / 2), comm->y1 - 4),
+                           shaded(categoryColor("collective"), TimelinePanel::kFoldedMaxShade), 6));
+  // Straggler marks: at host1's rank 13's arrivals (27 ms, 37 ms), nowhere on host0.
+  for (int64_t at : {27 * kMs, 37 * kMs})
+    EXPECT_TRUE(folded.has(TimelinePanel::kStragglerColor, xOf(at) - 1, comm->y0 + 2, xOf(at) + 1,
+                           comm->y0 + 4, 10))
+        << at;
+  const auto* comm0 = timeline.findGroupRow(0, A::kComm);
+  EXPECT_FALSE(folded.has(TimelinePanel::kStragglerColor, timeline.plotX0(), comm0->y0,
+                          timeline.plotX0() + timeline.plotWidth(), comm0->y1, 10));
+  // Expanded, host1's ranks are drawn below its lane: rank 13's allreduce at 27.5 ms.
+  app.view().expandedGroups.insert("host1");
+  const Image expanded = lastFrame(app, 2, "aggregate-lanes-expanded");
+  const auto* rank13 = timeline.findRow(app.store(), 13, "comm:world");
+  ASSERT_NE(rank13, nullptr);
+  EXPECT_GT(rank13->y0, timeline.findGroupRow(1, A::kComm)->y1 - 1);
+  EXPECT_TRUE(expanded.has(categoryColor("collective"), xOf(27 * kMs + kMs / 2) - 1,
+                           (rank13->y0 + rank13->y1) / 2 - 1, xOf(27 * kMs + kMs / 2) + 1,
+                           (rank13->y0 + rank13->y1) / 2 + 1));
+}
+
 TEST_F(Screen, SearchOptionGoesToTheMatchAndOutlinesIt) {
   AppOptions options;
   options.search = "seq=5";  // iteration 2's second bucket: [26, 28] ms on rank 0

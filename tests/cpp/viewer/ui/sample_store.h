@@ -31,6 +31,26 @@ inline void addSpan(TraceStore& store, int32_t rank, const std::string& track,
   store.addSpan(r, store.track(r, track), s);
 }
 
+// A job of `hosts` x `perHost` ranks (hosts "host0", ...; one host name when
+// `oneHost`): each 10 ms step, compute [0, 5) ms (half busy) and an allreduce
+// (seq = step, group "world") from 6 ms + rank us to 8 ms, except `straggler`,
+// which arrives at 7 ms: the last, 1 ms after the first.
+inline void fillHostsStore(TraceStore& store, int hosts, int perHost, int32_t straggler,
+                           int steps = 10, bool oneHost = false) {
+  for (int32_t rank = 0; rank < hosts * perHost; ++rank) {
+    store.rank(rank).host = oneHost ? "host0" : "host" + std::to_string(rank / perHost);
+    for (int step = 0; step < steps; ++step) {
+      const int64_t t = step * 10 * kMs;
+      addSpan(store, rank, "compute", "user", "matmul", t, t + 5 * kMs);
+      const int64_t arrive = rank == straggler ? t + 7 * kMs : t + 6 * kMs + rank * 1000;
+      addSpan(store, rank, "comm:world", "collective", "allreduce", arrive, t + 8 * kMs,
+              {{"seq", step}, {"bytes", 1 << 20}, {"group_size", hosts * perHost}},
+              {{"group", "world"}});
+    }
+  }
+  store.finalize();
+}
+
 // Iterations of 10 ms: forward [0, 3), backward [3, 8), optimizer [8, 9); on
 // rank 1 everything starts 0.5 ms later (a straggler). A bucket allreduce per
 // bucket in backward, FSDP unit events, memory counters rising to a peak.

@@ -282,3 +282,47 @@ TEST_F(TimelineInput, CollectivesSortAndAClickJumpsTheTimeline) {
 
 }  // namespace
 }  // namespace ringx::viewer
+
+namespace ringx::viewer {
+namespace {
+
+// Forty ranks on five hosts: above ViewerSettings::aggregateAboveRanks, so one
+// lane per host, which a click on its header expands into its ranks and folds.
+TEST(AggregateLanesInput, AClickOnALanesHeaderShowsItsRanksAndASecondHidesThem) {
+  HeadlessImGui gui;
+  TraceStore store;
+  testing::fillHostsStore(store, 5, 8, 13);
+  ViewState view;
+  view.time.show(store.beginNs(), store.endNs(), 0.0);
+  ViewerUi ui;
+  auto draw = [&] {
+    UiActions actions;
+    ui.frame(store, view, nullptr, {}, actions);
+  };
+  gui.frame(draw);
+  const TimelinePanel& timeline = ui.timeline();
+  ASSERT_NE(timeline.aggregates(), nullptr);
+  using A = TimelinePanel::Aggregate;
+  const auto* header = timeline.findGroupRow(1, A::kHeader);
+  ASSERT_NE(header, nullptr);
+  ASSERT_NE(timeline.findGroupRow(1, A::kComm), nullptr);
+  EXPECT_EQ(timeline.findRow(store, 8, "compute"), nullptr);  // folded
+  gui.click(timeline.plotX0() + 100, (header->y0 + header->y1) / 2, draw);
+  gui.frame(draw);
+  EXPECT_EQ(view.expandedGroups.count("host1"), 1u);
+  for (int32_t rank = 8; rank < 16; ++rank)
+    EXPECT_NE(timeline.findRow(store, rank, "comm:world"), nullptr) << rank;
+  EXPECT_EQ(timeline.findRow(store, 16, "comm:world"), nullptr);  // host2 stays folded
+  // Host1's ranks sit between its lane and host2's.
+  EXPECT_LT(timeline.findGroupRow(1, A::kComm)->y0, timeline.findRow(store, 8, "compute")->y0);
+  EXPECT_LT(timeline.findRow(store, 15, "comm:world")->y0,
+            timeline.findGroupRow(2, A::kHeader)->y0);
+  header = timeline.findGroupRow(1, A::kHeader);
+  gui.click(timeline.plotX0() + 100, (header->y0 + header->y1) / 2, draw);
+  gui.frame(draw);
+  EXPECT_TRUE(view.expandedGroups.empty());
+  EXPECT_EQ(timeline.findRow(store, 8, "compute"), nullptr);
+}
+
+}  // namespace
+}  // namespace ringx::viewer
