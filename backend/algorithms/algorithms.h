@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "backend/algorithms/collective.h"
@@ -24,11 +25,25 @@ struct Tuning {
   // up to this many ranks; larger groups use recursive doubling, a binomial tree and the
   // dissemination barrier, whose rounds and peers per rank grow as log2(n), not n.
   int directMaxRanks = 8;
+  // Whether allreduce takes its hierarchical form (hierarchical_allreduce.cc). kAuto: when the
+  // group spans more than one host, has more than directMaxRanks ranks and more than one rank
+  // on some host. kOn: always (any layout; tests use it on one host and on one rank per host).
+  enum class Hierarchy : uint8_t { kAuto, kOn, kOff };
+  Hierarchy hierarchical = Hierarchy::kAuto;
 };
 
-// data[count] of `dtype`, reduced in place on every rank.
+// data[count] of `dtype`, reduced in place on every rank: hierarchical across hosts when
+// tuning.hierarchical says so for this group's layout, else flatAllreduce.
 void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
                const Tuning& tuning);
+// The same over every rank alike: direct or recursive doubling for small buffers, else the ring.
+void flatAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
+                   const Tuning& tuning);
+// Reduce within each host to its leader, allreduce among the leaders, broadcast within hosts.
+void hierarchicalAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
+                           const Tuning& tuning);
+// Whether allreduce() takes the hierarchical form on `c` (tuning.hierarchical and the layout).
+bool useHierarchy(const Collective& c, const Tuning& tuning);
 void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
                    size_t segmentBytes);
 void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op);
@@ -49,15 +64,24 @@ void ringAllgather(Collective& c, const void* input, void* output, size_t bytes,
 void ringAllgatherInto(Collective& c, const void* input, const std::vector<void*>& outputs,
                        size_t bytes, size_t segmentBytes);
 
-// data[bytes] of root copied to every rank: for small buffers directly (few ranks) or down a
-// binomial tree (many), else along a chain.
+// data[bytes] of root copied to every rank: hierarchical across hosts when tuning.hierarchical
+// says so for this group's layout (small buffers only, unless kOn), else flatBroadcast.
 void broadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning);
+// The same over every rank alike: for small buffers directly (few ranks) or down a binomial
+// tree (many), else along a chain.
+void flatBroadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning);
+// Within the root's host, among the hosts' leaders, then within every other host.
+void hierarchicalBroadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning);
 void directBroadcast(Collective& c, void* data, size_t bytes, int root);
 void binomialBroadcast(Collective& c, void* data, size_t bytes, int root);
 // data[bytes] of root copied to every rank, pipelined along a chain.
 void chainBroadcast(Collective& c, void* data, size_t bytes, int root, size_t segmentBytes);
 
-// data[count] reduced into root's data; other ranks' data is left unchanged.
+// data[count] reduced into root's data; other ranks' data is left unchanged: directly for
+// small buffers on few ranks, else along a chain.
+void reduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op, int root,
+            const Tuning& tuning);
+void directReduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op, int root);
 void chainReduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op, int root,
                  size_t segmentBytes);
 

@@ -48,20 +48,60 @@ const char* collectiveName(CollectiveKind kind) {
 Collective::Collective(transport::Context& context, const CallSignature& call, Deadline deadline,
                        Workspace* workspace)
     : context_(context),
+      outermost_(this),
+      rank_(context.rank()),
+      size_(context.size()),
       workspace_(workspace ? workspace : &ownWorkspace_),
       call_(call),
       deadline_(deadline),
-      outgoing_(context.size()),
-      incoming_(context.size()),
-      expectedBytes_(context.size(), 0),
-      headerEnd_(context.size(), 0),
-      headerState_(context.size(), 0),
-      announced_(context.size(), 0) {}
+      outgoing_(size_),
+      incoming_(size_),
+      expectedBytes_(size_, 0),
+      headerEnd_(size_, 0),
+      headerState_(size_, 0),
+      touched_(size_, 0) {}
+
+Collective::Collective(Collective& parent, const std::vector<int>& members)
+    : context_(parent.context_),
+      outermost_(parent.outermost_),
+      rank_(-1),
+      size_(static_cast<int>(members.size())),
+      workspace_(parent.workspace_),
+      call_(parent.call_),
+      deadline_(parent.deadline_),
+      outgoing_(size_),
+      incoming_(size_),
+      expectedBytes_(size_, 0),
+      headerEnd_(size_, 0),
+      headerState_(size_, 0) {
+  members_.resize(size_);
+  for (int i = 0; i < size_; ++i) {
+    RINGX_ENFORCE(members[i] >= 0 && members[i] < parent.size());
+    members_[i] = parent.members_.empty() ? members[i] : parent.members_[members[i]];
+    if (members[i] == parent.rank()) rank_ = i;
+  }
+  RINGX_ENFORCE(rank_ >= 0);
+}
+
+const transport::HostLayout& Collective::hosts() const {
+  if (outermost_ == this) return context_.hosts();
+  if (!viewHosts_) {
+    std::vector<int> labels(size_);
+    for (int i = 0; i < size_; ++i) labels[i] = context_.hosts().hostOf(members_[i]);
+    viewHosts_ = std::make_unique<transport::HostLayout>(labels);
+  }
+  return *viewHosts_;
+}
+
+int Collective::global(int peer) const {
+  RINGX_ENFORCE(peer >= 0 && peer < size_ && peer != rank_);
+  return members_.empty() ? peer : members_[peer];
+}
 
 std::vector<int> Collective::peers() const {
   std::vector<int> out;
-  for (int p = 0; p < size(); ++p) {
-    if (announced_[p] || headerState_[p] != 0) out.push_back(p);
+  for (int p = 0; p < static_cast<int>(touched_.size()); ++p) {
+    if (touched_[p]) out.push_back(p);
   }
   return out;
 }
@@ -69,39 +109,43 @@ std::vector<int> Collective::peers() const {
 void Collective::announce(int peer, uint64_t bytes) {
   CollectiveHeader& h = outgoing_[peer];
   h = collectiveHeader(call_, bytes);
-  announced_[peer] = 1;
-  context_.pair(peer, deadline_).postSend(&h, sizeof(h));
+  const int to = global(peer);
+  outermost_->touched_[to] = 1;
+  context_.pair(to, deadline_).postSend(&h, sizeof(h));
 }
 
 void Collective::expect(int peer, uint64_t bytes) {
   RINGX_ENFORCE_EQ(static_cast<int>(headerState_[peer]), 0);
+  const int from = global(peer);
+  outermost_->touched_[from] = 1;
   expectedBytes_[peer] = bytes;
   headerEnd_[peer] =
-      context_.pair(peer, deadline_).postRecv(&incoming_[peer], sizeof(CollectiveHeader));
+      context_.pair(from, deadline_).postRecv(&incoming_[peer], sizeof(CollectiveHeader));
   headerState_[peer] = 1;
 }
 
 uint64_t Collective::send(int peer, const void* data, size_t bytes) {
-  return context_.pair(peer, deadline_).postSend(data, bytes);
+  return context_.pair(global(peer), deadline_).postSend(data, bytes);
 }
 
 uint64_t Collective::recv(int peer, void* data, size_t bytes, bool streaming) {
-  return context_.pair(peer, deadline_).postRecv(data, bytes, streaming);
+  return context_.pair(global(peer), deadline_).postRecv(data, bytes, streaming);
 }
 
 uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
                                 const void* accumulate) {
-  return context_.pair(peer, deadline_).postRecvReduce(data, count, dtype, op, accumulate);
+  return context_.pair(global(peer), deadline_).postRecvReduce(data, count, dtype, op, accumulate);
 }
 
 void Collective::checkHeader(int peer) {
   if (headerState_[peer] != 1) return;
-  context_.waitRecv(peer, headerEnd_[peer], deadline_);
+  const int from = global(peer);
+  context_.waitRecv(from, headerEnd_[peer], deadline_);
   headerState_[peer] = 2;
   const CollectiveHeader& theirs = incoming_[peer];
   // What we expect rank `peer` to have announced to us: this call, and the bytes we expect.
   const CollectiveHeader ours = collectiveHeader(call_, expectedBytes_[peer]);
-  checkPeerHeader(theirs, ours, rank(), peer);
+  checkPeerHeader(theirs, ours, context_.rank(), from);
 }
 
 CollectiveHeader collectiveHeader(const CallSignature& call, uint64_t bytes) {
@@ -137,10 +181,12 @@ void checkPeerHeader(const CollectiveHeader& theirs, const CollectiveHeader& our
 
 void Collective::waitRecv(int peer, uint64_t offset) {
   checkHeader(peer);
-  context_.waitRecv(peer, offset, deadline_);
+  context_.waitRecv(global(peer), offset, deadline_);
 }
 
-void Collective::waitSend(int peer, uint64_t offset) { context_.waitSend(peer, offset, deadline_); }
+void Collective::waitSend(int peer, uint64_t offset) {
+  context_.waitSend(global(peer), offset, deadline_);
+}
 
 void Collective::finish() {
   for (int peer = 0; peer < size(); ++peer) {

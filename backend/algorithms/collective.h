@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend/algorithms/workspace.h"
@@ -71,14 +72,28 @@ CollectiveHeader collectiveHeader(const CallSignature& call, uint64_t bytes);
 void checkPeerHeader(const CollectiveHeader& theirs, const CollectiveHeader& ours, int rank,
                      int peer);
 
+// Views: an algorithm that works on part of the group (the ranks of one host, one leader per
+// host) runs an existing algorithm on a view, a Collective over `members` of its parent, in
+// which rank(), size(), hosts() and every peer argument are numbered within the view. A view
+// shares its parent's call, deadline and scratch, and has its own handshake: each view sends
+// its own headers, so that the phases of one call (say, a reduce and then a broadcast between
+// the same two ranks) each check theirs in turn. The peers a view talks to are recorded in the
+// outermost Collective, for traces.
 class Collective {
  public:
   // `workspace` (optional) lends scratch memory that outlives the call.
   Collective(transport::Context& context, const CallSignature& call, Deadline deadline,
              Workspace* workspace = nullptr);
+  // A view of `parent` over `members` (ranks in the parent's numbering, this rank among them);
+  // member i is rank i of the view. The parent must outlive the view.
+  Collective(Collective& parent, const std::vector<int>& members);
+  Collective(const Collective&) = delete;
+  Collective& operator=(const Collective&) = delete;
 
-  int rank() const { return context_.rank(); }
-  int size() const { return context_.size(); }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The host of every rank of this Collective (a view's ranks in its numbering).
+  const transport::HostLayout& hosts() const;
   const CallSignature& call() const { return call_; }
   Deadline deadline() const { return deadline_; }
   // Uninitialised scratch of `bytes` (slot 0 or 1), from the group's workspace.
@@ -110,8 +125,16 @@ class Collective {
 
  private:
   void checkHeader(int peer);
+  // The group rank of `peer` (a rank of this Collective), and a check that it is one.
+  int global(int peer) const;
 
   transport::Context& context_;
+  Collective* const outermost_;  // this, or the Collective this view (of a view...) is part of
+  std::vector<int> members_;     // group rank of each rank of a view; empty for the whole group
+  int rank_;
+  int size_;
+  // A view's layout, made when first asked for (the algorithms run on views seldom need it).
+  mutable std::unique_ptr<transport::HostLayout> viewHosts_;
   Workspace ownWorkspace_;  // used when the caller lends none
   Workspace* workspace_;
   const CallSignature call_;
@@ -123,7 +146,8 @@ class Collective {
   std::vector<uint64_t> expectedBytes_;
   std::vector<uint64_t> headerEnd_;  // recv offset at which the peer's header is complete
   std::vector<char> headerState_;    // 0 none, 1 expected, 2 checked
-  std::vector<char> announced_;      // a header went to this peer
+  // Outermost only, by group rank: a header went to or came from this peer (any view).
+  std::vector<char> touched_;
   const char* algorithm_ = "none";
 };
 

@@ -4,7 +4,7 @@
 // rank receives it straight into place. The root's link carries (n-1) x the
 // buffer, but every rank has it after one message latency, against n-1 hops in
 // a row for the chain (with more ranks than cores each hop can also be a trip
-// through the scheduler). broadcast() hands buffers above
+// through the scheduler). flatBroadcast() hands buffers above
 // Tuning::directBroadcastMaxBytes to chainBroadcast, which pipelines them.
 #include "backend/algorithms/algorithms.h"
 
@@ -27,7 +27,7 @@ void directBroadcast(Collective& c, void* data, size_t bytes, int root) {
   c.finish();
 }
 
-void broadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning) {
+void flatBroadcast(Collective& c, void* data, size_t bytes, int root, const Tuning& tuning) {
   if (bytes <= tuning.directBroadcastMaxBytes) {
     if (c.size() <= tuning.directMaxRanks) {
       directBroadcast(c, data, bytes, root);

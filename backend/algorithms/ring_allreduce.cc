@@ -32,8 +32,8 @@ void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, Redu
   runRingFlow(c, flow);
 }
 
-void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-               const Tuning& tuning) {
+void flatAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
+                   const Tuning& tuning) {
   if (c.size() == 1) return;
   // Small buffers: one round of messages (few ranks) or log2(n) rounds (many) beat 2(n-1)
   // ring steps.

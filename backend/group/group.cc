@@ -68,6 +68,15 @@ algorithms::Tuning tuningFromEnvironment() {
   tuning.directMaxRanks = static_cast<int>(std::max<size_t>(
       1,
       sizeFromEnvironment("RINGX_DIRECT_MAX_RANKS", static_cast<size_t>(tuning.directMaxRanks))));
+  if (const char* text = std::getenv("RINGX_HIERARCHICAL"); text && *text) {
+    const std::string mode = text;
+    RINGX_CHECK(mode == "auto" || mode == "on" || mode == "off", "ringx: RINGX_HIERARCHICAL='",
+                mode, "' is not one of auto, on, off");
+    using Hierarchy = algorithms::Tuning::Hierarchy;
+    tuning.hierarchical = mode == "on"    ? Hierarchy::kOn
+                          : mode == "off" ? Hierarchy::kOff
+                                          : Hierarchy::kAuto;
+  }
   return tuning;
 }
 
@@ -120,18 +129,61 @@ Group::Group(GroupOptions options)
     connector_->connect(transport::Connector::kPointToPoint, peer, deadline);
     return connector_->connect(transport::Connector::kCollective, peer, deadline);
   };
+  // Which host every rank is on, for the hierarchical algorithms: rank 0 decides (fake hosts
+  // when asked for) and every rank reads its one key.
+  RINGX_CHECK(options_.fakeHosts.empty() || options_.fakeHosts.size() == static_cast<size_t>(size),
+              "ringx: fake hosts for ", options_.fakeHosts.size(), " ranks given to a group of ",
+              size);
+  const char* fakeText = std::getenv("RINGX_FAKE_HOSTS");
+  const bool faked = !options_.fakeHosts.empty() || (fakeText && *fakeText);
+  std::unique_ptr<transport::HostLayout> fake;
+  if (rank == 0 && !options_.fakeHosts.empty()) {
+    fake = std::make_unique<transport::HostLayout>(options_.fakeHosts);
+  } else if (rank == 0 && faked) {
+    const size_t perHost = sizeFromEnvironment("RINGX_FAKE_HOSTS", 0);
+    RINGX_CHECK(perHost >= 1, "ringx: RINGX_FAKE_HOSTS='", fakeText,
+                "' must be a number of ranks per host, 1 or more");
+    fake = std::make_unique<transport::HostLayout>(
+        transport::HostLayout::blocks(size, static_cast<int>(std::min<size_t>(perHost, size))));
+  }
+  transport::HostLayout layout = size > 1 ? connector_->hostLayout(deadline, fake.get())
+                                          : transport::HostLayout::oneHost(size);
   // Ranks of this host weigh in the Context's spin policy; without shared memory it never spins.
-  const int localRanks =
-      options_.mesh.sharedMemory && size > 1 ? connector_->ranksOnThisHost(deadline) : 1;
-  context_ = std::make_unique<transport::Context>(rank, size, connectCollective, localRanks);
+  // Fake hosts are one machine's ranks: all of them share its cores.
+  int localRanks = 1;
+  if (options_.mesh.sharedMemory && size > 1) {
+    localRanks = faked ? size : layout.ranksOnHost(layout.hostOf(rank));
+  }
+  context_ = std::make_unique<transport::Context>(rank, size, connectCollective, localRanks,
+                                                  std::move(layout));
+  const transport::HostLayout& hosts = context_->hosts();
   // The peers of the structured algorithms (ring neighbours, trees, recursive doubling:
   // ranks at distance 2^k either way) are read from the store now, so that their first
   // collective needs no store round trip; other peers' addresses are read when first needed.
+  // Where the group spans hosts, the hierarchical algorithms' peers too: a leader's, the ranks
+  // of its host next to this one, and (on a leader) the leaders at distance 2^k.
   std::vector<int> structured;
   for (int distance = 1; distance < size; distance *= 2) {
     structured.push_back((rank + distance) % size);
     structured.push_back((rank - distance % size + size) % size);
   }
+  if (hosts.hosts() > 1 && hosts.largestHost() > 1) {
+    const std::vector<int> local = hosts.ranksOn(hosts.hostOf(rank));
+    const auto at = std::find(local.begin(), local.end(), rank) - local.begin();
+    const int n = static_cast<int>(local.size());
+    structured.push_back(local[0]);
+    structured.push_back(local[(at + 1) % n]);
+    structured.push_back(local[(at + n - 1) % n]);
+    if (hosts.isLeader(rank)) {
+      const std::vector<int>& leaders = hosts.leaders();
+      const int h = hosts.hostOf(rank), count = hosts.hosts();
+      for (int distance = 1; distance < count; distance *= 2) {
+        structured.push_back(leaders[(h + distance) % count]);
+        structured.push_back(leaders[(h - distance % count + count) % count]);
+      }
+    }
+  }
+  structured.erase(std::remove(structured.begin(), structured.end(), rank), structured.end());
   std::sort(structured.begin(), structured.end());
   structured.erase(std::unique(structured.begin(), structured.end()), structured.end());
   connector_->prefetchAddresses(structured, deadline);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/algorithms/algorithms.h"
 #include "backend/group/collective_trace.h"
@@ -52,9 +53,15 @@ struct GroupOptions {
   std::string name = "default";
   // Entries of the flight recorder; -1: RINGX_FLIGHT_RECORDER_ENTRIES (default 2048), 0: off.
   int64_t flightRecorderEntries = -1;
+  // Fake hosts for the algorithms: a host label per rank (any integers; rank 0's is used by
+  // every rank). Empty: RINGX_FAKE_HOSTS=<ranks per host> when set (consecutive ranks), else
+  // the real hosts. Lets ranks as threads of one process, or many processes on one machine,
+  // run the hierarchical algorithms; transports are still chosen by the real hosts.
+  std::vector<int> fakeHosts;
 };
 
-// Reads RINGX_SEGMENT_BYTES and RINGX_DIRECT_ALLREDUCE_MAX_BYTES over the defaults.
+// Reads RINGX_SEGMENT_BYTES, RINGX_DIRECT_ALLREDUCE_MAX_BYTES, RINGX_DIRECT_BROADCAST_MAX_BYTES,
+// RINGX_DIRECT_MAX_RANKS and RINGX_HIERARCHICAL (auto, on, off) over the defaults.
 algorithms::Tuning tuningFromEnvironment();
 
 // What one of this rank's connections has carried (Group::traffic()).
@@ -79,6 +86,8 @@ class Group {
   // The timeout of collectives issued from now on (torch's ProcessGroup.set_timeout).
   void setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
   const algorithms::Tuning& tuning() const { return options_.tuning; }
+  // The host of every rank (the same on every rank of the group).
+  const transport::HostLayout& hosts() const { return context_->hosts(); }
 
   // Runs one collective: assigns the next sequence number, builds the
   // Collective with a deadline of `timeout` (the group's when zero) and calls

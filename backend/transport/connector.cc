@@ -10,7 +10,6 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "backend/common/error.h"
 #include "backend/transport/host_identity.h"
@@ -86,28 +85,26 @@ const tcp::PeerAddress& Connector::addressOf(int peer, Deadline deadline) {
   return *addresses_[peer];
 }
 
-int Connector::ranksOnThisHost(Deadline deadline) {
-  const std::string hostsKey = "ringx/hosts";
+HostLayout Connector::hostLayout(Deadline deadline, const HostLayout* fake) {
+  const std::string layoutKey = "ringx/host_layout";
   if (rank_ == 0) {
-    std::map<std::string, int> counts;
-    for (int peer = 0; peer < size_; ++peer) {
-      const std::string& host = peer == 0 ? hostIdentity() : addressOf(peer, deadline).host;
-      ++counts[host];
+    HostLayout layout;
+    if (fake) {
+      RINGX_CHECK(fake->size() == size_, "ringx: a fake host layout of ", fake->size(),
+                  " ranks for a group of ", size_);
+      layout = *fake;
+    } else {
+      std::map<std::string, int> label;
+      std::vector<int> labels(size_);
+      for (int peer = 0; peer < size_; ++peer) {
+        const std::string& host = peer == 0 ? hostIdentity() : addressOf(peer, deadline).host;
+        labels[peer] = label.emplace(host, static_cast<int>(label.size())).first->second;
+      }
+      layout = HostLayout(labels);
     }
-    std::string table;
-    for (const auto& [host, count] : counts) table += strCat(count, " ", host, "\n");
-    store_.setString(hostsKey, table);
+    store_.setString(layoutKey, layout.encode());
   }
-  std::istringstream table(store_.getString(hostsKey, timeLeft(deadline)));
-  const std::string mine = hostIdentity();
-  std::string line;
-  while (std::getline(table, line)) {
-    const size_t space = line.find(' ');
-    if (space != std::string::npos && line.substr(space + 1) == mine) {
-      return std::max(1, std::atoi(line.c_str()));
-    }
-  }
-  return 1;
+  return HostLayout::decode(store_.getString(layoutKey, timeLeft(deadline)), size_);
 }
 
 Connector::DialResult Connector::dial(Channel channel, int peer, Deadline deadline, int* fdOut) {

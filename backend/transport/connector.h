@@ -33,6 +33,7 @@
 
 #include "backend/store/store.h"
 #include "backend/transport/context.h"
+#include "backend/transport/host_layout.h"
 #include "backend/transport/tcp/mesh.h"
 
 namespace ringx::transport {
@@ -61,10 +62,12 @@ class Connector {
   // Reads the addresses of `peers` from the store now (blocking until each is published).
   void prefetchAddresses(const std::vector<int>& peers, Deadline deadline);
 
-  // Ranks of the group on this rank's host, this one included. Collective: rank 0 reads every
-  // rank's address once (keeping them) and publishes the count per host; the others read that
-  // one key. O(N) store operations in all.
-  int ranksOnThisHost(Deadline deadline);
+  // The host of every rank of the group. Collective: rank 0 builds the layout, from `fake`
+  // when given (tests, benchmarks) or else by reading every rank's address once (keeping them),
+  // and publishes it under one key (host_layout.h's compact text); every rank reads that key
+  // once. O(N) store operations in all, where every rank reading every address would be O(N^2).
+  // Only rank 0's `fake` counts, so that ranks cannot disagree on the layout.
+  HostLayout hostLayout(Deadline deadline, const HostLayout* fake = nullptr);
 
   // Makes sure a pair to `peer` exists on `channel`, dialling it when this rank is the first to
   // need it, and waiting for the peer's connection when the peer was. Returns the pair, or null

@@ -26,9 +26,10 @@ int usableCores() {
 
 }  // namespace
 
-Context::Context(int rank, int size, ConnectFunction connect, int localRanks)
+Context::Context(int rank, int size, ConnectFunction connect, int localRanks, HostLayout hosts)
     : rank_(rank),
       size_(size),
+      hosts_(hosts.size() == size ? std::move(hosts) : HostLayout::oneHost(size)),
       connect_(std::move(connect)),
       pairs_(size),
       published_(new std::atomic<Pair*>[size]) {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/transport/host_layout.h"
 #include "backend/transport/pair.h"
 
 namespace ringx::transport {
@@ -42,11 +43,13 @@ class Context {
   using ConnectFunction = std::function<std::unique_ptr<Pair>(int peer, Deadline deadline)>;
 
   // `localRanks`: ranks of the group on this host, this one included (for the spin policy).
-  Context(int rank, int size, ConnectFunction connect, int localRanks);
+  // `hosts`: the host of every rank, for the algorithms (none given: all on one host).
+  Context(int rank, int size, ConnectFunction connect, int localRanks, HostLayout hosts = {});
   ~Context();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  const HostLayout& hosts() const { return hosts_; }
   // The pair to `peer`, connected first if this is the first time it is needed.
   Pair& pair(int peer, Deadline deadline);
   // The pair to `peer` if connected, else null. Safe to call from any thread.
@@ -73,6 +76,7 @@ class Context {
 
   const int rank_;
   const int size_;
+  const HostLayout hosts_;
   ConnectFunction connect_;
   // pairs_[peer] owns the pair; published_[peer] lets other threads see it once it is made.
   std::vector<std::unique_ptr<Pair>> pairs_;

@@ -9,92 +9,18 @@
 #include <numeric>
 #include <thread>
 
-#include "backend/reduce/element_ops.h"
 #include "backend/reduce/reduce.h"
 #include "tests/cpp/rank_threads.h"
+#include "tests/cpp/reduction_reference.h"
 
 namespace ringx {
 namespace {
 
 using algorithms::Collective;
 using algorithms::CollectiveKind;
+using testing::expectedReduction;
+using testing::makeInput;
 using testing::runGroup;
-
-// Writes small integers (exact in every dtype) into a buffer of `type`.
-void fill(DataType type, void* data, size_t count, const std::function<int(size_t)>& value) {
-  for (size_t i = 0; i < count; ++i) {
-    int v = value(i);
-    switch (type) {
-      case DataType::kFloat32:
-        static_cast<float*>(data)[i] = v;
-        break;
-      case DataType::kFloat64:
-        static_cast<double*>(data)[i] = v;
-        break;
-      case DataType::kFloat16:
-        static_cast<uint16_t*>(data)[i] = reduce::Fp16Bits::fromFloat(static_cast<float>(v));
-        break;
-      case DataType::kBFloat16: {
-        float f = static_cast<float>(v);
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(bits >> 16);
-        break;
-      }
-      case DataType::kComplex64:
-        static_cast<std::complex<float>*>(data)[i] = {static_cast<float>(v),
-                                                      static_cast<float>(v % 2)};
-        break;
-      case DataType::kComplex128:
-        static_cast<std::complex<double>*>(data)[i] = {static_cast<double>(v),
-                                                       static_cast<double>(v % 2)};
-        break;
-      case DataType::kInt8:
-        static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v);
-        break;
-      case DataType::kInt16:
-        static_cast<int16_t*>(data)[i] = static_cast<int16_t>(v);
-        break;
-      case DataType::kInt32:
-        static_cast<int32_t*>(data)[i] = v;
-        break;
-      case DataType::kInt64:
-        static_cast<int64_t*>(data)[i] = v;
-        break;
-      case DataType::kUInt8:
-        static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v);
-        break;
-      case DataType::kBool:
-        static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v & 1);
-        break;
-    }
-  }
-}
-
-// Rank r's input value at element i, chosen per op so that any reduction order is exact.
-int inputValue(ReduceOp op, int rank, size_t i) {
-  if (op == ReduceOp::kProduct) {
-    static const int factors[] = {1, -1, 2, 1, 1};
-    return factors[(rank * 7 + i * 3) % 5];
-  }
-  return static_cast<int>((rank * 5 + i * 3) % 7) - 3;
-}
-
-std::vector<char> makeInput(DataType type, ReduceOp op, int rank, size_t count) {
-  std::vector<char> buffer(count * elementSize(type) + 1);
-  fill(type, buffer.data(), count, [&](size_t i) { return inputValue(op, rank, i); });
-  buffer.resize(count * elementSize(type));
-  return buffer;
-}
-
-std::vector<char> expectedReduction(DataType type, ReduceOp op, int size, size_t count) {
-  std::vector<char> acc = makeInput(type, op, 0, count);
-  for (int r = 1; r < size; ++r) {
-    std::vector<char> next = makeInput(type, op, r, count);
-    reduce::reduceInPlace(op, type, acc.data(), next.data(), count);
-  }
-  return acc;
-}
 
 const int kWorldSizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
 const size_t kCounts[] = {0, 1, 2, 7, 13, 1009, 65537};
@@ -354,24 +280,31 @@ TEST(Broadcast, BinomialTreeEveryRootAndWorldSize) {
 }
 
 TEST(Reduce, EveryRootWorldSizeAndCount) {
-  for (int size : kWorldSizes) {
-    for (int root = 0; root < size; ++root) {
-      for (size_t count : {size_t{0}, size_t{1}, size_t{1009}}) {
-        const auto expected = expectedReduction(DataType::kInt32, ReduceOp::kMax, size, count);
-        runGroup(size, [&](Group& group) {
-          auto data = makeInput(DataType::kInt32, ReduceOp::kMax, group.rank(), count);
-          const auto original = data;
-          group.run(CollectiveKind::kReduce, DataType::kInt32, ReduceOp::kMax, root, {},
-                    [&](Collective& c) {
-                      algorithms::chainReduce(c, data.data(), count, DataType::kInt32,
-                                              ReduceOp::kMax, root, 64);
-                    });
-          if (group.rank() == root) {
-            ASSERT_EQ(data, expected);
-          } else {
-            ASSERT_EQ(data, original) << "reduce must leave non-root buffers alone";
-          }
-        });
+  for (bool direct : {false, true}) {
+    for (int size : kWorldSizes) {
+      for (int root = 0; root < size; ++root) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{1009}}) {
+          const auto expected = expectedReduction(DataType::kInt32, ReduceOp::kMax, size, count);
+          runGroup(size, [&](Group& group) {
+            auto data = makeInput(DataType::kInt32, ReduceOp::kMax, group.rank(), count);
+            const auto original = data;
+            group.run(CollectiveKind::kReduce, DataType::kInt32, ReduceOp::kMax, root, {},
+                      [&](Collective& c) {
+                        if (direct) {
+                          algorithms::directReduce(c, data.data(), count, DataType::kInt32,
+                                                   ReduceOp::kMax, root);
+                        } else {
+                          algorithms::chainReduce(c, data.data(), count, DataType::kInt32,
+                                                  ReduceOp::kMax, root, 64);
+                        }
+                      });
+            if (group.rank() == root) {
+              ASSERT_EQ(data, expected);
+            } else {
+              ASSERT_EQ(data, original) << "reduce must leave non-root buffers alone";
+            }
+          });
+        }
       }
     }
   }

@@ -85,6 +85,63 @@ TEST(Connections, RingAllreduceAt64RanksConnectsOnlyRingNeighbours) {
   }
 }
 
+// 64 ranks faked as 8 hosts of 8 (the host layout; transports stay TCP): a hierarchical
+// allreduce, small (direct within hosts and among leaders) and large (chains within hosts, the
+// leaders' ring), and a small hierarchical broadcast connect a non-leader only to ranks of its
+// own host, and a leader across hosts only to other leaders, on both channels.
+TEST(Connections, HierarchicalAllreduceKeepsNonLeadersOnTheirHost) {
+  const int size = 64, perHost = 8;
+  std::vector<std::vector<int>> collective(size), p2p(size);
+  std::vector<std::string> algorithms(size);
+  std::atomic<int> done{0};
+  runGroup(
+      size,
+      [&](Group& group) {
+        const int r = group.rank();
+        for (size_t count : {size_t{1024}, size_t{64 * 1024}}) {
+          std::vector<int32_t> data(count, r);
+          group.run(CollectiveKind::kAllreduce, DataType::kInt32, ReduceOp::kSum, -1, {},
+                    [&](Collective& c) {
+                      algorithms::allreduce(c, data.data(), data.size(), DataType::kInt32,
+                                            ReduceOp::kSum, group.tuning());
+                      algorithms[r] += std::string(c.algorithm()) + " ";
+                    });
+          EXPECT_EQ(data, std::vector<int32_t>(count, size * (size - 1) / 2)) << "rank " << r;
+        }
+        // A small broadcast from a rank that leads no host: within its host, then the leaders.
+        std::vector<int32_t> data(1024, r == 13 ? 7 : 0);
+        group.run(CollectiveKind::kBroadcast, DataType::kInt32, ReduceOp::kSum, 13, {},
+                  [&](Collective& c) {
+                    algorithms::broadcast(c, data.data(), data.size() * sizeof(int32_t), 13,
+                                          group.tuning());
+                    algorithms[r] += c.algorithm();
+                  });
+        EXPECT_EQ(data, std::vector<int32_t>(1024, 7)) << "rank " << r;
+        // Everyone looks once every rank is done: no connection is still being made.
+        ++done;
+        while (done < size) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        collective[r] = group.collectivePeers();
+        p2p[r] = group.pointToPointPeers();
+      },
+      [](GroupOptions& options) {
+        options.mesh.sharedMemory = false;
+        options.fakeHosts.resize(64);
+        for (int r = 0; r < 64; ++r) options.fakeHosts[r] = r / 8;
+      });
+  auto hostOf = [&](int rank) { return rank / perHost; };
+  auto isLeader = [&](int rank) { return rank % perHost == 0; };
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(algorithms[r], "hierarchical+direct hierarchical+ring hierarchical") << "rank " << r;
+    EXPECT_EQ(collective[r], p2p[r]) << "rank " << r;
+    EXPECT_FALSE(collective[r].empty()) << "rank " << r;
+    for (int peer : collective[r]) {
+      if (hostOf(peer) == hostOf(r)) continue;
+      EXPECT_TRUE(isLeader(r) && isLeader(peer))
+          << "rank " << r << " talked across hosts to rank " << peer;
+    }
+  }
+}
+
 // A first point-to-point message connects exactly its two ranks.
 TEST(Connections, PointToPointConnectsOnlyItsTwoRanks) {
   const int size = 6;
