@@ -8,12 +8,15 @@
 #include "backend/trace/trace_dir.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -89,10 +92,10 @@ std::optional<RankTrace> readRankFile(const fs::path& path, std::string_view hin
   return trace;
 }
 
-std::string truncationWarning(const RankTrace& trace) {
-  return strCat("rank ", trace.header.rank, ": ", trace.source,
+std::string truncationWarning(int32_t rank, const std::string& source, uint64_t events) {
+  return strCat("rank ", rank, ": ", source,
                 " is cut off inside a record (the process probably died while recording); read ",
-                trace.events.size(), " events up to the cut");
+                events, " events up to the cut");
 }
 
 // ---- manifest fields ----------------------------------------------------------------
@@ -138,26 +141,137 @@ std::string stringField(const json& object, const char* key, bool required,
 
 // ---- directories ------------------------------------------------------------------
 
-TraceSet readDirectory(const fs::path& dir) {
-  TraceSet set;
-  set.path = dir.string();
+// The world size of a job: the manifest's, else the largest any header claims.
+int32_t worldSizeOf(const std::optional<Manifest>& manifest,
+                    const std::vector<StreamHeader>& headers) {
+  if (manifest && manifest->worldSize > 0) return manifest->worldSize;
+  int32_t size = 0;
+  for (const StreamHeader& h : headers) size = std::max({size, h.worldSize, h.rank + 1});
+  return size;
+}
+
+std::vector<int32_t> missingRanksOf(int32_t worldSize, const std::vector<StreamHeader>& headers) {
+  std::vector<int32_t> out;
+  std::vector<bool> present(static_cast<size_t>(std::max(worldSize, 0)), false);
+  for (const StreamHeader& h : headers)
+    if (h.rank >= 0 && h.rank < worldSize) present[static_cast<size_t>(h.rank)] = true;
+  for (int32_t r = 0; r < worldSize; ++r)
+    if (!present[static_cast<size_t>(r)]) out.push_back(r);
+  return out;
+}
+
+// A rank as read: its header and where it came from (for messages).
+struct RankRead {
+  StreamHeader header;
+  std::string source;
+};
+
+// Reads `files` on up to `threads` threads, each file's trace to `visit`. What
+// each file said is kept per file and reported in file order afterwards, so
+// the warnings and the duplicate-rank error do not depend on which thread won.
+// Returns the ranks read, sorted by rank.
+std::vector<RankRead> readRankFiles(const fs::path& dir, const std::vector<fs::path>& files,
+                                    unsigned threads, const std::function<void(RankTrace&&)>& visit,
+                                    std::vector<std::string>& warnings) {
+  struct Read {
+    std::optional<StreamHeader> header;
+    bool truncated = false;
+    uint64_t events = 0;
+    std::string source;
+  };
+  std::vector<Read> reads(files.size());
+  const std::string hint =
+      strCat(" (move the file out of ", dir.string(), " to read the other ranks without it)");
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex errorMutex;
+  std::exception_ptr error;
+  size_t errorAt = SIZE_MAX;  // the failing file with the lowest index reports
+  auto work = [&] {
+    for (size_t i = next++; i < files.size() && !stop; i = next++) {
+      try {
+        std::optional<RankTrace> trace = readRankFile(files[i], hint);
+        if (!trace) continue;
+        Read& r = reads[i];
+        r.header = trace->header;
+        r.truncated = trace->truncated;
+        r.events = trace->events.size();
+        r.source = trace->source;
+        visit(std::move(*trace));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(errorMutex);
+        if (i < errorAt) {
+          errorAt = i;
+          error = std::current_exception();
+        }
+        stop = true;
+      }
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(files.size())));
+  if (n == 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < n; ++t) pool.emplace_back(work);
+    for (std::thread& t : pool) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+
+  std::vector<RankRead> out;
+  std::map<int32_t, std::string> fileOfRank;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path& file = files[i];
+    const Read& r = reads[i];
+    if (!r.header) {
+      warnings.push_back(strCat(file.string(),
+                                " ends before its stream header (the process died as it "
+                                "started recording): skipped"));
+      continue;
+    }
+    const int32_t rank = r.header->rank;
+    const auto [at, inserted] = fileOfRank.emplace(rank, file.string());
+    if (!inserted) {
+      RINGX_THROW(FormatError, "two trace files for rank ", rank, " in ", dir.string(), ": ",
+                  at->second, " and ", file.string(),
+                  " (traces of two jobs in one directory?); move one of them out");
+    }
+    int32_t named = 0;
+    if (rankFromFileName(file.filename().string(), &named) && named != rank) {
+      warnings.push_back(strCat(file.string(), " holds rank ", rank, "'s trace (its header",
+                                " says so); read as rank ", rank));
+    }
+    if (r.truncated) {
+      warnings.push_back(truncationWarning(rank, r.source, r.events));
+    }
+    out.push_back(RankRead{*r.header, r.source});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RankRead& a, const RankRead& b) { return a.header.rank < b.header.rank; });
+  return out;
+}
+
+TraceScan scanDirectory(const fs::path& dir, unsigned threads,
+                        const std::function<void(RankTrace&&)>& visit) {
+  TraceScan scan;
+  scan.path = dir.string();
 
   const fs::path manifestPath = dir / kManifestFile;
   std::error_code ec;
   if (fs::is_regular_file(manifestPath, ec)) {
-    set.manifest = parseManifest(readTextFile(manifestPath), manifestPath.string());
+    scan.manifest = parseManifest(readTextFile(manifestPath), manifestPath.string());
   }
 
   // The files to read: the manifest's, then every rank-*.ringx beside them.
   std::vector<fs::path> files;
   std::set<std::string> seen;
-  if (set.manifest) {
-    for (const ManifestRank& r : set.manifest->ranks) {
+  if (scan.manifest) {
+    for (const ManifestRank& r : scan.manifest->ranks) {
       if (r.file.empty()) continue;
       const fs::path file = fs::path(r.file).is_absolute() ? fs::path(r.file) : dir / r.file;
       if (!fs::exists(file, ec)) {
-        set.warnings.push_back(strCat("rank ", r.rank, ": ", manifestPath.string(), " lists ",
-                                      file.string(), ", which does not exist"));
+        scan.warnings.push_back(strCat("rank ", r.rank, ": ", manifestPath.string(), " lists ",
+                                       file.string(), ", which does not exist"));
         continue;
       }
       if (seen.insert(file.lexically_normal().string()).second) files.push_back(file);
@@ -185,71 +299,52 @@ TraceSet readDirectory(const fs::path& dir) {
   }
   if (files.empty()) {
     RINGX_THROW(FormatError, "no rank-<N>.ringx files in ", dir.string(),
-                set.manifest ? " (its manifest.json names none that exist)" : "",
+                scan.manifest ? " (its manifest.json names none that exist)" : "",
                 ": this is not a ringx trace directory; pass the directory the job recorded its "
                 "trace into, or one rank-<N>.ringx file");
   }
 
-  const std::string hint =
-      strCat(" (move the file out of ", dir.string(), " to read the other ranks without it)");
-  std::map<int32_t, std::string> fileOfRank;
-  for (const fs::path& file : files) {
-    std::optional<RankTrace> trace = readRankFile(file, hint);
-    if (!trace) {
-      set.warnings.push_back(strCat(file.string(),
-                                    " ends before its stream header (the process died as it "
-                                    "started recording): skipped"));
-      continue;
-    }
-    const int32_t rank = trace->header.rank;
-    const auto [at, inserted] = fileOfRank.emplace(rank, file.string());
-    if (!inserted) {
-      RINGX_THROW(FormatError, "two trace files for rank ", rank, " in ", dir.string(), ": ",
-                  at->second, " and ", file.string(),
-                  " (traces of two jobs in one directory?); move one of them out");
-    }
-    int32_t named = 0;
-    if (rankFromFileName(file.filename().string(), &named) && named != rank) {
-      set.warnings.push_back(strCat(file.string(), " holds rank ", rank, "'s trace (its header",
-                                    " says so); read as rank ", rank));
-    }
-    if (trace->truncated) set.warnings.push_back(truncationWarning(*trace));
-    set.ranks.push_back(std::move(*trace));
-  }
-  std::sort(set.ranks.begin(), set.ranks.end(),
-            [](const RankTrace& a, const RankTrace& b) { return a.header.rank < b.header.rank; });
+  const std::vector<RankRead> ranks = readRankFiles(dir, files, threads, visit, scan.warnings);
+  for (const RankRead& r : ranks) scan.headers.push_back(r.header);
 
   // Disagreements: the manifest against the headers, ranks without a file.
-  const int32_t worldSize = set.worldSize();
-  for (const RankTrace& trace : set.ranks) {
-    if (trace.header.worldSize != worldSize) {
-      set.warnings.push_back(strCat("rank ", trace.header.rank, ": ", trace.source,
-                                    " says world size ", trace.header.worldSize, ", the job ",
-                                    worldSize, " (files of different jobs mixed?)"));
+  const int32_t worldSize = scan.worldSize();
+  for (const RankRead& r : ranks) {
+    if (r.header.worldSize != worldSize) {
+      scan.warnings.push_back(strCat("rank ", r.header.rank, ": ", r.source, " says world size ",
+                                     r.header.worldSize, ", the job ", worldSize,
+                                     " (files of different jobs mixed?)"));
     }
   }
-  const std::vector<int32_t> missing = set.missingRanks();
+  const std::vector<int32_t> missing = scan.missingRanks();
   if (!missing.empty()) {
     std::string list;
     for (int32_t r : missing) list += strCat(list.empty() ? "" : ", ", r);
-    set.warnings.push_back(strCat("no trace for rank", missing.size() > 1 ? "s " : " ", list,
-                                  " of ", worldSize,
-                                  " (the process died before recording, or its file was lost)"));
+    scan.warnings.push_back(strCat("no trace for rank", missing.size() > 1 ? "s " : " ", list,
+                                   " of ", worldSize,
+                                   " (the process died before recording, or its file was lost)"));
   }
-  return set;
+  return scan;
 }
 
 }  // namespace
 
 // ---- TraceSet ---------------------------------------------------------------------
 
-int32_t TraceSet::worldSize() const {
-  if (manifest && manifest->worldSize > 0) return manifest->worldSize;
-  int32_t size = 0;
-  for (const RankTrace& trace : ranks) {
-    size = std::max({size, trace.header.worldSize, trace.header.rank + 1});
-  }
-  return size;
+namespace {
+std::vector<StreamHeader> headersOf(const std::vector<RankTrace>& ranks) {
+  std::vector<StreamHeader> headers;
+  for (const RankTrace& trace : ranks) headers.push_back(trace.header);
+  return headers;
+}
+}  // namespace
+
+int32_t TraceSet::worldSize() const { return worldSizeOf(manifest, headersOf(ranks)); }
+
+int32_t TraceScan::worldSize() const { return worldSizeOf(manifest, headers); }
+
+std::vector<int32_t> TraceScan::missingRanks() const {
+  return missingRanksOf(worldSize(), headers);
 }
 
 const RankTrace* TraceSet::findRank(int32_t rank) const {
@@ -268,12 +363,7 @@ std::vector<int32_t> TraceSet::truncatedRanks() const {
 }
 
 std::vector<int32_t> TraceSet::missingRanks() const {
-  std::vector<int32_t> out;
-  const int32_t size = worldSize();
-  for (int32_t r = 0; r < size; ++r) {
-    if (findRank(r) == nullptr) out.push_back(r);
-  }
-  return out;
+  return missingRanksOf(worldSize(), headersOf(ranks));
 }
 
 // ---- entry points -------------------------------------------------------------------
@@ -327,7 +417,8 @@ Manifest parseManifest(std::string_view text, const std::string& source) {
   return m;
 }
 
-TraceSet readTrace(const std::string& path) {
+TraceScan scanTrace(const std::string& path, unsigned threads,
+                    const std::function<void(RankTrace&&)>& visit) {
   const fs::path p(path);
   std::error_code ec;
   const fs::file_status status = fs::status(p, ec);
@@ -337,21 +428,37 @@ TraceSet readTrace(const std::string& path) {
                 "rank-<N>.ringx file)");
   }
   if (ec) RINGX_THROW(IoError, "cannot access ", path, ": ", ec.message());
-  if (fs::is_directory(status)) return readDirectory(p);
+  if (fs::is_directory(status)) return scanDirectory(p, threads, visit);
   if (p.filename() == kManifestFile) {
-    return readDirectory(p.has_parent_path() ? p.parent_path() : fs::path("."));
+    return scanDirectory(p.has_parent_path() ? p.parent_path() : fs::path("."), threads, visit);
   }
 
-  TraceSet set;
-  set.path = path;
+  TraceScan scan;
+  scan.path = path;
   std::optional<RankTrace> trace = readRankFile(p, "");
   if (!trace) {
     RINGX_THROW(FormatError, path,
                 " ends before its stream header (the process died as it started recording, or "
                 "this is not a ringx trace): there is nothing to read");
   }
-  if (trace->truncated) set.warnings.push_back(truncationWarning(*trace));
-  set.ranks.push_back(std::move(*trace));
+  if (trace->truncated) {
+    scan.warnings.push_back(
+        truncationWarning(trace->header.rank, trace->source, trace->events.size()));
+  }
+  scan.headers.push_back(trace->header);
+  visit(std::move(*trace));
+  return scan;
+}
+
+TraceSet readTrace(const std::string& path) {
+  TraceSet set;
+  TraceScan scan =
+      scanTrace(path, 1, [&](RankTrace&& trace) { set.ranks.push_back(std::move(trace)); });
+  std::sort(set.ranks.begin(), set.ranks.end(),
+            [](const RankTrace& a, const RankTrace& b) { return a.header.rank < b.header.rank; });
+  set.path = std::move(scan.path);
+  set.manifest = std::move(scan.manifest);
+  set.warnings = std::move(scan.warnings);
   return set;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,27 @@ struct TraceSet {
 // Reads a trace directory, or a single .ringx file (a TraceSet of one rank), or
 // a directory's manifest.json (read as its directory).
 TraceSet readTrace(const std::string& path);
+
+// A trace read one rank at a time, for readers that reduce each rank and drop
+// it (`ringx-trace summary` over 1,000 ranks holds a few ranks, not the job):
+// what readTrace returns, less the ranks' events.
+struct TraceScan {
+  std::string path;
+  std::optional<Manifest> manifest;
+  std::vector<StreamHeader> headers;  // of the ranks read, sorted by rank
+  std::vector<std::string> warnings;  // TraceSet::warnings, in the same order
+
+  int32_t worldSize() const;  // as TraceSet::worldSize()
+  std::vector<int32_t> missingRanks() const;
+};
+
+// Reads `path` as readTrace does and hands each rank's trace to `visit`, which
+// owns it. Up to `threads` files are read at once, so `visit` runs on several
+// threads (in no particular rank order) and must be thread-safe. Errors are
+// readTrace's; the first one (or one thrown by `visit`) stops the reading
+// threads and is rethrown here.
+TraceScan scanTrace(const std::string& path, unsigned threads,
+                    const std::function<void(RankTrace&&)>& visit);
 
 // Parses manifest.json's text; `source` names it in errors. Throws FormatError
 // for text that is not JSON, another format, or a newer schema.

@@ -66,7 +66,7 @@ App::App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded)
 void App::start() {
   for (const auto& w : store_->warnings())
     std::fprintf(stderr, "ringx-viewer: warning: %s\n", w.c_str());
-  if (!options_.attach.empty()) attach(options_.attach, options_.token);
+  if (!options_.attach.empty()) attach(options_.attach, options_.token, options_.attachRanks);
   if (options_.followSeconds > 0)
     view_.settings.followWindowSeconds = float(options_.followSeconds);
   if (!options_.panel.empty() && parsePanelName(options_.panel, &view_.panel))
@@ -107,9 +107,10 @@ void App::open(const std::string& path) {
                  false);
 }
 
-void App::attach(const std::string& address, const std::string& token) {
+void App::attach(const std::string& address, const std::string& token,
+                 const std::vector<int32_t>& ranks) {
   live_.reset();
-  live_ = std::make_unique<LiveSource>(address, token);
+  live_ = std::make_unique<LiveSource>(address, token, ranks);
   store_ = std::make_unique<TraceStore>();
   view_.selection = Selection{};
   view_.searchHit = EventRef{};
