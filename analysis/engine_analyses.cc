@@ -73,9 +73,6 @@ struct PhaseTotals {
       ++optimizers;
     }
   }
-  int64_t forwardMean() const { return meanOf(forward, forwards); }
-  int64_t backwardMean() const { return meanOf(backward, backwards); }
-  int64_t optimizerMean() const { return meanOf(optimizer, optimizers); }
 };
 
 // The steps that have a backward span (the iterations), ascending.
@@ -95,134 +92,176 @@ int64_t difference(int64_t later, int64_t earlier) {
 }  // namespace
 
 DdpAnalysis analyzeDdp(const TraceStore& store) {
-  DdpAnalysis d;
+  DdpBuilder builder;
+  for (const RankData& rank : store.ranks()) builder.addRank(store, rank);
+  return builder.finish();
+}
+
+void DdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
   const Keys keys(store.strings());
   const PhaseNames phases(store.strings());
   const uint32_t bucketName = store.strings().find("bucket");
   const uint32_t rebuildName = store.strings().find("bucket_rebuild");
   const std::string_view bucketPrefix = trace::track::kDdpBucketPrefix;
 
-  struct BucketTotals {
-    DdpBucketAverage avg;
-    int64_t readyOffset = 0, launchDelay = 0, exposed = 0;
-    analysis::CommOverlap overlap;
-    std::vector<int64_t> wires;  // for the p50
-    uint64_t withOffset = 0;
-  };
-  std::map<int64_t, BucketTotals> buckets;
-  analysis::CommOverlap overlap;  // every bucket of every iteration
-  PhaseTotals totals;
-
-  for (const RankData& rank : store.ranks()) {
-    std::unordered_map<int64_t, Phases> steps;
-    std::vector<std::pair<int64_t, DdpBucketSample>> samples;  // (step, sample)
-    for (uint32_t t = 0; t < rank.tracks.size(); ++t) {
-      const Track& track = rank.tracks[t];
-      if (track.kind == TrackKind::kDdp) {
-        forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
-          if (s.name != 0 && s.name == rebuildName) {
-            ++d.rebuilds;
-            return;
-          }
-          phases.add(steps, s, ArgRange(rank, s).integer(keys.step, -1));
-        });
-      } else if (track.kind == TrackKind::kDdpBucket) {
-        // The track's own index, should a span lack its bucket argument.
-        const std::string_view suffix = store.str(track.name).substr(bucketPrefix.size());
-        int64_t trackBucket = 0;
-        for (char c : suffix) trackBucket = c >= '0' && c <= '9' ? trackBucket * 10 + (c - '0') : 0;
-        forAllSpans(track, [&](uint32_t level, uint32_t index, const Span& s) {
-          if (bucketName == 0 || s.name != bucketName) return;
-          const ArgRange a(rank, s);
-          DdpBucketSample b;
-          b.bucket = a.integer(keys.bucket, trackBucket);
-          b.bytes = a.integer(keys.bytes, 0);
-          b.params = a.integer(keys.params, 0);
-          b.seq = a.integer(keys.seq, -1);
-          b.beginNs = s.begin;
-          b.endNs = s.end;
-          b.firstGradNs = a.integer(keys.firstGrad, 0);
-          b.readyNs = a.integer(keys.ready, 0);
-          b.launchNs = a.integer(keys.launch, 0);
-          b.wireStartNs = a.integer(keys.wireStart, 0);
-          b.wireEndNs = a.integer(keys.wireEnd, 0);
-          b.copyBackNs = a.integer(keys.copyBack, 0);
-          b.exposedNs = positive(a.integer(keys.exposed, 0));
-          b.launchDelayNs = difference(b.launchNs, b.readyNs);
-          b.wireNs = difference(b.wireEndNs, b.wireStartNs);
-          analysis::CommOverlap one;
-          one.add(b.wireNs, b.exposedNs);
-          b.hiddenShare = one.hiddenShare();
-          b.span = SpanRef{rank.rank, t, level, index};
-          samples.emplace_back(a.integer(keys.step, -1), b);
-        });
-      }
-    }
-
-    const std::vector<int64_t> order = sortedSteps(steps);
-    const size_t first = d.iterations.size();
-    std::unordered_map<int64_t, size_t> iterationOf;
-    for (int64_t step : order) {
-      const Phases& p = steps[step];
-      DdpIteration it;
-      it.rank = rank.rank;
-      it.step = step;
-      it.forwardBeginNs = p.forwardBegin;
-      it.forwardNs = p.forward;
-      it.backwardBeginNs = p.backwardBegin;
-      it.backwardEndNs = p.backwardEnd;
-      it.backwardNs = p.backward;
-      it.optimizerNs = p.optimizer;
-      totals.add(p);
-      iterationOf[step] = d.iterations.size();
-      d.iterations.push_back(std::move(it));
-    }
-    for (auto& [step, b] : samples) {
-      auto found = iterationOf.find(step);
-      DdpIteration* it = found == iterationOf.end() ? nullptr : &d.iterations[found->second];
-      if (it && b.readyNs > 0) b.readyOffsetNs = b.readyNs - it->backwardBeginNs;
-      BucketTotals& bt = buckets[b.bucket];
-      bt.avg.bucket = b.bucket;
-      ++bt.avg.samples;
-      bt.avg.bytes = b.bytes;
-      bt.avg.params = b.params;
-      if (it && b.readyNs > 0) {
-        bt.readyOffset += b.readyOffsetNs;
-        ++bt.withOffset;
-      }
-      bt.launchDelay += b.launchDelayNs;
-      bt.exposed += b.exposedNs;
-      bt.overlap.add(b.wireNs, b.exposedNs);
-      bt.wires.push_back(b.wireNs);
-      overlap.add(b.wireNs, b.exposedNs);
-      if (it) {
-        it->exposedNs = std::max(it->exposedNs, b.exposedNs);
-        it->wireNs += b.wireNs;
-        it->buckets.push_back(b);
-      }
-    }
-    for (size_t i = first; i < d.iterations.size(); ++i) {
-      auto& bs = d.iterations[i].buckets;
-      std::sort(bs.begin(), bs.end(), [](const DdpBucketSample& a, const DdpBucketSample& b) {
-        return a.bucket < b.bucket;
+  std::unordered_map<int64_t, Phases> steps;
+  std::vector<std::pair<int64_t, DdpBucketSample>> samples;  // (step, sample)
+  for (uint32_t t = 0; t < rank.tracks.size(); ++t) {
+    const Track& track = rank.tracks[t];
+    if (track.kind == TrackKind::kDdp) {
+      forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
+        if (s.name != 0 && s.name == rebuildName) {
+          ++rebuilds_;
+          return;
+        }
+        phases.add(steps, s, ArgRange(rank, s).integer(keys.step, -1));
+      });
+    } else if (track.kind == TrackKind::kDdpBucket) {
+      // The track's own index, should a span lack its bucket argument.
+      const std::string_view suffix = store.str(track.name).substr(bucketPrefix.size());
+      int64_t trackBucket = 0;
+      for (char c : suffix) trackBucket = c >= '0' && c <= '9' ? trackBucket * 10 + (c - '0') : 0;
+      forAllSpans(track, [&](uint32_t level, uint32_t index, const Span& s) {
+        if (bucketName == 0 || s.name != bucketName) return;
+        const ArgRange a(rank, s);
+        DdpBucketSample b;
+        b.bucket = a.integer(keys.bucket, trackBucket);
+        b.bytes = a.integer(keys.bytes, 0);
+        b.params = a.integer(keys.params, 0);
+        b.seq = a.integer(keys.seq, -1);
+        b.beginNs = s.begin;
+        b.endNs = s.end;
+        b.firstGradNs = a.integer(keys.firstGrad, 0);
+        b.readyNs = a.integer(keys.ready, 0);
+        b.launchNs = a.integer(keys.launch, 0);
+        b.wireStartNs = a.integer(keys.wireStart, 0);
+        b.wireEndNs = a.integer(keys.wireEnd, 0);
+        b.copyBackNs = a.integer(keys.copyBack, 0);
+        b.exposedNs = positive(a.integer(keys.exposed, 0));
+        b.launchDelayNs = difference(b.launchNs, b.readyNs);
+        b.wireNs = difference(b.wireEndNs, b.wireStartNs);
+        analysis::CommOverlap one;
+        one.add(b.wireNs, b.exposedNs);
+        b.hiddenShare = one.hiddenShare();
+        b.span = SpanRef{rank.rank, t, level, index};
+        samples.emplace_back(a.integer(keys.step, -1), b);
       });
     }
   }
 
-  int64_t exposed = 0;
-  for (const DdpIteration& it : d.iterations) exposed += it.exposedNs;
-  d.forwardMeanNs = totals.forwardMean();
-  d.backwardMeanNs = totals.backwardMean();
-  d.optimizerMeanNs = totals.optimizerMean();
-  d.exposedMeanNs = meanOf(exposed, d.iterations.size());
-  d.hiddenShare = overlap.hiddenShare();
-  for (auto& [index, bt] : buckets) {
+  // This rank's iterations, kept until its buckets are in (the exposed time of
+  // an iteration is its most exposed bucket's).
+  std::vector<DdpIteration> iterations;
+  std::unordered_map<int64_t, size_t> iterationOf;
+  PhaseTotals totals;
+  for (int64_t step : sortedSteps(steps)) {
+    const Phases& p = steps[step];
+    DdpIteration it;
+    it.rank = rank.rank;
+    it.step = step;
+    it.forwardBeginNs = p.forwardBegin;
+    it.forwardNs = p.forward;
+    it.backwardBeginNs = p.backwardBegin;
+    it.backwardEndNs = p.backwardEnd;
+    it.backwardNs = p.backward;
+    it.optimizerNs = p.optimizer;
+    totals.add(p);
+    iterationOf[step] = iterations.size();
+    iterations.push_back(std::move(it));
+  }
+  for (auto& [step, b] : samples) {
+    auto found = iterationOf.find(step);
+    DdpIteration* it = found == iterationOf.end() ? nullptr : &iterations[found->second];
+    if (it && b.readyNs > 0) b.readyOffsetNs = b.readyNs - it->backwardBeginNs;
+    Bucket& bt = buckets_[b.bucket];
+    bt.avg.bucket = b.bucket;
+    ++bt.avg.samples;
+    // "Of the last sample": the highest rank's, whatever order ranks come in.
+    if (rank.rank >= bt.lastRank) {
+      bt.lastRank = rank.rank;
+      bt.avg.bytes = b.bytes;
+      bt.avg.params = b.params;
+    }
+    if (it && b.readyNs > 0) {
+      bt.readyOffset += b.readyOffsetNs;
+      ++bt.withOffset;
+    }
+    bt.launchDelay += b.launchDelayNs;
+    bt.exposed += b.exposedNs;
+    bt.overlap.add(b.wireNs, b.exposedNs);
+    bt.wires.add(static_cast<double>(b.wireNs));
+    overlap_.add(b.wireNs, b.exposedNs);
+    if (it) {
+      it->exposedNs = std::max(it->exposedNs, b.exposedNs);
+      it->wireNs += b.wireNs;
+      if (keepIterations_) it->buckets.push_back(b);
+    }
+  }
+  forward_ += totals.forward;
+  backward_ += totals.backward;
+  optimizer_ += totals.optimizer;
+  forwards_ += totals.forwards;
+  backwards_ += totals.backwards;
+  optimizers_ += totals.optimizers;
+  iterationCount_ += iterations.size();
+  for (DdpIteration& it : iterations) {
+    exposed_ += it.exposedNs;
+    if (!keepIterations_) continue;
+    std::sort(
+        it.buckets.begin(), it.buckets.end(),
+        [](const DdpBucketSample& a, const DdpBucketSample& b) { return a.bucket < b.bucket; });
+    iterations_.push_back(std::move(it));
+  }
+}
+
+void DdpBuilder::merge(DdpBuilder&& o) {
+  for (DdpIteration& it : o.iterations_) iterations_.push_back(std::move(it));
+  iterationCount_ += o.iterationCount_;
+  for (auto& [index, ob] : o.buckets_) {
+    Bucket& b = buckets_[index];
+    b.avg.bucket = index;
+    b.avg.samples += ob.avg.samples;
+    if (ob.lastRank >= b.lastRank) {
+      b.lastRank = ob.lastRank;
+      b.avg.bytes = ob.avg.bytes;
+      b.avg.params = ob.avg.params;
+    }
+    b.readyOffset += ob.readyOffset;
+    b.launchDelay += ob.launchDelay;
+    b.exposed += ob.exposed;
+    b.withOffset += ob.withOffset;
+    b.overlap.add(ob.overlap);
+    b.wires.merge(ob.wires);
+  }
+  overlap_.add(o.overlap_);
+  forward_ += o.forward_;
+  backward_ += o.backward_;
+  optimizer_ += o.optimizer_;
+  exposed_ += o.exposed_;
+  forwards_ += o.forwards_;
+  backwards_ += o.backwards_;
+  optimizers_ += o.optimizers_;
+  rebuilds_ += o.rebuilds_;
+}
+
+DdpAnalysis DdpBuilder::finish() {
+  DdpAnalysis d;
+  std::stable_sort(iterations_.begin(), iterations_.end(),
+                   [](const DdpIteration& a, const DdpIteration& b) { return a.rank < b.rank; });
+  d.iterations = std::move(iterations_);
+  d.iterationCount = iterationCount_;
+  d.forwardMeanNs = meanOf(forward_, forwards_);
+  d.backwardMeanNs = meanOf(backward_, backwards_);
+  d.optimizerMeanNs = meanOf(optimizer_, optimizers_);
+  d.exposedMeanNs = meanOf(exposed_, iterationCount_);
+  d.hiddenShare = overlap_.hiddenShare();
+  d.rebuilds = rebuilds_;
+  for (auto& [index, bt] : buckets_) {
     DdpBucketAverage a = bt.avg;
     a.readyOffsetMeanNs = meanOf(bt.readyOffset, bt.withOffset);
     a.launchDelayMeanNs = meanOf(bt.launchDelay, a.samples);
     a.wireMeanNs = meanOf(bt.overlap.wireNs(), a.samples);
-    std::sort(bt.wires.begin(), bt.wires.end());
-    a.wireP50Ns = percentile(bt.wires, 50);
+    a.wireP50Ns = static_cast<int64_t>(bt.wires.percentile(50));
     a.exposedMeanNs = meanOf(bt.exposed, a.samples);
     a.hiddenShare = bt.overlap.hiddenShare();
     d.buckets.push_back(a);
@@ -233,7 +272,12 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
 // ---- FSDP -------------------------------------------------------------------------
 
 FsdpAnalysis analyzeFsdp(const TraceStore& store) {
-  FsdpAnalysis f;
+  FsdpBuilder builder;
+  for (const RankData& rank : store.ranks()) builder.addRank(store, rank);
+  return builder.finish();
+}
+
+void FsdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
   const StringPool& pool = store.strings();
   const Keys keys(pool);
   const PhaseNames phases(pool);
@@ -242,106 +286,152 @@ FsdpAnalysis analyzeFsdp(const TraceStore& store) {
                  backwardValue = pool.find("backward");
   const std::string_view unitPrefix = trace::track::kFsdpUnitPrefix;
 
-  struct UnitTotals {
-    FsdpUnitAnalysis u;
-    int64_t gather = 0, gatherWire = 0, forward = 0, backward = 0, reduceScatter = 0, allreduce = 0;
-    bool seen = false;
-  };
-  std::unordered_map<uint32_t, UnitTotals> units;  // by track name id (shared by every rank)
-  PhaseTotals totals;
-  int64_t exposed = 0;
-
-  for (const RankData& rank : store.ranks()) {
-    std::unordered_map<int64_t, Phases> steps;
-    std::unordered_map<int64_t, FsdpIteration> perStep;
-    for (const Track& track : rank.tracks) {
-      if (track.kind == TrackKind::kFsdp) {
-        forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
-          phases.add(steps, s, ArgRange(rank, s).integer(keys.step, -1));
-        });
-        continue;
-      }
-      if (track.kind != TrackKind::kFsdpUnit) continue;
-      UnitTotals& ut = units[track.name];
-      if (!ut.seen) {
-        ut.u.unit = std::string(store.str(track.name).substr(unitPrefix.size()));
-        ut.u.firstBeginNs = INT64_MAX;
-        ut.seen = true;
-      }
-      FsdpUnitAnalysis& u = ut.u;
+  std::unordered_map<int64_t, Phases> steps;
+  std::unordered_map<int64_t, FsdpIteration> perStep;
+  for (const Track& track : rank.tracks) {
+    if (track.kind == TrackKind::kFsdp) {
       forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
-        u.firstBeginNs = std::min(u.firstBeginNs, s.begin);
-        if (s.name == 0) return;
-        const ArgRange a(rank, s);
-        const int64_t wire = difference(a.integer(keys.wireEnd, 0), a.integer(keys.wireStart, 0));
-        const int64_t bytes = a.integer(keys.bytes, 0);
-        if (s.name == allGather) {
-          const int64_t waited = positive(a.integer(keys.exposed, 0));
-          const bool prefetched = a.integer(keys.prefetched, 0) != 0;
-          ++u.gathers;
-          if (a.string(keys.phase) == backwardValue && backwardValue != 0) {
-            ++u.backwardGathers;
-          } else {
-            ++u.forwardGathers;
-          }
-          u.prefetched += prefetched;
-          u.gatherBytes = std::max(u.gatherBytes, bytes);
-          u.gatherBytesTotal += bytes;
-          u.exposedTotalNs += waited;
-          ut.gather += s.duration();
-          ut.gatherWire += wire;
-          FsdpIteration& it = perStep[a.integer(keys.step, -1)];
-          ++it.gathers;
-          it.prefetched += prefetched;
-          it.gatherBytes += bytes;
-          it.gatherWireNs += wire;
-          it.exposedNs += waited;
-        } else if (s.name == phases.forward) {
-          ++u.forwards;
-          ut.forward += s.duration();
-        } else if (s.name == phases.backward) {
-          ++u.backwards;
-          ut.backward += s.duration();
-        } else if (s.name == reshard) {
-          ++u.reshards;
-        } else if (s.name == reduceScatter || s.name == allreduce) {
-          if (s.name == reduceScatter) {
-            ++u.reduceScatters;
-            u.reduceScatterBytes = std::max(u.reduceScatterBytes, bytes);
-            ut.reduceScatter += wire;
-          } else {
-            ++u.allreduces;
-            ut.allreduce += wire;
-          }
-          FsdpIteration& it = perStep[a.integer(keys.step, -1)];
-          ++it.reductions;
-          it.reduceBytes += bytes;
-          it.reduceWireNs += wire;
-        }
+        phases.add(steps, s, ArgRange(rank, s).integer(keys.step, -1));
       });
+      continue;
     }
-    for (int64_t step : sortedSteps(steps)) {
-      const Phases& p = steps[step];
-      auto found = perStep.find(step);
-      FsdpIteration it = found == perStep.end() ? FsdpIteration{} : found->second;
-      it.rank = rank.rank;
-      it.step = step;
-      it.forwardBeginNs = p.forwardBegin;
-      it.forwardNs = p.forward;
-      it.backwardBeginNs = p.backwardBegin;
-      it.backwardNs = p.backward;
-      it.optimizerNs = p.optimizer;
-      totals.add(p);
-      exposed += it.exposedNs;
-      f.iterations.push_back(it);
+    if (track.kind != TrackKind::kFsdpUnit) continue;
+    const std::string name(store.str(track.name).substr(unitPrefix.size()));
+    auto [found, added] = units_.try_emplace(name);
+    Unit& ut = found->second;
+    if (added) {
+      ut.u.unit = name;
+      ut.u.firstBeginNs = INT64_MAX;
     }
+    FsdpUnitAnalysis& u = ut.u;
+    forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
+      u.firstBeginNs = std::min(u.firstBeginNs, s.begin);
+      if (s.name == 0) return;
+      const ArgRange a(rank, s);
+      const int64_t wire = difference(a.integer(keys.wireEnd, 0), a.integer(keys.wireStart, 0));
+      const int64_t bytes = a.integer(keys.bytes, 0);
+      if (s.name == allGather) {
+        const int64_t waited = positive(a.integer(keys.exposed, 0));
+        const bool prefetched = a.integer(keys.prefetched, 0) != 0;
+        ++u.gathers;
+        if (a.string(keys.phase) == backwardValue && backwardValue != 0) {
+          ++u.backwardGathers;
+        } else {
+          ++u.forwardGathers;
+        }
+        u.prefetched += prefetched;
+        u.gatherBytes = std::max(u.gatherBytes, bytes);
+        u.gatherBytesTotal += bytes;
+        u.exposedTotalNs += waited;
+        ut.gather += s.duration();
+        ut.gatherWire += wire;
+        FsdpIteration& it = perStep[a.integer(keys.step, -1)];
+        ++it.gathers;
+        it.prefetched += prefetched;
+        it.gatherBytes += bytes;
+        it.gatherWireNs += wire;
+        it.exposedNs += waited;
+      } else if (s.name == phases.forward) {
+        ++u.forwards;
+        ut.forward += s.duration();
+      } else if (s.name == phases.backward) {
+        ++u.backwards;
+        ut.backward += s.duration();
+      } else if (s.name == reshard) {
+        ++u.reshards;
+      } else if (s.name == reduceScatter || s.name == allreduce) {
+        if (s.name == reduceScatter) {
+          ++u.reduceScatters;
+          u.reduceScatterBytes = std::max(u.reduceScatterBytes, bytes);
+          ut.reduceScatter += wire;
+        } else {
+          ++u.allreduces;
+          ut.allreduce += wire;
+        }
+        FsdpIteration& it = perStep[a.integer(keys.step, -1)];
+        ++it.reductions;
+        it.reduceBytes += bytes;
+        it.reduceWireNs += wire;
+      }
+    });
   }
+  PhaseTotals totals;
+  for (int64_t step : sortedSteps(steps)) {
+    const Phases& p = steps[step];
+    auto found = perStep.find(step);
+    FsdpIteration it = found == perStep.end() ? FsdpIteration{} : found->second;
+    it.rank = rank.rank;
+    it.step = step;
+    it.forwardBeginNs = p.forwardBegin;
+    it.forwardNs = p.forward;
+    it.backwardBeginNs = p.backwardBegin;
+    it.backwardNs = p.backward;
+    it.optimizerNs = p.optimizer;
+    totals.add(p);
+    exposed_ += it.exposedNs;
+    ++iterationCount_;
+    if (keepIterations_) iterations_.push_back(it);
+  }
+  forward_ += totals.forward;
+  backward_ += totals.backward;
+  optimizer_ += totals.optimizer;
+  forwards_ += totals.forwards;
+  backwards_ += totals.backwards;
+  optimizers_ += totals.optimizers;
+}
 
-  f.forwardMeanNs = totals.forwardMean();
-  f.backwardMeanNs = totals.backwardMean();
-  f.optimizerMeanNs = totals.optimizerMean();
-  f.exposedMeanNs = meanOf(exposed, f.iterations.size());
-  for (auto& [id, ut] : units) {
+void FsdpBuilder::merge(FsdpBuilder&& o) {
+  for (FsdpIteration& it : o.iterations_) iterations_.push_back(it);
+  iterationCount_ += o.iterationCount_;
+  for (auto& [name, ou] : o.units_) {
+    auto [found, added] = units_.try_emplace(name);
+    Unit& ut = found->second;
+    if (added) {
+      ut = std::move(ou);
+      continue;
+    }
+    FsdpUnitAnalysis &u = ut.u, &v = ou.u;
+    u.firstBeginNs = std::min(u.firstBeginNs, v.firstBeginNs);
+    u.gathers += v.gathers;
+    u.forwardGathers += v.forwardGathers;
+    u.backwardGathers += v.backwardGathers;
+    u.prefetched += v.prefetched;
+    u.gatherBytes = std::max(u.gatherBytes, v.gatherBytes);
+    u.gatherBytesTotal += v.gatherBytesTotal;
+    u.exposedTotalNs += v.exposedTotalNs;
+    u.forwards += v.forwards;
+    u.backwards += v.backwards;
+    u.reshards += v.reshards;
+    u.reduceScatters += v.reduceScatters;
+    u.reduceScatterBytes = std::max(u.reduceScatterBytes, v.reduceScatterBytes);
+    u.allreduces += v.allreduces;
+    ut.gather += ou.gather;
+    ut.gatherWire += ou.gatherWire;
+    ut.forward += ou.forward;
+    ut.backward += ou.backward;
+    ut.reduceScatter += ou.reduceScatter;
+    ut.allreduce += ou.allreduce;
+  }
+  forward_ += o.forward_;
+  backward_ += o.backward_;
+  optimizer_ += o.optimizer_;
+  exposed_ += o.exposed_;
+  forwards_ += o.forwards_;
+  backwards_ += o.backwards_;
+  optimizers_ += o.optimizers_;
+}
+
+FsdpAnalysis FsdpBuilder::finish() {
+  FsdpAnalysis f;
+  std::stable_sort(iterations_.begin(), iterations_.end(),
+                   [](const FsdpIteration& a, const FsdpIteration& b) { return a.rank < b.rank; });
+  f.iterations = std::move(iterations_);
+  f.iterationCount = iterationCount_;
+  f.forwardMeanNs = meanOf(forward_, forwards_);
+  f.backwardMeanNs = meanOf(backward_, backwards_);
+  f.optimizerMeanNs = meanOf(optimizer_, optimizers_);
+  f.exposedMeanNs = meanOf(exposed_, iterationCount_);
+  for (auto& [name, ut] : units_) {
     FsdpUnitAnalysis u = ut.u;
     if (u.firstBeginNs == INT64_MAX) u.firstBeginNs = 0;
     u.gatherMeanNs = meanOf(ut.gather, u.gathers);

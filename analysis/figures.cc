@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 
 namespace ringx::analysis {
@@ -71,6 +72,111 @@ double median(std::vector<double>& values) {
   return values[k];
 }
 
+// ---- Distribution ---------------------------------------------------------------
+
+namespace {
+// log(g) for the buckets' ratio g = 1 + 1/256: a midpoint is within 1/512 of any sample in its
+// bucket.
+const double kLogBucketRatio = std::log1p(1.0 / 256);
+int32_t bucketOf(double value) {
+  return static_cast<int32_t>(std::floor(std::log(value) / kLogBucketRatio));
+}
+}  // namespace
+
+void Distribution::add(double value) {
+  if (count_ == 0) {
+    min_ = max_ = value;
+  } else {
+    min_ = std::min(min_, value);
+    max_ = std::max(max_, value);
+  }
+  ++count_;
+  if (histogram_) {
+    addToHistogram(value, 1);
+    return;
+  }
+  exact_.push_back(value);
+  if (exact_.size() > kExactSamples) toHistogram();
+}
+
+void Distribution::addToHistogram(double value, uint64_t n) {
+  if (!(value > 0)) {
+    nonPositive_ += n;
+    return;
+  }
+  const int32_t b = bucketOf(value);
+  if (buckets_.empty()) bucketBase_ = b;
+  if (b < bucketBase_) {
+    buckets_.insert(buckets_.begin(), static_cast<size_t>(bucketBase_ - b), 0);
+    bucketBase_ = b;
+  }
+  const size_t i = static_cast<size_t>(b - bucketBase_);
+  if (i >= buckets_.size()) buckets_.resize(i + 1, 0);
+  buckets_[i] += n;
+}
+
+void Distribution::toHistogram() {
+  histogram_ = true;
+  for (double v : exact_) addToHistogram(v, 1);
+  exact_.clear();
+  exact_.shrink_to_fit();
+}
+
+void Distribution::merge(const Distribution& other) {
+  if (other.count_ == 0) return;
+  if (count_ == 0) {
+    min_ = other.min_;
+    max_ = other.max_;
+  } else {
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+  count_ += other.count_;
+  if (!histogram_ && !other.histogram_ && exact_.size() + other.exact_.size() <= kExactSamples) {
+    exact_.insert(exact_.end(), other.exact_.begin(), other.exact_.end());
+    return;
+  }
+  if (!histogram_) toHistogram();
+  for (double v : other.exact_) addToHistogram(v, 1);
+  nonPositive_ += other.nonPositive_;
+  for (size_t i = 0; i < other.buckets_.size(); ++i)
+    if (other.buckets_[i])
+      addToHistogram(
+          std::exp((other.bucketBase_ + static_cast<int32_t>(i) + 0.5) * kLogBucketRatio),
+          other.buckets_[i]);
+}
+
+double Distribution::percentile(int p) const {
+  if (count_ == 0) return 0;
+  // Nearest rank, as percentile() above: the ceil(p/100 * n)-th smallest.
+  uint64_t rank = (static_cast<uint64_t>(p) * count_ + 99) / 100;
+  rank = std::clamp<uint64_t>(rank, 1, count_);
+  if (!histogram_) {
+    std::vector<double> sorted = exact_;
+    const auto k = sorted.begin() + static_cast<std::ptrdiff_t>(rank - 1);
+    std::nth_element(sorted.begin(), k, sorted.end());
+    return *k;
+  }
+  if (rank <= nonPositive_) return std::min(min_, 0.0);
+  uint64_t seen = nonPositive_;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    seen += buckets_[i];
+    if (seen >= rank) {
+      // The bucket's geometric midpoint: within half a bucket of any sample in it.
+      const double mid = std::exp((bucketBase_ + static_cast<int32_t>(i) + 0.5) * kLogBucketRatio);
+      return std::clamp(mid, min_, max_);
+    }
+  }
+  return max_;
+}
+
+// ---- overlap ----------------------------------------------------------------------
+
+void CommOverlap::add(const CommOverlap& other) {
+  wireNs_ += other.wireNs_;
+  exposedNs_ += other.exposedNs_;
+}
+
 void CommOverlap::add(int64_t wireNs, int64_t exposedNs) {
   wireNs = std::max<int64_t>(0, wireNs);
   wireNs_ += wireNs;
@@ -85,26 +191,47 @@ double prefetchedShare(uint64_t prefetched, uint64_t gathers) {
   return gathers ? static_cast<double>(prefetched) / static_cast<double>(gathers) : 0;
 }
 
-ArrivalSkew arrivalSkew(const std::vector<Arrival>& arrivals) {
-  ArrivalSkew s;
-  if (arrivals.empty()) return s;
-  int64_t earliest = arrivals[0].beginNs, latest = arrivals[0].beginNs;
-  int32_t lastRank = arrivals[0].rank;
-  int lastCount = 1;
-  for (size_t i = 1; i < arrivals.size(); ++i) {
-    const Arrival& a = arrivals[i];
-    earliest = std::min(earliest, a.beginNs);
-    if (a.beginNs > latest) {
-      latest = a.beginNs;
-      lastRank = a.rank;
-      lastCount = 1;
-    } else if (a.beginNs == latest) {
-      ++lastCount;
-    }
+void ArrivalTracker::add(const Arrival& a) {
+  if (count_ == 0 || a.beginNs < earliest_) earliest_ = a.beginNs;
+  if (count_ == 0 || a.beginNs > latest_) {
+    latest_ = a.beginNs;
+    lastRank_ = a.rank;
+    lastCount_ = 1;
+  } else if (a.beginNs == latest_) {
+    ++lastCount_;
   }
-  s.skewNs = latest - earliest;
-  s.lastRank = arrivals.size() >= 2 && lastCount == 1 ? lastRank : -1;
+  ++count_;
+}
+
+void ArrivalTracker::merge(const ArrivalTracker& o) {
+  if (o.count_ == 0) return;
+  if (count_ == 0) {
+    *this = o;
+    return;
+  }
+  earliest_ = std::min(earliest_, o.earliest_);
+  if (o.latest_ > latest_) {
+    latest_ = o.latest_;
+    lastRank_ = o.lastRank_;
+    lastCount_ = o.lastCount_;
+  } else if (o.latest_ == latest_) {
+    lastCount_ += o.lastCount_;
+  }
+  count_ += o.count_;
+}
+
+ArrivalSkew ArrivalTracker::skew() const {
+  ArrivalSkew s;
+  if (count_ == 0) return s;
+  s.skewNs = latest_ - earliest_;
+  s.lastRank = count_ >= 2 && lastCount_ == 1 ? lastRank_ : -1;
   return s;
+}
+
+ArrivalSkew arrivalSkew(const std::vector<Arrival>& arrivals) {
+  ArrivalTracker t;
+  for (const Arrival& a : arrivals) t.add(a);
+  return t.skew();
 }
 
 std::string formatDuration(int64_t ns) {
@@ -144,8 +271,66 @@ std::string formatBytes(int64_t bytes) {
 
 std::string rankList(const std::vector<int32_t>& ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;  // the run ranks[i..j] of consecutive ranks
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += i ? ", " : "";
+    if (j >= i + 2) {
+      out += std::to_string(ranks[i]) + "-" + std::to_string(ranks[j]);
+      i = j + 1;
+    } else {
+      out += std::to_string(ranks[i]);
+      ++i;
+    }
+  }
   return out;
+}
+
+bool parseRankList(std::string_view text, std::vector<int32_t>* ranks, std::string* error) {
+  const std::string_view original = text;
+  auto fail = [&](const std::string& why) {
+    *error = "bad rank list '" + std::string(original) + "': " + why +
+             " (expected ranks and ranges such as 0-7,9,12-15)";
+    return false;
+  };
+  for (std::string_view prefix : {"ranks", "rank"}) {
+    if (startsWith(text, prefix)) {
+      text.remove_prefix(prefix.size());
+      break;
+    }
+  }
+  ranks->clear();
+  size_t i = 0;
+  auto skipSpaces = [&] {
+    while (i < text.size() && text[i] == ' ') ++i;
+  };
+  auto number = [&](int64_t* out) {
+    skipSpaces();
+    const size_t start = i;
+    int64_t v = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && v <= (1 << 24))
+      v = v * 10 + (text[i++] - '0');
+    skipSpaces();
+    *out = v;
+    return i > start && v <= (1 << 24);
+  };
+  while (true) {
+    int64_t first = 0, last = 0;
+    if (!number(&first)) return fail("a rank is missing or too large");
+    last = first;
+    if (i < text.size() && text[i] == '-') {
+      ++i;
+      if (!number(&last)) return fail("a range has no end");
+      if (last < first) return fail("a range runs backwards");
+    }
+    for (int64_t r = first; r <= last; ++r) ranks->push_back(static_cast<int32_t>(r));
+    if (i == text.size()) break;
+    if (text[i] != ',') return fail(std::string("unexpected '") + text[i] + "'");
+    ++i;
+  }
+  std::sort(ranks->begin(), ranks->end());
+  ranks->erase(std::unique(ranks->begin(), ranks->end()), ranks->end());
+  return true;
 }
 
 }  // namespace ringx::analysis

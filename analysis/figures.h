@@ -10,6 +10,10 @@
 //    the group). Bytes per ns is GB/s.
 //  - Percentiles are nearest-rank: p50 is the smallest sample with at least
 //    half of the samples at or below it. Medians of bandwidths likewise.
+//    Over more than Distribution::kExactSamples samples (a 1,000-rank trace's
+//    spans) they come from a histogram of log-spaced buckets instead, within
+//    Distribution::kRelativeError of the exact value, so that memory does not
+//    grow with the trace.
 //  - Exposed communication: how long a step's compute waited for
 //    communication. DDP: a bucket's exposed time is how long after backward's
 //    compute ended its reduction finished (the engine's exposed_ns); an
@@ -56,6 +60,39 @@ bool isPointToPoint(std::string_view op);
 int64_t percentile(const std::vector<int64_t>& sorted, int p);
 // The nearest-rank median, reordering `values`; 0 when empty.
 double median(std::vector<double>& values);
+
+// The samples of one figure's distribution (durations, bandwidths), for
+// percentiles in bounded memory: every sample is kept, and percentile() is the
+// exact nearest-rank one, up to kExactSamples; past that the samples move into
+// a histogram of buckets [g^i, g^(i+1)), g = 1 + 1/256, whose percentile is
+// the bucket's midpoint clamped to the smallest and largest sample (relative
+// error below kRelativeError). Values at or below 0 share one bucket, reported
+// as the smallest such sample. Merging is order-independent, so ranks reduced
+// on several threads give the same figures.
+class Distribution {
+ public:
+  static constexpr size_t kExactSamples = 1 << 16;
+  static constexpr double kRelativeError = 1.0 / 512;
+
+  void add(double value);
+  void merge(const Distribution& other);
+  uint64_t count() const { return count_; }
+  double max() const { return max_; }  // 0 when empty
+  // p in (0, 100]; 0 when empty. percentile(50) is median() of the same samples.
+  double percentile(int p) const;
+
+ private:
+  void toHistogram();
+  void addToHistogram(double value, uint64_t n);
+
+  uint64_t count_ = 0;
+  double min_ = 0, max_ = 0;
+  std::vector<double> exact_;  // while count_ <= kExactSamples
+  bool histogram_ = false;
+  std::vector<uint64_t> buckets_;  // from bucketBase_ up
+  int32_t bucketBase_ = 0;
+  uint64_t nonPositive_ = 0;  // values <= 0, in histogram mode
+};
 // total / n, 0 when n is 0.
 inline int64_t meanOf(int64_t total, uint64_t n) { return n ? total / static_cast<int64_t>(n) : 0; }
 
@@ -68,6 +105,8 @@ class CommOverlap {
   // One transfer: its wire time and how long compute waited for it (negative
   // values count as 0; exposure is capped at the wire time).
   void add(int64_t wireNs, int64_t exposedNs);
+  // Another set's transfers (already capped).
+  void add(const CommOverlap& other);
   int64_t wireNs() const { return wireNs_; }
   int64_t exposedNs() const { return exposedNs_; }  // capped, summed
   // 1 - exposed / wire; 0 when there was no wire time.
@@ -93,6 +132,24 @@ struct ArrivalSkew {
   int32_t lastRank = -1;  // the single latest arrival; -1 when tied or fewer than 2 ranks
 };
 
+// Arrivals one at a time, or merged from disjoint sets of ranks (each rank's
+// part of a collective reduced on its own): the earliest begin, the latest, and
+// whether a single rank holds it.
+class ArrivalTracker {
+ public:
+  void add(const Arrival& arrival);
+  void merge(const ArrivalTracker& other);
+  uint32_t count() const { return count_; }
+  int64_t earliestNs() const { return earliest_; }
+  ArrivalSkew skew() const;
+
+ private:
+  int64_t earliest_ = 0, latest_ = 0;
+  int32_t lastRank_ = -1;
+  uint32_t lastCount_ = 0;  // ranks at `latest_`
+  uint32_t count_ = 0;
+};
+
 ArrivalSkew arrivalSkew(const std::vector<Arrival>& arrivals);
 
 // ---- how figures print ----------------------------------------------------------
@@ -103,7 +160,14 @@ std::string formatDuration(int64_t ns);
 std::string formatSignedDuration(int64_t ns);
 // "512 B", "12.3 KiB", "4.50 MiB", "1.20 GiB".
 std::string formatBytes(int64_t bytes);
-// "rank 2", "ranks 0, 1, 3".
+// "rank 2", "ranks 0, 1, 3", "ranks 0-7, 9, 12-15": runs of three or more
+// consecutive ranks print as ranges, so a 1,024-rank list stays one line.
+// `ranks` ascending.
 std::string rankList(const std::vector<int32_t>& ranks);
+// Reads what a user types for a set of ranks, "0-7,9,12-15" (spaces allowed,
+// a leading "rank"/"ranks" too, so rankList's text reads back): the ranks,
+// ascending and without repeats. False, with `error` saying what is wrong, for
+// anything else (an empty list, a range that runs backwards).
+bool parseRankList(std::string_view text, std::vector<int32_t>* ranks, std::string* error);
 
 }  // namespace ringx::analysis

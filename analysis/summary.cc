@@ -12,9 +12,10 @@
 #include <cstdarg>
 #include <cstdio>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "analysis/store_reading.h"
 #include "backend/common/text.h"
@@ -64,165 +65,368 @@ int64_t unionLength(std::vector<std::pair<int64_t, int64_t>>& intervals) {
   return total;
 }
 
-// Durations and bandwidths of one (op, size class) while reading.
-struct Accumulator {
-  std::vector<int64_t> durations;
-  std::vector<double> busbw;
-  std::unordered_set<std::string> keys;  // group + '\n' + seq of matched calls
-  uint64_t unkeyed = 0;                  // spans without a sequence number
-  uint64_t failed = 0;
-  uint64_t bytes = 0;
-};
-
 // An engine section's title and phase means (DdpAnalysis and FsdpAnalysis alike).
 template <typename Engine>
 void appendEngineHeader(std::string& out, const char* name, const Engine& e) {
-  appendf(out, "\n%s engine (%zu iterations over all ranks; means)\n", name, e.iterations.size());
+  appendf(out, "\n%s engine (%" PRIu64 " iterations over all ranks; means)\n", name,
+          e.iterationCount);
   appendf(out, "  forward %s, backward %s, optimizer and the rest until the next forward %s\n",
           formatDuration(e.forwardMeanNs).c_str(), formatDuration(e.backwardMeanNs).c_str(),
           formatDuration(e.optimizerMeanNs).c_str());
 }
 
-void summarizeSkew(const TraceStore& store, Summary& s) {
-  SkewStats& skew = s.skew;
-  std::vector<int64_t> skews;
-  for (const CollectiveRow& row : matchCollectives(store)) {
-    if (row.ranks.size() < 2) continue;
-    ++skew.matched;
-    if (row.missingCount > 0) ++skew.incomplete;
-    skews.push_back(row.arrivalSkewNs);
-    if (row.lastArrivalRank >= 0) ++skew.lastArrivals[row.lastArrivalRank];
-    for (const CollectiveRank& r : row.ranks) {
-      if (const RankData* rank = store.findRank(r.rank))
-        skew.clockUncertaintyNs = std::max(skew.clockUncertaintyNs, rank->clockUncertaintyNs);
-    }
-    // Ties on the largest skew go to the lowest (group, seq), so the answer
-    // does not depend on row order.
-    if (skew.maxSeq < 0 || row.arrivalSkewNs > skew.maxNs ||
-        (row.arrivalSkewNs == skew.maxNs &&
-         std::tie(row.group, row.seq) < std::tie(skew.maxGroup, skew.maxSeq))) {
-      skew.maxNs = row.arrivalSkewNs;
-      skew.maxOp = row.op;
-      skew.maxGroup = row.group;
-      skew.maxSeq = row.seq;
-      skew.maxLastRank = row.lastArrivalRank;
-    }
+// ---- one rank's part --------------------------------------------------------------
+
+// Durations and bandwidths of one (op, size class).
+struct OpPart {
+  Distribution durations;
+  Distribution busbw;
+  int64_t totalNs = 0;
+  uint64_t unkeyed = 0;  // spans without a sequence number (or point-to-point)
+  uint64_t failed = 0;
+  uint64_t bytes = 0;
+  void merge(const OpPart& o) {
+    durations.merge(o.durations);
+    busbw.merge(o.busbw);
+    totalNs += o.totalNs;
+    unkeyed += o.unkeyed;
+    failed += o.failed;
+    bytes += o.bytes;
   }
-  std::sort(skews.begin(), skews.end());
-  skew.p50Ns = percentile(skews, 50);
-  skew.p99Ns = percentile(skews, 99);
-  for (const auto& [rank, count] : skew.lastArrivals) {
-    if (count > skew.mostOftenLastCount) {
-      skew.mostOftenLast = rank;
-      skew.mostOftenLastCount = count;
-    }
-  }
+};
+using OpKey = std::pair<std::string, int>;  // (op, size class)
+
+// One rank's part in one (group, seq): its earliest span (the arrival, as
+// matchCollectives counts a rank once) and the (op, size) classes of all its
+// spans (for the calls column).
+struct CollectivePart {
+  std::string group;  // see groupKeyOf
+  int64_t seq = 0;
+  int64_t beginNs = 0;
+  std::string op;  // of the earliest span
+  int64_t groupSize = -1;
+  std::vector<uint32_t> opKeys;  // indices into RankPart::opKeys
+};
+
+// Everything the summary keeps of one rank once its events are gone.
+struct RankPart {
+  RankStats stats;
+  bool hasEvents = false;
+  int64_t beginNs = 0, endNs = 0;
+  std::vector<OpKey> opKeys;
+  std::vector<OpPart> ops;  // by opKeys index
+  std::vector<CollectivePart> collectives;
+  DdpBuilder ddp{false};
+  FsdpBuilder fsdp{false};
+  int64_t fsdpPeakBytes = 0, fsdpShardedBytes = 0;
+  std::vector<std::string> warnings;  // its store's own
+};
+
+// The key collectives are matched by: the group argument, else the
+// "comm:<group>" track's suffix, else (as matchCollectives) the track itself.
+std::string groupKeyOf(std::string_view groupName, std::string_view trackName) {
+  if (!groupName.empty()) return std::string(groupName);
+  return strCat("\x01", trackName);
+}
+std::string_view groupNameOf(std::string_view key) {
+  return !key.empty() && key[0] == '\x01' ? std::string_view() : key;
 }
 
-}  // namespace
+RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defaultGroupSize) {
+  RankPart part;
+  RankStats& rs = part.stats;
+  rs.rank = rank.rank;
+  rs.host = rank.host;
+  rs.events = rank.events;
+  rs.dropped = rank.dropped;
+  rs.truncated = rank.truncated;
+  rs.clockAligned = rank.clockAligned;
+  rs.clockUncertaintyNs = rank.clockUncertaintyNs;
+  rs.clockKnown = rank.clockKnown;
+  rs.clockReference = rank.clockReference;
+  rs.clockOffsetNs = rank.clockOffsetNs;
+  rs.tracedNs = rank.endNs - rank.beginNs;
+  part.hasEvents = rank.events > 0;
+  part.beginNs = rank.beginNs;
+  part.endNs = rank.endNs;
 
-Summary summarize(const TraceStore& store, const std::string& source) {
-  Summary s;
-  s.source = source;
-  s.worldSize = static_cast<int32_t>(store.ranks().size());
-  s.warnings = store.warnings();
-  s.events = store.eventCount();
-  if (!store.empty()) s.tracedNs = store.endNs() - store.beginNs();
-
-  const viewer::StringPool& pool = store.strings();
-  const Keys keys(pool);
+  const Keys keys(store.strings());
   const std::string collectiveCategory = trace::categoryName(trace::Category::kCollective);
   int collective = -1;
   for (size_t c = 0; c < store.categories().size(); ++c)
     if (store.categories()[c] == collectiveCategory) collective = static_cast<int>(c);
   const std::string_view commPrefix = trace::track::kCommPrefix;
 
-  std::map<std::pair<std::string, int>, Accumulator> accumulators;
-  for (const RankData& rank : store.ranks()) {
-    RankStats rs;
-    rs.rank = rank.rank;
-    rs.host = rank.host;
-    rs.events = rank.events;
-    rs.dropped = rank.dropped;
-    rs.truncated = rank.truncated;
-    rs.clockAligned = rank.clockAligned;
-    rs.clockUncertaintyNs = rank.clockUncertaintyNs;
-    rs.clockKnown = rank.clockKnown;
-    rs.clockReference = rank.clockReference;
-    rs.clockOffsetNs = rank.clockOffsetNs;
-    rs.tracedNs = rank.endNs - rank.beginNs;
+  // The op's part through a cache keyed by name id and size class: a map
+  // lookup with a fresh string per span would dominate.
+  std::unordered_map<uint64_t, uint32_t> opOf;
+  std::map<OpKey, uint32_t> opIndex;
+  std::unordered_map<std::string, size_t> collectiveOf;  // group key + '\n' + seq
+  std::vector<std::pair<int64_t, int64_t>> commIntervals;
+  for (const Track& track : rank.tracks) {
+    const std::string_view trackName = store.str(track.name);
+    for (const auto& level : track.levels) {
+      for (const Span& span : level) {
+        if (collective < 0 || span.category != collective) continue;
+        const ArgRange args(rank, span);
+        const int64_t bytes = args.integer(keys.bytes, -1);
+        const int64_t seq = args.integer(keys.seq, -1);
+        const int64_t groupSizeArg = args.integer(keys.groupSize, -1);
+        const int64_t groupSize = groupSizeArg > 0 ? groupSizeArg : defaultGroupSize;
+        const std::string_view op = store.str(span.name);
+        std::string_view groupName = store.str(args.string(keys.group));
+        if (groupName.empty() && startsWith(trackName, commPrefix))
+          groupName = trackName.substr(commPrefix.size());
 
-    // The op's accumulator through a per-rank cache keyed by name id and size
-    // class: a map lookup with a fresh string per span would dominate.
-    std::unordered_map<uint64_t, Accumulator*> accumulatorOf;  // std::map nodes do not move
-    std::vector<std::pair<int64_t, int64_t>> commIntervals;
-    for (const Track& track : rank.tracks) {
-      const std::string_view trackName = store.str(track.name);
-      for (const auto& level : track.levels) {
-        for (const Span& span : level) {
-          if (collective < 0 || span.category != collective) continue;
-          const ArgRange args(rank, span);
-          const int64_t bytes = args.integer(keys.bytes, -1);
-          const int64_t seq = args.integer(keys.seq, -1);
-          const int64_t groupSize = args.integer(keys.groupSize, s.worldSize);
-          const std::string_view op = store.str(span.name);
-          std::string_view groupName = store.str(args.string(keys.group));
-          if (groupName.empty() && startsWith(trackName, commPrefix))
-            groupName = trackName.substr(commPrefix.size());
-
-          const int cls = sizeClass(bytes);
-          const uint64_t cacheKey = uint64_t{span.name} << 8 | static_cast<uint64_t>(cls + 2);
-          Accumulator*& cached = accumulatorOf[cacheKey];
-          if (cached == nullptr) cached = &accumulators[{std::string(op), cls}];
-          Accumulator& acc = *cached;
-          if (seq >= 0 && !isPointToPoint(op)) {
-            acc.keys.insert(strCat(groupName, "\n", seq));
-          } else {
-            ++acc.unkeyed;
+        const int cls = sizeClass(bytes);
+        const uint64_t cacheKey = uint64_t{span.name} << 8 | static_cast<uint64_t>(cls + 2);
+        auto [cached, fresh] = opOf.try_emplace(cacheKey, 0);
+        if (fresh) {
+          auto [at, added] = opIndex.try_emplace(OpKey{std::string(op), cls},
+                                                 static_cast<uint32_t>(part.opKeys.size()));
+          if (added) {
+            part.opKeys.push_back(at->first);
+            part.ops.emplace_back();
           }
-          ++rs.collectives;
-          commIntervals.emplace_back(span.begin, span.end);
-          if (span.flags & viewer::kSpanFailed) {
-            ++acc.failed;
-            ++rs.failed;
-            continue;
-          }
-          const int64_t duration = span.duration();
-          acc.durations.push_back(duration);
-          if (bytes > 0) acc.bytes += static_cast<uint64_t>(bytes);
-          const double busbw = busBandwidthGBps(op, bytes, duration, groupSize);
-          if (busbw > 0) acc.busbw.push_back(busbw);
+          cached->second = at->second;
         }
+        const uint32_t opKey = cached->second;
+        OpPart& acc = part.ops[opKey];
+        if (seq >= 0 && !isPointToPoint(op)) {
+          std::string group = groupKeyOf(groupName, trackName);
+          auto [at, added] = collectiveOf.try_emplace(strCat(group, "\n", seq), 0);
+          if (added) {
+            at->second = part.collectives.size();
+            part.collectives.push_back(CollectivePart{
+                std::move(group), seq, span.begin, std::string(op), groupSizeArg, {}});
+          }
+          CollectivePart& c = part.collectives[at->second];
+          if (span.begin < c.beginNs) {
+            c.beginNs = span.begin;
+            c.op = std::string(op);
+          }
+          c.groupSize = std::max(c.groupSize, groupSizeArg);
+          if (std::find(c.opKeys.begin(), c.opKeys.end(), opKey) == c.opKeys.end())
+            c.opKeys.push_back(opKey);
+        } else {
+          ++acc.unkeyed;
+        }
+        ++rs.collectives;
+        commIntervals.emplace_back(span.begin, span.end);
+        if (span.flags & viewer::kSpanFailed) {
+          ++acc.failed;
+          ++rs.failed;
+          continue;
+        }
+        const int64_t duration = span.duration();
+        acc.durations.add(static_cast<double>(duration));
+        acc.totalNs += duration;
+        if (bytes > 0) acc.bytes += static_cast<uint64_t>(bytes);
+        const double busbw = busBandwidthGBps(op, bytes, duration, groupSize);
+        if (busbw > 0) acc.busbw.add(busbw);
       }
     }
-    rs.commNs = unionLength(commIntervals);
-    rs.commShare = rs.tracedNs > 0 ? static_cast<double>(rs.commNs) / rs.tracedNs : 0;
-    s.droppedEvents += rs.dropped;
-    if (rs.truncated) s.truncatedRanks.push_back(rs.rank);
-    if (!rs.clockAligned) s.unalignedRanks.push_back(rs.rank);
-    s.ranks.push_back(std::move(rs));
+  }
+  rs.commNs = unionLength(commIntervals);
+  rs.commShare = rs.tracedNs > 0 ? static_cast<double>(rs.commNs) / rs.tracedNs : 0;
+
+  part.ddp.addRank(store, rank);
+  part.fsdp.addRank(store, rank);
+  const StringPool& pool = store.strings();
+  const uint32_t peakName = pool.find(trace::counters::kFsdpPeakBytes);
+  const uint32_t shardedName = pool.find(trace::counters::kFsdpShardedBytes);
+  if (const auto* c = peakName ? rank.findCounter(peakName) : nullptr)
+    part.fsdpPeakBytes = static_cast<int64_t>(c->maxValue);
+  if (const auto* c = shardedName ? rank.findCounter(shardedName) : nullptr)
+    part.fsdpShardedBytes = static_cast<int64_t>(c->maxValue);
+  return part;
+}
+
+// One rank of a ringx trace, on its own: ingested into a store of one rank
+// (aligned as the viewer aligns it), reduced, and the store dropped.
+RankPart reduceRankTrace(const trace::RankTrace& trace) {
+  TraceStore store;
+  viewer::ingestRankTrace(store, trace, trace::ClockModel::forRank(trace), 0, nullptr);
+  store.finalize();
+  RankPart part = reduceRank(store, store.ranks().front(), trace.header.worldSize);
+  part.warnings = store.warnings();
+  return part;
+}
+
+// ---- the job, rank by rank ---------------------------------------------------------
+
+// Merges ranks' parts (in any order, one at a time: callers on several threads
+// lock) into the job's figures. What it keeps: per rank its RankStats and runs
+// of seqs; per (op, size) a part; per (group, seq) the arrivals. Nothing per event.
+class SummaryBuilder {
+ public:
+  void add(RankPart&& part);
+  Summary finish(std::string source, int32_t worldSize, std::vector<std::string> warnings);
+
+ private:
+  // One (group, seq) over every rank that recorded it.
+  struct Collective {
+    ArrivalTracker arrivals;
+    int64_t groupSize = 0;         // the largest group_size argument; 0 when unknown
+    std::vector<uint32_t> opKeys;  // (op, size) classes of its spans, global indices
+    // The op each rank began it with: (op, ranks, lowest rank); the row's op is
+    // the most common, ties to the lowest rank's (as matchCollectives names it).
+    struct Op {
+      uint32_t op;
+      uint32_t ranks;
+      int32_t lowestRank;
+    };
+    std::vector<Op> ops;
+  };
+  struct Key {
+    uint32_t group;
+    int64_t seq;
+    bool operator==(const Key& o) const { return seq == o.seq && group == o.group; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t x = (uint64_t{k.group} << 40) ^ static_cast<uint64_t>(k.seq);
+      x ^= x >> 33;  // murmur's finalizer: seqs are dense, the table wants spread bits
+      x *= 0xff51afd7ed558ccdull;
+      x ^= x >> 33;
+      return static_cast<size_t>(x);
+    }
+  };
+  // A rank's collectives in one group, for its lateness: the seqs it recorded
+  // as runs (usually one: every seq), and the sum of its begins. Its lateness
+  // sum is that minus the collectives' earliest begins summed over the runs,
+  // so no rank's arrivals need to be kept until every rank is in.
+  struct GroupRuns {
+    uint32_t group;
+    std::vector<std::pair<int64_t, int64_t>> runs;  // [first, last] seq
+    __int128 beginSum = 0;  // 128 bits: 10^5 collectives x 10^15 ns overflow 64
+  };
+  struct Rank {
+    RankStats stats;
+    std::vector<GroupRuns> groups;
+  };
+
+  static uint32_t intern(std::vector<std::string>& names,
+                         std::unordered_map<std::string, uint32_t>& ids, const std::string& name) {
+    auto [at, added] = ids.try_emplace(name, static_cast<uint32_t>(names.size()));
+    if (added) names.push_back(name);
+    return at->second;
   }
 
+  std::vector<Rank> ranks_;
+  std::vector<std::string> groupNames_, opNames_;
+  std::unordered_map<std::string, uint32_t> groupIds_, opIds_;
+  std::map<OpKey, uint32_t> opKeyIds_;
+  std::vector<OpKey> opKeys_;
+  std::vector<OpPart> ops_;
+  std::unordered_map<Key, Collective, KeyHash> collectives_;
+  DdpBuilder ddp_{false};
+  FsdpBuilder fsdp_{false};
+  int64_t fsdpPeakBytes_ = 0, fsdpShardedBytes_ = 0;
+  bool hasEvents_ = false;
+  int64_t beginNs_ = 0, endNs_ = 0;
+  std::vector<std::pair<int32_t, std::string>> rankWarnings_;
+};
+
+void SummaryBuilder::add(RankPart&& part) {
+  const int32_t rankId = part.stats.rank;
+  if (part.hasEvents) {
+    beginNs_ = hasEvents_ ? std::min(beginNs_, part.beginNs) : part.beginNs;
+    endNs_ = hasEvents_ ? std::max(endNs_, part.endNs) : part.endNs;
+    hasEvents_ = true;
+  }
+  std::vector<uint32_t> opKeyOf(part.opKeys.size());
+  for (size_t i = 0; i < part.opKeys.size(); ++i) {
+    auto [at, added] = opKeyIds_.try_emplace(part.opKeys[i], static_cast<uint32_t>(ops_.size()));
+    if (added) {
+      opKeys_.push_back(part.opKeys[i]);
+      ops_.emplace_back();
+    }
+    opKeyOf[i] = at->second;
+    ops_[at->second].merge(part.ops[i]);
+  }
+
+  Rank rank;
+  rank.stats = std::move(part.stats);
+  // By group, then seq: the runs come out in one pass.
+  std::sort(part.collectives.begin(), part.collectives.end(),
+            [](const CollectivePart& a, const CollectivePart& b) {
+              return a.group != b.group ? a.group < b.group : a.seq < b.seq;
+            });
+  for (const CollectivePart& c : part.collectives) {
+    const uint32_t group = intern(groupNames_, groupIds_, c.group);
+    Collective& row = collectives_[Key{group, c.seq}];
+    row.arrivals.add(Arrival{rankId, c.beginNs});
+    row.groupSize = std::max(row.groupSize, c.groupSize);
+    for (uint32_t k : c.opKeys) {
+      const uint32_t global = opKeyOf[k];
+      if (std::find(row.opKeys.begin(), row.opKeys.end(), global) == row.opKeys.end())
+        row.opKeys.push_back(global);
+    }
+    const uint32_t op = intern(opNames_, opIds_, c.op);
+    auto it = std::find_if(row.ops.begin(), row.ops.end(),
+                           [&](const Collective::Op& o) { return o.op == op; });
+    if (it == row.ops.end()) {
+      row.ops.push_back(Collective::Op{op, 1, rankId});
+    } else {
+      ++it->ranks;
+      it->lowestRank = std::min(it->lowestRank, rankId);
+    }
+    if (rank.groups.empty() || rank.groups.back().group != group)
+      rank.groups.push_back(GroupRuns{group, {}, 0});
+    GroupRuns& g = rank.groups.back();
+    if (!g.runs.empty() && g.runs.back().second + 1 == c.seq) {
+      g.runs.back().second = c.seq;
+    } else {
+      g.runs.emplace_back(c.seq, c.seq);
+    }
+    g.beginSum += c.beginNs;
+  }
+  ranks_.push_back(std::move(rank));
+
+  ddp_.merge(std::move(part.ddp));
+  fsdp_.merge(std::move(part.fsdp));
+  fsdpPeakBytes_ = std::max(fsdpPeakBytes_, part.fsdpPeakBytes);
+  fsdpShardedBytes_ = std::max(fsdpShardedBytes_, part.fsdpShardedBytes);
+  for (std::string& w : part.warnings) rankWarnings_.emplace_back(rankId, std::move(w));
+}
+
+Summary SummaryBuilder::finish(std::string source, int32_t worldSize,
+                               std::vector<std::string> warnings) {
+  Summary s;
+  s.source = std::move(source);
+  s.worldSize = worldSize;
+  std::sort(ranks_.begin(), ranks_.end(),
+            [](const Rank& a, const Rank& b) { return a.stats.rank < b.stats.rank; });
+  std::stable_sort(rankWarnings_.begin(), rankWarnings_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  s.warnings = std::move(warnings);
+  for (auto& [rank, w] : rankWarnings_) s.warnings.push_back(std::move(w));
+  if (hasEvents_) s.tracedNs = endNs_ - beginNs_;
+
   // ---- per op and size class
+  std::vector<uint64_t> calls(ops_.size(), 0);
+  for (const auto& [key, row] : collectives_)
+    for (uint32_t k : row.opKeys) ++calls[k];
   std::map<std::string, int64_t> opTotal;
-  for (auto& [key, acc] : accumulators) {
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const OpPart& acc = ops_[i];
     CollectiveStats c;
-    c.op = key.first;
-    c.sizeClass = key.second;
-    c.sizeLabel = sizeClassLabel(key.second);
-    c.calls = acc.keys.size() + acc.unkeyed;
-    c.spans = acc.durations.size();
+    c.op = opKeys_[i].first;
+    c.sizeClass = opKeys_[i].second;
+    c.sizeLabel = sizeClassLabel(c.sizeClass);
+    c.calls = calls[i] + acc.unkeyed;
+    c.spans = acc.durations.count();
     c.failed = acc.failed;
     c.bytes = acc.bytes;
-    std::sort(acc.durations.begin(), acc.durations.end());
-    for (int64_t d : acc.durations) c.totalNs += d;
-    if (!acc.durations.empty()) {
-      c.meanNs = meanOf(c.totalNs, acc.durations.size());
-      c.p50Ns = percentile(acc.durations, 50);
-      c.p99Ns = percentile(acc.durations, 99);
-      c.maxNs = acc.durations.back();
+    c.totalNs = acc.totalNs;
+    if (c.spans > 0) {
+      c.meanNs = meanOf(c.totalNs, c.spans);
+      c.p50Ns = static_cast<int64_t>(acc.durations.percentile(50));
+      c.p99Ns = static_cast<int64_t>(acc.durations.percentile(99));
+      c.maxNs = static_cast<int64_t>(acc.durations.max());
     }
-    c.busbwGBps = median(acc.busbw);
+    c.busbwGBps = acc.busbw.percentile(50);
     opTotal[c.op] += c.totalNs;
     s.collectives.push_back(std::move(c));
   }
@@ -238,19 +442,132 @@ Summary summarize(const TraceStore& store, const std::string& source) {
               return classOrder(a.sizeClass) < classOrder(b.sizeClass);
             });
 
-  summarizeSkew(store, s);
+  // ---- arrival skew, over the collectives seen on two or more ranks
+  std::vector<uint32_t> members(groupNames_.size(), 0);  // ranks with any collective in a group
+  for (const Rank& r : ranks_)
+    for (const GroupRuns& g : r.groups) ++members[g.group];
+  // Per group, by seq: the collectives' earliest begins and whether matched,
+  // summed from the first seq, for the ranks' lateness below.
+  struct SeqSums {
+    std::vector<int64_t> seqs;
+    std::vector<__int128> earliest;  // prefix sums, one longer than seqs
+    std::vector<uint64_t> matched;
+  };
+  std::vector<SeqSums> sums(groupNames_.size());
+  {
+    std::vector<std::vector<std::pair<int64_t, const Collective*>>> bySeq(groupNames_.size());
+    for (const auto& [key, row] : collectives_) bySeq[key.group].emplace_back(key.seq, &row);
+    for (size_t g = 0; g < bySeq.size(); ++g) {
+      auto& rows = bySeq[g];
+      std::sort(rows.begin(), rows.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      SeqSums& out = sums[g];
+      out.earliest.push_back(0);
+      out.matched.push_back(0);
+      for (const auto& [seq, row] : rows) {
+        out.seqs.push_back(seq);
+        out.earliest.push_back(out.earliest.back() + row->arrivals.earliestNs());
+        out.matched.push_back(out.matched.back() + (row->arrivals.count() >= 2 ? 1 : 0));
+      }
+    }
+  }
+  SkewStats& skew = s.skew;
+  std::vector<int64_t> skews;
+  for (const auto& [key, row] : collectives_) {
+    const int64_t n = row.arrivals.count();
+    if (n < 2) continue;
+    ++skew.matched;
+    // Missing, as matchCollectives counts it: by group_size, or the group's
+    // members (ranks with any collective in it) absent here.
+    const int64_t bySize = row.groupSize > 0 ? row.groupSize - n : 0;
+    if (std::max<int64_t>(bySize, members[key.group] - n) > 0) ++skew.incomplete;
+    const ArrivalSkew a = row.arrivals.skew();
+    skews.push_back(a.skewNs);
+    if (a.lastRank >= 0) ++skew.lastArrivals[a.lastRank];
+    const std::string_view group = groupNameOf(groupNames_[key.group]);
+    // Ties on the largest skew go to the lowest (group, seq), so the answer
+    // does not depend on the order ranks were read in.
+    if (skew.maxSeq < 0 || a.skewNs > skew.maxNs ||
+        (a.skewNs == skew.maxNs &&
+         std::tie(group, key.seq) < std::tie(skew.maxGroup, skew.maxSeq))) {
+      const Collective::Op* op = &row.ops.front();
+      for (const Collective::Op& o : row.ops) {
+        if (o.ranks > op->ranks || (o.ranks == op->ranks && o.lowestRank < op->lowestRank)) op = &o;
+      }
+      skew.maxNs = a.skewNs;
+      skew.maxOp = opNames_[op->op];
+      skew.maxGroup = std::string(group);
+      skew.maxSeq = key.seq;
+      skew.maxLastRank = a.lastRank;
+    }
+  }
+  std::sort(skews.begin(), skews.end());
+  skew.p50Ns = percentile(skews, 50);
+  skew.p99Ns = percentile(skews, 99);
+  for (const auto& [rank, count] : skew.lastArrivals) {
+    if (count > skew.mostOftenLastCount) {
+      skew.mostOftenLast = rank;
+      skew.mostOftenLastCount = count;
+    }
+  }
+
+  // ---- per rank: lateness from the runs; per host: sums
+  std::map<std::string, HostStats> hosts;
+  std::map<std::string, std::pair<__int128, uint64_t>> hostLateness;
+  for (Rank& r : ranks_) {
+    RankStats& rs = r.stats;
+    __int128 late = 0;
+    for (const GroupRuns& g : r.groups) {
+      const SeqSums& ss = sums[g.group];
+      late += g.beginSum;
+      for (const auto& [first, last] : g.runs) {
+        const size_t lo = static_cast<size_t>(
+            std::lower_bound(ss.seqs.begin(), ss.seqs.end(), first) - ss.seqs.begin());
+        const size_t hi = static_cast<size_t>(
+            std::upper_bound(ss.seqs.begin(), ss.seqs.end(), last) - ss.seqs.begin());
+        late -= ss.earliest[hi] - ss.earliest[lo];
+        rs.matchedCollectives += ss.matched[hi] - ss.matched[lo];
+      }
+    }
+    rs.latenessMeanNs =
+        rs.matchedCollectives ? static_cast<int64_t>(late / rs.matchedCollectives) : 0;
+    const auto last = skew.lastArrivals.find(rs.rank);
+    rs.timesLast = last == skew.lastArrivals.end() ? 0 : last->second;
+    if (rs.matchedCollectives > 0)
+      skew.clockUncertaintyNs = std::max(skew.clockUncertaintyNs, rs.clockUncertaintyNs);
+
+    const std::string host = rs.host.empty() ? "?" : rs.host;
+    HostStats& h = hosts[host];
+    h.host = host;
+    h.ranks.push_back(rs.rank);
+    h.commNs += rs.commNs;
+    h.tracedNs += rs.tracedNs;
+    h.timesLast += rs.timesLast;
+    hostLateness[host].first += late;
+    hostLateness[host].second += rs.matchedCollectives;
+
+    s.events += rs.events;
+    s.droppedEvents += rs.dropped;
+    if (rs.truncated) s.truncatedRanks.push_back(rs.rank);
+    if (!rs.clockAligned) s.unalignedRanks.push_back(rs.rank);
+    s.ranks.push_back(std::move(rs));
+  }
+  for (auto& [name, h] : hosts) {
+    h.commShare = h.tracedNs > 0 ? static_cast<double>(h.commNs) / h.tracedNs : 0;
+    const auto& [late, n] = hostLateness[name];
+    h.latenessMeanNs = n ? static_cast<int64_t>(late / n) : 0;
+    s.hosts.push_back(std::move(h));
+  }
+  std::sort(s.hosts.begin(), s.hosts.end(), [](const HostStats& a, const HostStats& b) {
+    return a.latenessMeanNs != b.latenessMeanNs ? a.latenessMeanNs > b.latenessMeanNs
+                                                : a.host < b.host;
+  });
 
   // ---- the engines
-  s.ddp = analyzeDdp(store);
-  s.fsdp = analyzeFsdp(store);
-  const uint32_t peakName = pool.find(trace::counters::kFsdpPeakBytes);
-  const uint32_t shardedName = pool.find(trace::counters::kFsdpShardedBytes);
-  for (const RankData& rank : store.ranks()) {
-    if (const auto* c = peakName ? rank.findCounter(peakName) : nullptr)
-      s.fsdpPeakBytes = std::max(s.fsdpPeakBytes, static_cast<int64_t>(c->maxValue));
-    if (const auto* c = shardedName ? rank.findCounter(shardedName) : nullptr)
-      s.fsdpShardedBytes = std::max(s.fsdpShardedBytes, static_cast<int64_t>(c->maxValue));
-  }
+  s.ddp = ddp_.finish();
+  s.fsdp = fsdp_.finish();
+  s.fsdpPeakBytes = fsdpPeakBytes_;
+  s.fsdpShardedBytes = fsdpShardedBytes_;
 
   // ---- what makes these numbers incomplete
   if (s.droppedEvents > 0) {
@@ -263,7 +580,8 @@ Summary summarize(const TraceStore& store, const std::string& source) {
                                 "): counts and times above miss them; the recorder's buffers "
                                 "overflowed or a live client read too slowly"));
   }
-  const RankData* rank0 = store.findRank(0);
+  const RankStats* rank0 =
+      !s.ranks.empty() && s.ranks.front().rank == 0 ? &s.ranks.front() : nullptr;
   for (const RankStats& r : s.ranks) {
     // Ranks on rank 0's host read the same steady clock, so offset 0 is right
     // for them; elsewhere it is a guess and cross-rank timings are off.
@@ -276,15 +594,38 @@ Summary summarize(const TraceStore& store, const std::string& source) {
   return s;
 }
 
-Summary summarize(const trace::TraceSet& trace) {
-  TraceStore store;
-  viewer::ingestTraceSet(store, trace);
-  Summary s = summarize(store, trace.path);
-  s.worldSize = std::max(s.worldSize, trace.worldSize());
-  return s;
+}  // namespace
+
+Summary summarize(const TraceStore& store, const std::string& source) {
+  SummaryBuilder builder;
+  const int64_t worldSize = static_cast<int64_t>(store.ranks().size());
+  for (const RankData& rank : store.ranks()) builder.add(reduceRank(store, rank, worldSize));
+  return builder.finish(source, static_cast<int32_t>(worldSize), store.warnings());
 }
 
-std::string formatSummary(const Summary& s) {
+Summary summarize(const trace::TraceSet& trace) {
+  SummaryBuilder builder;
+  for (const trace::RankTrace& rank : trace.ranks) builder.add(reduceRankTrace(rank));
+  return builder.finish(trace.path,
+                        std::max(static_cast<int32_t>(trace.ranks.size()), trace.worldSize()),
+                        trace.warnings);
+}
+
+Summary summarizeTrace(const std::string& path, unsigned threads) {
+  SummaryBuilder builder;
+  std::mutex mutex;
+  const trace::TraceScan scan = trace::scanTrace(path, threads, [&](trace::RankTrace&& rank) {
+    RankPart part = reduceRankTrace(rank);
+    rank = trace::RankTrace();  // its events go before this thread reads the next rank
+    std::lock_guard<std::mutex> lock(mutex);
+    builder.add(std::move(part));
+  });
+  return builder.finish(scan.path,
+                        std::max(static_cast<int32_t>(scan.headers.size()), scan.worldSize()),
+                        scan.warnings);
+}
+
+std::string formatSummary(const Summary& s, const SummaryFormat& format) {
   std::string out;
   appendf(out, "ringx trace summary: %s\n", s.source.c_str());
   appendf(out, "  %zu of %d ranks, %" PRIu64 " events, %s traced (aligned to rank 0's clock)\n",
@@ -317,26 +658,39 @@ std::string formatSummary(const Summary& s) {
   }
 
   // ---- per rank
-  out += "\nCommunication time per rank (time inside collectives / the rank's traced span)\n";
-  appendf(out, "  %4s  %-16s %11s %10s %10s %6s  %s\n", "rank", "host", "collectives", "comm",
-          "traced", "share", "clock");
-  for (const RankStats& r : s.ranks) {
-    std::string clock;
-    if (!r.clockKnown) {
-      clock = "as recorded";
-    } else if (r.clockReference) {
-      clock = "reference";
-    } else if (r.clockAligned) {
-      clock = strCat("offset ", formatSignedDuration(r.clockOffsetNs), " +- ",
-                     formatDuration(r.clockUncertaintyNs));
-    } else {
-      clock = "not aligned (no clock-sync samples)";
+  if (s.ranks.size() <= format.rankTableLimit || format.allRanks) {
+    out += "\nCommunication time per rank (time inside collectives / the rank's traced span)\n";
+    appendf(out, "  %4s  %-16s %11s %10s %10s %6s  %s\n", "rank", "host", "collectives", "comm",
+            "traced", "share", "clock");
+    for (const RankStats& r : s.ranks) {
+      std::string clock;
+      if (!r.clockKnown) {
+        clock = "as recorded";
+      } else if (r.clockReference) {
+        clock = "reference";
+      } else if (r.clockAligned) {
+        clock = strCat("offset ", formatSignedDuration(r.clockOffsetNs), " +- ",
+                       formatDuration(r.clockUncertaintyNs));
+      } else {
+        clock = "not aligned (no clock-sync samples)";
+      }
+      if (r.dropped > 0) clock += strCat(", ", r.dropped, " dropped");
+      if (r.truncated) clock += ", file cut off";
+      appendf(out, "  %4d  %-16s %11" PRIu64 " %10s %10s %5.1f%%  %s\n", r.rank, r.host.c_str(),
+              r.collectives, formatDuration(r.commNs).c_str(), formatDuration(r.tracedNs).c_str(),
+              100.0 * r.commShare, clock.c_str());
     }
-    if (r.dropped > 0) clock += strCat(", ", r.dropped, " dropped");
-    if (r.truncated) clock += ", file cut off";
-    appendf(out, "  %4d  %-16s %11" PRIu64 " %10s %10s %5.1f%%  %s\n", r.rank, r.host.c_str(),
-            r.collectives, formatDuration(r.commNs).c_str(), formatDuration(r.tracedNs).c_str(),
-            100.0 * r.commShare, clock.c_str());
+  } else {
+    // A thousand rows hide the few that matter: the hosts and the stragglers
+    // below stand for them.
+    const auto [least, most] = std::minmax_element(
+        s.ranks.begin(), s.ranks.end(),
+        [](const RankStats& a, const RankStats& b) { return a.commShare < b.commShare; });
+    appendf(out,
+            "\nCommunication time per rank: %zu ranks, share of the traced span from %.1f%% "
+            "(rank %d) to %.1f%% (rank %d); --ranks prints every rank\n",
+            s.ranks.size(), 100.0 * least->commShare, least->rank, 100.0 * most->commShare,
+            most->rank);
   }
 
   // ---- skew
@@ -359,12 +713,18 @@ std::string formatSummary(const Summary& s) {
     if (k.mostOftenLast >= 0) {
       appendf(out, "  last to arrive most often: rank %d (%" PRIu64 " of %" PRIu64 ")",
               k.mostOftenLast, k.mostOftenLastCount, k.matched);
-      std::string others;
-      for (const auto& [rank, count] : k.lastArrivals) {
-        if (rank != k.mostOftenLast)
-          others += strCat(others.empty() ? "" : ", ", "rank ", rank, ": ", count);
-      }
-      if (!others.empty()) appendf(out, "; then %s", others.c_str());
+      // The runners-up, most often last first; a thousand of them would be a wall.
+      std::vector<std::pair<uint64_t, int32_t>> others;
+      for (const auto& [rank, count] : k.lastArrivals)
+        if (rank != k.mostOftenLast) others.emplace_back(count, rank);
+      std::stable_sort(others.begin(), others.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::string then;
+      for (size_t i = 0; i < others.size() && i < format.topRanks - 1; ++i)
+        then += strCat(then.empty() ? "" : ", ", "rank ", others[i].second, ": ", others[i].first);
+      if (others.size() + 1 > format.topRanks)
+        then += strCat(" and ", others.size() + 1 - format.topRanks, " more ranks");
+      if (!then.empty()) appendf(out, "; then %s", then.c_str());
       out += "\n";
     }
     if (k.clockUncertaintyNs > 0) {
@@ -373,9 +733,50 @@ std::string formatSummary(const Summary& s) {
     }
   }
 
+  // ---- stragglers: ranks and hosts that arrive late
+  if (k.matched > 0 && s.ranks.size() >= 2) {
+    out +=
+        "\nStragglers (lateness: how long after the first rank a rank began the matched "
+        "collectives it was in, mean)\n";
+    if (s.hosts.size() >= 2) {
+      size_t hostWidth = 16;
+      for (const HostStats& h : s.hosts) hostWidth = std::max(hostWidth, h.host.size());
+      appendf(out, "  %-*s %-20s %6s %10s %10s\n", static_cast<int>(hostWidth), "host", "ranks",
+              "share", "lateness", "times last");
+      const size_t rows = s.hosts.size() <= format.topHosts + 1 ? s.hosts.size() : format.topHosts;
+      for (size_t i = 0; i < rows; ++i) {
+        const HostStats& h = s.hosts[i];
+        appendf(out, "  %-*s %-20s %5.1f%% %10s %10" PRIu64 "\n", static_cast<int>(hostWidth),
+                h.host.c_str(), rankList(h.ranks).c_str(), 100.0 * h.commShare,
+                formatDuration(h.latenessMeanNs).c_str(), h.timesLast);
+      }
+      if (rows < s.hosts.size()) {
+        std::vector<int64_t> rest;
+        for (size_t i = rows; i < s.hosts.size(); ++i) rest.push_back(s.hosts[i].latenessMeanNs);
+        std::sort(rest.begin(), rest.end());
+        appendf(out, "  ... %zu more hosts, lateness p50 %s, max %s\n", rest.size(),
+                formatDuration(percentile(rest, 50)).c_str(), formatDuration(rest.back()).c_str());
+      }
+    }
+    std::vector<const RankStats*> late;
+    for (const RankStats& r : s.ranks)
+      if (r.matchedCollectives > 0) late.push_back(&r);
+    std::stable_sort(late.begin(), late.end(), [](const RankStats* a, const RankStats* b) {
+      return a->latenessMeanNs > b->latenessMeanNs;
+    });
+    std::string top;
+    for (size_t i = 0; i < late.size() && i < format.topRanks; ++i) {
+      const RankStats& r = *late[i];
+      top += strCat(top.empty() ? "" : "; ", "rank ", r.rank, " (", r.host.empty() ? "?" : r.host,
+                    ") ", formatDuration(r.latenessMeanNs), ", last ", r.timesLast, " of ",
+                    r.matchedCollectives);
+    }
+    if (!top.empty()) appendf(out, "  latest ranks: %s\n", top.c_str());
+  }
+
   // ---- DDP
   const DdpAnalysis& d = s.ddp;
-  if (!d.iterations.empty()) {
+  if (d.iterationCount > 0) {
     appendEngineHeader(out, "DDP", d);
     appendf(out,
             "  communication hidden behind backward: %.0f%%; exposed after backward's compute: "
@@ -394,7 +795,7 @@ std::string formatSummary(const Summary& s) {
 
   // ---- FSDP
   const FsdpAnalysis& f = s.fsdp;
-  if (!f.iterations.empty()) {
+  if (f.iterationCount > 0) {
     appendEngineHeader(out, "FSDP", f);
     appendf(out,
             "  compute waiting for gathers: %s per iteration; memory per rank: shards %s, "

@@ -10,10 +10,20 @@
 //  - what makes the numbers incomplete: dropped events, truncated files, ranks
 //    whose clocks could not be aligned.
 //
-// It is computed from a trace store (viewer/model/trace_store.h) with the same
-// analyses the viewer's panels show (analysis/trace_analyses.h: collectives
-// matched across ranks, the DDP and FSDP engines) and the figures of
-// analysis/figures.h, so the text and the viewer agree.
+//  - stragglers at any scale: each rank's mean arrival lateness (how long after
+//    the first rank it began the collectives it shared with others) and how
+//    often it was last, summed per host, so a slow host or rank of 1,000 stands
+//    out in a few lines.
+//
+// It is computed rank by rank (SummaryBuilder in summary.cc): each rank is
+// reduced to per-rank figures, per-(op, size) distributions and its part of
+// each (group, seq) collective, then dropped, so a trace directory of 1,000
+// ranks and 100M events is summarised in memory that grows with ranks and
+// collectives, not events (summarizeTrace reads one rank file per thread at a
+// time). A rank is read through the viewer model's store
+// (viewer/model/trace_store.h) and the engines' builders of
+// analysis/trace_analyses.h, and every figure comes from analysis/figures.h,
+// so the text and the viewer agree.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +72,23 @@ struct RankStats {
   bool clockAligned = false;
   int64_t clockOffsetNs = 0;  // at the rank's first event
   int64_t clockUncertaintyNs = 0;
+  // Arrival: over the collectives matched across ranks that this rank recorded,
+  // how long after the earliest rank it began them (mean), and how often it was
+  // the single last one.
+  uint64_t matchedCollectives = 0;
+  int64_t latenessMeanNs = 0;
+  uint64_t timesLast = 0;
+};
+
+// The ranks of one host, summed: stragglers at 1,000 ranks are often a host.
+struct HostStats {
+  std::string host;            // "?" when the trace does not say
+  std::vector<int32_t> ranks;  // ascending
+  int64_t commNs = 0;          // summed over its ranks
+  int64_t tracedNs = 0;
+  double commShare = 0;        // commNs / tracedNs
+  int64_t latenessMeanNs = 0;  // over every matched collective of its ranks
+  uint64_t timesLast = 0;      // collectives one of its ranks was last to
 };
 
 struct SkewStats {
@@ -90,9 +117,12 @@ struct Summary {
   uint64_t events = 0;
   std::vector<CollectiveStats> collectives;  // by op (most total time first), then size
   std::vector<RankStats> ranks;              // by rank
+  std::vector<HostStats> hosts;              // latest arrivals first (then by name)
   SkewStats skew;
-  DdpAnalysis ddp;               // no iterations when the job recorded no DDP events
-  FsdpAnalysis fsdp;             // no iterations when the job recorded no FSDP events
+  // The engines' figures; their iteration lists stay empty (iterationCount says
+  // how many), so that memory does not grow with the steps.
+  DdpAnalysis ddp;               // iterationCount 0 when the job recorded no DDP events
+  FsdpAnalysis fsdp;             // iterationCount 0 when the job recorded no FSDP events
   int64_t fsdpPeakBytes = 0;     // the largest fsdp.peak_bytes of any rank
   int64_t fsdpShardedBytes = 0;  // the largest fsdp.sharded_bytes of any rank
   uint64_t droppedEvents = 0;
@@ -102,13 +132,26 @@ struct Summary {
   std::vector<std::string> warnings;
 };
 
-// Any finalized store: ringx traces, Chrome traces, both.
+// Any finalized store: ringx traces, Chrome traces, both (all in memory).
 Summary summarize(const viewer::TraceStore& store, const std::string& source);
-// A ringx trace set, ingested into a store; the world size is its headers'
-// (ranks whose files are missing count).
+// A ringx trace set already in memory, one rank at a time; the world size is
+// its headers' (ranks whose files are missing count).
 Summary summarize(const trace::TraceSet& trace);
+// A ringx trace directory or file read from disk one rank file at a time on
+// `threads` threads (each holds one rank): what `ringx-trace summary DIR` runs.
+// Memory: `threads` ranks' events plus O(ranks + collectives).
+Summary summarizeTrace(const std::string& path, unsigned threads);
+
+struct SummaryFormat {
+  // The per-rank table is printed in full up to this many ranks (or always
+  // with allRanks); beyond, the hosts and the top stragglers stand for it.
+  size_t rankTableLimit = 64;
+  bool allRanks = false;
+  size_t topRanks = 5;  // stragglers named
+  size_t topHosts = 8;  // host rows when there are more hosts than that
+};
 
 // The summary as text tables for a terminal, ending in a newline.
-std::string formatSummary(const Summary& summary);
+std::string formatSummary(const Summary& summary, const SummaryFormat& format = {});
 
 }  // namespace ringx::analysis

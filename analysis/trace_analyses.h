@@ -20,15 +20,18 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "analysis/figures.h"
 #include "viewer/model/trace_store.h"
 
 namespace ringx::analysis {
 
 // The analyses read the viewer model's store.
+using viewer::RankData;
 using viewer::TraceStore;
 
 // Where a span lives in the store: ranks()[i].rank == rank, then
@@ -225,7 +228,8 @@ struct DdpBucketAverage {
 };
 
 struct DdpAnalysis {
-  std::vector<DdpIteration> iterations;   // by rank, then step
+  std::vector<DdpIteration> iterations;   // by rank, then step; see DdpBuilder
+  uint64_t iterationCount = 0;            // iterations.size(), or counted without them
   std::vector<DdpBucketAverage> buckets;  // by bucket index, over every bucket span
   int64_t forwardMeanNs = 0;              // over the iterations
   int64_t backwardMeanNs = 0;
@@ -240,6 +244,36 @@ struct DdpAnalysis {
 // with a step argument. Iterations are the backward spans; bucket spans of a step
 // without one count in the bucket averages only.
 DdpAnalysis analyzeDdp(const TraceStore& store);
+
+// analyzeDdp rank by rank: addRank() for each rank (of any store: the summary
+// ingests one rank file at a time into a store of its own), merge() of
+// builders that took disjoint ranks (threads), then finish(). Without
+// keepIterations only their count and sums are kept, so that memory does not
+// grow with the steps of a 1,000-rank job.
+class DdpBuilder {
+ public:
+  explicit DdpBuilder(bool keepIterations = true) : keepIterations_(keepIterations) {}
+  void addRank(const TraceStore& store, const RankData& rank);
+  void merge(DdpBuilder&& other);
+  DdpAnalysis finish();
+
+ private:
+  struct Bucket {
+    DdpBucketAverage avg;
+    int32_t lastRank = -1;  // whose last sample avg.bytes and avg.params are
+    int64_t readyOffset = 0, launchDelay = 0, exposed = 0;
+    uint64_t withOffset = 0;
+    CommOverlap overlap;
+    Distribution wires;  // for the p50
+  };
+  bool keepIterations_;
+  std::vector<DdpIteration> iterations_;
+  uint64_t iterationCount_ = 0;
+  std::map<int64_t, Bucket> buckets_;
+  CommOverlap overlap_;  // every bucket of every iteration
+  int64_t forward_ = 0, backward_ = 0, optimizer_ = 0, exposed_ = 0;
+  uint64_t forwards_ = 0, backwards_ = 0, optimizers_ = 0, rebuilds_ = 0;
+};
 
 // ---- FSDP ---------------------------------------------------------------------
 
@@ -292,7 +326,8 @@ struct FsdpIteration {
 
 struct FsdpAnalysis {
   std::vector<FsdpUnitAnalysis> units;    // by first begin
-  std::vector<FsdpIteration> iterations;  // by rank, then step
+  std::vector<FsdpIteration> iterations;  // by rank, then step; see FsdpBuilder
+  uint64_t iterationCount = 0;            // iterations.size(), or counted without them
   int64_t forwardMeanNs = 0;
   int64_t backwardMeanNs = 0;
   int64_t optimizerMeanNs = 0;
@@ -303,6 +338,27 @@ struct FsdpAnalysis {
 // "fsdp"; all_gather, forward, backward, reshard, reduce_scatter and allreduce on
 // "fsdp:<unit>", all with a step argument. Iterations are the backward spans.
 FsdpAnalysis analyzeFsdp(const TraceStore& store);
+
+// analyzeFsdp rank by rank, as DdpBuilder (units are matched by name across stores).
+class FsdpBuilder {
+ public:
+  explicit FsdpBuilder(bool keepIterations = true) : keepIterations_(keepIterations) {}
+  void addRank(const TraceStore& store, const RankData& rank);
+  void merge(FsdpBuilder&& other);
+  FsdpAnalysis finish();
+
+ private:
+  struct Unit {
+    FsdpUnitAnalysis u;
+    int64_t gather = 0, gatherWire = 0, forward = 0, backward = 0, reduceScatter = 0, allreduce = 0;
+  };
+  bool keepIterations_;
+  std::vector<FsdpIteration> iterations_;
+  uint64_t iterationCount_ = 0;
+  std::map<std::string, Unit> units_;  // by unit name
+  int64_t forward_ = 0, backward_ = 0, optimizer_ = 0, exposed_ = 0;
+  uint64_t forwards_ = 0, backwards_ = 0, optimizers_ = 0;
+};
 
 // ---- memory -------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 //
 //   bench_make_scale_trace --out DIR [--ranks 1024] [--events 100000000]
 //                          [--ranks-per-host 8] [--seed 1]
+//                          [--slow-host 3] [--slow-rank 517]
 //
 // Each rank runs training steps of a DDP-like model: a "step" span, forward /
 // backward / optimizer on "ddp", operator spans on "compute", a span per
@@ -15,7 +16,9 @@
 //
 // Stragglers, for readers to find: every rank of host 3 computes 15% slower,
 // and rank 517 (when there is one) 40% slower, so every allreduce waits for
-// them and they arrive last. Everything else is deterministic jitter of ±5%.
+// them and they arrive last (--slow-host and --slow-rank move them, so that a
+// small job has its own; -1 turns one off). Everything else is deterministic
+// jitter of ±5%.
 //
 // Ranks are written in parallel, one file per thread at a time; a 100M-event
 // job takes a few GB and well under a minute on two cores.
@@ -43,14 +46,14 @@ constexpr int kBackwardOps = 12;
 constexpr int kBuckets = 4;
 // Events per step: step + forward/backward/optimizer + ops + buckets + allreduces + counter.
 constexpr int kEventsPerStep = 1 + 3 + kForwardOps + kBackwardOps + 2 * kBuckets + 1;
-constexpr int kSlowHost = 3;
-constexpr int kSlowRank = 517;
 
 struct Job {
   int ranks = 1024;
   int ranksPerHost = 8;
   int64_t steps = 1;
   uint64_t seed = 1;
+  int slowHost = 3;
+  int slowRank = 517;
 };
 
 // A deterministic hash of (seed, a, b, c) in [0, 1).
@@ -65,8 +68,8 @@ double unit(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
 
 double slowness(const Job& job, int rank) {
   double f = 1.0;
-  if (rank / job.ranksPerHost == kSlowHost) f *= 1.15;
-  if (rank == kSlowRank) f *= 1.40;
+  if (rank / job.ranksPerHost == job.slowHost) f *= 1.15;
+  if (rank == job.slowRank) f *= 1.40;
   return f;
 }
 
@@ -288,6 +291,10 @@ int main(int argc, char** argv) {
   app.add_option("--ranks-per-host", job.ranksPerHost, "ranks per host")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--seed", job.seed, "jitter seed");
+  app.add_option("--slow-host", job.slowHost, "the host whose ranks compute 15% slower (-1: none)")
+      ->capture_default_str();
+  app.add_option("--slow-rank", job.slowRank, "the rank that computes 40% slower (-1: none)")
+      ->capture_default_str();
   if (const int status = ringx::cli::parse(app, argc, argv); status >= 0) return status;
   job.steps = std::max<int64_t>(1, events / job.ranks / kEventsPerStep);
   std::filesystem::create_directories(out);

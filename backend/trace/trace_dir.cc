@@ -8,12 +8,15 @@
 #include "backend/trace/trace_dir.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -193,14 +196,34 @@ void listDirectory(const fs::path& dir, std::optional<Manifest>& manifest,
 
 // ---- TraceSet ---------------------------------------------------------------------
 
-int32_t TraceSet::worldSize() const {
+namespace {
+// The world size of a job: the manifest's, else the largest any header claims.
+int32_t worldSizeOf(const std::optional<Manifest>& manifest,
+                    const std::vector<StreamHeader>& headers) {
   if (manifest && manifest->worldSize > 0) return manifest->worldSize;
   int32_t size = 0;
-  for (const RankTrace& trace : ranks) {
-    size = std::max({size, trace.header.worldSize, trace.header.rank + 1});
-  }
+  for (const StreamHeader& h : headers) size = std::max({size, h.worldSize, h.rank + 1});
   return size;
 }
+
+std::vector<int32_t> missingRanksOf(int32_t worldSize, const std::vector<StreamHeader>& headers) {
+  std::vector<bool> present(static_cast<size_t>(std::max(worldSize, 0)), false);
+  for (const StreamHeader& h : headers)
+    if (h.rank >= 0 && h.rank < worldSize) present[static_cast<size_t>(h.rank)] = true;
+  std::vector<int32_t> out;
+  for (int32_t r = 0; r < worldSize; ++r)
+    if (!present[static_cast<size_t>(r)]) out.push_back(r);
+  return out;
+}
+
+std::vector<StreamHeader> headersOf(const std::vector<RankTrace>& ranks) {
+  std::vector<StreamHeader> headers;
+  for (const RankTrace& trace : ranks) headers.push_back(trace.header);
+  return headers;
+}
+}  // namespace
+
+int32_t TraceSet::worldSize() const { return worldSizeOf(manifest, headersOf(ranks)); }
 
 const RankTrace* TraceSet::findRank(int32_t rank) const {
   for (const RankTrace& trace : ranks) {
@@ -218,12 +241,7 @@ std::vector<int32_t> TraceSet::truncatedRanks() const {
 }
 
 std::vector<int32_t> TraceSet::missingRanks() const {
-  std::vector<int32_t> out;
-  const int32_t size = worldSize();
-  for (int32_t r = 0; r < size; ++r) {
-    if (findRank(r) == nullptr) out.push_back(r);
-  }
-  return out;
+  return missingRanksOf(worldSize(), headersOf(ranks));
 }
 
 // ---- entry points -------------------------------------------------------------------
@@ -304,81 +322,139 @@ std::optional<RankTrace> TraceReader::read(size_t i) {
       readRankFile(file, single ? std::string()
                                 : strCat(" (move the file out of ", directory_.string(),
                                          " to read the other ranks without it)"));
-  std::lock_guard<std::mutex> lock(mutex_);
+  Seen& seen = seen_[i];
+  seen.warnings.clear();
   if (!trace) {
     if (single) {
       RINGX_THROW(FormatError, file.string(),
                   " ends before its stream header (the process died as it started recording, or "
                   "this is not a ringx trace): there is nothing to read");
     }
-    warnings_.push_back(strCat(file.string(),
-                               " ends before its stream header (the process died as it "
-                               "started recording): skipped"));
+    seen.warnings.push_back(strCat(file.string(),
+                                   " ends before its stream header (the process died as it "
+                                   "started recording): skipped"));
     return trace;
   }
   const int32_t rank = trace->header.rank;
   int32_t named = 0;
   if (!single && rankFromFileName(file.filename().string(), &named) && named != rank) {
-    warnings_.push_back(strCat(file.string(), " holds rank ", rank, "'s trace (its header",
-                               " says so); read as rank ", rank));
+    seen.warnings.push_back(strCat(file.string(), " holds rank ", rank, "'s trace (its header",
+                                   " says so); read as rank ", rank));
   }
-  if (trace->truncated) warnings_.push_back(truncationWarning(*trace));
-  seen_[i] = Seen{true, rank, trace->header.worldSize};
+  if (trace->truncated) seen.warnings.push_back(truncationWarning(*trace));
+  seen.read = true;
+  seen.header = trace->header;
   return trace;
 }
 
+std::vector<StreamHeader> TraceReader::headers() const {
+  std::vector<StreamHeader> out;
+  for (const Seen& s : seen_)
+    if (s.read) out.push_back(s.header);
+  std::sort(out.begin(), out.end(),
+            [](const StreamHeader& a, const StreamHeader& b) { return a.rank < b.rank; });
+  return out;
+}
+
 std::vector<std::string> TraceReader::finish() {
-  if (directory_.empty()) return warnings_;
+  std::vector<std::string> warnings = warnings_;
+  for (const Seen& s : seen_) warnings.insert(warnings.end(), s.warnings.begin(), s.warnings.end());
+  if (directory_.empty()) return warnings;
   // Two files of one rank: refuse, in file order, as a reader of the whole set would.
   std::map<int32_t, size_t> fileOfRank;
-  int32_t worldSize = manifest_ && manifest_->worldSize > 0 ? manifest_->worldSize : 0;
   for (size_t i = 0; i < files_.size(); ++i) {
     if (!seen_[i].read) continue;
-    const auto [at, inserted] = fileOfRank.emplace(seen_[i].rank, i);
+    const auto [at, inserted] = fileOfRank.emplace(seen_[i].header.rank, i);
     if (!inserted) {
-      RINGX_THROW(FormatError, "two trace files for rank ", seen_[i].rank, " in ",
+      RINGX_THROW(FormatError, "two trace files for rank ", seen_[i].header.rank, " in ",
                   directory_.string(), ": ", files_[at->second], " and ", files_[i],
                   " (traces of two jobs in one directory?); move one of them out");
     }
-    if (!(manifest_ && manifest_->worldSize > 0))
-      worldSize = std::max({worldSize, seen_[i].worldSize, seen_[i].rank + 1});
   }
-  std::vector<std::string> warnings = warnings_;
+  TraceScan scan;
+  scan.manifest = manifest_;
+  scan.headers = headers();
+  const int32_t worldSize = scan.worldSize();
   // Disagreements: the manifest against the headers, ranks without a file.
   for (const auto& [rank, i] : fileOfRank) {
-    if (seen_[i].worldSize != worldSize) {
+    if (seen_[i].header.worldSize != worldSize) {
       warnings.push_back(strCat("rank ", rank, ": ", files_[i], " says world size ",
-                                seen_[i].worldSize, ", the job ", worldSize,
+                                seen_[i].header.worldSize, ", the job ", worldSize,
                                 " (files of different jobs mixed?)"));
     }
   }
-  std::string list;
-  size_t missing = 0;
-  for (int32_t r = 0; r < worldSize; ++r) {
-    if (fileOfRank.count(r)) continue;
-    list += strCat(list.empty() ? "" : ", ", r);
-    ++missing;
-  }
-  if (missing > 0) {
-    warnings.push_back(strCat("no trace for rank", missing > 1 ? "s " : " ", list, " of ",
+  const std::vector<int32_t> missing = scan.missingRanks();
+  if (!missing.empty()) {
+    std::string list;
+    for (int32_t r : missing) list += strCat(list.empty() ? "" : ", ", r);
+    warnings.push_back(strCat("no trace for rank", missing.size() > 1 ? "s " : " ", list, " of ",
                               worldSize,
                               " (the process died before recording, or its file was lost)"));
   }
   return warnings;
 }
 
-TraceSet readTrace(const std::string& path) {
+TraceScan scanTrace(TraceReader& reader, unsigned threads,
+                    const std::function<void(RankTrace&&)>& visit) {
+  const size_t files = reader.files().size();
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex errorMutex;
+  std::exception_ptr error;
+  size_t errorAt = SIZE_MAX;  // the failing file with the lowest index reports
+  auto work = [&] {
+    for (size_t i = next++; i < files && !stop; i = next++) {
+      try {
+        std::optional<RankTrace> trace = reader.read(i);
+        if (trace) visit(std::move(*trace));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(errorMutex);
+        if (i < errorAt) {
+          errorAt = i;
+          error = std::current_exception();
+        }
+        stop = true;
+      }
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(files)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  TraceScan scan;
+  scan.path = reader.path();
+  scan.manifest = reader.manifest();
+  scan.warnings = reader.finish();
+  scan.headers = reader.headers();
+  return scan;
+}
+
+TraceScan scanTrace(const std::string& path, unsigned threads,
+                    const std::function<void(RankTrace&&)>& visit) {
   TraceReader reader(path);
+  return scanTrace(reader, threads, visit);
+}
+
+int32_t TraceScan::worldSize() const { return worldSizeOf(manifest, headers); }
+
+std::vector<int32_t> TraceScan::missingRanks() const {
+  return missingRanksOf(worldSize(), headers);
+}
+
+TraceSet readTrace(const std::string& path) {
   TraceSet set;
-  set.path = path;
-  set.manifest = reader.manifest();
-  for (size_t i = 0; i < reader.files().size(); ++i) {
-    std::optional<RankTrace> trace = reader.read(i);
-    if (trace) set.ranks.push_back(std::move(*trace));
-  }
-  set.warnings = reader.finish();
+  std::mutex mutex;
+  TraceScan scan = scanTrace(path, 1, [&](RankTrace&& trace) {
+    std::lock_guard<std::mutex> lock(mutex);
+    set.ranks.push_back(std::move(trace));
+  });
   std::sort(set.ranks.begin(), set.ranks.end(),
             [](const RankTrace& a, const RankTrace& b) { return a.header.rank < b.header.rank; });
+  set.path = std::move(scan.path);
+  set.manifest = std::move(scan.manifest);
+  set.warnings = std::move(scan.warnings);
   return set;
 }
 

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <mutex>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,7 +70,9 @@ TraceSet readTrace(const std::string& path);
 // A trace read one rank at a time, for readers that must not hold a whole job in
 // memory at once (the viewer's parallel load, summaries of 1,000-rank jobs):
 // list the files, read each (from any thread, each file once), then finish()
-// for the checks across files. readTrace() is this, keeping every rank.
+// for the checks across files. What each file said is kept per file and
+// reported in file order, so warnings do not depend on which thread won.
+// scanTrace() below runs it on threads; readTrace() is that, keeping every rank.
 class TraceReader {
  public:
   // Lists the files of a directory (or takes the one file); throws like readTrace.
@@ -85,22 +87,44 @@ class TraceReader {
   // After every read: the set's warnings (files cut off, ranks missing, world
   // sizes that disagree). Throws FormatError for two files of one rank.
   std::vector<std::string> finish();
+  // The headers of the files read, sorted by rank.
+  std::vector<StreamHeader> headers() const;
 
  private:
   struct Seen {
     bool read = false;
-    int32_t rank = 0;
-    int32_t worldSize = 0;
+    StreamHeader header;
+    std::vector<std::string> warnings;  // what this file said, in order
   };
   std::string path_;
   std::filesystem::path directory_;  // empty: a single file
   std::optional<Manifest> manifest_;
   std::vector<std::string> files_;
   std::vector<Seen> seen_;
-  std::vector<std::string> warnings_;
+  std::vector<std::string> warnings_;  // the listing's
   uint64_t bytes_ = 0;
-  std::mutex mutex_;
 };
+
+// What scanTrace read: readTrace's TraceSet less the ranks' events.
+struct TraceScan {
+  std::string path;
+  std::optional<Manifest> manifest;
+  std::vector<StreamHeader> headers;  // of the ranks read, sorted by rank
+  std::vector<std::string> warnings;  // TraceSet::warnings, in the same order
+
+  int32_t worldSize() const;  // as TraceSet::worldSize()
+  std::vector<int32_t> missingRanks() const;
+};
+
+// Reads every file of `reader` on up to `threads` threads and hands each rank's
+// trace to `visit`, which owns it; `visit` runs on several threads at once (in
+// no particular rank order) and must be thread-safe. The first error (of the
+// lowest file, or thrown by `visit`) stops the threads and is rethrown here.
+TraceScan scanTrace(TraceReader& reader, unsigned threads,
+                    const std::function<void(RankTrace&&)>& visit);
+// The same for a path, read as readTrace reads it.
+TraceScan scanTrace(const std::string& path, unsigned threads,
+                    const std::function<void(RankTrace&&)>& visit);
 
 // Parses manifest.json's text; `source` names it in errors. Throws FormatError
 // for text that is not JSON, another format, or a newer schema.

@@ -11,8 +11,10 @@
 // that makes no sense (the message says what; --help lists everything).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/diff.h"
@@ -65,19 +67,23 @@ int runExport(const std::string& input, const std::string& output) {
   return 0;
 }
 
-int runSummary(const std::vector<std::string>& inputs) {
+int runSummary(const std::vector<std::string>& inputs, unsigned threads,
+               const ringx::analysis::SummaryFormat& format) {
   using namespace ringx;
-  // One ringx trace: read as a trace set, so ranks whose files are missing count
-  // in the world size and a missing path says "no trace at".
+  // One ringx trace: streamed a rank file at a time (memory grows with ranks
+  // and collectives, not events), as a trace set, so ranks whose files are
+  // missing count in the world size and a missing path says "no trace at".
   if (inputs.size() == 1 && !isChromeTrace(inputs[0])) {
-    std::cout << analysis::formatSummary(analysis::summarize(trace::readTrace(inputs[0])));
+    std::cout << analysis::formatSummary(analysis::summarizeTrace(inputs[0], threads), format);
     return 0;
   }
+  // Chrome traces (alone or merged with ringx ones) load whole: their events
+  // are not grouped by rank in the file, so they cannot be read a rank at a time.
   viewer::TraceStore store;
   viewer::loadTraces(store, inputs);
   std::string source;
   for (const std::string& in : inputs) source += (source.empty() ? "" : " + ") + in;
-  std::cout << analysis::formatSummary(analysis::summarize(store, source));
+  std::cout << analysis::formatSummary(analysis::summarize(store, source), format);
   return 0;
 }
 
@@ -141,12 +147,26 @@ int main(int argc, char** argv) {
   summaryCommand->footer(
       "Per collective and size class: calls, total, mean, p50/p99 and busbw; each rank's\n"
       "time in communication; how far apart ranks arrive at the same collective; the DDP\n"
-      "and FSDP engines' iterations, buckets and units. Several inputs (a trace directory\n"
-      "and the profiler's files of the same job) are merged onto one clock.");
+      "and FSDP engines' iterations, buckets and units; the hosts and ranks that arrive\n"
+      "late. A trace directory is read a rank file at a time, so 1,000 ranks need no more\n"
+      "memory than a few. Several inputs (a trace directory and the profiler's files of\n"
+      "the same job) are merged onto one clock, in memory.");
   summaryCommand
       ->add_option("TRACE", summaryInputs,
                    "trace directories, .ringx files and Chrome traces of one job")
       ->required();
+  ringx::analysis::SummaryFormat summaryFormat;
+  summaryCommand->add_flag("--ranks", summaryFormat.allRanks,
+                           "print the per-rank table in full (by default only up to 64 ranks; "
+                           "beyond, hosts and the latest ranks stand for it)");
+  // Each thread holds one rank's events while it reduces them: memory is
+  // threads x the largest rank file's events, plus what the summary keeps.
+  unsigned summaryThreads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  summaryCommand
+      ->add_option("-j,--threads", summaryThreads,
+                   "rank files read at once (each thread holds one rank's events)")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
 
   std::string diffA, diffB;
   size_t diffTop = 15;
@@ -184,7 +204,7 @@ int main(int argc, char** argv) {
   if (const int status = ringx::cli::parse(app, argc, argv); status >= 0) return status;
   try {
     if (*exportCommand) return runExport(exportInput, exportOutput);
-    if (*summaryCommand) return runSummary(summaryInputs);
+    if (*summaryCommand) return runSummary(summaryInputs, summaryThreads, summaryFormat);
     if (*diffCommand) return runDiff(diffA, diffB, diffTop);
     return runWhy(dumpDir);
   } catch (const std::exception& e) {

@@ -68,7 +68,7 @@ App::App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded)
 }
 
 void App::start() {
-  if (!options_.attach.empty()) attach(options_.attach, options_.token);
+  if (!options_.attach.empty()) attach(options_.attach, options_.token, options_.attachRanks);
   if (options_.followSeconds > 0)
     view_.settings.followWindowSeconds = float(options_.followSeconds);
   if (!options_.panel.empty() && parsePanelName(options_.panel, &view_.panel))
@@ -143,9 +143,10 @@ void App::open(const std::string& path) {
   loadingFromCommandLine_ = false;
 }
 
-void App::attach(const std::string& address, const std::string& token) {
+void App::attach(const std::string& address, const std::string& token,
+                 const std::vector<int32_t>& ranks) {
   live_.reset();
-  live_ = std::make_unique<LiveSource>(address, token);
+  live_ = std::make_unique<LiveSource>(address, token, ranks);
   store_ = std::make_unique<TraceStore>();
   view_.selection = Selection{};
   view_.searchHit = EventRef{};

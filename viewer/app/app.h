@@ -63,7 +63,9 @@ class App {
   void open(const std::string& path);
   void finishLoading();
   void showLoaded();
-  void attach(const std::string& address, const std::string& token);
+  // `ranks`: the ones to follow (empty: every rank of the job's directory).
+  void attach(const std::string& address, const std::string& token,
+              const std::vector<int32_t>& ranks = {});
   void handle(const UiActions& actions);
   void resetView();
   void start();

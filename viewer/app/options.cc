@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "analysis/figures.h"
 #include "tools/common/command_line.h"
 #include "viewer/ui/view_state.h"
 
@@ -73,6 +74,17 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
           ->type_name("HOST:PORT")
           ->excludes(inputs);
   app.add_option("--token", o.token, "the live server's token")->envname("RINGX_TRACE_TOKEN");
+  app.add_option_function<std::string>(
+         "--ranks",
+         [&o](const std::string& text) {
+           std::string error;
+           if (!analysis::parseRankList(text, &o.attachRanks, &error))
+             throw CLI::ValidationError("--ranks", error);
+         },
+         "with --attach: follow only these ranks (each rank serves its own stream; a "
+         "1,000-rank job is watched a few ranks at a time)")
+      ->type_name("0-7,9,...")
+      ->needs(attach);
   app.add_option("--save", o.saveDir,
                  "with --attach: write what the job sent (a trace directory) at exit")
       ->type_name("DIR")

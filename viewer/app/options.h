@@ -1,21 +1,23 @@
 // ringx-viewer's command line (`ringx-viewer --help` lists every option):
-//   ringx-viewer [TRACE_DIR_OR_FILE...] [--attach HOST:PORT] [--token T] [--size WxH]
+//   ringx-viewer [TRACE_DIR_OR_FILE...] [--attach HOST:PORT [--ranks 0-7]] [--token T] [--size WxH]
 //                [--frames N] [--seconds S] [--screenshot out.png] [--panel NAME]
 //                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS] [--search TEXT]
 //                [--follow-seconds S]
 //   ringx-viewer --diff A B [--diff-row K] [...]
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ringx::viewer {
 
 struct AppOptions {
-  std::vector<std::string> inputs;  // trace directories, .ringx files, Chrome .json files
-  std::string attach;               // HOST:PORT of rank 0's live trace server
-  std::string token;                // --token, else RINGX_TRACE_TOKEN
-  std::string saveDir;              // --save: when attached, write what arrived there at exit
+  std::vector<std::string> inputs;   // trace directories, .ringx files, Chrome .json files
+  std::string attach;                // HOST:PORT of rank 0's live trace server
+  std::vector<int32_t> attachRanks;  // --ranks: the ranks to follow (empty: all)
+  std::string token;                 // --token, else RINGX_TRACE_TOKEN
+  std::string saveDir;               // --save: when attached, write what arrived there at exit
   int width = 1600;
   int height = 900;
   int frames = -1;      // render this many frames, then exit (screenshot if asked)

@@ -32,6 +32,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "analysis/figures.h"
 #include "backend/common/error.h"
 #include "backend/trace/alignment.h"
 #include "backend/trace/file_sink.h"
@@ -306,8 +307,8 @@ struct LiveSource::Rank {
   }
 };
 
-LiveSource::LiveSource(std::string hostPort, std::string token)
-    : hostPort_(std::move(hostPort)), token_(std::move(token)) {
+LiveSource::LiveSource(std::string hostPort, std::string token, std::vector<int32_t> ranks)
+    : hostPort_(std::move(hostPort)), token_(std::move(token)), only_(std::move(ranks)) {
   address_ = trace::parseHostPort(hostPort_);
   if (address_.port == 0) {
     RINGX_THROW(
@@ -386,6 +387,8 @@ void LiveSource::fetchDirectoryLoop() {
         std::vector<std::unique_ptr<Rank>> ranks;
         for (const trace::DirectoryEntry& entry : result.directory) {
           if (!ranks.empty() && ranks.back()->entry.rank == entry.rank) continue;
+          if (!only_.empty() && !std::binary_search(only_.begin(), only_.end(), entry.rank))
+            continue;
           auto rank = std::make_unique<Rank>();
           rank->entry = entry;
           rank->trace.source = endpointText(entry.host, entry.port);
@@ -394,6 +397,14 @@ void LiveSource::fetchDirectoryLoop() {
           ranks.push_back(std::move(rank));
         }
         std::lock_guard<std::mutex> lock(mutex_);
+        if (ranks.empty() && !only_.empty()) {
+          // Nothing to follow: say so rather than show "connected to 0/0 ranks".
+          directoryState_ = LiveRankStatus::kFailed;
+          directoryMessage_ =
+              strCat("the job's directory at ", hostPort_, " has none of ",
+                     analysis::rankList(only_), " (it lists ", result.directory.size(), " ranks)");
+          return;
+        }
         ranks_ = std::move(ranks);
         haveDirectory_ = true;
         directoryState_ = LiveRankStatus::kConnected;

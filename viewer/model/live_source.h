@@ -55,10 +55,14 @@ struct Failure;
 class LiveSource {
  public:
   // Starts following the job whose rank 0 serves its live trace at `hostPort`.
-  // `token` is the job's RINGX_TRACE_TOKEN ("" for none). Throws InvalidArgument
-  // for an address parseHostPort() refuses, port 0, or a token the protocol
-  // cannot carry; everything later (refusals, dead ranks) shows in status().
-  LiveSource(std::string hostPort, std::string token);
+  // `token` is the job's RINGX_TRACE_TOKEN ("" for none). `ranks` (ascending),
+  // when not empty, are the only ranks followed: every rank serves its own
+  // stream, so a subset is a choice of which directory entries to connect to,
+  // and a 1,000-rank job can be watched 8 ranks at a time. Throws
+  // InvalidArgument for an address parseHostPort() refuses, port 0, or a token
+  // the protocol cannot carry; everything later (refusals, dead ranks) shows in
+  // status().
+  LiveSource(std::string hostPort, std::string token, std::vector<int32_t> ranks = {});
   // Stops the thread and closes every stream at once: the thread's waits end on
   // a wake-up pipe, and connection attempts (blocking calls that cannot be
   // interrupted) run on threads of their own that finish alone.
@@ -114,6 +118,7 @@ class LiveSource {
 
   const std::string hostPort_;
   const std::string token_;
+  const std::vector<int32_t> only_;  // the ranks to follow; empty: all
   trace::HostPort address_;
 
   std::atomic<bool> stop_{false};

@@ -87,46 +87,27 @@ void loadRingx(TraceStore& store, const std::string& path, LoadProgress& progres
   for (int c = 1; c <= trace::kCategoryCount; ++c)
     store.category(trace::categoryName(static_cast<trace::Category>(c)));
   const bool arrows = files <= kMaxRanksWithCollectiveArrows;
-  std::mutex mutex;  // guards the store's rank list, sightings and the first error
+  std::mutex mutex;  // guards the store's rank list and the sightings
   std::vector<CollectiveSighting> sightings;
-  std::exception_ptr error;
-  std::atomic<size_t> next{0};
-  auto work = [&] {
+  const trace::TraceScan scan = trace::scanTrace(reader, threads, [&](trace::RankTrace&& trace) {
+    checkpoint(progress);
+    RankData data;
     std::vector<CollectiveSighting> local;
-    for (size_t i = next++; i < files; i = next++) {
-      try {
-        checkpoint(progress);
-        std::optional<trace::RankTrace> trace = reader.read(i);
-        if (trace) {
-          RankData data;
-          local.clear();
-          ingestRankTraceInto(store, data, *trace, trace::ClockModel::forRank(*trace), 0,
-                              arrows ? &local : nullptr);
-          const uint64_t events = trace->events.size();
-          trace.reset();  // the decoded records go before the sort needs its memory
-          TraceStore::sortRank(data);
-          std::lock_guard<std::mutex> lock(mutex);
-          store.adoptRank(std::move(data));
-          sightings.insert(sightings.end(), local.begin(), local.end());
-          progress.events += events;
-        }
-        std::error_code ec;
-        progress.bytesDone += std::filesystem::file_size(reader.files()[i], ec);
-        ++progress.filesDone;
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
-        next = files;  // the others stop after their current file
-      }
-    }
-  };
-  const unsigned n = std::max(1u, std::min<unsigned>(threads, unsigned(files)));
-  std::vector<std::thread> workers;
-  for (unsigned w = 1; w < n; ++w) workers.emplace_back(work);
-  work();
-  for (auto& t : workers) t.join();
-  if (error) std::rethrow_exception(error);
-  for (auto& w : reader.finish()) store.addWarning(std::move(w));
+    ingestRankTraceInto(store, data, trace, trace::ClockModel::forRank(trace), 0,
+                        arrows ? &local : nullptr);
+    const uint64_t events = trace.events.size();
+    std::error_code ec;
+    const uint64_t bytes = std::filesystem::file_size(trace.source, ec);
+    trace = trace::RankTrace();  // the decoded records go before the sort needs its memory
+    TraceStore::sortRank(data);
+    std::lock_guard<std::mutex> lock(mutex);
+    store.adoptRank(std::move(data));
+    sightings.insert(sightings.end(), local.begin(), local.end());
+    progress.events += events;
+    progress.bytesDone += bytes;
+    ++progress.filesDone;
+  });
+  for (const auto& w : scan.warnings) store.addWarning(w);
   if (arrows) {
     trace::CollectiveChains chains;
     for (const CollectiveSighting& s : sightings)

@@ -144,6 +144,31 @@ TEST(LiveSource, StreamsEveryRankIntoTheStoreOnItsTracksAndAligned) {
   EXPECT_EQ(other.eventCount(), 5u);
 }
 
+// A subset of ranks (ringx-viewer --attach ... --ranks 1): only their servers
+// are connected to; a subset the job does not have is refused with a message.
+TEST(LiveSource, FollowsOnlyTheRanksAsked) {
+  Job job;
+  job.feeds[0].span("comm:world", "allreduce", 10000, 11000, 64);
+  job.write(0);
+  job.feeds[1].span("compute", "forward", 5000, 6000, 7);
+  job.write(1);
+
+  LiveSource source(job.address(), "", {1});
+  TraceStore store;
+  ASSERT_TRUE(drainUntil(source, store, 1)) << source.stateText();
+  ASSERT_TRUE(waitUntil([&] { return source.state() == LiveRankStatus::kConnected; }));
+  EXPECT_EQ(source.stateText(), "connected to 1/1 ranks");
+  ASSERT_EQ(source.status().size(), 1u);
+  EXPECT_EQ(source.status()[0].rank, 1);
+  EXPECT_EQ(store.findRank(0), nullptr);
+  EXPECT_NE(findTrack(store, 1, "compute"), nullptr);
+  EXPECT_EQ(job.servers[0]->stats().streamsServed, 0u);  // rank 0 served the directory only
+
+  LiveSource none(job.address(), "", {5, 6, 7});
+  ASSERT_TRUE(waitUntil([&] { return none.state() == LiveRankStatus::kFailed; }));
+  EXPECT_TRUE(contains(none.stateText(), "has none of ranks 5-7")) << none.stateText();
+}
+
 TEST(LiveSource, ARankWhoseServerGoesAwayIsDisconnectedAndItsReplayIsNotCountedTwice) {
   Job job;
   job.feeds[0].span("comm:world", "allreduce", 1000, 2000, 1);
