@@ -347,6 +347,28 @@ std::optional<RankTrace> TraceReader::read(size_t i) {
   return trace;
 }
 
+std::optional<StreamHeader> TraceReader::header(size_t i) const {
+  const std::string& name = files_.at(i);
+  std::ifstream file(name, std::ios::binary);
+  if (!file) RINGX_THROW(IoError, "cannot open trace file ", name, ": ", std::strerror(errno));
+  RankTrace trace;
+  Decoder decoder(&trace);
+  std::string chunk(64 << 10, '\0');
+  // The header is the first record after the magic: a chunk or two holds it.
+  while (file && !decoder.sawHeader()) {
+    file.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const std::streamsize got = file.gcount();
+    if (got <= 0) break;
+    try {
+      decoder.feed(chunk.data(), static_cast<size_t>(got));
+    } catch (const FormatError& e) {
+      throw FormatError(strCat(name, ": ", e.what()));
+    }
+  }
+  if (!decoder.sawHeader()) return std::nullopt;
+  return trace.header;
+}
+
 std::vector<StreamHeader> TraceReader::headers() const {
   std::vector<StreamHeader> out;
   for (const Seen& s : seen_)

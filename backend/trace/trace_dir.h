@@ -84,6 +84,10 @@ class TraceReader {
   // File i's rank trace; nullopt (and a warning) for a file that ends before its
   // header in a directory. Throws IoError/FormatError naming the file.
   std::optional<RankTrace> read(size_t i);
+  // Only the stream header of file i, from its first bytes (a reader that
+  // needs every rank's host before it reads the events); nullopt when the
+  // file ends before it. Errors as read().
+  std::optional<StreamHeader> header(size_t i) const;
   // After every read: the set's warnings (files cut off, ranks missing, world
   // sizes that disagree). Throws FormatError for two files of one rank.
   std::vector<std::string> finish();

@@ -36,8 +36,7 @@ App::App(const AppOptions& options) : options_(options), store_(std::make_unique
   }
   if (!options_.inputs.empty() && options_.attach.empty()) {
     for (const auto& path : options_.inputs) detectFormat(path);  // a missing file: no window
-    loading_ = std::make_unique<BackgroundLoad>(options_.inputs, options_.loadThreads,
-                                                options_.holdLoadAtFile);
+    loading_ = std::make_unique<BackgroundLoad>(options_.inputs, loadOptions());
     loadingFromCommandLine_ = true;
   }
   start();
@@ -73,6 +72,7 @@ void App::start() {
     view_.settings.followWindowSeconds = float(options_.followSeconds);
   if (!options_.panel.empty() && parsePanelName(options_.panel, &view_.panel))
     view_.panelRequested = true;
+  view_.expandedGroups.insert(options_.expand.begin(), options_.expand.end());
   for (const auto& in : options_.inputs) recent_.add(in);
   if (!loading_) showLoaded();
   window_ = std::make_unique<Window>(options_.width, options_.height, "ringx-viewer",
@@ -90,6 +90,56 @@ void App::showLoaded() {
   }
   // After --zoom: the first match at or after the view's left edge.
   if (!options_.search.empty()) ui_.search().request(options_.search);
+}
+
+LoadOptions App::loadOptions() const {
+  LoadOptions o;
+  o.threads = options_.loadThreads;
+  o.holdAtFile = options_.holdLoadAtFile;
+  if (options_.indexAboveMb >= 0) o.indexAboveBytes = uint64_t(options_.indexAboveMb * 1e6);
+  return o;
+}
+
+// A trace opened as an index loads the ranks of a lane when it is expanded, a
+// lane at a time, on a thread of its own; the frame adopts them when they are in.
+void App::loadExpandedRanks() {
+  if (rankLoad_.thread.joinable() && rankLoad_.done) {
+    rankLoad_.thread.join();
+    if (rankLoad_.error) {
+      try {
+        std::rethrow_exception(rankLoad_.error);
+      } catch (const std::exception& e) {
+        ui_.setMessage(strCat("loading ranks: ", e.what()), true);
+      }
+    }
+    for (RankData& rank : rankLoad_.ranks) store_->adoptRank(std::move(rank));
+    rankLoad_.ranks.clear();
+    store_->finalize();
+  }
+  const AggregateLanes* lanes = store_->aggregates();
+  if (rankLoad_.thread.joinable() || !lanes || !lanes->fromFiles()) return;
+  std::vector<int32_t> wanted;
+  for (const RankGroup& group : lanes->groups()) {
+    if (!view_.expandedGroups.count(group.label)) continue;
+    for (int32_t r : group.ranks)
+      if (const RankData* rank = store_->findRank(r);
+          rank && !rank->eventsLoaded && !rankLoad_.failed.count(r))
+        wanted.push_back(r);
+    if (!wanted.empty()) break;
+  }
+  if (wanted.empty()) return;
+  rankLoad_.done = false;
+  rankLoad_.error = nullptr;
+  rankLoad_.thread = std::thread([this, wanted] {
+    try {
+      rankLoad_.ranks =
+          loadRankEvents(*store_, wanted, options_.loadThreads ? options_.loadThreads : 2);
+    } catch (...) {
+      rankLoad_.error = std::current_exception();
+      rankLoad_.failed.insert(wanted.begin(), wanted.end());
+    }
+    rankLoad_.done = true;
+  });
 }
 
 void App::finishLoading() {
@@ -139,7 +189,7 @@ void App::open(const std::string& path) {
     return;
   }
   // What is shown stays until the new trace is in (or fails: a message).
-  loading_ = std::make_unique<BackgroundLoad>(std::vector<std::string>{path}, options_.loadThreads);
+  loading_ = std::make_unique<BackgroundLoad>(std::vector<std::string>{path}, loadOptions());
   loadingFromCommandLine_ = false;
 }
 
@@ -183,6 +233,7 @@ void App::frame() {
     return;
   }
   if (loading_ && loading_->done()) finishLoading();
+  if (!loading_) loadExpandedRanks();
   if (loading_) {
     // Scripted runs measure the loaded trace: poll, do not spin the CPU the load needs.
     window_->beginFrame(/*waitForInput=*/false);

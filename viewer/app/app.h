@@ -5,9 +5,12 @@
 // instead of the one-run window.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "viewer/app/options.h"
 #include "viewer/app/recent_files.h"
@@ -54,6 +57,8 @@ class App {
   ViewerUi& ui() { return ui_; }
   Window& window() { return *window_; }
   double loadMs() const { return loadMs_; }
+  // Whether ranks of an indexed trace are being loaded for an expanded lane.
+  bool loadingRanks() const { return rankLoad_.thread.joinable(); }
   // The load in the background (null once it is done: the store holds it).
   BackgroundLoad* loading() { return loading_.get(); }
   const LoadProgressView& loadProgress() const { return loadView_; }
@@ -62,6 +67,8 @@ class App {
  private:
   void open(const std::string& path);
   void finishLoading();
+  LoadOptions loadOptions() const;
+  void loadExpandedRanks();
   void showLoaded();
   // `ranks`: the ones to follow (empty: every rank of the job's directory).
   void attach(const std::string& address, const std::string& token,
@@ -89,6 +96,18 @@ class App {
   bool loadingFromCommandLine_ = false;  // a failure exits (1), not a message
   LoadProgressView loadView_;
   int exitCode_ = 0;
+  // Ranks of an indexed trace being loaded for an expanded lane.
+  struct RankLoad {
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::vector<RankData> ranks;
+    std::exception_ptr error;
+    std::set<int32_t> failed;  // not tried again
+    ~RankLoad() {
+      if (thread.joinable()) thread.join();
+    }
+  };
+  RankLoad rankLoad_;
   bool viewFitted_ = false;  // the view was fitted to data (a live job's starts empty)
 };
 

@@ -125,6 +125,16 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
                  "find events by name or argument value (\"allreduce\", \"seq=17\") and go to "
                  "the first match")
       ->type_name("TEXT");
+  app.add_option("--expand", o.expand,
+                 "above 32 ranks, show this aggregate lane (a host, or \"ranks 0-7\") expanded "
+                 "into its ranks; repeatable")
+      ->type_name("LANE");
+  app.add_option("--index-above", o.indexAboveMb,
+                 "open a ringx trace of more than 32 ranks as an index (aggregate lanes; a "
+                 "lane's ranks load when it is expanded) when its files hold more than MB "
+                 "megabytes (default 1000; 0: always)")
+      ->type_name("MB")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--follow-seconds", o.followSeconds,
                  "while attached, follow the newest S seconds (default 5; End turns following "
                  "back on)")

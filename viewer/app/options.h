@@ -43,6 +43,11 @@ struct AppOptions {
   // until App::loading()->release().
   unsigned loadThreads = 0;
   int holdLoadAtFile = -1;
+  // --index-above MB: a ringx trace of more than 32 ranks whose files hold more
+  // than this opens as an index (loader.h); negative: the default (1 GB).
+  double indexAboveMb = -1;
+  // --expand LABEL: aggregate lanes shown expanded into their ranks (a host).
+  std::vector<std::string> expand;
 
   // Runs without a person: exits after the frames/seconds (or at once for
   // --print-stats alone), no vsync.

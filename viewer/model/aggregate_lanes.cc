@@ -24,102 +24,154 @@ int kindOf(TrackKind kind) {
   }
 }
 
-// A collective's first and last arrival, while matching.
-struct Arrivals {
-  int64_t first = 0;
-  int64_t last = 0;
-  int32_t lastRank = 0;
-  uint32_t name = 0;
-  int count = 0;
-};
-
 }  // namespace
 
-AggregateLanes::AggregateLanes(const TraceStore& store) : generation_(store.generation()) {
-  const std::vector<RankData>& ranks = store.ranks();
-  // Groups: hosts, in the order of their first rank; blocks of ranks without them.
-  std::unordered_map<std::string, int32_t> hostGroup;
-  for (const RankData& r : ranks) hostGroup.emplace(r.host, int32_t(hostGroup.size()));
-  const bool byHost = hostGroup.size() > 1;
-  groupOfRank_.resize(ranks.size());
-  rankIds_.resize(ranks.size());
-  if (byHost) {
-    groups_.resize(hostGroup.size());
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      const int32_t g = hostGroup[ranks[i].host];
-      groups_[size_t(g)].label = ranks[i].host.empty() ? "(no host)" : ranks[i].host;
-      groups_[size_t(g)].ranks.push_back(ranks[i].rank);
-      groupOfRank_[i] = g;
+std::vector<RankGroup> AggregateLanes::groupRanks(
+    std::vector<std::pair<int32_t, std::string>> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::vector<RankGroup> groups;
+  std::unordered_map<std::string, size_t> hostGroup;
+  for (const auto& [rank, host] : ranks) hostGroup.emplace(host, hostGroup.size());
+  if (hostGroup.size() > 1) {
+    // Hosts in the order of their lowest rank.
+    groups.resize(hostGroup.size());
+    for (const auto& [rank, host] : ranks) {
+      RankGroup& g = groups[hostGroup[host]];
+      g.label = host.empty() ? "(no host)" : host;
+      g.ranks.push_back(rank);
     }
-  } else {
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      if (i % kBlockRanks == 0) groups_.emplace_back();
-      groups_.back().ranks.push_back(ranks[i].rank);
-      groupOfRank_[i] = int32_t(groups_.size() - 1);
-    }
-    for (RankGroup& g : groups_) g.label = strCat("ranks ", g.ranks.front(), "-", g.ranks.back());
+    return groups;
   }
-  for (size_t i = 0; i < ranks.size(); ++i) rankIds_[i] = ranks[i].rank;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i % kBlockRanks == 0) groups.emplace_back();
+    groups.back().ranks.push_back(ranks[i].first);
+  }
+  for (RankGroup& g : groups) g.label = strCat("ranks ", g.ranks.front(), "-", g.ranks.back());
+  return groups;
+}
 
-  // Buckets: as many as the budget allows for every group and kind.
-  beginNs_ = store.beginNs();
-  const int64_t span = std::max<int64_t>(store.endNs() - store.beginNs(), 1);
-  const size_t perSeries =
-      kBudgetBytes / sizeof(double) / std::max<size_t>(groups_.size() * kKinds, 1);
-  buckets_ = std::clamp<size_t>(perSeries, 256, 65536);
-  bucketNs_ = std::max<int64_t>(1, (span + int64_t(buckets_) - 1) / int64_t(buckets_));
-  prefix_.assign(groups_.size() * kKinds, std::vector<double>(buckets_ + 1, 0.0));
+AggregateLanes::AggregateLanes(std::vector<RankGroup> groups) : groups_(std::move(groups)) {
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (int32_t r : groups_[g].ranks) groupOfRank_.emplace_back(r, int32_t(g));
+  std::sort(groupOfRank_.begin(), groupOfRank_.end());
+  capacity_ = std::clamp<size_t>(
+      kBudgetBytes / sizeof(double) / std::max<size_t>(groups_.size() * kKinds, 1), 256, 65536);
+  series_.resize(groups_.size() * kKinds);
+}
 
+AggregateLanes::AggregateLanes(const TraceStore& store)
+    : AggregateLanes([&] {
+        std::vector<std::pair<int32_t, std::string>> ranks;
+        for (const RankData& r : store.ranks()) ranks.emplace_back(r.rank, r.host);
+        return groupRanks(std::move(ranks));
+      }()) {
+  for (const RankData& r : store.ranks()) add(store, r);
+  finish();
+  generation_ = store.generation();
+}
+
+void AggregateLanes::cover(int64_t lo, int64_t hi) {
+  if (length_ == 0) {
+    first_ = lo;
+    length_ = 1;
+    for (auto& s : series_) s.assign(1, 0.0);
+  }
+  for (;;) {
+    const int64_t newFirst = std::min(first_, lo);
+    const int64_t newEnd = std::max(first_ + int64_t(length_), hi + 1);
+    if (size_t(newEnd - newFirst) <= capacity_) {
+      const size_t front = size_t(first_ - newFirst), back = size_t(newEnd - first_) - length_;
+      for (auto& s : series_) {
+        s.insert(s.begin(), front, 0.0);
+        s.insert(s.end(), back, 0.0);
+      }
+      first_ = newFirst;
+      length_ = size_t(newEnd - newFirst);
+      return;
+    }
+    // Twice as wide: bucket i goes into i / 2 (times are positive, so this is floor).
+    const int64_t halvedFirst = first_ / 2;
+    const size_t halvedLength = size_t((first_ + int64_t(length_) - 1) / 2 - halvedFirst + 1);
+    for (auto& s : series_) {
+      std::vector<double> merged(halvedLength, 0.0);
+      for (size_t i = 0; i < length_; ++i)
+        merged[size_t((first_ + int64_t(i)) / 2 - halvedFirst)] += s[i];
+      s.swap(merged);
+    }
+    first_ = halvedFirst;
+    length_ = halvedLength;
+    widthNs_ *= 2;
+    lo /= 2;
+    hi /= 2;
+  }
+}
+
+void AggregateLanes::add(const TraceStore& store, const RankData& rank) {
+  const int group = groupOf(rank.rank);
+  if (group < 0) return;
   const uint32_t seqKey = store.strings().find("seq");
   const uint32_t groupKey = store.strings().find("group");
-  std::unordered_map<uint64_t, Arrivals> collectives;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const RankData& rank = ranks[i];
-    for (const Track& track : rank.tracks) {
-      const int kind = kindOf(track.kind);
-      if (kind < 0 || track.levels.empty()) continue;
-      std::vector<double>& bins = prefix_[size_t(groupOfRank_[i]) * kKinds + size_t(kind)];
-      // Bucket i's busy time goes to bins[i + 1]; the prefix sums come after.
-      for (const Span& s : track.levels[0]) {
-        int64_t t = s.begin;
-        while (t < s.end) {
-          const int64_t b = std::min<int64_t>((t - beginNs_) / bucketNs_, int64_t(buckets_) - 1);
-          const int64_t bucketEnd = beginNs_ + (b + 1) * bucketNs_;
-          const int64_t until = std::min(s.end, bucketEnd);
-          bins[size_t(b) + 1] += double(until - t);
-          if (until == t) break;  // the trace's last nanosecond
-          t = until;
-        }
+  std::unordered_map<uint64_t, Arrivals> seen;  // this rank's collectives
+  for (const Track& track : rank.tracks) {
+    if (track.kind != TrackKind::kComm || seqKey == 0) continue;
+    // The group of a collective: its "group" argument, else the track's suffix.
+    const std::string_view trackName = store.str(track.name);
+    const uint32_t trackGroup = store.strings().find(trackName.substr(trackName.find(':') + 1));
+    for (const auto& level : track.levels)
+      for (const Span& s : level) {
+        const ArgList args(rank, s);
+        const ArgValue* seq = args.find(seqKey);
+        if (!seq || seq->kind != ArgKind::kInt || analysis::isPointToPoint(store.str(s.name)))
+          continue;
+        const ArgValue* g = args.find(groupKey);
+        const uint32_t id = g && g->kind == ArgKind::kString ? g->stringId : trackGroup;
+        seen.emplace(uint64_t(id) << 40 ^ uint64_t(seq->intValue),
+                     Arrivals{s.begin, s.begin, rank.rank, s.name, 1});
       }
-      if (track.kind != TrackKind::kComm || seqKey == 0) continue;
-      // The group of a collective: its "group" argument, else the track's suffix.
-      const std::string_view trackName = store.str(track.name);
-      const uint32_t trackGroup = store.strings().find(trackName.substr(trackName.find(':') + 1));
-      for (const auto& level : track.levels)
-        for (const Span& s : level) {
-          const ArgList args(rank, s);
-          const ArgValue* seq = args.find(seqKey);
-          if (!seq || seq->kind != ArgKind::kInt || analysis::isPointToPoint(store.str(s.name)))
-            continue;
-          const ArgValue* group = args.find(groupKey);
-          const uint32_t g =
-              group && group->kind == ArgKind::kString ? group->stringId : trackGroup;
-          Arrivals& a = collectives[uint64_t(g) << 40 ^ uint64_t(seq->intValue)];
-          if (a.count++ == 0) {
-            a = Arrivals{s.begin, s.begin, rank.rank, s.name, 1};
-          } else {
-            a.first = std::min(a.first, s.begin);
-            if (s.begin > a.last || (s.begin == a.last && rank.rank > a.lastRank)) {
-              a.last = s.begin;
-              a.lastRank = rank.rank;
-            }
-          }
-        }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Track& track : rank.tracks) {
+    const int kind = kindOf(track.kind);
+    if (kind < 0 || track.levels.empty() || track.levels[0].empty()) continue;
+    const std::vector<Span>& spans = track.levels[0];
+    cover(spans.front().begin / widthNs_,
+          std::max(spans.back().end - 1, spans.front().begin) / widthNs_);
+    std::vector<double>& bins = series_[size_t(group) * kKinds + size_t(kind)];
+    for (const Span& s : spans) {
+      int64_t t = s.begin;
+      while (t < s.end) {
+        const int64_t index = t / widthNs_;
+        const int64_t until = std::min(s.end, (index + 1) * widthNs_);
+        bins[size_t(index - first_)] += double(until - t);
+        t = until;
+      }
     }
   }
-  for (std::vector<double>& p : prefix_)
-    for (size_t b = 1; b <= buckets_; ++b) p[b] += p[b - 1];
-  for (const auto& [key, a] : collectives) {
+  for (const auto& [key, mine] : seen) {
+    Arrivals& a = collectives_[key];
+    if (a.count == 0) {
+      a = mine;
+      continue;
+    }
+    ++a.count;
+    a.first = std::min(a.first, mine.first);
+    if (mine.last > a.last || (mine.last == a.last && mine.lastRank > a.lastRank)) {
+      a.last = mine.last;
+      a.lastRank = mine.lastRank;
+    }
+  }
+}
+
+void AggregateLanes::finish() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (length_ == 0) cover(0, 0);
+  for (std::vector<double>& s : series_) {
+    // Prefix sums: p[i] = busy ns of buckets [0, i).
+    std::vector<double> p(length_ + 1, 0.0);
+    for (size_t i = 0; i < length_; ++i) p[i + 1] = p[i] + s[i];
+    s.swap(p);
+  }
+  for (const auto& [key, a] : collectives_) {
     if (a.count < 2) continue;
     const int g = groupOf(a.lastRank);
     if (g < 0) continue;
@@ -127,21 +179,22 @@ AggregateLanes::AggregateLanes(const TraceStore& store) : generation_(store.gene
         StragglerMark{a.last, a.lastRank, a.name, uint32_t(key >> 40),
                       int64_t(key & ((uint64_t(1) << 40) - 1)), a.last - a.first});
   }
+  collectives_.clear();
   for (RankGroup& g : groups_)
     std::sort(g.marks.begin(), g.marks.end(),
               [](const StragglerMark& a, const StragglerMark& b) { return a.timeNs < b.timeNs; });
 }
 
 int AggregateLanes::groupOf(int32_t rank) const {
-  auto it = std::lower_bound(rankIds_.begin(), rankIds_.end(), rank);
-  if (it == rankIds_.end() || *it != rank) return -1;
-  return groupOfRank_[size_t(it - rankIds_.begin())];
+  auto it = std::lower_bound(groupOfRank_.begin(), groupOfRank_.end(), std::make_pair(rank, -1));
+  return it != groupOfRank_.end() && it->first == rank ? it->second : -1;
 }
 
 double AggregateLanes::integral(size_t group, Kind kind, int64_t t) const {
-  const std::vector<double>& p = prefix_[group * kKinds + size_t(kind)];
-  const double x = std::clamp(double(t - beginNs_) / double(bucketNs_), 0.0, double(buckets_));
-  const size_t i = std::min(size_t(x), buckets_ - 1);
+  const std::vector<double>& p = series_[group * kKinds + size_t(kind)];
+  const double x =
+      std::clamp(double(t - first_ * widthNs_) / double(widthNs_), 0.0, double(length_));
+  const size_t i = std::min(size_t(x), length_ - 1);
   return p[i] + (x - double(i)) * (p[i + 1] - p[i]);
 }
 

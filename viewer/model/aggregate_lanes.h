@@ -9,17 +9,22 @@
 // comm row where a rank of the group was the last to arrive at a collective
 // (matched by group and seq, point-to-point excluded, as everywhere else).
 //
-// Busy time is binned once, at load, into a few thousand buckets over the
-// trace per group and kind (only the top level of each track: nested spans
-// are inside their parents), and kept as prefix sums, so any column of any
-// zoom is O(1): the integral of the bucketed busy time over the column's
-// extent. Zoomed in below a bucket the shading is the bucket's average; the
-// ranks' own rows, one click away, are exact. The buckets take a fixed budget
-// (kBudgetBytes) whatever the trace's size.
+// Busy time is binned once, at load, into buckets per group and kind (only
+// the top level of each track: nested spans are inside their parents), and
+// kept as prefix sums, so any column of any zoom is O(1): the integral of the
+// bucketed busy time over the column's extent. Zoomed in below a bucket the
+// shading is the bucket's average; the ranks' own rows, one click away, are
+// exact. The buckets take a fixed budget (kBudgetBytes) whatever the trace's
+// size: ranks are added one at a time (a trace too big for memory streams
+// through, loader.h), so the bucket width starts small and doubles, merging
+// neighbours, whenever the time covered outgrows the budget.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "viewer/model/trace_store.h"
@@ -49,13 +54,21 @@ class AggregateLanes {
  public:
   enum Kind { kCompute = 0, kComm = 1 };
   static constexpr int kKinds = 2;
-  static constexpr size_t kBudgetBytes = 32u << 20;
+  static constexpr size_t kBudgetBytes = 64u << 20;
   static constexpr int kBlockRanks = 8;  // ranks per group when the trace names no hosts
 
+  // Groups of ranks given (rank, host) pairs: by host, or in blocks of
+  // kBlockRanks when fewer than two host names appear.
+  static std::vector<RankGroup> groupRanks(std::vector<std::pair<int32_t, std::string>> ranks);
+
   AggregateLanes() = default;
-  // Groups the store's ranks by host (blocks of kBlockRanks when it has only one
-  // host name), bins their busy time and finds each collective's last arrival.
+  // From a store: groups its ranks, adds every rank, finishes.
   explicit AggregateLanes(const TraceStore& store);
+  // To be filled rank by rank (a trace opened without holding its events):
+  // add() each rank (from any thread), then finish().
+  explicit AggregateLanes(std::vector<RankGroup> groups);
+  void add(const TraceStore& store, const RankData& rank);
+  void finish();
 
   const std::vector<RankGroup>& groups() const { return groups_; }
   // The group of `rank` (RankData::rank), or -1.
@@ -63,23 +76,41 @@ class AggregateLanes {
   // Busy share (0 to 1) of the group's ranks over [t0, t1) for each of `columns`
   // equal columns.
   void busyShares(size_t group, Kind kind, int64_t t0, int64_t t1, int columns, float* out) const;
-  // The store's generation when built (stale when the store has changed since).
+  // The store's generation when built (stale when the store has changed since),
+  // unless built from the files, which holds for the store whatever it loads.
   uint64_t generation() const { return generation_; }
-  int64_t bucketNs() const { return bucketNs_; }
-  size_t buckets() const { return buckets_; }
+  bool fromFiles() const { return fromFiles_; }
+  void setFromFiles() { fromFiles_ = true; }
+  int64_t bucketNs() const { return widthNs_; }
+  size_t buckets() const { return length_; }
 
  private:
+  struct Arrivals {
+    int64_t first = 0;
+    int64_t last = 0;
+    int32_t lastRank = 0;
+    uint32_t name = 0;
+    int count = 0;
+  };
   double integral(size_t group, Kind kind, int64_t t) const;
+  // Makes room for absolute bucket indexes [lo, hi]: grows the window, or
+  // doubles the bucket width until it fits (callers hold mutex_).
+  void cover(int64_t lo, int64_t hi);
 
   std::vector<RankGroup> groups_;
-  std::vector<int32_t> groupOfRank_;  // by position in the store's ranks
-  std::vector<int32_t> rankIds_;      // RankData::rank by position
-  int64_t beginNs_ = 0;
-  int64_t bucketNs_ = 1;
-  size_t buckets_ = 0;
-  // [group][kind] -> prefix[i] = busy ns of buckets [0, i), summed over the group's ranks.
-  std::vector<std::vector<double>> prefix_;
+  std::vector<std::pair<int32_t, int32_t>> groupOfRank_;  // (rank, group), sorted
+  // Buckets: absolute index i covers [i * widthNs_, (i + 1) * widthNs_); the
+  // window holds [first_, first_ + length_). While building, series_ holds each
+  // bucket's busy ns; finish() turns them into prefix sums (length_ + 1 each).
+  int64_t widthNs_ = 1024;
+  int64_t first_ = 0;
+  size_t length_ = 0;
+  size_t capacity_ = 0;
+  std::vector<std::vector<double>> series_;  // [group * kKinds + kind]
+  std::unordered_map<uint64_t, Arrivals> collectives_;
+  std::mutex mutex_;
   uint64_t generation_ = 0;
+  bool fromFiles_ = false;
 };
 
 }  // namespace ringx::viewer

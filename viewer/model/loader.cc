@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -118,6 +119,104 @@ void loadRingx(TraceStore& store, const std::string& path, LoadProgress& progres
 
 }  // namespace
 
+void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progressOrNull,
+                unsigned threads) {
+  LoadProgress own;
+  LoadProgress& progress = progressOrNull ? *progressOrNull : own;
+  trace::TraceReader reader(path);
+  progress.filesTotal += uint32_t(reader.files().size());
+  progress.bytesTotal += reader.totalBytes();
+  for (int c = 1; c <= trace::kCategoryCount; ++c)
+    store.category(trace::categoryName(static_cast<trace::Category>(c)));
+  // The lanes' groups come before the events: every file's header (its first
+  // bytes) names its rank and host.
+  std::vector<std::pair<int32_t, std::string>> hosts;
+  for (size_t i = 0; i < reader.files().size(); ++i)
+    if (const std::optional<trace::StreamHeader> h = reader.header(i))
+      hosts.emplace_back(h->rank, h->host);
+  auto lanes = std::make_shared<AggregateLanes>(AggregateLanes::groupRanks(hosts));
+  std::mutex mutex;
+  const trace::TraceScan scan = trace::scanTrace(reader, threads, [&](trace::RankTrace&& trace) {
+    checkpoint(progress);
+    RankData data;
+    ingestRankTraceInto(store, data, trace, trace::ClockModel::forRank(trace), 0, nullptr);
+    const uint64_t events = trace.events.size();
+    std::error_code ec;
+    const uint64_t bytes = std::filesystem::file_size(trace.source, ec);
+    trace = trace::RankTrace();
+    TraceStore::sortRank(data);
+    lanes->add(store, data);
+    // What stays: the rank without its events.
+    RankData placeholder;
+    placeholder.rank = data.rank;
+    placeholder.host = data.host;
+    placeholder.pid = data.pid;
+    placeholder.source = data.source;
+    placeholder.truncated = data.truncated;
+    placeholder.clockAligned = data.clockAligned;
+    placeholder.clockUncertaintyNs = data.clockUncertaintyNs;
+    placeholder.clockKnown = data.clockKnown;
+    placeholder.clockReference = data.clockReference;
+    placeholder.clockOffsetNs = data.clockOffsetNs;
+    placeholder.dropped = data.dropped;
+    placeholder.events = data.events;
+    placeholder.eventsLoaded = false;
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const Track& t : data.tracks)
+      for (const auto& level : t.levels)
+        if (!level.empty()) {
+          lo = std::min(lo, level.front().begin);
+          hi = std::max(hi, level.back().end);
+        }
+    placeholder.beginNs = lo <= hi ? lo : 0;
+    placeholder.endNs = lo <= hi ? hi : 0;
+    data = RankData();
+    std::lock_guard<std::mutex> lock(mutex);
+    store.adoptRank(std::move(placeholder));
+    progress.events += events;
+    progress.bytesDone += bytes;
+    ++progress.filesDone;
+  });
+  for (const auto& w : scan.warnings) store.addWarning(w);
+  lanes->finish();
+  lanes->setFromFiles();
+  store.finalize();
+  store.setAggregates(std::move(lanes));
+}
+
+std::vector<RankData> loadRankEvents(TraceStore& store, const std::vector<int32_t>& ranks,
+                                     unsigned threads) {
+  std::vector<std::string> files;
+  for (int32_t r : ranks)
+    if (const RankData* rank = store.findRank(r); rank && !rank->eventsLoaded)
+      files.push_back(rank->source);
+  std::vector<RankData> out(files.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        trace::TraceReader reader(files[i]);
+        std::optional<trace::RankTrace> trace = reader.read(0);
+        ingestRankTraceInto(store, out[i], *trace, trace::ClockModel::forRank(*trace), 0, nullptr);
+        trace.reset();
+        TraceStore::sortRank(out[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const unsigned n = std::max(1u, std::min<unsigned>(threads, unsigned(files.size())));
+  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
 void loadTraces(TraceStore& store, const std::vector<std::string>& paths, LoadProgress* progress,
                 unsigned threads) {
   LoadProgress own;
@@ -172,16 +271,31 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths, LoadPr
   p.events = store.eventCount();
 }
 
-BackgroundLoad::BackgroundLoad(std::vector<std::string> paths, unsigned threads, int holdAtFile)
+BackgroundLoad::BackgroundLoad(std::vector<std::string> paths, LoadOptions options)
     : paths_(std::move(paths)), store_(std::make_unique<TraceStore>()) {
-  progress_.holdAtFile = holdAtFile;
-  thread_ = std::thread([this, threads] {
+  progress_.holdAtFile = options.holdAtFile;
+  thread_ = std::thread([this, options] {
     const auto begin = std::chrono::steady_clock::now();
+    const unsigned threads =
+        options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     try {
-      loadTraces(*store_, paths_, &progress_, threads);
-      // Built here, not by the first frame: it reads every span once.
-      if (store_->ranks().size() > kAggregateAboveRanks)
-        store_->setAggregates(std::make_shared<AggregateLanes>(*store_));
+      // One ringx trace of many ranks and more bytes than the limit opens as an index.
+      if (paths_.size() == 1) {
+        const TraceFormat format = detectFormat(paths_[0]);
+        if (format == TraceFormat::kRingxDirectory) {
+          const trace::TraceReader reader(paths_[0]);
+          indexed_ = reader.files().size() > kAggregateAboveRanks &&
+                     reader.totalBytes() > options.indexAboveBytes;
+        }
+      }
+      if (indexed_) {
+        indexTrace(*store_, paths_[0], &progress_, threads);
+      } else {
+        loadTraces(*store_, paths_, &progress_, threads);
+        // Built here, not by the first frame: it reads every span once.
+        if (store_->ranks().size() > kAggregateAboveRanks)
+          store_->setAggregates(std::make_shared<AggregateLanes>(*store_));
+      }
     } catch (...) {
       error_ = std::current_exception();
     }

@@ -57,12 +57,35 @@ inline constexpr size_t kMaxRanksWithCollectiveArrows = 64;
 void loadTraces(TraceStore& store, const std::vector<std::string>& paths,
                 LoadProgress* progress = nullptr, unsigned threads = 0);
 
+// A trace bigger than this (its rank files' bytes, with more than
+// kAggregateAboveRanks ranks) opens as an index: see indexTrace.
+inline constexpr uint64_t kIndexAboveBytes = 1ull << 30;
+
+// Opens a ringx trace too big to hold: every rank file is read once, on
+// `threads` workers, into aggregate lanes (busy time per host and bucket,
+// straggler marks; set on the store and valid whatever it loads later) and
+// dropped. The store keeps a placeholder per rank (RankData::eventsLoaded
+// false: its host, file, event count and extent) until loadRankEvents.
+void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progress,
+                unsigned threads);
+
+// Reads the files of these placeholder ranks (their RankData::source) into
+// ranks for TraceStore::adoptRank. Safe while the store is drawn: it only
+// interns strings.
+std::vector<RankData> loadRankEvents(TraceStore& store, const std::vector<int32_t>& ranks,
+                                     unsigned threads);
+
+struct LoadOptions {
+  unsigned threads = 0;                         // 0: one per core
+  int holdAtFile = -1;                          // tests: LoadProgress::holdAtFile
+  uint64_t indexAboveBytes = kIndexAboveBytes;  // one big ringx trace opens as an index
+};
+
 // A load on a thread of its own, so that the window opens at once and draws
 // the progress (ringx-viewer's command-line inputs).
 class BackgroundLoad {
  public:
-  explicit BackgroundLoad(std::vector<std::string> paths, unsigned threads = 0,
-                          int holdAtFile = -1);
+  explicit BackgroundLoad(std::vector<std::string> paths, LoadOptions options = {});
   ~BackgroundLoad();  // cancels and waits
   BackgroundLoad(const BackgroundLoad&) = delete;
   BackgroundLoad& operator=(const BackgroundLoad&) = delete;
@@ -79,6 +102,8 @@ class BackgroundLoad {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin_)
         .count();
   }
+  // Whether the trace opened as an index (indexTrace).
+  bool indexed() const { return indexed_; }
   // For tests: lets a load held by the constructor's holdAtFile go on.
   void release() { progress_.holdAtFile = -1; }
 
@@ -88,6 +113,7 @@ class BackgroundLoad {
   std::unique_ptr<TraceStore> store_;
   std::exception_ptr error_;
   std::atomic<bool> done_{false};
+  bool indexed_ = false;
   double elapsedMs_ = 0;
   std::chrono::steady_clock::time_point begin_ = std::chrono::steady_clock::now();
   std::thread thread_;

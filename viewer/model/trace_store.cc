@@ -378,6 +378,10 @@ void TraceStore::adoptRank(RankData&& data) {
     ranks_.insert(it, std::move(data));
     return;
   }
+  if (!it->eventsLoaded) {  // a placeholder: the events it stood for are here
+    *it = std::move(data);
+    return;
+  }
   // The rank is here already (two inputs for one rank): add the events, with
   // their args moved behind the ones it holds.
   RankData& into = *it;
@@ -412,8 +416,13 @@ void TraceStore::finalize() {
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
   events_ = 0;
   for (RankData& rank : ranks_) {
-    sortRank(rank);
     events_ += rank.events;
+    if (!rank.eventsLoaded) {  // its extent was taken when it was indexed
+      lo = std::min(lo, rank.beginNs);
+      hi = std::max(hi, rank.endNs);
+      continue;
+    }
+    sortRank(rank);
     int64_t rankLo = std::numeric_limits<int64_t>::max();
     int64_t rankHi = std::numeric_limits<int64_t>::min();
     for (Track& track : rank.tracks) {
@@ -501,7 +510,9 @@ std::string TraceStore::argText(const ArgValue& arg) const {
 }
 
 const AggregateLanes* TraceStore::aggregates() const {
-  return aggregates_ && aggregates_->generation() == generation_ ? aggregates_.get() : nullptr;
+  if (!aggregates_) return nullptr;
+  return aggregates_->fromFiles() || aggregates_->generation() == generation_ ? aggregates_.get()
+                                                                              : nullptr;
 }
 
 size_t TraceStore::memoryBytes() const {

@@ -37,9 +37,9 @@ namespace ringx::viewer {
 class AggregateLanes;
 
 // Interned strings shared by every rank of a store (names, tracks, arg keys and
-// string values). Id 0 is "". intern() and find() may be called from several
-// threads at once (the parallel load's workers); str() reads without a lock, so
-// it must not race with an intern() of a new string.
+// string values). Id 0 is "". Every call may come from any thread (the parallel
+// load's workers intern while the window draws); a view stays valid for the
+// pool's life.
 class StringPool {
  public:
   StringPool();
@@ -47,9 +47,13 @@ class StringPool {
   // The id of `text`, or 0 when it was never interned.
   uint32_t find(std::string_view text) const;
   std::string_view str(uint32_t id) const {
+    std::lock_guard<std::mutex> lock(lock_.mutex);
     return id < strings_.size() ? std::string_view(strings_[id]) : std::string_view();
   }
-  size_t size() const { return strings_.size(); }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(lock_.mutex);
+    return strings_.size();
+  }
 
  private:
   std::deque<std::string> strings_;  // a deque keeps the views in ids_ valid
@@ -177,6 +181,9 @@ struct RankData {
   int64_t clockOffsetNs = 0;
   uint64_t dropped = 0;
   uint64_t events = 0;
+  // False for a rank of a trace opened as an index (loader.h): its name, host,
+  // file (source), event count and extent are known, its events not yet.
+  bool eventsLoaded = true;
   // Earliest begin and latest end of the rank's events (finalize(); 0, 0 when none).
   int64_t beginNs = 0;
   int64_t endNs = 0;
@@ -265,7 +272,8 @@ class TraceStore {
   // adoptRank() under the caller's lock. category() must only find categories
   // registered before the workers start.
   static void sortRank(RankData& rank);
-  // Moves `rank` into the store; a rank already present gets its events added.
+  // Moves `rank` into the store; a rank already present gets its events added
+  // (or, when it was a placeholder without events, is replaced).
   void adoptRank(RankData&& rank);
 
   // ---- reading --------------------------------------------------------------

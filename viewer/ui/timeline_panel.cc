@@ -61,6 +61,7 @@ void clippedText(ImDrawList* draw, float x0, float x1, float y, ImU32 color, con
 std::string rankLabel(const RankData& rank) {
   std::string label = "rank " + std::to_string(rank.rank);
   if (!rank.host.empty()) label += " (" + rank.host + ")";
+  if (!rank.eventsLoaded) label += "  [loading]";
   if (rank.truncated) label += "  [cut off]";
   if (!rank.clockAligned) label += "  [clock not aligned]";
   if (rank.dropped) label += "  [" + std::to_string(rank.dropped) + " dropped]";

@@ -12,6 +12,7 @@
 
 #include "backend/common/text.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "viewer/model/aggregate_lanes.h"
 #include "viewer/model/loader.h"
 
 namespace ringx::viewer {
@@ -48,9 +49,13 @@ TEST(ArgList, PackedArgumentsReadBackAsTheyWentIn) {
   for (size_t i = 0; i < in.size(); ++i) {
     EXPECT_EQ(list[i].key, in[i].key) << i;
     ASSERT_EQ(list[i].kind, in[i].kind) << i;
-    if (in[i].kind == ArgKind::kInt) EXPECT_EQ(list[i].intValue, in[i].intValue) << i;
-    if (in[i].kind == ArgKind::kDouble) EXPECT_EQ(list[i].doubleValue, in[i].doubleValue) << i;
-    if (in[i].kind == ArgKind::kString) EXPECT_EQ(list[i].stringId, in[i].stringId) << i;
+    if (in[i].kind == ArgKind::kInt) {
+      EXPECT_EQ(list[i].intValue, in[i].intValue) << i;
+    } else if (in[i].kind == ArgKind::kDouble) {
+      EXPECT_EQ(list[i].doubleValue, in[i].doubleValue) << i;
+    } else {
+      EXPECT_EQ(list[i].stringId, in[i].stringId) << i;
+    }
   }
   EXPECT_EQ(list.find(6)->doubleValue, std::numeric_limits<double>::infinity());
   EXPECT_EQ(list.find(0), nullptr);
@@ -145,16 +150,70 @@ TEST(ParallelLoad, ARankInTwoInputsKeepsBothSetsOfEvents) {
   // The second copy's args were moved behind the first's: still readable.
   for (const Track& track : store.findRank(1)->tracks)
     for (const auto& level : track.levels)
-      for (const Span& s : level)
-        if (track.kind == TrackKind::kComm)
-          EXPECT_EQ(ArgList(*store.findRank(1), s).find(store.strings().find("bytes"))->intValue,
-                    1 << 20);
+      for (const Span& s : level) {
+        if (track.kind != TrackKind::kComm) continue;
+        EXPECT_EQ(ArgList(*store.findRank(1), s).find(store.strings().find("bytes"))->intValue,
+                  1 << 20);
+      }
+}
+
+// A trace opened as an index holds placeholders and the lanes; the lanes are
+// the ones a full load builds, and a rank loaded later is the full load's rank.
+TEST(IndexedLoad, KeepsPlaceholdersAndLanesAndLoadsRanksOnDemand) {
+  fx::TempDir dir;
+  writeJob(dir, 40);
+  TraceStore full, indexed;
+  loadTraces(full, {dir.path()}, nullptr, 2);
+  const AggregateLanes fullLanes(full);
+  LoadProgress progress;
+  indexTrace(indexed, dir.path(), &progress, 2);
+  EXPECT_EQ(progress.filesDone.load(), 40u);
+  ASSERT_EQ(indexed.ranks().size(), 40u);
+  EXPECT_EQ(indexed.eventCount(), full.eventCount());
+  EXPECT_EQ(indexed.beginNs(), full.beginNs());
+  EXPECT_EQ(indexed.endNs(), full.endNs());
+  for (const RankData& r : indexed.ranks()) {
+    EXPECT_FALSE(r.eventsLoaded);
+    EXPECT_TRUE(r.tracks.empty());
+    EXPECT_EQ(r.host, full.findRank(r.rank)->host);
+  }
+  const AggregateLanes* lanes = indexed.aggregates();
+  ASSERT_NE(lanes, nullptr);
+  EXPECT_TRUE(lanes->fromFiles());
+  ASSERT_EQ(lanes->groups().size(), fullLanes.groups().size());
+  for (size_t g = 0; g < lanes->groups().size(); ++g) {
+    EXPECT_EQ(lanes->groups()[g].label, fullLanes.groups()[g].label);
+    EXPECT_EQ(lanes->groups()[g].marks.size(), fullLanes.groups()[g].marks.size());
+    for (auto kind : {AggregateLanes::kCompute, AggregateLanes::kComm}) {
+      float a[16], b[16];
+      lanes->busyShares(g, kind, full.beginNs(), full.endNs(), 16, a);
+      fullLanes.busyShares(g, kind, full.beginNs(), full.endNs(), 16, b);
+      for (int c = 0; c < 16; ++c) EXPECT_NEAR(a[c], b[c], 1e-6) << g << " " << c;
+    }
+  }
+  std::vector<RankData> loaded = loadRankEvents(indexed, {4, 5, 6, 7}, 2);
+  ASSERT_EQ(loaded.size(), 4u);
+  for (RankData& r : loaded) indexed.adoptRank(std::move(r));
+  indexed.finalize();
+  EXPECT_TRUE(indexed.findRank(5)->eventsLoaded);
+  EXPECT_FALSE(indexed.findRank(8)->eventsLoaded);
+  EXPECT_EQ(indexed.eventCount(), full.eventCount());
+  // Rank 5 as the full load has it (its own lines of describe()).
+  auto linesOf = [](const TraceStore& store, int32_t rank) {
+    std::vector<std::string> out;
+    for (const std::string& line : describe(store))
+      if (line.rfind(std::to_string(rank) + " ", 0) == 0) out.push_back(line);
+    return out;
+  };
+  EXPECT_EQ(linesOf(indexed, 5), linesOf(full, 5));
+  EXPECT_FALSE(linesOf(indexed, 5).empty());
+  EXPECT_NE(indexed.aggregates(), nullptr);  // still the lanes from the files
 }
 
 TEST(BackgroundLoad, HeldAtAFileShowsThatFarThenFinishes) {
   fx::TempDir dir;
   writeJob(dir, 4);
-  BackgroundLoad load({dir.path()}, 1, /*holdAtFile=*/2);
+  BackgroundLoad load({dir.path()}, LoadOptions{1, /*holdAtFile=*/2});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (load.progress().filesDone.load() < 2 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -176,7 +235,7 @@ TEST(BackgroundLoad, AFailedLoadRethrowsFromTake) {
   fx::TempDir dir;
   writeJob(dir, 2);
   fx::writeFile(dir.file("rank-1.ringx"), std::string(trace::kMagic, 8) + "garbage!");
-  BackgroundLoad load({dir.path()}, 2);
+  BackgroundLoad load({dir.path()}, LoadOptions{2});
   try {
     load.take();
     FAIL() << "a corrupt rank file loaded";
@@ -189,7 +248,7 @@ TEST(BackgroundLoad, DestroyingAHeldLoadCancelsIt) {
   fx::TempDir dir;
   writeJob(dir, 3);
   const auto begin = std::chrono::steady_clock::now();
-  { BackgroundLoad load({dir.path()}, 1, /*holdAtFile=*/0); }
+  { BackgroundLoad load({dir.path()}, LoadOptions{1, /*holdAtFile=*/0}); }
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
 }
 

@@ -333,6 +333,50 @@ TEST_F(Screen, AggregateLanesShadeHowBusyEachHostWasAndMarkItsStragglers) {
                            (rank13->y0 + rank13->y1) / 2 + 1));
 }
 
+TEST_F(Screen, ATraceOpenedAsAnIndexLoadsALanesRanksWhenItIsExpanded) {
+  // Forty ranks, four per host; --index-above 0 opens them as an index.
+  trace::fixture::TempDir dir;
+  for (int r = 0; r < 40; ++r) {
+    trace::fixture::RankStream s(r, 40, "node" + std::to_string(r / 4));
+    for (int i = 0; i < 20; ++i)
+      s.span(trace::Category::kUser, "compute", "op", i * kMs, i * kMs + kMs / 2);
+    s.writeTo(dir.file("rank-" + std::to_string(r) + ".ringx"));
+  }
+  AppOptions options;
+  options.inputs = {dir.path()};
+  options.indexAboveMb = 0;
+  App app(options);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (app.loading() != nullptr && std::chrono::steady_clock::now() < deadline)
+    lastFrame(app, 1, "index");
+  ASSERT_EQ(app.loading(), nullptr);
+  ASSERT_EQ(app.store().ranks().size(), 40u);
+  EXPECT_FALSE(app.store().findRank(5)->eventsLoaded);
+  const Image folded = lastFrame(app, 2, "index");
+  const TimelinePanel& timeline = app.ui().timeline();
+  using A = TimelinePanel::Aggregate;
+  const auto* compute = timeline.findGroupRow(1, A::kCompute);
+  ASSERT_NE(compute, nullptr);
+  auto xOf = [&](int64_t t) {
+    return app.view().time.toX(t, timeline.plotX0(), timeline.plotWidth());
+  };
+  // From the index alone, node1's compute lane is drawn (half busy: a folded shade).
+  EXPECT_FALSE(Image::close(folded.at(xOf(10 * kMs + kMs / 4), compute->y1 - 4),
+                            IM_COL32(30, 32, 36, 255), 8));
+  app.view().expandedGroups.insert("node1");
+  while ((app.loadingRanks() || !app.store().findRank(5)->eventsLoaded) &&
+         std::chrono::steady_clock::now() < deadline)
+    lastFrame(app, 1, "index-expanded");
+  ASSERT_TRUE(app.store().findRank(5)->eventsLoaded);
+  EXPECT_FALSE(app.store().findRank(8)->eventsLoaded);  // node2 stays folded and unread
+  const Image expanded = lastFrame(app, 2, "index-expanded");
+  const auto* row = timeline.findRow(app.store(), 5, "compute");
+  ASSERT_NE(row, nullptr);
+  const float x = xOf(10 * kMs + kMs / 4);
+  EXPECT_TRUE(expanded.has(categoryColor("user"), x - 1, (row->y0 + row->y1) / 2 - 1, x + 1,
+                           (row->y0 + row->y1) / 2 + 1));
+}
+
 TEST_F(Screen, SearchOptionGoesToTheMatchAndOutlinesIt) {
   AppOptions options;
   options.search = "seq=5";  // iteration 2's second bucket: [26, 28] ms on rank 0
