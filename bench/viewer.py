@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
-"""ringx-viewer at scale: load time, frames per second and memory per event.
+"""ringx-viewer at scale: time to the first frame, load time, frames per second and memory.
 
-Generates Chrome Trace Event JSON files of 1M and 10M events (4 ranks x 3 lanes,
-bench/make_viewer_trace.py; cached in build/bench-viewer/), starts one Xvfb
-display, and runs ringx-viewer --print-stats at 1600x900 on each, fully zoomed out
-and zoomed in to a few milliseconds, under Mesa's llvmpipe (software OpenGL, like CI).
-The goal of issue 7: 1M events load in <= 2 s and draw at >= 30 fps both ways; 10M
-events load and stay interactive.
+Two tables, each from runs under one Xvfb display (Mesa's llvmpipe, like CI) at 1600x900:
 
-    python3 bench/viewer.py [--sizes 1000000 10000000] [--frames 60]
+1. Chrome Trace Event JSON of 1M and 10M events (4 ranks x 3 lanes,
+   bench/make_viewer_trace.py), fully zoomed out and zoomed in to 5 ms.
+2. ringx trace directories of 1,024 ranks on 128 hosts (bench_make_scale_trace: DDP
+   steps, allreduces, a slow host and a slow rank) of 10M events, which load whole and
+   show aggregate lanes, and of 100M events, which open as an index (--index-above):
+   zoomed out, and zoomed in to 50 ms with the slow host (node3) expanded into its ranks.
 
-Peak memory is the viewer process's max RSS (wait4); memory per event subtracts
-the RSS of the same viewer with no trace.
+Traces are cached in build/bench-viewer/ (the 100M one takes 3 GB). The goals of issue
+19 on this 2-core machine: 10M events to a first frame in <= 1 s and loaded in <= 4 s;
+at most 64 B per event; 1,024 ranks and 100M events at >= 30 fps in <= 4 GB.
+
+    python3 bench/viewer.py [--sizes 1000000 10000000] [--scale-events 10000000 100000000]
+                            [--frames 60]
+
+"first frame" is ringx-viewer's first_frame_ms (construction to the first frame on
+screen: the window opens before the trace loads); "load" its load_ms; peak RSS is the
+viewer process's max RSS (wait4); memory per event subtracts the RSS of the same viewer
+with no trace.
 """
 
 import argparse
@@ -25,6 +34,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
 VIEWER = os.path.join(BUILD, "bin", "ringx-viewer")
 STATS = re.compile(r"ranks=(\d+) events=(\d+) load_ms=(\d+) fps=([\d.]+)")
+FIRST_FRAME = re.compile(r"first_frame_ms=(\d+) lanes=(\d+) indexed=(\d)")
+SCALE_TRACE = os.path.join(BUILD, "bin", "bench_make_scale_trace")
 
 
 def start_display():
@@ -55,44 +66,83 @@ def measured(display, args):
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"ringx-viewer failed: {os.waitstatus_to_exitcode(status)}")
     with open(args[0]) as f:
-        m = STATS.search(f.read())
+        text = f.read()
+    m = STATS.search(text)
+    first = FIRST_FRAME.search(text)
     stats = {"ranks": int(m.group(1)), "events": int(m.group(2)), "load_ms": int(m.group(3)),
-             "fps": float(m.group(4))}
+             "fps": float(m.group(4)), "first_frame_ms": int(first.group(1)),
+             "indexed": first.group(3) == "1"}
     return stats, usage.ru_maxrss * 1024
+
+
+def dir_bytes(path):
+    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000000, 10000000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000000, 10000000],
+                        help="Chrome JSON traces (events)")
+    parser.add_argument("--scale-events", type=int, nargs="*", default=[10000000, 100000000],
+                        help="1,024-rank ringx traces (events)")
+    parser.add_argument("--ranks", type=int, default=1024)
     parser.add_argument("--frames", type=int, default=60)
     args = parser.parse_args()
-    if not os.path.exists(VIEWER):
-        sys.exit(f"{VIEWER} is missing: run `make` first")
+    for tool in (VIEWER, SCALE_TRACE):
+        if not os.path.exists(tool):
+            sys.exit(f"{tool} is missing: run `make` first")
     cache = os.path.join(BUILD, "bench-viewer")
     os.makedirs(cache, exist_ok=True)
     xvfb, display = start_display()
     out = os.path.join(cache, "stats.txt")
+    frames = ["--frames", str(args.frames)]
     try:
         _, empty_rss = measured(display, [out, "--frames", "5"])
         print(f"ringx-viewer at 1600x900 under Xvfb + llvmpipe, {args.frames} frames per figure; "
               f"an empty viewer holds {empty_rss / 2**20:.0f} MiB")
-        print(f"{'events':>10} {'file':>9} {'load':>8} {'fps out':>8} {'fps in':>8} "
-              f"{'peak RSS':>9} {'per event':>10}")
+        if args.sizes:
+            print("\nChrome JSON, 4 ranks x 3 lanes")
+            print(f"{'events':>10} {'file':>9} {'first frame':>12} {'load':>8} {'fps out':>8} "
+                  f"{'fps in':>8} {'peak RSS':>9} {'per event':>10}")
         for size in args.sizes:
             path = os.path.join(cache, f"trace-{size}.json")
             if not os.path.exists(path):
                 subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_viewer_trace.py"),
                                 "--events", str(size), "--ranks", "4", "--lanes", "3", "--out",
                                 path], check=True, stdout=subprocess.DEVNULL)
-            zoomed_out, rss = measured(display, [out, path, "--frames", str(args.frames)])
+            zoomed_out, rss = measured(display, [out, path, *frames])
             # Zoomed in: 5 ms, one second into the trace.
-            stats_in, _ = measured(display, [out, path, "--frames", str(args.frames), "--zoom",
-                                             "1000:1005"])
+            stats_in, _ = measured(display, [out, path, *frames, "--zoom", "1000:1005"])
             per_event = (rss - empty_rss) / max(zoomed_out["events"], 1)
             print(f"{zoomed_out['events']:>10} {os.path.getsize(path) / 2**20:>7.0f}MB "
+                  f"{zoomed_out['first_frame_ms'] / 1e3:>11.2f}s "
                   f"{zoomed_out['load_ms'] / 1e3:>7.2f}s {zoomed_out['fps']:>8.1f} "
                   f"{stats_in['fps']:>8.1f} {rss / 2**20:>7.0f}MiB {per_event:>8.0f} B",
+                  flush=True)
+        if args.scale_events:
+            print(f"\nringx trace directories, {args.ranks} ranks on {args.ranks // 8} hosts "
+                  f"(aggregate lanes; 'index': opened as an index, ranks load on expand)")
+            print(f"{'events':>10} {'files':>9} {'mode':>6} {'first frame':>12} {'load':>8} "
+                  f"{'fps out':>8} {'fps host':>9} {'peak RSS':>9} {'per event':>10}")
+        for events in args.scale_events:
+            path = os.path.join(cache, f"scale-{args.ranks}-{events}")
+            if not os.path.exists(os.path.join(path, "manifest.json")):
+                subprocess.run([SCALE_TRACE, "--out", path, "--ranks", str(args.ranks),
+                                "--events", str(events)], check=True, stdout=subprocess.DEVNULL)
+            zoomed_out, rss = measured(display, [out, path, *frames])
+            # One host expanded into its ranks (they load then, for an index), 50 ms
+            # ten seconds in (or the middle of a shorter trace).
+            span_ms = 10000 if events >= 50000000 else 1000
+            stats_host, rss_host = measured(display, [out, path, *frames, "--expand", "node3",
+                                                      "--zoom", f"{span_ms}:{span_ms + 50}"])
+            peak = max(rss, rss_host)
+            per_event = (peak - empty_rss) / max(zoomed_out["events"], 1)
+            mode = "index" if zoomed_out["indexed"] else "whole"
+            print(f"{zoomed_out['events']:>10} {dir_bytes(path) / 2**20:>7.0f}MB {mode:>6} "
+                  f"{zoomed_out['first_frame_ms'] / 1e3:>11.2f}s "
+                  f"{zoomed_out['load_ms'] / 1e3:>7.2f}s {zoomed_out['fps']:>8.1f} "
+                  f"{stats_host['fps']:>9.1f} {peak / 2**20:>7.0f}MiB {per_event:>8.1f} B",
                   flush=True)
     finally:
         xvfb.kill()

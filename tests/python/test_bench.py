@@ -135,3 +135,19 @@ def test_scale_bench_connects_log2_n_peers():
     rows = {row[0]: row for row in table_rows(result.stdout, "16") +
             table_rows(result.stdout, "32")}
     assert float(rows["16"][4]) == 5 and float(rows["32"][4]) == 6, result.stdout
+
+
+def test_viewer_bench_prints_the_json_and_the_scale_tables():
+    """bench/viewer.py: first frame, load, fps and memory for Chrome JSON traces and for
+    ringx trace directories of many ranks (tiny ones here; the README's are 10M and 100M)."""
+    env = dict(os.environ, BUILD_DIR=os.path.join(PYTHONPATH, ".."))
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "viewer.py"), "--sizes",
+                             "20000", "--scale-events", "100000", "--ranks", "64", "--frames",
+                             "3"], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    json_rows = table_rows(result.stdout, "20000")
+    assert len(json_rows) == 1 and len(json_rows[0]) == 9, result.stdout
+    scale_rows = [row for row in result.stdout.splitlines() if " whole " in row]
+    assert len(scale_rows) == 1, result.stdout
+    cells = scale_rows[0].split()
+    assert int(cells[0]) > 90000 and cells[2] == "whole", cells

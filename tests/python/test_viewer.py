@@ -21,7 +21,8 @@ PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
 BIN = os.path.join(PYTHONPATH, "..", "bin")
 VIEWER = os.path.join(BIN, "ringx-viewer")
 STATS = re.compile(r"^ranks=(\d+) events=(\d+) load_ms=(\d+) fps=([\d.]+)$", re.M)
-FLOWS = re.compile(r"^span_ms=[\d.]+ flows=(\d+)$", re.M)
+FLOWS = re.compile(r"^span_ms=[\d.]+ flows=(\d+) ", re.M)
+LANES = re.compile(r" lanes=(\d+) indexed=(\d)$", re.M)
 SEARCH = re.compile(r"^search_matches=(\d+) current=(\d+)$", re.M)
 
 
@@ -161,7 +162,8 @@ def test_help_lists_every_option():
     assert result.returncode == 0, result.stderr
     for option in ("--attach", "--token", "--save", "--panel", "--zoom", "--search",
                    "--follow-seconds", "--size", "--frames", "--seconds", "--screenshot",
-                   "--print-stats", "--diff", "--diff-row", "RINGX_TRACE_TOKEN"):
+                   "--print-stats", "--diff", "--diff-row", "--ranks", "--expand",
+                   "--index-above", "RINGX_TRACE_TOKEN"):
         assert option in result.stdout, (option, result.stdout)
 
 
@@ -195,3 +197,24 @@ def test_attaches_to_a_running_job_and_saves_what_it_received(tmp_path):
     finally:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait(timeout=30)
+
+
+def test_a_64_rank_trace_opens_as_host_lanes_whole_or_as_an_index(tmp_path):
+    """Above 32 ranks the timeline shows a lane per host; --index-above 0 opens the trace as
+    an index (the lanes from one pass over the files, ranks loaded when a lane expands)."""
+    trace = tmp_path / "job"
+    subprocess.run([os.path.join(BIN, "bench_make_scale_trace"), "--out", str(trace), "--ranks",
+                    "64", "--events", "200000", "--ranks-per-host", "8"], check=True,
+                   capture_output=True, timeout=120)
+    whole = viewer(str(trace), "--frames", "3", "--print-stats")
+    assert whole.returncode == 0, whole.stderr
+    assert STATS.search(whole.stdout).group(1) == "64", whole.stdout
+    assert LANES.search(whole.stdout).groups() == ("8", "0"), whole.stdout
+    shot = tmp_path / "index.png"
+    index = viewer(str(trace), "--frames", "3", "--print-stats", "--index-above", "0",
+                   "--expand", "node3", "--screenshot", str(shot))
+    assert index.returncode == 0, index.stderr
+    assert LANES.search(index.stdout).groups() == ("8", "1"), index.stdout
+    # Every event is counted, though only what a lane shows is held.
+    assert STATS.search(index.stdout).group(2) == STATS.search(whole.stdout).group(2)
+    assert png_size(shot) == (1600, 900)

@@ -295,9 +295,11 @@ int App::run() {
     std::printf("ranks=%zu events=%" PRIu64 " load_ms=%.0f fps=%.1f\n", store_->ranks().size(),
                 store_->eventCount(), loadMs_, fps);
     // How long the loaded trace spans: shows whether files recorded together line up.
-    std::printf("span_ms=%.3f flows=%zu first_frame_ms=%.0f\n",
+    const AggregateLanes* lanes = store_->aggregates();
+    std::printf("span_ms=%.3f flows=%zu first_frame_ms=%.0f lanes=%zu indexed=%d\n",
                 double(store_->endNs() - store_->beginNs()) / 1e6, store_->flows().size(),
-                firstFrameMs_);
+                firstFrameMs_, lanes ? lanes->groups().size() : size_t(0),
+                lanes && lanes->fromFiles() ? 1 : 0);
     if (!options_.search.empty()) {
       const SearchBar& search = ui_.search();
       std::printf("search_matches=%zu current=%lld\n", search.search().matches().size(),

@@ -59,7 +59,7 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths,
 
 // A trace bigger than this (its rank files' bytes, with more than
 // kAggregateAboveRanks ranks) opens as an index: see indexTrace.
-inline constexpr uint64_t kIndexAboveBytes = 1ull << 30;
+inline constexpr uint64_t kIndexAboveBytes = 1000ull * 1000 * 1000;
 
 // Opens a ringx trace too big to hold: every rank file is read once, on
 // `threads` workers, into aggregate lanes (busy time per host and bucket,
