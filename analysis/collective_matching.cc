@@ -18,22 +18,6 @@ using namespace store_reading;
 
 namespace {
 
-// A collective's identity: its group (a string id; see groupKey below) and seq.
-struct CollectiveKey {
-  uint32_t group;
-  int64_t seq;
-  bool operator==(const CollectiveKey& o) const { return seq == o.seq && group == o.group; }
-};
-struct CollectiveKeyHash {
-  size_t operator()(const CollectiveKey& k) const {
-    uint64_t x = (uint64_t{k.group} << 40) ^ static_cast<uint64_t>(k.seq);
-    x ^= x >> 33;  // murmur's finalizer: seqs are dense, the table wants spread bits
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return static_cast<size_t>(x);
-  }
-};
-
 // The arguments matching needs, read in one scan of a span's args.
 struct CollectiveArgs {
   int64_t seq = -1, bytes = -1, groupRank = -1, groupSize = -1;

@@ -55,25 +55,21 @@ struct PhaseNames {
   }
 };
 
-// The phases summed over iterations, for the means. Every iteration has a
-// backward; forward and optimizer spans may be missing (the first step's
-// optimizer, a trace cut off mid-step), so they keep counts of their own.
-struct PhaseTotals {
-  int64_t forward = 0, backward = 0, optimizer = 0;
-  uint64_t forwards = 0, backwards = 0, optimizers = 0;
-  void add(const Phases& p) {
-    if (p.hasForward) {
-      forward += p.forward;
-      ++forwards;
-    }
-    backward += p.backward;
-    ++backwards;
-    if (p.hasOptimizer) {
-      optimizer += p.optimizer;
-      ++optimizers;
-    }
+// Every iteration has a backward; forward and optimizer spans may be missing
+// (the first step's optimizer, a trace cut off mid-step), so they keep counts
+// of their own.
+void addPhases(PhaseTotals& t, const Phases& p) {
+  if (p.hasForward) {
+    t.forward += p.forward;
+    ++t.forwards;
   }
-};
+  t.backward += p.backward;
+  ++t.backwards;
+  if (p.hasOptimizer) {
+    t.optimizer += p.optimizer;
+    ++t.optimizers;
+  }
+}
 
 // The steps that have a backward span (the iterations), ascending.
 std::vector<int64_t> sortedSteps(const std::unordered_map<int64_t, Phases>& steps) {
@@ -165,7 +161,7 @@ void DdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
     it.backwardEndNs = p.backwardEnd;
     it.backwardNs = p.backward;
     it.optimizerNs = p.optimizer;
-    totals.add(p);
+    addPhases(totals, p);
     iterationOf[step] = iterations.size();
     iterations.push_back(std::move(it));
   }
@@ -197,12 +193,7 @@ void DdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
       if (keepIterations_) it->buckets.push_back(b);
     }
   }
-  forward_ += totals.forward;
-  backward_ += totals.backward;
-  optimizer_ += totals.optimizer;
-  forwards_ += totals.forwards;
-  backwards_ += totals.backwards;
-  optimizers_ += totals.optimizers;
+  phases_.merge(totals);
   iterationCount_ += iterations.size();
   for (DdpIteration& it : iterations) {
     exposed_ += it.exposedNs;
@@ -234,13 +225,8 @@ void DdpBuilder::merge(DdpBuilder&& o) {
     b.wires.merge(ob.wires);
   }
   overlap_.add(o.overlap_);
-  forward_ += o.forward_;
-  backward_ += o.backward_;
-  optimizer_ += o.optimizer_;
+  phases_.merge(o.phases_);
   exposed_ += o.exposed_;
-  forwards_ += o.forwards_;
-  backwards_ += o.backwards_;
-  optimizers_ += o.optimizers_;
   rebuilds_ += o.rebuilds_;
 }
 
@@ -250,9 +236,9 @@ DdpAnalysis DdpBuilder::finish() {
                    [](const DdpIteration& a, const DdpIteration& b) { return a.rank < b.rank; });
   d.iterations = std::move(iterations_);
   d.iterationCount = iterationCount_;
-  d.forwardMeanNs = meanOf(forward_, forwards_);
-  d.backwardMeanNs = meanOf(backward_, backwards_);
-  d.optimizerMeanNs = meanOf(optimizer_, optimizers_);
+  d.forwardMeanNs = meanOf(phases_.forward, phases_.forwards);
+  d.backwardMeanNs = meanOf(phases_.backward, phases_.backwards);
+  d.optimizerMeanNs = meanOf(phases_.optimizer, phases_.optimizers);
   d.exposedMeanNs = meanOf(exposed_, iterationCount_);
   d.hiddenShare = overlap_.hiddenShare();
   d.rebuilds = rebuilds_;
@@ -367,17 +353,12 @@ void FsdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
     it.backwardBeginNs = p.backwardBegin;
     it.backwardNs = p.backward;
     it.optimizerNs = p.optimizer;
-    totals.add(p);
+    addPhases(totals, p);
     exposed_ += it.exposedNs;
     ++iterationCount_;
     if (keepIterations_) iterations_.push_back(it);
   }
-  forward_ += totals.forward;
-  backward_ += totals.backward;
-  optimizer_ += totals.optimizer;
-  forwards_ += totals.forwards;
-  backwards_ += totals.backwards;
-  optimizers_ += totals.optimizers;
+  phases_.merge(totals);
 }
 
 void FsdpBuilder::merge(FsdpBuilder&& o) {
@@ -412,13 +393,8 @@ void FsdpBuilder::merge(FsdpBuilder&& o) {
     ut.reduceScatter += ou.reduceScatter;
     ut.allreduce += ou.allreduce;
   }
-  forward_ += o.forward_;
-  backward_ += o.backward_;
-  optimizer_ += o.optimizer_;
+  phases_.merge(o.phases_);
   exposed_ += o.exposed_;
-  forwards_ += o.forwards_;
-  backwards_ += o.backwards_;
-  optimizers_ += o.optimizers_;
 }
 
 FsdpAnalysis FsdpBuilder::finish() {
@@ -427,9 +403,9 @@ FsdpAnalysis FsdpBuilder::finish() {
                    [](const FsdpIteration& a, const FsdpIteration& b) { return a.rank < b.rank; });
   f.iterations = std::move(iterations_);
   f.iterationCount = iterationCount_;
-  f.forwardMeanNs = meanOf(forward_, forwards_);
-  f.backwardMeanNs = meanOf(backward_, backwards_);
-  f.optimizerMeanNs = meanOf(optimizer_, optimizers_);
+  f.forwardMeanNs = meanOf(phases_.forward, phases_.forwards);
+  f.backwardMeanNs = meanOf(phases_.backward, phases_.backwards);
+  f.optimizerMeanNs = meanOf(phases_.optimizer, phases_.optimizers);
   f.exposedMeanNs = meanOf(exposed_, iterationCount_);
   for (auto& [name, ut] : units_) {
     FsdpUnitAnalysis u = ut.u;

@@ -28,6 +28,7 @@
 //    single rank with the latest begin (none when tied).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -160,6 +161,23 @@ std::string formatDuration(int64_t ns);
 std::string formatSignedDuration(int64_t ns);
 // "512 B", "12.3 KiB", "4.50 MiB", "1.20 GiB".
 std::string formatBytes(int64_t bytes);
+// A collective's identity across ranks: its process group (an id of the
+// reader's string table) and its sequence number in that group.
+struct CollectiveKey {
+  uint32_t group = 0;
+  int64_t seq = 0;
+  bool operator==(const CollectiveKey& o) const { return seq == o.seq && group == o.group; }
+};
+struct CollectiveKeyHash {
+  size_t operator()(const CollectiveKey& k) const {
+    uint64_t x = (uint64_t{k.group} << 40) ^ static_cast<uint64_t>(k.seq);
+    x ^= x >> 33;  // murmur's finalizer: seqs are dense, a table wants spread bits
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return static_cast<size_t>(x);
+  }
+};
+
 // "rank 2", "ranks 0, 1, 3", "ranks 0-7, 9, 12-15": runs of three or more
 // consecutive ranks print as ranges, so a 1,024-rank list stays one line.
 // `ranks` ascending.

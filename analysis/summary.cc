@@ -278,20 +278,6 @@ class SummaryBuilder {
     };
     std::vector<Op> ops;
   };
-  struct Key {
-    uint32_t group;
-    int64_t seq;
-    bool operator==(const Key& o) const { return seq == o.seq && group == o.group; }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      uint64_t x = (uint64_t{k.group} << 40) ^ static_cast<uint64_t>(k.seq);
-      x ^= x >> 33;  // murmur's finalizer: seqs are dense, the table wants spread bits
-      x *= 0xff51afd7ed558ccdull;
-      x ^= x >> 33;
-      return static_cast<size_t>(x);
-    }
-  };
   // A rank's collectives in one group, for its lateness: the seqs it recorded
   // as runs (usually one: every seq), and the sum of its begins. Its lateness
   // sum is that minus the collectives' earliest begins summed over the runs,
@@ -319,7 +305,7 @@ class SummaryBuilder {
   std::map<OpKey, uint32_t> opKeyIds_;
   std::vector<OpKey> opKeys_;
   std::vector<OpPart> ops_;
-  std::unordered_map<Key, Collective, KeyHash> collectives_;
+  std::unordered_map<CollectiveKey, Collective, CollectiveKeyHash> collectives_;
   DdpBuilder ddp_{false};
   FsdpBuilder fsdp_{false};
   int64_t fsdpPeakBytes_ = 0, fsdpShardedBytes_ = 0;
@@ -355,7 +341,7 @@ void SummaryBuilder::add(RankPart&& part) {
             });
   for (const CollectivePart& c : part.collectives) {
     const uint32_t group = intern(groupNames_, groupIds_, c.group);
-    Collective& row = collectives_[Key{group, c.seq}];
+    Collective& row = collectives_[CollectiveKey{group, c.seq}];
     row.arrivals.add(Arrival{rankId, c.beginNs});
     row.groupSize = std::max(row.groupSize, c.groupSize);
     for (uint32_t k : c.opKeys) {

@@ -245,6 +245,21 @@ struct DdpAnalysis {
 // without one count in the bucket averages only.
 DdpAnalysis analyzeDdp(const TraceStore& store);
 
+// An engine's forward, backward and optimizer time summed over iterations, each
+// with its count (a step may lack a forward or an optimizer span), for the means.
+struct PhaseTotals {
+  int64_t forward = 0, backward = 0, optimizer = 0;
+  uint64_t forwards = 0, backwards = 0, optimizers = 0;
+  void merge(const PhaseTotals& o) {
+    forward += o.forward;
+    backward += o.backward;
+    optimizer += o.optimizer;
+    forwards += o.forwards;
+    backwards += o.backwards;
+    optimizers += o.optimizers;
+  }
+};
+
 // analyzeDdp rank by rank: addRank() for each rank (of any store: the summary
 // ingests one rank file at a time into a store of its own), merge() of
 // builders that took disjoint ranks (threads), then finish(). Without
@@ -271,8 +286,9 @@ class DdpBuilder {
   uint64_t iterationCount_ = 0;
   std::map<int64_t, Bucket> buckets_;
   CommOverlap overlap_;  // every bucket of every iteration
-  int64_t forward_ = 0, backward_ = 0, optimizer_ = 0, exposed_ = 0;
-  uint64_t forwards_ = 0, backwards_ = 0, optimizers_ = 0, rebuilds_ = 0;
+  PhaseTotals phases_;
+  int64_t exposed_ = 0;
+  uint64_t rebuilds_ = 0;
 };
 
 // ---- FSDP ---------------------------------------------------------------------
@@ -356,8 +372,8 @@ class FsdpBuilder {
   std::vector<FsdpIteration> iterations_;
   uint64_t iterationCount_ = 0;
   std::map<std::string, Unit> units_;  // by unit name
-  int64_t forward_ = 0, backward_ = 0, optimizer_ = 0, exposed_ = 0;
-  uint64_t forwards_ = 0, backwards_ = 0, optimizers_ = 0;
+  PhaseTotals phases_;
+  int64_t exposed_ = 0;
 };
 
 // ---- memory -------------------------------------------------------------------

@@ -111,7 +111,8 @@ void AggregateLanes::add(const TraceStore& store, const RankData& rank) {
   if (group < 0) return;
   const uint32_t seqKey = store.strings().find("seq");
   const uint32_t groupKey = store.strings().find("group");
-  std::unordered_map<uint64_t, Arrivals> seen;  // this rank's collectives
+  std::unordered_map<analysis::CollectiveKey, Arrivals, analysis::CollectiveKeyHash>
+      seen;  // this rank's collectives
   for (const Track& track : rank.tracks) {
     if (track.kind != TrackKind::kComm || seqKey == 0) continue;
     // The group of a collective: its "group" argument, else the track's suffix.
@@ -125,7 +126,7 @@ void AggregateLanes::add(const TraceStore& store, const RankData& rank) {
           continue;
         const ArgValue* g = args.find(groupKey);
         const uint32_t id = g && g->kind == ArgKind::kString ? g->stringId : trackGroup;
-        seen.emplace(uint64_t(id) << 40 ^ uint64_t(seq->intValue),
+        seen.emplace(analysis::CollectiveKey{id, seq->intValue},
                      Arrivals{s.begin, s.begin, rank.rank, s.name, 1});
       }
   }
@@ -176,8 +177,7 @@ void AggregateLanes::finish() {
     const int g = groupOf(a.lastRank);
     if (g < 0) continue;
     groups_[size_t(g)].marks.push_back(
-        StragglerMark{a.last, a.lastRank, a.name, uint32_t(key >> 40),
-                      int64_t(key & ((uint64_t(1) << 40) - 1)), a.last - a.first});
+        StragglerMark{a.last, a.lastRank, a.name, key.group, key.seq, a.last - a.first});
   }
   collectives_.clear();
   for (RankGroup& g : groups_)

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/figures.h"
 #include "viewer/model/trace_store.h"
 
 namespace ringx::viewer {
@@ -107,7 +108,7 @@ class AggregateLanes {
   size_t length_ = 0;
   size_t capacity_ = 0;
   std::vector<std::vector<double>> series_;  // [group * kKinds + kind]
-  std::unordered_map<uint64_t, Arrivals> collectives_;
+  std::unordered_map<analysis::CollectiveKey, Arrivals, analysis::CollectiveKeyHash> collectives_;
   std::mutex mutex_;
   uint64_t generation_ = 0;
   bool fromFiles_ = false;
