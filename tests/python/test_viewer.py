@@ -199,9 +199,11 @@ def test_attaches_to_a_running_job_and_saves_what_it_received(tmp_path):
         job.wait(timeout=30)
 
 
-def test_a_64_rank_trace_opens_as_host_lanes_whole_or_as_an_index(tmp_path):
+def test_a_64_rank_trace_opens_as_host_lanes_whole_or_as_an_index(tmp_path, monkeypatch):
     """Above 32 ranks the timeline shows a lane per host; --index-above 0 opens the trace as
-    an index (the lanes from one pass over the files, ranks loaded when a lane expands)."""
+    an index (the lanes from one pass over the files, ranks loaded when a lane expands),
+    saved as an index file that the next open reads."""
+    monkeypatch.setenv("RINGX_VIEWER_CACHE_DIR", str(tmp_path / "cache"))
     trace = tmp_path / "job"
     subprocess.run([os.path.join(BIN, "bench_make_scale_trace"), "--out", str(trace), "--ranks",
                     "64", "--events", "200000", "--ranks-per-host", "8"], check=True,
@@ -218,3 +220,7 @@ def test_a_64_rank_trace_opens_as_host_lanes_whole_or_as_an_index(tmp_path):
     # Every event is counted, though only what a lane shows is held.
     assert STATS.search(index.stdout).group(2) == STATS.search(whole.stdout).group(2)
     assert png_size(shot) == (1600, 900)
+    assert len(list((tmp_path / "cache").glob("index-*.bin"))) == 1
+    again = viewer(str(trace), "--frames", "3", "--print-stats", "--index-above", "0")
+    assert again.returncode == 0, again.stderr
+    assert STATS.search(again.stdout).group(2) == STATS.search(whole.stdout).group(2)

@@ -93,6 +93,7 @@ class AggregateLanes {
     uint32_t name = 0;
     int count = 0;
   };
+  friend class TraceIndexCodec;  // trace_index.cc saves and reads the buckets
   double integral(size_t group, Kind kind, int64_t t) const;
   // Makes room for absolute bucket indexes [lo, hi]: grows the window, or
   // doubles the bucket width until it fits (callers hold mutex_).

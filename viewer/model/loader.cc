@@ -18,6 +18,7 @@
 #include "viewer/model/chrome_ingest.h"
 #include "viewer/model/flight_ingest.h"
 #include "viewer/model/ringx_ingest.h"
+#include "viewer/model/trace_index.h"
 
 namespace ringx::viewer {
 namespace {
@@ -128,6 +129,15 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
   progress.bytesTotal += reader.totalBytes();
   for (int c = 1; c <= trace::kCategoryCount; ++c)
     store.category(trace::categoryName(static_cast<trace::Category>(c)));
+  // Opened before, and unchanged since: the index on disk has it all.
+  const std::string indexPath = traceIndexPath(path);
+  if (loadTraceIndex(indexPath, reader, store)) {
+    progress.fromIndexFile = true;
+    progress.filesDone += uint32_t(reader.files().size());
+    progress.bytesDone += reader.totalBytes();
+    progress.events += store.eventCount();
+    return;
+  }
   // The lanes' groups come before the events: every file's header (its first
   // bytes) names its rank and host.
   std::vector<std::pair<int32_t, std::string>> hosts;
@@ -182,6 +192,7 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
   lanes->setFromFiles();
   store.finalize();
   store.setAggregates(std::move(lanes));
+  saveTraceIndex(indexPath, reader, store);  // best effort: a read-only cache just reads again
 }
 
 std::vector<RankData> loadRankEvents(TraceStore& store, const std::vector<int32_t>& ranks,

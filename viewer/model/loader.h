@@ -36,6 +36,8 @@ struct LoadProgress {
   // Tests: workers wait before file number holdAtFile (counted from 0) until it
   // is -1 again (with one thread, the bar stops exactly there).
   std::atomic<int> holdAtFile{-1};
+  // An index (indexTrace) came from its file on disk (trace_index.h), not a pass.
+  std::atomic<bool> fromIndexFile{false};
 };
 
 class LoadCancelled : public Error {
@@ -65,7 +67,9 @@ inline constexpr uint64_t kIndexAboveBytes = 1000ull * 1000 * 1000;
 // `threads` workers, into aggregate lanes (busy time per host and bucket,
 // straggler marks; set on the store and valid whatever it loads later) and
 // dropped. The store keeps a placeholder per rank (RankData::eventsLoaded
-// false: its host, file, event count and extent) until loadRankEvents.
+// false: its host, file, event count and extent) until loadRankEvents. The
+// result is saved as an index file (trace_index.h), which the next open of the
+// unchanged trace reads instead.
 void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progress,
                 unsigned threads);
 

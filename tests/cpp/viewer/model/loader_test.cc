@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <thread>
 
@@ -14,6 +16,7 @@
 #include "tests/cpp/trace/trace_fixture.h"
 #include "viewer/model/aggregate_lanes.h"
 #include "viewer/model/loader.h"
+#include "viewer/model/trace_index.h"
 
 namespace ringx::viewer {
 namespace {
@@ -159,7 +162,19 @@ TEST(ParallelLoad, ARankInTwoInputsKeepsBothSetsOfEvents) {
 
 // A trace opened as an index holds placeholders and the lanes; the lanes are
 // the ones a full load builds, and a rank loaded later is the full load's rank.
+// The index files of these tests go to a directory of their own.
+class CacheDir {
+ public:
+  CacheDir() { ::setenv("RINGX_VIEWER_CACHE_DIR", dir_.path().c_str(), 1); }
+  ~CacheDir() { ::unsetenv("RINGX_VIEWER_CACHE_DIR"); }
+  const fx::TempDir& dir() const { return dir_; }
+
+ private:
+  fx::TempDir dir_;
+};
+
 TEST(IndexedLoad, KeepsPlaceholdersAndLanesAndLoadsRanksOnDemand) {
+  CacheDir cache;
   fx::TempDir dir;
   writeJob(dir, 40);
   TraceStore full, indexed;
@@ -208,6 +223,70 @@ TEST(IndexedLoad, KeepsPlaceholdersAndLanesAndLoadsRanksOnDemand) {
   EXPECT_EQ(linesOf(indexed, 5), linesOf(full, 5));
   EXPECT_FALSE(linesOf(indexed, 5).empty());
   EXPECT_NE(indexed.aggregates(), nullptr);  // still the lanes from the files
+}
+
+TEST(IndexedLoad, ASecondOpenReadsTheIndexFileUntilARankFileChanges) {
+  CacheDir cache;
+  fx::TempDir dir;
+  writeJob(dir, 40);
+  TraceStore first, second, third, fourth;
+  LoadProgress p1, p2, p3, p4;
+  indexTrace(first, dir.path(), &p1, 2);
+  EXPECT_FALSE(p1.fromIndexFile.load());
+  ASSERT_TRUE(std::filesystem::exists(traceIndexPath(dir.path())));
+  indexTrace(second, dir.path(), &p2, 2);
+  EXPECT_TRUE(p2.fromIndexFile.load());
+  EXPECT_EQ(p2.filesDone.load(), 40u);
+  EXPECT_EQ(second.eventCount(), first.eventCount());
+  EXPECT_EQ(second.beginNs(), first.beginNs());
+  EXPECT_EQ(second.endNs(), first.endNs());
+  ASSERT_EQ(second.ranks().size(), 40u);
+  for (size_t i = 0; i < 40; ++i) {
+    const RankData &a = first.ranks()[i], &b = second.ranks()[i];
+    EXPECT_EQ(b.rank, a.rank);
+    EXPECT_EQ(b.host, a.host);
+    EXPECT_EQ(b.source, a.source);
+    EXPECT_EQ(b.events, a.events);
+    EXPECT_EQ(b.clockOffsetNs, a.clockOffsetNs);
+    EXPECT_FALSE(b.eventsLoaded);
+  }
+  const AggregateLanes *la = first.aggregates(), *lb = second.aggregates();
+  ASSERT_NE(lb, nullptr);
+  EXPECT_TRUE(lb->fromFiles());
+  ASSERT_EQ(lb->groups().size(), la->groups().size());
+  for (size_t g = 0; g < la->groups().size(); ++g) {
+    EXPECT_EQ(lb->groups()[g].label, la->groups()[g].label);
+    EXPECT_EQ(lb->groups()[g].ranks, la->groups()[g].ranks);
+    ASSERT_EQ(lb->groups()[g].marks.size(), la->groups()[g].marks.size());
+    for (size_t m = 0; m < la->groups()[g].marks.size(); ++m) {
+      EXPECT_EQ(lb->groups()[g].marks[m].timeNs, la->groups()[g].marks[m].timeNs);
+      EXPECT_EQ(second.str(lb->groups()[g].marks[m].name),
+                first.str(la->groups()[g].marks[m].name));
+    }
+    float a[8], b[8];
+    la->busyShares(g, AggregateLanes::kComm, first.beginNs(), first.endNs(), 8, a);
+    lb->busyShares(g, AggregateLanes::kComm, first.beginNs(), first.endNs(), 8, b);
+    for (int c = 0; c < 8; ++c) EXPECT_EQ(a[c], b[c]);
+  }
+  // A rank loaded from an index-opened store is the same rank.
+  std::vector<RankData> loaded = loadRankEvents(second, {3}, 1);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].events, first.findRank(3)->events);
+  // A rank file that changed: the pass runs again (and writes a fresh index).
+  fx::RankStream extra(7, 40, "node1");
+  extra.span(Category::kUser, "compute", "late", 500 * kMs, 501 * kMs);
+  extra.writeTo(dir.file("rank-7.ringx"));
+  indexTrace(third, dir.path(), &p3, 2);
+  EXPECT_FALSE(p3.fromIndexFile.load());
+  EXPECT_EQ(third.findRank(7)->events, 1u);
+  // A damaged index is read as none.
+  {
+    std::ofstream out(traceIndexPath(dir.path()), std::ios::binary | std::ios::trunc);
+    out << "RXVINDEX garbage";
+  }
+  indexTrace(fourth, dir.path(), &p4, 2);
+  EXPECT_FALSE(p4.fromIndexFile.load());
+  EXPECT_EQ(fourth.eventCount(), third.eventCount());
 }
 
 TEST(BackgroundLoad, HeldAtAFileShowsThatFarThenFinishes) {

@@ -334,8 +334,10 @@ TEST_F(Screen, AggregateLanesShadeHowBusyEachHostWasAndMarkItsStragglers) {
 }
 
 TEST_F(Screen, ATraceOpenedAsAnIndexLoadsALanesRanksWhenItIsExpanded) {
-  // Forty ranks, four per host; --index-above 0 opens them as an index.
-  trace::fixture::TempDir dir;
+  // Forty ranks, four per host; --index-above 0 opens them as an index (whose
+  // file goes to a directory of the test's own).
+  trace::fixture::TempDir dir, cache;
+  ::setenv("RINGX_VIEWER_CACHE_DIR", cache.path().c_str(), 1);
   for (int r = 0; r < 40; ++r) {
     trace::fixture::RankStream s(r, 40, "node" + std::to_string(r / 4));
     for (int i = 0; i < 20; ++i)
@@ -375,6 +377,7 @@ TEST_F(Screen, ATraceOpenedAsAnIndexLoadsALanesRanksWhenItIsExpanded) {
   const float x = xOf(10 * kMs + kMs / 4);
   EXPECT_TRUE(expanded.has(categoryColor("user"), x - 1, (row->y0 + row->y1) / 2 - 1, x + 1,
                            (row->y0 + row->y1) / 2 + 1));
+  ::unsetenv("RINGX_VIEWER_CACHE_DIR");
 }
 
 TEST_F(Screen, SearchOptionGoesToTheMatchAndOutlinesIt) {
