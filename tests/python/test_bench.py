@@ -150,4 +150,4 @@ def test_viewer_bench_prints_the_json_and_the_scale_tables():
     scale_rows = [row for row in result.stdout.splitlines() if " whole " in row]
     assert len(scale_rows) == 1, result.stdout
     cells = scale_rows[0].split()
-    assert int(cells[0]) > 90000 and cells[2] == "whole", cells
+    assert int(cells[0]) > 90000 and cells[2] == "whole" and len(cells) == 11, cells
