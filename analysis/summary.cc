@@ -475,7 +475,8 @@ Summary SummaryBuilder::finish(std::string source, int32_t worldSize,
     // does not depend on the order ranks were read in.
     if (skew.maxSeq < 0 || a.skewNs > skew.maxNs ||
         (a.skewNs == skew.maxNs &&
-         std::tie(group, key.seq) < std::tie(skew.maxGroup, skew.maxSeq))) {
+         std::make_pair(group, key.seq) <
+             std::make_pair(std::string_view(skew.maxGroup), skew.maxSeq))) {
       const Collective::Op* op = &row.ops.front();
       for (const Collective::Op& o : row.ops) {
         if (o.ranks > op->ranks || (o.ranks == op->ranks && o.lowestRank < op->lowestRank)) op = &o;
