@@ -233,14 +233,17 @@ std::vector<DirectoryEntry> fetchDirectory(const std::string& host, int port,
 }
 
 LiveStream::LiveStream(const std::string& host, int port, const std::string& token,
-                       std::chrono::milliseconds timeout) {
+                       std::chrono::milliseconds timeout, LiveStreamKind kind) {
   trace_.source = address(host, port);
+  const char* request = liveRequestName(
+      kind == LiveStreamKind::kSummary ? LiveRequestKind::kSummary : LiveRequestKind::kStream);
   std::string okRest, after;
-  fd_ = handshake(host, port, token, "STREAM", Clock::now() + timeout, &okRest, &after);
+  fd_ = handshake(host, port, token, request, Clock::now() + timeout, &okRest, &after);
   if (!okRest.empty()) {
     ::close(fd_);
     fd_ = -1;
-    RINGX_THROW(FormatError, trace_.source, " answered the STREAM request with 'OK ", okRest, "'");
+    RINGX_THROW(FormatError, trace_.source, " answered the ", request, " request with 'OK ", okRest,
+                "'");
   }
   if (!after.empty()) feed(after.data(), after.size());
 }

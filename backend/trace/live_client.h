@@ -36,13 +36,21 @@ std::vector<DirectoryEntry> fetchDirectory(const std::string& host, int port,
                                            const std::string& token,
                                            std::chrono::milliseconds timeout = kLiveDefaultTimeout);
 
+// Which stream to ask a rank for.
+enum class LiveStreamKind {
+  kFull,     // STREAM: every event
+  kSummary,  // SUMMARY: collective and step events only (live_server.h)
+};
+
 // One rank's live event stream.
 class LiveStream {
  public:
   // Connects and completes the handshake; the server has registered this client
-  // when the constructor returns. Throws as fetchDirectory() does.
+  // when the constructor returns. Throws as fetchDirectory() does; a kSummary
+  // request to a server older than SUMMARY throws PeerError saying so.
   LiveStream(const std::string& host, int port, const std::string& token,
-             std::chrono::milliseconds timeout = kLiveDefaultTimeout);
+             std::chrono::milliseconds timeout = kLiveDefaultTimeout,
+             LiveStreamKind kind = LiveStreamKind::kFull);
   ~LiveStream();
   LiveStream(const LiveStream&) = delete;
   LiveStream& operator=(const LiveStream&) = delete;

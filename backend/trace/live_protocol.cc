@@ -35,7 +35,7 @@ bool tokensEqual(std::string_view given, std::string_view expected) {
 LiveRequest parseLiveRequest(std::string_view line, std::string_view token) {
   LiveRequest out;
   const std::string usage = strCat("expected '", kLiveProtocolName, " ", kLiveProtocolVersion,
-                                   " <token or -> STREAM|DIRECTORY'");
+                                   " <token or -> STREAM|SUMMARY|DIRECTORY'");
   const bool printable =
       std::all_of(line.begin(), line.end(), [](char ch) { return ch >= ' ' && ch < 127; });
   const std::vector<std::string_view> words = splitOn(line, ' ');
@@ -52,14 +52,46 @@ LiveRequest parseLiveRequest(std::string_view line, std::string_view token) {
     out.kind = LiveRequestKind::kDirectory;
   } else if (words[3] == "STREAM") {
     out.kind = LiveRequestKind::kStream;
+  } else if (words[3] == "SUMMARY") {
+    out.kind = LiveRequestKind::kSummary;
   } else {
     out.error = strCat("unknown request '", words[3], "'; ", usage);
   }
   return out;
 }
 
+const char* liveRequestName(LiveRequestKind kind) {
+  switch (kind) {
+    case LiveRequestKind::kStream:
+      return "STREAM";
+    case LiveRequestKind::kSummary:
+      return "SUMMARY";
+    case LiveRequestKind::kDirectory:
+      return "DIRECTORY";
+  }
+  return "?";
+}
+
+bool isSummaryEventRecord(std::string_view record) {
+  // u32 length, u8 type, then the event's kind and category bytes (codec.cc's order):
+  // deciding needs no decoding, so the server's writer thread filters at memcpy speed.
+  if (record.size() < 7 || static_cast<RecordType>(record[4]) != RecordType::kEvent) return false;
+  const auto kind = static_cast<EventKind>(record[5]);
+  const auto category = static_cast<Category>(record[6]);
+  return kind != EventKind::kCounter &&
+         (category == Category::kCollective || category == Category::kStep);
+}
+
 std::string parseLiveStatus(std::string_view status, const std::string& where,
                             const char* request) {
+  // Every server of protocol version 1 answers a request word it does not know this
+  // way; STREAM and DIRECTORY are as old as the protocol, so only a newer request
+  // (SUMMARY) can get it, from a job that runs an older ringx.
+  if (status.rfind("ERR unknown request", 0) == 0) {
+    RINGX_THROW(PeerError, "live trace server ", where, " does not know the ", request,
+                " request: the job runs an older ringx than this viewer (attach without ",
+                "--summary-others, or run the job with this ringx release)");
+  }
   if (status.rfind("ERR ", 0) == 0) {
     RINGX_THROW(PeerError, "live trace server ", where, " refused the ", request,
                 " request: ", status.substr(4));

@@ -12,7 +12,11 @@
 
 namespace ringx::trace {
 
-enum class LiveRequestKind { kStream, kDirectory };
+enum class LiveRequestKind {
+  kStream,     // STREAM: every record
+  kSummary,    // SUMMARY: the stream without the events an overview does not draw
+  kDirectory,  // DIRECTORY
+};
 
 struct LiveRequest {
   LiveRequestKind kind = LiveRequestKind::kStream;
@@ -26,10 +30,18 @@ LiveRequest parseLiveRequest(std::string_view line, std::string_view token);
 // Compares in time independent of where the first difference is.
 bool tokensEqual(std::string_view given, std::string_view expected);
 
-// Checks a server's status line (without "\n") for `request` ("STREAM" or "DIRECTORY") and
-// returns its text after "OK " ("" for a bare "OK"). Throws PeerError for "ERR ..." (the
-// server's message) and FormatError for anything that is not this protocol. `where` names
-// the server in messages.
+// The request word of a kind ("STREAM", "SUMMARY", "DIRECTORY").
+const char* liveRequestName(LiveRequestKind kind);
+
+// Whether an event record (codec.h framing, length prefix included) goes into a SUMMARY
+// stream: a collective or step span or instant. False for anything too short to say.
+bool isSummaryEventRecord(std::string_view record);
+
+// Checks a server's status line (without "\n") for `request` ("STREAM", "SUMMARY" or
+// "DIRECTORY") and returns its text after "OK " ("" for a bare "OK"). Throws PeerError for
+// "ERR ..." (the server's message; for a request the server does not know, a message that
+// says the server is older than this client) and FormatError for anything that is not this
+// protocol. `where` names the server in messages.
 std::string parseLiveStatus(std::string_view status, const std::string& where, const char* request);
 
 // The DIRECTORY reply: `countText` from the status line ("OK <n>"), `body` every byte after it.

@@ -2,7 +2,8 @@
 //
 // Two threads touch it. The recorder's writer thread calls write(): under
 // mutex_ it appends the batch to the backlog and to every streaming client's
-// `pending` queue, then pokes an eventfd. The server thread owns every socket:
+// `pending` queue (a SUMMARY client's gets the batch without the events it
+// leaves out, filtered once per batch), then pokes an eventfd. The server thread owns every socket:
 // it polls them, accepts, reads request lines, and moves each client's pending
 // bytes into that connection's own `out` buffer (a swap under the lock, so no
 // socket call ever happens with the lock held) before sending them.
@@ -73,6 +74,16 @@ void forEachFramedRecord(std::string_view bytes, Fn&& fn) {
   }
 }
 
+// What a SUMMARY client gets of `records`: every record but the event records
+// isSummaryEventRecord() leaves out (an unknown-type remainder is kept, as above).
+std::string summaryRecords(std::string_view records) {
+  std::string out;
+  forEachFramedRecord(records, [&](RecordType type, std::string_view record) {
+    if (type != RecordType::kEvent || isSummaryEventRecord(record)) out += record;
+  });
+  return out;
+}
+
 bool isLoopback(const sockaddr* addr) {
   if (addr->sa_family == AF_INET) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
@@ -111,9 +122,10 @@ class LiveServer::Impl {
  public:
   // One streaming client's queue; every field is guarded by mutex_.
   struct StreamQueue {
-    std::string pending;  // written by write(), not yet taken by the server thread
-    size_t unsent = 0;    // bytes the server thread took and has not sent yet
-    uint64_t shed = 0;    // events shed since the last Dropped record (> 0: shedding)
+    std::string pending;   // written by write(), not yet taken by the server thread
+    size_t unsent = 0;     // bytes the server thread took and has not sent yet
+    uint64_t shed = 0;     // events shed since the last Dropped record (> 0: shedding)
+    bool summary = false;  // a SUMMARY client: gets summaryRecords() of every batch
     size_t queued() const { return pending.size() + unsent; }
   };
 
@@ -159,7 +171,7 @@ class LiveServer::Impl {
  private:
   void bindAndListen();
   void wake();
-  void enqueueLocked(StreamQueue& q, const Batch& batch);
+  void enqueueLocked(StreamQueue& q, std::string_view strings, std::string_view records);
   void appendBacklogLocked(const std::string& records);
   void resumeIfDrainedLocked(StreamQueue& q);
 
@@ -325,20 +337,30 @@ void LiveServer::Impl::write(const Batch& batch) {
     if (stopping_) return;
     preamble_ += batch.strings;
     appendBacklogLocked(batch.records);
-    for (auto& q : streams_) enqueueLocked(*q, batch);
+    // Filtered once per batch, and only when some client asked for a summary.
+    std::string summary;
+    bool summarized = false;
+    for (auto& q : streams_) {
+      if (q->summary && !summarized) {
+        summary = summaryRecords(batch.records);
+        summarized = true;
+      }
+      enqueueLocked(*q, batch.strings, q->summary ? summary : batch.records);
+    }
   }
   wake();
 }
 
-void LiveServer::Impl::enqueueLocked(StreamQueue& q, const Batch& batch) {
-  q.pending += batch.strings;
+void LiveServer::Impl::enqueueLocked(StreamQueue& q, std::string_view strings,
+                                     std::string_view records) {
+  q.pending += strings;
   resumeIfDrainedLocked(q);
   const size_t limit = options_.clientQueueBytes;
-  if (q.shed == 0 && q.queued() + batch.records.size() <= limit) {
-    q.pending += batch.records;
+  if (q.shed == 0 && q.queued() + records.size() <= limit) {
+    q.pending += records;
     return;
   }
-  forEachFramedRecord(batch.records, [&](RecordType type, std::string_view record) {
+  forEachFramedRecord(records, [&](RecordType type, std::string_view record) {
     if (type != RecordType::kEvent) {
       q.pending += record;
     } else if (q.shed == 0 && q.queued() + record.size() <= limit) {
@@ -596,22 +618,29 @@ void LiveServer::Impl::handleRequest(Connection& c, std::string_view line) {
   // Registering and snapshotting under one lock: every batch reaches this client
   // exactly once, either in the snapshot or through its queue.
   auto q = std::make_shared<StreamQueue>();
+  q->summary = request.kind == LiveRequestKind::kSummary;
   std::lock_guard<std::mutex> lock(mutex_);
   c.out = "OK\n";
   if (begun_) {
     c.out += preamble_;
     c.out += lostClockSync_;
     for (size_t i = 0; i < backlog_.size(); ++i) {
-      c.out.append(backlog_[i], i == 0 ? backlogFront_ : 0, std::string::npos);
+      const std::string_view part =
+          std::string_view(backlog_[i]).substr(i == 0 ? backlogFront_ : 0);
+      if (q->summary) {
+        c.out += summaryRecords(part);
+      } else {
+        c.out += part;
+      }
     }
   }
   c.outOffset = 0;
   q->unsent = c.out.size();
   c.queue = q;
   c.phase = Connection::Phase::kStreaming;
+  ++(q->summary ? stats_.summariesServed : stats_.streamsServed);
   streams_.push_back(std::move(q));
   ++stats_.streamClients;
-  ++stats_.streamsServed;
 }
 
 void LiveServer::Impl::reject(Connection& c, const std::string& message) {

@@ -9,6 +9,8 @@
 // A client connects and sends one line (at most kLiveMaxLineBytes, "\n" ends it):
 //
 //   RINGX-LIVE 1 <token> STREAM\n        this rank's event stream
+//   RINGX-LIVE 1 <token> SUMMARY\n       the same stream cut down to what a 1,000-rank
+//                                        overview needs (below)
 //   RINGX-LIVE 1 <token> DIRECTORY\n     every rank's live endpoint
 //
 // <token> is the server's token (RINGX_TRACE_TOKEN), or "-" when it has none.
@@ -23,8 +25,20 @@
 //                       3. the backlog: the most recent records, whole ones, at most
 //                          Options::backlogBytes, so a late client sees recent history,
 //                       4. every later batch as it is written (its strings first).
+//   OK\n              (SUMMARY) the STREAM bytes, in the same steps, without the event
+//                     records a job-wide overview does not draw: only collective
+//                     (Category::kCollective) and step (Category::kStep) spans and
+//                     instants are kept, never counters. Strings, clock syncs and
+//                     Dropped records pass unchanged (a Dropped count is the rank's,
+//                     not only its collectives'). A viewer follows a few ranks in full
+//                     and every other rank's collectives this way, for about a tenth of
+//                     the bytes of a full stream.
 //   OK <n>\n          (DIRECTORY) n lines "<rank> <host> <port>\n" sorted by rank,
 //                     then the server closes.
+//
+// SUMMARY came after the first release of version 1; a server from before it
+// answers "ERR unknown request 'SUMMARY'; ...", which the client reports as a server
+// too old for it (the version stays 1: STREAM and DIRECTORY did not change).
 //
 // The server reads nothing else: it is read-only, and a client ends its stream
 // by closing the connection.
@@ -86,8 +100,9 @@ class LiveServer : public Sink {
 
   struct Stats {
     int connections = 0;            // open sockets, handshaking ones included
-    int streamClients = 0;          // clients receiving the stream now
+    int streamClients = 0;          // clients receiving the stream now (SUMMARY ones too)
     uint64_t streamsServed = 0;     // STREAM requests accepted so far
+    uint64_t summariesServed = 0;   // SUMMARY requests accepted so far
     uint64_t requestsRejected = 0;  // connections answered with ERR
     uint64_t eventsDropped = 0;     // event records shed for slow clients, all clients together
   };

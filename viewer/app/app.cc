@@ -67,7 +67,8 @@ App::App(const AppOptions& options, std::unique_ptr<TraceStore> preloaded)
 }
 
 void App::start() {
-  if (!options_.attach.empty()) attach(options_.attach, options_.token, options_.attachRanks);
+  if (!options_.attach.empty())
+    attach(options_.attach, options_.token, options_.attachRanks, options_.summaryOthers);
   if (options_.followSeconds > 0)
     view_.settings.followWindowSeconds = float(options_.followSeconds);
   if (!options_.panel.empty() && parsePanelName(options_.panel, &view_.panel))
@@ -194,9 +195,9 @@ void App::open(const std::string& path) {
 }
 
 void App::attach(const std::string& address, const std::string& token,
-                 const std::vector<int32_t>& ranks) {
+                 const std::vector<int32_t>& ranks, bool summaryOthers) {
   live_.reset();
-  live_ = std::make_unique<LiveSource>(address, token, ranks);
+  live_ = std::make_unique<LiveSource>(address, token, ranks, summaryOthers);
   store_ = std::make_unique<TraceStore>();
   view_.selection = Selection{};
   view_.searchHit = EventRef{};

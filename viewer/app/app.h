@@ -70,9 +70,10 @@ class App {
   LoadOptions loadOptions() const;
   void loadExpandedRanks();
   void showLoaded();
-  // `ranks`: the ones to follow (empty: every rank of the job's directory).
+  // `ranks`: the ones to follow (empty: every rank of the job's directory);
+  // `summaryOthers`: the other ranks' summary streams too (LiveSource).
   void attach(const std::string& address, const std::string& token,
-              const std::vector<int32_t>& ranks = {});
+              const std::vector<int32_t>& ranks = {}, bool summaryOthers = false);
   void handle(const UiActions& actions);
   void resetView();
   void start();

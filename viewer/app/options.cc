@@ -74,17 +74,23 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
           ->type_name("HOST:PORT")
           ->excludes(inputs);
   app.add_option("--token", o.token, "the live server's token")->envname("RINGX_TRACE_TOKEN");
-  app.add_option_function<std::string>(
-         "--ranks",
-         [&o](const std::string& text) {
-           std::string error;
-           if (!analysis::parseRankList(text, &o.attachRanks, &error))
-             throw CLI::ValidationError("--ranks", error);
-         },
-         "with --attach: follow only these ranks (each rank serves its own stream; a "
-         "1,000-rank job is watched a few ranks at a time)")
-      ->type_name("0-7,9,...")
-      ->needs(attach);
+  CLI::Option* ranks =
+      app.add_option_function<std::string>(
+             "--ranks",
+             [&o](const std::string& text) {
+               std::string error;
+               if (!analysis::parseRankList(text, &o.attachRanks, &error))
+                 throw CLI::ValidationError("--ranks", error);
+             },
+             "with --attach: follow only these ranks (each rank serves its own stream; a "
+             "1,000-rank job is watched a few ranks at a time)")
+          ->type_name("0-7,9,...")
+          ->needs(attach);
+  app.add_flag("--summary-others", o.summaryOthers,
+               "with --ranks: also follow every other rank's collectives and steps (its "
+               "server's summary stream, about a tenth of the bytes), so that the aggregate "
+               "lanes show the whole job's comm busy share and stragglers")
+      ->needs(ranks);
   app.add_option("--save", o.saveDir,
                  "with --attach: write what the job sent (a trace directory) at exit")
       ->type_name("DIR")

@@ -1,5 +1,6 @@
 // ringx-viewer's command line (`ringx-viewer --help` lists every option):
-//   ringx-viewer [TRACE_DIR_OR_FILE...] [--attach HOST:PORT [--ranks 0-7]] [--token T] [--size WxH]
+//   ringx-viewer [TRACE_DIR_OR_FILE...] [--attach HOST:PORT [--ranks 0-7 [--summary-others]]]
+//                [--token T] [--size WxH]
 //                [--frames N] [--seconds S] [--screenshot out.png] [--panel NAME]
 //                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS] [--search TEXT]
 //                [--follow-seconds S]
@@ -16,8 +17,11 @@ struct AppOptions {
   std::vector<std::string> inputs;   // trace directories, .ringx files, Chrome .json files
   std::string attach;                // HOST:PORT of rank 0's live trace server
   std::vector<int32_t> attachRanks;  // --ranks: the ranks to follow (empty: all)
-  std::string token;                 // --token, else RINGX_TRACE_TOKEN
-  std::string saveDir;               // --save: when attached, write what arrived there at exit
+  // --summary-others: also follow every other rank's collectives and steps (the
+  // servers' SUMMARY streams), for the aggregate lanes of a big job.
+  bool summaryOthers = false;
+  std::string token;    // --token, else RINGX_TRACE_TOKEN
+  std::string saveDir;  // --save: when attached, write what arrived there at exit
   int width = 1600;
   int height = 900;
   int frames = -1;      // render this many frames, then exit (screenshot if asked)

@@ -57,6 +57,7 @@ AggregateLanes::AggregateLanes(std::vector<RankGroup> groups) : groups_(std::mov
   capacity_ = std::clamp<size_t>(
       kBudgetBytes / sizeof(double) / std::max<size_t>(groups_.size() * kKinds, 1), 256, 65536);
   series_.resize(groups_.size() * kKinds);
+  summaryRanks_.assign(groups_.size(), 0);
 }
 
 AggregateLanes::AggregateLanes(const TraceStore& store)
@@ -131,6 +132,7 @@ void AggregateLanes::add(const TraceStore& store, const RankData& rank) {
       }
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  if (rank.summaryOnly) ++summaryRanks_[size_t(group)];
   for (const Track& track : rank.tracks) {
     const int kind = kindOf(track.kind);
     if (kind < 0 || track.levels.empty() || track.levels[0].empty()) continue;
@@ -202,7 +204,12 @@ void AggregateLanes::busyShares(size_t group, Kind kind, int64_t t0, int64_t t1,
                                 float* out) const {
   if (columns <= 0) return;
   const double width = double(t1 - t0) / columns;
-  const double ranks = double(groups_[group].ranks.size());
+  const double ranks =
+      kind == kCompute ? double(computeRanks(group)) : double(groups_[group].ranks.size());
+  if (ranks <= 0) {
+    std::fill(out, out + columns, 0.0f);
+    return;
+  }
   double previous = integral(group, kind, t0);
   for (int c = 0; c < columns; ++c) {
     const double next = integral(group, kind, t0 + int64_t(width * (c + 1)));

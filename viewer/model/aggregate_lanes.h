@@ -9,6 +9,11 @@
 // comm row where a rank of the group was the last to arrive at a collective
 // (matched by group and seq, point-to-point excluded, as everywhere else).
 //
+// A rank with only collective tracks (RankData::summaryOnly: a live attach that
+// follows it through its SUMMARY stream) counts in its group's comm share and
+// marks but not in the compute share, whose denominator is the group's ranks
+// that sent compute (computeRanks()); a group with none has no compute share.
+//
 // Busy time is binned once, at load, into buckets per group and kind (only
 // the top level of each track: nested spans are inside their parents), and
 // kept as prefix sums, so any column of any zoom is O(1): the integral of the
@@ -74,8 +79,12 @@ class AggregateLanes {
   const std::vector<RankGroup>& groups() const { return groups_; }
   // The group of `rank` (RankData::rank), or -1.
   int groupOf(int32_t rank) const;
+  // The group's ranks whose compute is known (not RankData::summaryOnly).
+  int computeRanks(size_t group) const {
+    return int(groups_[group].ranks.size()) - summaryRanks_[group];
+  }
   // Busy share (0 to 1) of the group's ranks over [t0, t1) for each of `columns`
-  // equal columns.
+  // equal columns (for kCompute, of its computeRanks(); all 0 when it has none).
   void busyShares(size_t group, Kind kind, int64_t t0, int64_t t1, int columns, float* out) const;
   // The store's generation when built (stale when the store has changed since),
   // unless built from the files, which holds for the store whatever it loads.
@@ -109,6 +118,7 @@ class AggregateLanes {
   size_t length_ = 0;
   size_t capacity_ = 0;
   std::vector<std::vector<double>> series_;  // [group * kKinds + kind]
+  std::vector<int> summaryRanks_;            // per group: ranks added with summaryOnly
   std::unordered_map<analysis::CollectiveKey, Arrivals, analysis::CollectiveKeyHash> collectives_;
   std::mutex mutex_;
   uint64_t generation_ = 0;

@@ -307,8 +307,12 @@ struct LiveSource::Rank {
   }
 };
 
-LiveSource::LiveSource(std::string hostPort, std::string token, std::vector<int32_t> ranks)
-    : hostPort_(std::move(hostPort)), token_(std::move(token)), only_(std::move(ranks)) {
+LiveSource::LiveSource(std::string hostPort, std::string token, std::vector<int32_t> ranks,
+                       bool summarizeOthers)
+    : hostPort_(std::move(hostPort)),
+      token_(std::move(token)),
+      only_(std::move(ranks)),
+      summarizeOthers_(summarizeOthers && !only_.empty()) {
   address_ = trace::parseHostPort(hostPort_);
   if (address_.port == 0) {
     RINGX_THROW(
@@ -385,19 +389,23 @@ void LiveSource::fetchDirectoryLoop() {
       if (!takeResult(*attempt, &result)) continue;  // a spurious wake-up
       if (!result.error) {
         std::vector<std::unique_ptr<Rank>> ranks;
+        size_t followed = 0;  // in full
         for (const trace::DirectoryEntry& entry : result.directory) {
           if (!ranks.empty() && ranks.back()->entry.rank == entry.rank) continue;
-          if (!only_.empty() && !std::binary_search(only_.begin(), only_.end(), entry.rank))
-            continue;
+          const bool listed =
+              only_.empty() || std::binary_search(only_.begin(), only_.end(), entry.rank);
+          if (!listed && !summarizeOthers_) continue;
           auto rank = std::make_unique<Rank>();
           rank->entry = entry;
           rank->trace.source = endpointText(entry.host, entry.port);
           rank->status.rank = entry.rank;
           rank->status.endpoint = rank->trace.source;
+          rank->status.summary = !listed;
+          followed += listed;
           ranks.push_back(std::move(rank));
         }
         std::lock_guard<std::mutex> lock(mutex_);
-        if (ranks.empty() && !only_.empty()) {
+        if (followed == 0 && !only_.empty()) {
           // Nothing to follow: say so rather than show "connected to 0/0 ranks".
           directoryState_ = LiveRankStatus::kFailed;
           directoryMessage_ =
@@ -471,10 +479,14 @@ void LiveSource::streamLoop() {
 
 void LiveSource::startConnect(Rank& rank) {
   try {
-    rank.pending = startAttempt(
-        [host = rank.entry.host, port = rank.entry.port, token = token_](AttemptResult& r) {
-          r.stream = std::make_unique<trace::LiveStream>(host, port, token);
-        });
+    // status.summary is fixed once the directory arrived: no lock needed to read it here.
+    const trace::LiveStreamKind kind =
+        rank.status.summary ? trace::LiveStreamKind::kSummary : trace::LiveStreamKind::kFull;
+    rank.pending = startAttempt([host = rank.entry.host, port = rank.entry.port, token = token_,
+                                 kind](AttemptResult& r) {
+      r.stream =
+          std::make_unique<trace::LiveStream>(host, port, token, trace::kLiveDefaultTimeout, kind);
+    });
   } catch (const std::exception& e) {
     connectFailed(rank, Failure{plainMessage(e.what()), false});
   }
@@ -653,16 +665,21 @@ std::string LiveSource::stateText() const {
     if (!directoryMessage_.empty()) text += strCat(" (last try: ", directoryMessage_, ")");
     return text;
   }
-  size_t connected = 0;
+  // Full streams and summaries counted apart: "connected to 8 ranks" must not
+  // claim the full events of ranks that only send their collectives.
+  size_t connected[2] = {0, 0}, total[2] = {0, 0};
   const LiveRankStatus* firstProblem = nullptr;
   for (const auto& rank : ranks_) {
+    const int summary = rank->status.summary ? 1 : 0;
+    ++total[summary];
     if (rank->status.state == LiveRankStatus::kConnected) {
-      ++connected;
+      ++connected[summary];
     } else if (firstProblem == nullptr) {
       firstProblem = &rank->status;
     }
   }
-  std::string text = strCat("connected to ", connected, "/", ranks_.size(), " ranks");
+  std::string text = strCat("connected to ", connected[0], "/", total[0], " ranks");
+  if (total[1] > 0) text += strCat(", summaries from ", connected[1], "/", total[1]);
   if (firstProblem != nullptr) {
     text += strCat("; rank ", firstProblem->rank, " ", liveStateName(firstProblem->state));
     if (!firstProblem->message.empty()) text += strCat(": ", firstProblem->message);
@@ -686,6 +703,8 @@ bool LiveSource::drainInto(TraceStore& store) {
       r.syncsInModel = r.trace.clockSyncs.size();
     }
     r.drained = ingestRankTrace(store, r.trace, r.clock, r.drained, &chains_);
+    // Aggregate lanes leave such ranks out of the compute share (they sent none).
+    if (r.status.summary) store.rank(r.trace.header.rank).summaryOnly = true;
     r.metaDirty = false;
     changed = true;
   }

@@ -43,6 +43,9 @@ struct LiveRankStatus {
   uint64_t bytes = 0;   // received over every connection to this rank
   uint64_t events = 0;  // distinct events received (replayed backlog not counted twice)
   int reconnects = 0;   // streams opened after the first one
+  // Followed through its SUMMARY stream (collectives and steps only): a rank
+  // outside --ranks with --summary-others.
+  bool summary = false;
 };
 
 const char* liveStateName(LiveRankStatus::State state);
@@ -61,8 +64,13 @@ class LiveSource {
   // and a 1,000-rank job can be watched 8 ranks at a time. Throws
   // InvalidArgument for an address parseHostPort() refuses, port 0, or a token
   // the protocol cannot carry; everything later (refusals, dead ranks) shows in
-  // status().
-  LiveSource(std::string hostPort, std::string token, std::vector<int32_t> ranks = {});
+  // status(). With `summarizeOthers` (and a subset), every rank outside `ranks`
+  // is followed too, through its server's SUMMARY stream: the store then has the
+  // subset's every event and every rank's collectives and steps, which is what
+  // the timeline's aggregate lanes (comm busy share, stragglers) need, for about
+  // a tenth of the bytes. Those ranks' RankData::summaryOnly is set.
+  LiveSource(std::string hostPort, std::string token, std::vector<int32_t> ranks = {},
+             bool summarizeOthers = false);
   // Stops the thread and closes every stream at once: the thread's waits end on
   // a wake-up pipe, and connection attempts (blocking calls that cannot be
   // interrupted) run on threads of their own that finish alone.
@@ -80,7 +88,8 @@ class LiveSource {
   LiveRankStatus::State state() const;
   // One line for the status bar: "fetching the directory from HOST:PORT (last
   // try: <why>)", "connected to 4/4 ranks", "connected to 3/4 ranks; rank 2
-  // disconnected: <why>", or the refusal ("live trace server HOST:PORT refused
+  // disconnected: <why>", with summaries "connected to 8/8 ranks, summaries
+  // from 56/56", or the refusal ("live trace server HOST:PORT refused
   // the DIRECTORY request: invalid token").
   std::string stateText() const;
 
@@ -119,6 +128,7 @@ class LiveSource {
   const std::string hostPort_;
   const std::string token_;
   const std::vector<int32_t> only_;  // the ranks to follow; empty: all
+  const bool summarizeOthers_;       // and the others' SUMMARY streams
   trace::HostPort address_;
 
   std::atomic<bool> stop_{false};

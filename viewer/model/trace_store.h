@@ -184,6 +184,10 @@ struct RankData {
   // False for a rank of a trace opened as an index (loader.h): its name, host,
   // file (source), event count and extent are known, its events not yet.
   bool eventsLoaded = true;
+  // A rank of a live attach followed through its SUMMARY stream (live_source.h):
+  // its collectives and steps are here, its compute, engine and user events and
+  // its counters are not (so no compute share can be told for it).
+  bool summaryOnly = false;
   // Earliest begin and latest end of the rank's events (finalize(); 0, 0 when none).
   int64_t beginNs = 0;
   int64_t endNs = 0;

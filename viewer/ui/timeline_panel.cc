@@ -301,8 +301,15 @@ void TimelinePanel::drawAggregateRow(const TraceStore& store, const Row& row, Vi
     return;
   }
   const bool comm = row.aggregate == Aggregate::kComm;
+  // Live summaries bring no compute: say whose compute the share is of.
+  const int computeRanks = lanes_->computeRanks(size_t(row.group));
+  const std::string rowLabel = comm || computeRanks == int(group.ranks.size())
+                                   ? std::string(comm ? "comm (busy)" : "compute (busy)")
+                               : computeRanks == 0 ? std::string("compute (not streamed)")
+                                                   : strCat("compute (busy, ", computeRanks, "/",
+                                                            group.ranks.size(), " ranks)");
   clippedText(draw, plotX0_ - s.labelWidth + 12, plotX0_ - 4, row.y0 + 2, kTextColor,
-              comm ? "comm (busy)" : "compute (busy)");
+              rowLabel.c_str());
   draw->PushClipRect(ImVec2(plotX0_, row.y0), ImVec2(plotX0_ + plotWidth_, row.y1), true);
   // Two pixels a column; runs of columns of one shade are one rectangle (under
   // llvmpipe each rectangle costs, and a zoomed-out lane is mostly one shade).
@@ -600,6 +607,15 @@ void TimelinePanel::aggregateTooltip(const TraceStore& store) const {
     ImGui::Text("%s busy %.0f%% of the group's rank-time here",
                 hoveredAggregate_->aggregate == Aggregate::kComm ? "comm" : "compute",
                 double(hoveredShare_) * 100);
+    const int computeRanks = lanes_->computeRanks(size_t(hoveredAggregate_->group));
+    if (hoveredAggregate_->aggregate == Aggregate::kCompute &&
+        computeRanks < int(group.ranks.size())) {
+      // Ranks followed through their live summary sent no compute events.
+      ImGui::TextDisabled(
+          "(of the %d ranks that stream their compute; the others send their "
+          "collectives only)",
+          computeRanks);
+    }
   }
   if (hoveredMark_ >= 0) {
     const StragglerMark& m = group.marks[size_t(hoveredMark_)];

@@ -215,6 +215,10 @@ void ViewerUi::livePanel(const LiveSource* live, ViewState& view, UiActions& act
     ImGui::PushStyleColor(ImGuiCol_Text, color);
     ImGui::TextUnformatted(liveStateName(r.state));
     ImGui::PopStyleColor();
+    if (r.summary) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("(summary)");  // collectives and steps only
+    }
     ImGui::TableNextColumn();
     ImGui::Text("%llu", (unsigned long long)r.events);
     ImGui::TableNextColumn();

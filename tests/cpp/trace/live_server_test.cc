@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/trace/live_client.h"
+#include "backend/trace/live_protocol.h"
 #include "backend/trace/live_server.h"
 
 namespace ringx::trace {
@@ -436,6 +437,152 @@ TEST(LiveServer, CloseDeliversWhatWasQueuedAndEndsTheStreams) {
   EXPECT_EQ(client.closeReason(), "the server closed the stream");
   EXPECT_FALSE(client.poll(0));
   EXPECT_THROW(LiveStream("127.0.0.1", server.port(), "", 5s), IoError);
+}
+
+// A batch of every kind of event a rank records, strings 4 to 9 defined in it (or
+// not, for a second batch): two collective spans, one compute span (user category),
+// one step span, two memory counters, and a clock sync.
+Batch mixedBatch(int64_t at, bool defineStrings) {
+  Batch b;
+  if (defineStrings) {
+    Encoder strings;
+    strings.string(4, "compute");
+    strings.string(5, "forward");
+    strings.string(6, "steps");
+    strings.string(7, "step");
+    strings.string(8, "memory");
+    strings.string(9, "rss");
+    b.strings = strings.bytes();
+  }
+  Encoder records;
+  records.clockSync(ClockSync{at, -7000, 100});
+  auto add = [&](EventKind kind, Category category, uint32_t track, uint32_t name, int64_t begin,
+                 int64_t end, double value = 0) {
+    Event e;
+    e.kind = kind;
+    e.category = category;
+    e.track = track;
+    e.name = name;
+    e.beginNs = begin;
+    e.endNs = end;
+    e.value = value;
+    records.event(e, nullptr);
+    ++b.events;
+  };
+  add(EventKind::kSpan, Category::kStep, 6, 7, at, at + 9000);
+  add(EventKind::kSpan, Category::kUser, 4, 5, at + 100, at + 4000);
+  add(EventKind::kCounter, Category::kMemory, 8, 9, at + 200, at + 200, 1e9);
+  add(EventKind::kSpan, Category::kCollective, 1, 2, at + 4000, at + 6000);
+  add(EventKind::kCounter, Category::kMemory, 8, 9, at + 5000, at + 5000, 2e9);
+  add(EventKind::kSpan, Category::kCollective, 1, 2, at + 6000, at + 8000);
+  b.records = records.bytes();
+  return b;
+}
+
+int countCategory(const RankTrace& t, Category category) {
+  int n = 0;
+  for (const Event& e : t.events) n += e.category == category;
+  return n;
+}
+
+TEST(LiveServer, ASummaryStreamHasCollectivesAndStepsButNoComputeOrCounters) {
+  LiveServer server(LiveServer::Options{});
+  StreamBuilder s;
+  server.begin(s.preamble());
+  server.write(mixedBatch(0, /*defineStrings=*/true));  // in the backlog for both clients
+  LiveStream full("127.0.0.1", server.port(), "");
+  LiveStream summary("127.0.0.1", server.port(), "", kLiveDefaultTimeout, LiveStreamKind::kSummary);
+  server.write(mixedBatch(100000, /*defineStrings=*/false));  // through both clients' queues
+
+  ASSERT_TRUE(pumpUntil({&full, &summary}, [&] {
+    return full.trace().events.size() >= 12 && summary.trace().events.size() >= 6;
+  }));
+  EXPECT_EQ(full.trace().events.size(), 12u);
+  EXPECT_EQ(countCategory(full.trace(), Category::kUser), 2);
+  EXPECT_EQ(countCategory(full.trace(), Category::kMemory), 4);
+
+  const RankTrace& t = summary.trace();
+  EXPECT_EQ(t.events.size(), 6u);
+  EXPECT_EQ(countCategory(t, Category::kCollective), 4);
+  EXPECT_EQ(countCategory(t, Category::kStep), 2);
+  for (const Event& e : t.events) EXPECT_NE(e.kind, EventKind::kCounter);
+  // Everything but the events is the full stream's: the header, every string (later
+  // events may use any), every clock sync (the viewer aligns the rank with them).
+  EXPECT_EQ(t.header.host, "test-host");
+  EXPECT_EQ(t.strings, full.trace().strings);
+  EXPECT_EQ(t.clockSyncs.size(), 2u);
+  EXPECT_EQ(t.str(t.events.back().name), "allreduce");
+  EXPECT_EQ(t.events.back().beginNs, 106000);
+  EXPECT_LT(summary.bytesReceived(), full.bytesReceived());
+
+  const LiveServer::Stats stats = server.stats();
+  EXPECT_EQ(stats.streamsServed, 1u);
+  EXPECT_EQ(stats.summariesServed, 1u);
+  EXPECT_EQ(stats.streamClients, 2);
+}
+
+TEST(LiveServer, ASummaryNeedsTheTokenAndAnOlderServerIsReportedAsSuch) {
+  LiveServer::Options options;
+  options.token = "s3cret-token";
+  LiveServer server(options);
+  StreamBuilder s;
+  server.begin(s.preamble());
+  server.write(mixedBatch(0, /*defineStrings=*/true));
+  for (const char* token : {"guess", ""}) {
+    try {
+      LiveStream wrong("127.0.0.1", server.port(), token, kLiveDefaultTimeout,
+                       LiveStreamKind::kSummary);
+      FAIL() << "a summary with token '" << token << "' must be refused";
+    } catch (const PeerError& e) {
+      EXPECT_TRUE(contains(e.what(), "refused the SUMMARY request")) << e.what();
+      EXPECT_TRUE(contains(e.what(), *token ? "invalid token" : "requires a token")) << e.what();
+    }
+  }
+  LiveStream right("127.0.0.1", server.port(), "s3cret-token", kLiveDefaultTimeout,
+                   LiveStreamKind::kSummary);
+  ASSERT_TRUE(pumpUntil({&right}, [&] { return right.trace().events.size() >= 3; }));
+  EXPECT_EQ(server.stats().summariesServed, 1u);
+
+  // A server from before SUMMARY answered an unknown request word thus (its own
+  // usage text); the client says the job's ringx is too old rather than quote it.
+  try {
+    parseLiveStatus(
+        "ERR unknown request 'SUMMARY'; expected 'RINGX-LIVE 1 <token or -> STREAM|DIRECTORY'",
+        "node-a:9100", "SUMMARY");
+    FAIL() << "an old server's refusal must throw";
+  } catch (const PeerError& e) {
+    EXPECT_TRUE(contains(e.what(), "node-a:9100 does not know the SUMMARY request")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "older ringx")) << e.what();
+  }
+  // Other refusals keep the server's words.
+  try {
+    parseLiveStatus("ERR invalid token: x", "node-a:9100", "SUMMARY");
+    FAIL();
+  } catch (const PeerError& e) {
+    EXPECT_TRUE(contains(e.what(), "refused the SUMMARY request: invalid token")) << e.what();
+  }
+}
+
+TEST(LiveServer, SummaryRecordFilterLooksAtKindAndCategoryOnly) {
+  auto record = [](EventKind kind, Category category) {
+    Encoder enc;
+    Event e;
+    e.kind = kind;
+    e.category = category;
+    e.endNs = kind == EventKind::kSpan ? 10 : 0;
+    enc.event(e, nullptr);
+    return enc.bytes();
+  };
+  EXPECT_TRUE(isSummaryEventRecord(record(EventKind::kSpan, Category::kCollective)));
+  EXPECT_TRUE(isSummaryEventRecord(record(EventKind::kInstant, Category::kCollective)));
+  EXPECT_TRUE(isSummaryEventRecord(record(EventKind::kSpan, Category::kStep)));
+  EXPECT_FALSE(isSummaryEventRecord(record(EventKind::kCounter, Category::kCollective)));
+  for (Category c : {Category::kDdp, Category::kFsdp, Category::kMemory, Category::kUser})
+    EXPECT_FALSE(isSummaryEventRecord(record(EventKind::kSpan, c)));
+  Encoder sync;
+  sync.clockSync(ClockSync{1, 2, 3});
+  EXPECT_FALSE(isSummaryEventRecord(sync.bytes()));
+  EXPECT_FALSE(isSummaryEventRecord(std::string("\x03\0\0\0\x03", 5)));
 }
 
 TEST(LiveHostPort, ParsesHostsPortsAndSaysWhatIsWrong) {

@@ -1,6 +1,6 @@
 // A job's live trace servers in-process, for tests that attach to them: two
-// ranks' LiveServers wired like RINGX_TRACE_LISTEN (rank 0 publishes the
-// directory), fed with encoded batches the way the recorder feeds its sinks.
+// (or more) ranks' LiveServers wired like RINGX_TRACE_LISTEN (rank 0 publishes
+// the directory), fed with encoded batches the way the recorder feeds its sinks.
 #pragma once
 
 #include <memory>
@@ -16,14 +16,16 @@ namespace ringx::viewer::testing {
 // and header), then batches that define their new strings first.
 class RankFeed {
  public:
-  explicit RankFeed(int rank) : rank_(rank) {
+  // `host` "": "node-<rank>".
+  explicit RankFeed(int rank, int worldSize = 2, std::string host = "")
+      : rank_(rank), worldSize_(worldSize) {
     trace::Encoder enc;
     enc.magic();
     trace::StreamHeader h;
     h.rank = rank;
-    h.worldSize = 2;
+    h.worldSize = worldSize;
     h.pid = 4000 + rank;
-    h.host = "node-" + std::to_string(rank);
+    h.host = host.empty() ? "node-" + std::to_string(rank) : host;
     h.startSteadyNs = 1000;
     h.startWallNs = 1700000000000000000;
     enc.header(h);
@@ -31,8 +33,8 @@ class RankFeed {
   }
   const std::string& preamble() const { return preamble_; }
 
-  // A collective span; with seq >= 0 it also carries seq and group_size (2), so
-  // that the viewer can join it across ranks.
+  // A collective span; with seq >= 0 it also carries seq and group_size (the
+  // world size), so that the viewer can join it across ranks.
   RankFeed& span(const std::string& track, const std::string& name, int64_t begin, int64_t end,
                  int64_t bytes, int64_t seq = -1) {
     trace::Arg a;
@@ -47,7 +49,7 @@ class RankFeed {
     q.intValue = seq;
     trace::Arg n;
     n.key = id(trace::arg::kGroupSize);
-    n.intValue = 2;
+    n.intValue = worldSize_;
     const trace::Arg args[4] = {a, g, q, n};
     trace::Event e;
     e.kind = trace::EventKind::kSpan;
@@ -59,6 +61,23 @@ class RankFeed {
     e.endNs = end;
     e.argCount = seq >= 0 ? 4 : 2;
     records_.event(e, args);
+    ++events_;
+    return *this;
+  }
+  // An event without arguments: a compute span (Category::kUser), a step, a
+  // counter (kind kCounter, `value`), ...
+  RankFeed& event(trace::Category category, trace::EventKind kind, const std::string& track,
+                  const std::string& name, int64_t begin, int64_t end, double value = 0) {
+    trace::Event e;
+    e.kind = kind;
+    e.category = category;
+    e.rank = rank_;
+    e.track = id(track);
+    e.name = id(name);
+    e.beginNs = begin;
+    e.endNs = kind == trace::EventKind::kSpan ? end : begin;
+    e.value = value;
+    records_.event(e, nullptr);
     ++events_;
     return *this;
   }
@@ -90,6 +109,7 @@ class RankFeed {
   }
 
   int rank_;
+  int worldSize_;
   std::string preamble_;
   std::vector<std::string> defined_;
   trace::Encoder strings_;
@@ -97,22 +117,27 @@ class RankFeed {
   uint64_t events_ = 0;
 };
 
-// Two ranks' live servers, wired like a job with RINGX_TRACE_LISTEN.
+// `ranks` ranks' live servers (two by default), wired like a job with
+// RINGX_TRACE_LISTEN. With ranksPerHost > 0 the headers name hosts "node-<i>"
+// of that many ranks each (else one host per rank).
 struct Job {
-  explicit Job(std::string token = "") {
+  explicit Job(std::string token = "", int ranks = 2, int ranksPerHost = 0) {
     trace::LiveServer::Options options;
     options.token = token;
-    for (int r = 0; r < 2; ++r) {
+    std::vector<trace::DirectoryEntry> directory;
+    for (int r = 0; r < ranks; ++r) {
+      feeds.emplace_back(r, ranks,
+                         ranksPerHost > 0 ? "node-" + std::to_string(r / ranksPerHost) : "");
       servers.push_back(std::make_unique<trace::LiveServer>(options));
       servers[r]->begin(feeds[r].preamble());
+      directory.push_back({r, "127.0.0.1", servers[r]->port()});
     }
-    servers[0]->setDirectory(
-        {{0, "127.0.0.1", servers[0]->port()}, {1, "127.0.0.1", servers[1]->port()}});
+    servers[0]->setDirectory(directory);
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(servers[0]->port()); }
   void write(int rank) { servers[rank]->write(feeds[rank].take()); }
 
-  RankFeed feeds[2] = {RankFeed(0), RankFeed(1)};
+  std::vector<RankFeed> feeds;
   std::vector<std::unique_ptr<trace::LiveServer>> servers;
 };
 

@@ -28,6 +28,7 @@
 #include "backend/trace/live_server.h"
 #include "backend/trace/trace_dir.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "viewer/model/aggregate_lanes.h"
 #include "viewer/model/ringx_ingest.h"
 
 namespace ringx::viewer {
@@ -167,6 +168,83 @@ TEST(LiveSource, FollowsOnlyTheRanksAsked) {
   LiveSource none(job.address(), "", {5, 6, 7});
   ASSERT_TRUE(waitUntil([&] { return none.state() == LiveRankStatus::kFailed; }));
   EXPECT_TRUE(contains(none.stateText(), "has none of ranks 5-7")) << none.stateText();
+}
+
+// --ranks 0 --summary-others on a 4-rank job of two hosts (ranks 0-1 on node-0, 2-3
+// on node-1): rank 0 streams in full, the others send their collectives only, and the
+// aggregate lanes of the store show both hosts' comm and node-1's straggler.
+TEST(LiveSource, FollowsASubsetInFullAndEveryOtherRanksCollectives) {
+  Job job("", /*ranks=*/4, /*ranksPerHost=*/2);
+  for (int r = 0; r < 4; ++r) {
+    job.feeds[r]
+        .event(trace::Category::kUser, trace::EventKind::kSpan, "compute", "forward", 1000, 9000)
+        .event(trace::Category::kMemory, trace::EventKind::kCounter, "memory", "rss", 2000, 0, 1e9)
+        // Rank 3 arrives last at the allreduce (seq 0).
+        .span("comm:world", "allreduce", 10000 + r * 1000, 20000, 64, /*seq=*/0);
+    job.write(r);
+  }
+
+  LiveSource source(job.address(), "", {0}, /*summarizeOthers=*/true);
+  TraceStore store;
+  ASSERT_TRUE(waitUntil([&] {
+    source.drainInto(store);
+    for (int r = 0; r < 4; ++r)
+      if (findTrack(store, r, "comm:world") == nullptr) return false;
+    return findTrack(store, 0, "compute") != nullptr;
+  })) << source.stateText();
+  ASSERT_TRUE(waitUntil([&] { return source.state() == LiveRankStatus::kConnected; }));
+  EXPECT_EQ(source.stateText(), "connected to 1/1 ranks, summaries from 3/3");
+  ASSERT_EQ(source.status().size(), 4u);
+  for (const LiveRankStatus& s : source.status()) EXPECT_EQ(s.summary, s.rank != 0) << s.rank;
+  EXPECT_EQ(job.servers[0]->stats().streamsServed, 1u);
+  EXPECT_EQ(job.servers[0]->stats().summariesServed, 0u);
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_EQ(job.servers[r]->stats().summariesServed, 1u) << r;
+    EXPECT_EQ(job.servers[r]->stats().streamsServed, 0u) << r;
+  }
+
+  // The subset has everything; the others only their collectives.
+  const RankData* rank0 = store.findRank(0);
+  ASSERT_NE(rank0, nullptr);
+  EXPECT_FALSE(rank0->summaryOnly);
+  EXPECT_NE(rank0->findCounter(store.strings().find("rss")), nullptr);
+  for (int r = 1; r < 4; ++r) {
+    const RankData* rank = store.findRank(r);
+    ASSERT_NE(rank, nullptr);
+    EXPECT_TRUE(rank->summaryOnly) << r;
+    EXPECT_EQ(findTrack(store, r, "compute"), nullptr) << r;
+    EXPECT_TRUE(rank->counters.empty()) << r;
+    for (const Track& t : rank->tracks) EXPECT_EQ(t.kind, TrackKind::kComm) << r;
+    EXPECT_EQ(rank->host, strCat("node-", r / 2));
+  }
+
+  const AggregateLanes lanes(store);
+  ASSERT_EQ(lanes.groups().size(), 2u);
+  EXPECT_EQ(lanes.groups()[0].label, "node-0");
+  EXPECT_EQ(lanes.groups()[1].label, "node-1");
+  EXPECT_EQ(lanes.computeRanks(0), 1);  // rank 1 sent no compute
+  EXPECT_EQ(lanes.computeRanks(1), 0);
+  float share = 0;
+  for (size_t g = 0; g < 2; ++g) {
+    // [10000, 20000): rank 2r's and 2r+1's allreduce cover all or most of it.
+    lanes.busyShares(g, AggregateLanes::kComm, 10000, 20000, 1, &share);
+    EXPECT_GT(share, 0.5f) << g;
+  }
+  // Rank 0's forward over [1000, 9000) is node-0's whole known compute; node-1 has none.
+  lanes.busyShares(0, AggregateLanes::kCompute, 1000, 9000, 1, &share);
+  EXPECT_NEAR(share, 1.0f, 0.05f);  // buckets blur the edges a little
+  lanes.busyShares(1, AggregateLanes::kCompute, 1000, 9000, 1, &share);
+  EXPECT_EQ(share, 0.0f);
+  // The allreduce's last arrival is rank 3, on node-1.
+  EXPECT_TRUE(lanes.groups()[0].marks.empty());
+  ASSERT_EQ(lanes.groups()[1].marks.size(), 1u);
+  EXPECT_EQ(lanes.groups()[1].marks[0].rank, 3);
+  EXPECT_EQ(lanes.groups()[1].marks[0].skewNs, 3000);
+
+  // Without --summary-others the subset is all there is.
+  LiveSource subset(job.address(), "", {0});
+  ASSERT_TRUE(waitUntil([&] { return subset.state() == LiveRankStatus::kConnected; }));
+  EXPECT_EQ(subset.stateText(), "connected to 1/1 ranks");
 }
 
 TEST(LiveSource, ARankWhoseServerGoesAwayIsDisconnectedAndItsReplayIsNotCountedTwice) {
