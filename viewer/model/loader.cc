@@ -102,6 +102,7 @@ void loadRingx(TraceStore& store, const std::string& path, LoadProgress& progres
     const uint64_t bytes = std::filesystem::file_size(trace.source, ec);
     trace = trace::RankTrace();  // the decoded records go before the sort needs its memory
     TraceStore::sortRank(data);
+    TraceStore::compactRank(data);
     std::lock_guard<std::mutex> lock(mutex);
     store.adoptRank(std::move(data));
     sightings.insert(sightings.end(), local.begin(), local.end());
@@ -213,6 +214,7 @@ std::vector<RankData> loadRankEvents(TraceStore& store, const std::vector<int32_
         ingestRankTraceInto(store, out[i], *trace, trace::ClockModel::forRank(*trace), 0, nullptr);
         trace.reset();
         TraceStore::sortRank(out[i]);
+        TraceStore::compactRank(out[i]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!error) error = std::current_exception();

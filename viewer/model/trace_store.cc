@@ -246,9 +246,30 @@ bool parentsFirst(const Span& a, const Span& b) {
 // Puts each span (in parentsFirst order, after every span already placed) on
 // the first level whose last span has ended by its begin.
 void placeOnLevels(Track& track, const std::vector<Span>& sorted) {
+  if (track.levels.empty()) {
+    // A fresh layout: find each level's size first, so that every level is
+    // allocated once at its size (vectors grown by doubling hold up to twice
+    // their spans, which at 32 B a span is most of an event's memory).
+    std::vector<int64_t> lastEnd;
+    std::vector<size_t> sizes;
+    for (const Span& s : sorted) {
+      size_t level = 0;
+      while (level < lastEnd.size() && lastEnd[level] > s.begin) ++level;
+      if (level == lastEnd.size()) {
+        lastEnd.push_back(s.end);
+        sizes.push_back(0);
+      }
+      lastEnd[level] = s.end;
+      ++sizes[level];
+    }
+    track.levels.resize(sizes.size());
+    for (size_t l = 0; l < sizes.size(); ++l) track.levels[l].reserve(sizes[l]);
+  }
   for (const Span& s : sorted) {
     size_t level = 0;
-    while (level < track.levels.size() && track.levels[level].back().end > s.begin) ++level;
+    while (level < track.levels.size() && !track.levels[level].empty() &&
+           track.levels[level].back().end > s.begin)
+      ++level;
     if (level == track.levels.size()) track.levels.emplace_back();
     track.levels[level].push_back(s);
   }
@@ -340,6 +361,15 @@ bool naturalLess(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+void TraceStore::compactRank(RankData& rank) {
+  rank.argBytes.shrink_to_fit();
+  for (Track& track : rank.tracks) {
+    track.pendingSpans.shrink_to_fit();
+    track.instants.shrink_to_fit();
+    for (auto& b : track.busy) b.shrink_to_fit();
+  }
+}
 
 void TraceStore::sortRank(RankData& rank) {
   for (Track& track : rank.tracks) {

@@ -276,6 +276,9 @@ class TraceStore {
   // adoptRank() under the caller's lock. category() must only find categories
   // registered before the workers start.
   static void sortRank(RankData& rank);
+  // Gives back what the rank's vectors hold beyond their size (a loaded rank
+  // that will not grow; a live one would pay a copy on every finalize()).
+  static void compactRank(RankData& rank);
   // Moves `rank` into the store; a rank already present gets its events added
   // (or, when it was a placeholder without events, is replaced).
   void adoptRank(RankData&& rank);
