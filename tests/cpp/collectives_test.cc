@@ -103,12 +103,7 @@ TEST(Allreduce, DispatchPicksRecursiveDoublingForManyRanksBitIdentical) {
   runGroup(
       size,
       [&](Group& group) {
-        std::vector<float> data(count);
-        uint32_t state = 777 + group.rank();
-        for (auto& x : data) {
-          state = state * 1664525u + 1013904223u;
-          x = static_cast<float>(state) / 4294967296.0f - 0.5f;
-        }
+        std::vector<float> data = testing::randomFloats(count, 777 + group.rank());
         group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
                   [&](Collective& c) {
                     algorithms::allreduce(c, data.data(), count, DataType::kFloat32, ReduceOp::kSum,
@@ -153,12 +148,7 @@ TEST(Allreduce, RanksEndBitIdenticalOnRandomFloats) {
   const size_t count = 300007;
   std::vector<std::vector<float>> results(size);
   runGroup(size, [&](Group& group) {
-    std::vector<float> data(count);
-    uint32_t state = 12345 + group.rank();
-    for (auto& x : data) {
-      state = state * 1664525u + 1013904223u;
-      x = static_cast<float>(state) / 4294967296.0f - 0.5f;
-    }
+    std::vector<float> data = testing::randomFloats(count, 12345 + group.rank());
     group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
               [&](Collective& c) {
                 algorithms::ringAllreduce(c, data.data(), count, DataType::kFloat32, ReduceOp::kSum,

@@ -233,12 +233,7 @@ TEST(HierarchicalAllreduce, RanksEndBitIdenticalOnRandomFloats) {
       runGroup(
           size,
           [&](Group& group) {
-            std::vector<float> data(count);
-            uint32_t state = 12345 + group.rank();
-            for (auto& x : data) {
-              state = state * 1664525u + 1013904223u;
-              x = static_cast<float>(state) / 4294967296.0f - 0.5f;
-            }
+            std::vector<float> data = testing::randomFloats(count, 12345 + group.rank());
             group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
                       [&](Collective& c) {
                         algorithms::allreduce(c, data.data(), count, DataType::kFloat32,

@@ -90,4 +90,16 @@ inline std::vector<char> expectedReduction(DataType type, ReduceOp op, int size,
   return acc;
 }
 
+// `count` floats in [-0.5, 0.5) from a linear congruential generator seeded with
+// `seed`: where the order of a reduction changes the bits.
+inline std::vector<float> randomFloats(size_t count, uint32_t seed) {
+  std::vector<float> data(count);
+  uint32_t state = seed;
+  for (auto& x : data) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state) / 4294967296.0f - 0.5f;
+  }
+  return data;
+}
+
 }  // namespace ringx::testing
