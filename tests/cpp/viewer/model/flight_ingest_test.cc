@@ -102,11 +102,13 @@ TEST(FlightIngest, ADumpDirectoryOpensAndNamesTheRankThatNeverArrived) {
   int started = 0, issued = 0;
   for (const Track& track : rank1->tracks)
     for (const auto& level : track.levels)
-      for (const Span& span : level)
-        if (const ArgValue* a = ArgList(*rank1, span).find(stateKey)) {
+      for (const Span& span : level) {
+        const ArgList args(*rank1, span);  // outlives the pointer find() returns
+        if (const ArgValue* a = args.find(stateKey)) {
           started += store.str(a->stringId) == "started";
           issued += store.str(a->stringId) == "issued";
         }
+      }
   EXPECT_EQ(started, 1);
   EXPECT_EQ(issued, 1);
 }
