@@ -315,6 +315,12 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
   for (const std::string& f : files_) bytes_ += fs::file_size(f, ec);
 }
 
+TraceReader::TraceReader(std::vector<std::string> files) : files_(std::move(files)) {
+  seen_.resize(files_.size());
+  std::error_code ec;
+  for (const std::string& f : files_) bytes_ += fs::file_size(f, ec);
+}
+
 std::optional<RankTrace> TraceReader::read(size_t i) {
   const fs::path file(files_.at(i));
   const bool single = directory_.empty();

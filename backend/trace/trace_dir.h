@@ -77,6 +77,8 @@ class TraceReader {
  public:
   // Lists the files of a directory (or takes the one file); throws like readTrace.
   explicit TraceReader(const std::string& path);
+  // These rank files, each read as a file on its own (no directory checks).
+  explicit TraceReader(std::vector<std::string> files);
   const std::string& path() const { return path_; }
   const std::vector<std::string>& files() const { return files_; }
   const std::optional<Manifest>& manifest() const { return manifest_; }

@@ -78,6 +78,33 @@ void checkpoint(LoadProgress& progress) {
   if (progress.cancel.load()) throw LoadCancelled("loading was cancelled");
 }
 
+// Workers may only find categories (TraceStore's parallel building rule).
+void registerRingxCategories(TraceStore& store) {
+  for (int c = 1; c <= trace::kCategoryCount; ++c)
+    store.category(trace::categoryName(static_cast<trace::Category>(c)));
+}
+
+// A rank file's records as a rank apart from the store (for adoptRank): aligned,
+// its records dropped before the sort needs the memory, sorted. `events` is how
+// many records it had, for the progress.
+RankData ingestRankFile(TraceStore& store, trace::RankTrace&& trace,
+                        std::vector<CollectiveSighting>* sightings, uint64_t* events) {
+  RankData data;
+  ingestRankTraceInto(store, data, trace, trace::ClockModel::forRank(trace), 0, sightings);
+  *events = trace.events.size();
+  trace = trace::RankTrace();
+  TraceStore::sortRank(data);
+  return data;
+}
+
+// A file is done: its records, its bytes, and one more file.
+void countFile(LoadProgress& progress, uint64_t events, const std::string& file) {
+  std::error_code ec;
+  progress.events += events;
+  progress.bytesDone += std::filesystem::file_size(file, ec);
+  ++progress.filesDone;
+}
+
 // One ringx trace (a directory or a rank file), its ranks on `threads` workers.
 void loadRingx(TraceStore& store, const std::string& path, LoadProgress& progress,
                unsigned threads) {
@@ -85,30 +112,21 @@ void loadRingx(TraceStore& store, const std::string& path, LoadProgress& progres
   const size_t files = reader.files().size();
   progress.filesTotal += uint32_t(files);
   progress.bytesTotal += reader.totalBytes();
-  // Workers may only find categories (TraceStore's parallel building rule).
-  for (int c = 1; c <= trace::kCategoryCount; ++c)
-    store.category(trace::categoryName(static_cast<trace::Category>(c)));
+  registerRingxCategories(store);
   const bool arrows = files <= kMaxRanksWithCollectiveArrows;
   std::mutex mutex;  // guards the store's rank list and the sightings
   std::vector<CollectiveSighting> sightings;
   const trace::TraceScan scan = trace::scanTrace(reader, threads, [&](trace::RankTrace&& trace) {
     checkpoint(progress);
-    RankData data;
     std::vector<CollectiveSighting> local;
-    ingestRankTraceInto(store, data, trace, trace::ClockModel::forRank(trace), 0,
-                        arrows ? &local : nullptr);
-    const uint64_t events = trace.events.size();
-    std::error_code ec;
-    const uint64_t bytes = std::filesystem::file_size(trace.source, ec);
-    trace = trace::RankTrace();  // the decoded records go before the sort needs its memory
-    TraceStore::sortRank(data);
+    uint64_t events = 0;
+    RankData data = ingestRankFile(store, std::move(trace), arrows ? &local : nullptr, &events);
     TraceStore::compactRank(data);
+    const std::string file = data.source;
     std::lock_guard<std::mutex> lock(mutex);
     store.adoptRank(std::move(data));
     sightings.insert(sightings.end(), local.begin(), local.end());
-    progress.events += events;
-    progress.bytesDone += bytes;
-    ++progress.filesDone;
+    countFile(progress, events, file);
   });
   for (const auto& w : scan.warnings) store.addWarning(w);
   if (arrows) {
@@ -128,8 +146,7 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
   trace::TraceReader reader(path);
   progress.filesTotal += uint32_t(reader.files().size());
   progress.bytesTotal += reader.totalBytes();
-  for (int c = 1; c <= trace::kCategoryCount; ++c)
-    store.category(trace::categoryName(static_cast<trace::Category>(c)));
+  registerRingxCategories(store);
   // Opened before, and unchanged since: the index on disk has it all.
   const std::string indexPath = traceIndexPath(path);
   if (loadTraceIndex(indexPath, reader, store)) {
@@ -149,29 +166,10 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
   std::mutex mutex;
   const trace::TraceScan scan = trace::scanTrace(reader, threads, [&](trace::RankTrace&& trace) {
     checkpoint(progress);
-    RankData data;
-    ingestRankTraceInto(store, data, trace, trace::ClockModel::forRank(trace), 0, nullptr);
-    const uint64_t events = trace.events.size();
-    std::error_code ec;
-    const uint64_t bytes = std::filesystem::file_size(trace.source, ec);
-    trace = trace::RankTrace();
-    TraceStore::sortRank(data);
+    uint64_t events = 0;
+    RankData data = ingestRankFile(store, std::move(trace), nullptr, &events);
     lanes->add(store, data);
-    // What stays: the rank without its events.
-    RankData placeholder;
-    placeholder.rank = data.rank;
-    placeholder.host = data.host;
-    placeholder.pid = data.pid;
-    placeholder.source = data.source;
-    placeholder.truncated = data.truncated;
-    placeholder.clockAligned = data.clockAligned;
-    placeholder.clockUncertaintyNs = data.clockUncertaintyNs;
-    placeholder.clockKnown = data.clockKnown;
-    placeholder.clockReference = data.clockReference;
-    placeholder.clockOffsetNs = data.clockOffsetNs;
-    placeholder.dropped = data.dropped;
-    placeholder.events = data.events;
-    placeholder.eventsLoaded = false;
+    // What stays: the rank without its events (its extent first).
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
     for (const Track& t : data.tracks)
       for (const auto& level : t.levels)
@@ -179,14 +177,16 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
           lo = std::min(lo, level.front().begin);
           hi = std::max(hi, level.back().end);
         }
-    placeholder.beginNs = lo <= hi ? lo : 0;
-    placeholder.endNs = lo <= hi ? hi : 0;
-    data = RankData();
+    data.beginNs = lo <= hi ? lo : 0;
+    data.endNs = lo <= hi ? hi : 0;
+    data.tracks = {};
+    data.counters = {};
+    data.argBytes = {};
+    data.eventsLoaded = false;
+    const std::string file = data.source;
     std::lock_guard<std::mutex> lock(mutex);
-    store.adoptRank(std::move(placeholder));
-    progress.events += events;
-    progress.bytesDone += bytes;
-    ++progress.filesDone;
+    store.adoptRank(std::move(data));
+    countFile(progress, events, file);
   });
   for (const auto& w : scan.warnings) store.addWarning(w);
   lanes->finish();
@@ -202,31 +202,17 @@ std::vector<RankData> loadRankEvents(TraceStore& store, const std::vector<int32_
   for (int32_t r : ranks)
     if (const RankData* rank = store.findRank(r); rank && !rank->eventsLoaded)
       files.push_back(rank->source);
-  std::vector<RankData> out(files.size());
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
+  trace::TraceReader reader(std::move(files));
+  std::vector<RankData> out;
   std::mutex mutex;
-  auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      try {
-        trace::TraceReader reader(files[i]);
-        std::optional<trace::RankTrace> trace = reader.read(0);
-        ingestRankTraceInto(store, out[i], *trace, trace::ClockModel::forRank(*trace), 0, nullptr);
-        trace.reset();
-        TraceStore::sortRank(out[i]);
-        TraceStore::compactRank(out[i]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const unsigned n = std::max(1u, std::min<unsigned>(threads, unsigned(files.size())));
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  trace::scanTrace(reader, threads ? threads : std::max(1u, std::thread::hardware_concurrency()),
+                   [&](trace::RankTrace&& trace) {
+                     uint64_t events = 0;
+                     RankData data = ingestRankFile(store, std::move(trace), nullptr, &events);
+                     TraceStore::compactRank(data);
+                     std::lock_guard<std::mutex> lock(mutex);
+                     out.push_back(std::move(data));
+                   });
   return out;
 }
 

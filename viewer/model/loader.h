@@ -74,8 +74,8 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
                 unsigned threads);
 
 // Reads the files of these placeholder ranks (their RankData::source) into
-// ranks for TraceStore::adoptRank. Safe while the store is drawn: it only
-// interns strings.
+// ranks for TraceStore::adoptRank, on `threads` workers (0: one per core). Safe
+// while the store is drawn: it only interns strings.
 std::vector<RankData> loadRankEvents(TraceStore& store, const std::vector<int32_t>& ranks,
                                      unsigned threads);
 
