@@ -133,14 +133,21 @@ void App::loadExpandedRanks() {
   rankLoad_.error = nullptr;
   rankLoad_.thread = std::thread([this, wanted] {
     try {
-      rankLoad_.ranks =
-          loadRankEvents(*store_, wanted, options_.loadThreads ? options_.loadThreads : 2);
+      rankLoad_.ranks = loadRankEvents(*store_, wanted, options_.loadThreads);
     } catch (...) {
       rankLoad_.error = std::current_exception();
       rankLoad_.failed.insert(wanted.begin(), wanted.end());
     }
     rankLoad_.done = true;
   });
+}
+
+// The store is about to be replaced: a rank load that reads it ends first, and
+// its ranks (of the old trace) go.
+void App::dropRankLoad() {
+  if (rankLoad_.thread.joinable()) rankLoad_.thread.join();
+  rankLoad_.ranks.clear();
+  rankLoad_.failed.clear();
 }
 
 void App::finishLoading() {
@@ -162,6 +169,7 @@ void App::finishLoading() {
   }
   loadMs_ = load->elapsedMs();
   live_.reset();
+  dropRankLoad();
   store_ = std::move(fresh);
   view_.selection = Selection{};
   view_.searchHit = EventRef{};
@@ -198,6 +206,7 @@ void App::attach(const std::string& address, const std::string& token,
                  const std::vector<int32_t>& ranks, bool summaryOthers) {
   live_.reset();
   live_ = std::make_unique<LiveSource>(address, token, ranks, summaryOthers);
+  dropRankLoad();
   store_ = std::make_unique<TraceStore>();
   view_.selection = Selection{};
   view_.searchHit = EventRef{};

@@ -69,6 +69,7 @@ class App {
   void finishLoading();
   LoadOptions loadOptions() const;
   void loadExpandedRanks();
+  void dropRankLoad();
   void showLoaded();
   // `ranks`: the ones to follow (empty: every rank of the job's directory);
   // `summaryOthers`: the other ranks' summary streams too (LiveSource).
