@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -170,15 +169,7 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
     RankData data = ingestRankFile(store, std::move(trace), nullptr, &events);
     lanes->add(store, data);
     // What stays: the rank without its events (its extent first).
-    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-    for (const Track& t : data.tracks)
-      for (const auto& level : t.levels)
-        if (!level.empty()) {
-          lo = std::min(lo, level.front().begin);
-          hi = std::max(hi, level.back().end);
-        }
-    data.beginNs = lo <= hi ? lo : 0;
-    data.endNs = lo <= hi ? hi : 0;
+    TraceStore::measureExtent(data);
     data.tracks = {};
     data.counters = {};
     data.argBytes = {};

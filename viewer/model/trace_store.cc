@@ -439,6 +439,30 @@ void TraceStore::adoptRank(RankData&& data) {
   into.truncated |= data.truncated;
 }
 
+bool TraceStore::measureExtent(RankData& rank) {
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+  for (const Track& track : rank.tracks) {
+    for (const auto& level : track.levels) {
+      if (level.empty()) continue;
+      lo = std::min(lo, level.front().begin);
+      hi = std::max(hi, level.back().end);
+    }
+    if (!track.instants.empty()) {
+      lo = std::min(lo, track.instants.front().time);
+      hi = std::max(hi, track.instants.back().time);
+    }
+  }
+  for (const CounterSeries& c : rank.counters) {
+    if (c.times.empty()) continue;
+    lo = std::min(lo, c.times.front());
+    hi = std::max(hi, c.times.back());
+  }
+  const bool recorded = lo <= hi;
+  rank.beginNs = recorded ? lo : 0;  // nothing recorded: 0, 0
+  rank.endNs = recorded ? hi : 0;
+  return recorded;
+}
+
 void TraceStore::finalize() {
   if (!dirty_.value) return;
   dirty_.value = false;
@@ -448,43 +472,22 @@ void TraceStore::finalize() {
   for (RankData& rank : ranks_) {
     events_ += rank.events;
     if (!rank.eventsLoaded) {  // its extent was taken when it was indexed
-      lo = std::min(lo, rank.beginNs);
-      hi = std::max(hi, rank.endNs);
+      if (rank.events > 0) {
+        lo = std::min(lo, rank.beginNs);
+        hi = std::max(hi, rank.endNs);
+      }
       continue;
     }
     sortRank(rank);
-    int64_t rankLo = std::numeric_limits<int64_t>::max();
-    int64_t rankHi = std::numeric_limits<int64_t>::min();
-    for (Track& track : rank.tracks) {
-      for (const auto& level : track.levels) {
-        if (level.empty()) continue;
-        rankLo = std::min(rankLo, level.front().begin);
-        rankHi = std::max(rankHi, level.back().end);
-      }
-      if (!track.instants.empty()) {
-        rankLo = std::min(rankLo, track.instants.front().time);
-        rankHi = std::max(rankHi, track.instants.back().time);
-      }
-    }
     std::stable_sort(rank.tracks.begin(), rank.tracks.end(), [&](const Track& a, const Track& b) {
       const int oa = trackOrder(a.kind), ob = trackOrder(b.kind);
       if (oa != ob) return oa < ob;
       return naturalLess(strings_.str(a.name), strings_.str(b.name));
     });
-    for (CounterSeries& c : rank.counters) {
-      if (!c.times.empty()) {
-        rankLo = std::min(rankLo, c.times.front());
-        rankHi = std::max(rankHi, c.times.back());
-      }
+    if (measureExtent(rank)) {
+      lo = std::min(lo, rank.beginNs);
+      hi = std::max(hi, rank.endNs);
     }
-    if (rankLo <= rankHi) {
-      lo = std::min(lo, rankLo);
-      hi = std::max(hi, rankHi);
-    } else {
-      rankLo = rankHi = 0;  // nothing recorded
-    }
-    rank.beginNs = rankLo;
-    rank.endNs = rankHi;
   }
   auto byStart = [](const Flow& a, const Flow& b) { return a.from.time < b.from.time; };
   if (!std::is_sorted(flows_.begin(), flows_.end(), byStart))

@@ -276,6 +276,9 @@ class TraceStore {
   // adoptRank() under the caller's lock. category() must only find categories
   // registered before the workers start.
   static void sortRank(RankData& rank);
+  // Sets a sorted rank's beginNs/endNs from its spans, instants and counter
+  // samples (0, 0 and false when it has none).
+  static bool measureExtent(RankData& rank);
   // Gives back what the rank's vectors hold beyond their size (a loaded rank
   // that will not grow; a live one would pay a copy on every finalize()).
   static void compactRank(RankData& rank);
