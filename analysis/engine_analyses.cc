@@ -55,6 +55,15 @@ struct PhaseNames {
   }
 };
 
+// The phase means of a DdpAnalysis or FsdpAnalysis (the same fields).
+template <typename Analysis>
+void setPhaseMeans(Analysis& a, const PhaseTotals& t, int64_t exposed, uint64_t iterations) {
+  a.forwardMeanNs = meanOf(t.forward, t.forwards);
+  a.backwardMeanNs = meanOf(t.backward, t.backwards);
+  a.optimizerMeanNs = meanOf(t.optimizer, t.optimizers);
+  a.exposedMeanNs = meanOf(exposed, iterations);
+}
+
 // Every iteration has a backward; forward and optimizer spans may be missing
 // (the first step's optimizer, a trace cut off mid-step), so they keep counts
 // of their own.
@@ -236,10 +245,7 @@ DdpAnalysis DdpBuilder::finish() {
                    [](const DdpIteration& a, const DdpIteration& b) { return a.rank < b.rank; });
   d.iterations = std::move(iterations_);
   d.iterationCount = iterationCount_;
-  d.forwardMeanNs = meanOf(phases_.forward, phases_.forwards);
-  d.backwardMeanNs = meanOf(phases_.backward, phases_.backwards);
-  d.optimizerMeanNs = meanOf(phases_.optimizer, phases_.optimizers);
-  d.exposedMeanNs = meanOf(exposed_, iterationCount_);
+  setPhaseMeans(d, phases_, exposed_, iterationCount_);
   d.hiddenShare = overlap_.hiddenShare();
   d.rebuilds = rebuilds_;
   for (auto& [index, bt] : buckets_) {
@@ -403,10 +409,7 @@ FsdpAnalysis FsdpBuilder::finish() {
                    [](const FsdpIteration& a, const FsdpIteration& b) { return a.rank < b.rank; });
   f.iterations = std::move(iterations_);
   f.iterationCount = iterationCount_;
-  f.forwardMeanNs = meanOf(phases_.forward, phases_.forwards);
-  f.backwardMeanNs = meanOf(phases_.backward, phases_.backwards);
-  f.optimizerMeanNs = meanOf(phases_.optimizer, phases_.optimizers);
-  f.exposedMeanNs = meanOf(exposed_, iterationCount_);
+  setPhaseMeans(f, phases_, exposed_, iterationCount_);
   for (auto& [name, ut] : units_) {
     FsdpUnitAnalysis u = ut.u;
     if (u.firstBeginNs == INT64_MAX) u.firstBeginNs = 0;
