@@ -157,7 +157,10 @@ class CudaCollectivesImpl : public CudaCollectives {
     c10::intrusive_ptr<::c10d::Work> cpuWork;
     auto hostPart = [&](std::shared_ptr<device::DeviceEvent> staged,
                         device::OrderedCollective::HostFinished finished) {
-      queue.submit([staged] { staged->synchronize(); });  // before the collective's own job
+      // Before the collective's own job; in place, like it, when a Future callback of this
+      // group's issues the collective (ProcessGroupRingx::enqueue).
+      std::function<void()> waitForCopies = [staged] { staged->synchronize(); };
+      if (!queue.runInPlace(waitForCopies)) queue.submit(std::move(waitForCopies));
       cpuWork = cpuCall();
       cpuWork->getFuture()->addCallback(
           [finished, future, pairs, outputs, commStream](c10::ivalue::Future& done) mutable {

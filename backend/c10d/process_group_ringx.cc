@@ -273,13 +273,18 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
     }
     work->markSuccess();
   };
-  // A synchronous call (async_op=False: torch waits right after this returns) runs on the
-  // caller's thread when the group has nothing else to do; its error then surfaces from the
-  // wait() torch makes at once. Asynchronous calls, and calls that a CUDA collective stages,
-  // stay on the communication thread (work_queue.h).
-  if (!asyncOp && !stagingForCuda && queue_->runHereIfIdle(run)) {
+  // Issued from inside one of this group's jobs (a Future callback: a DDP comm hook's
+  // next step), it runs there and then, synchronous or not: queued, it would wait behind
+  // the job that waits for it. A synchronous call (async_op=False: torch waits right
+  // after this returns) runs on the caller's thread when the group has nothing else to
+  // do; its error then surfaces from the wait() torch makes at once. Asynchronous calls,
+  // and calls that a CUDA collective stages, go to the communication thread (work_queue.h).
+  if (queue_->runInPlace(run)) {
+    ranInPlace_++;
+  } else if (!asyncOp && !stagingForCuda && queue_->runHereIfIdle(run)) {
     ranOnCaller_++;
   } else {
+    work->queuedOn(queue_.get());
     queue_->submit(std::move(run));
   }
   noteIssued(work);

@@ -142,11 +142,15 @@ class ProcessGroupRingx : public BackendBase {
     checkOpen("transports");
     return group_->transports();
   }
-  // How many collectives ran on the caller's thread (synchronous calls issued while the
-  // group was idle) and how many on the communication thread, since the group was made.
-  std::pair<uint64_t, uint64_t> callsRun() const {
-    const uint64_t caller = ranOnCaller_.load();
-    return {caller, collectivesIssued_.load() - caller};
+  // Where the collectives issued since the group was made ran: on the caller's thread
+  // (synchronous calls issued while the group was idle), in place inside another of the
+  // group's jobs (issued by a Future callback), or queued for the communication thread.
+  struct CallsRun {
+    uint64_t callerThread, inPlace, commThread;
+  };
+  CallsRun callsRun() const {
+    const uint64_t caller = ranOnCaller_.load(), inPlace = ranInPlace_.load();
+    return {caller, inPlace, collectivesIssued_.load() - caller - inPlace};
   }
   // Bytes sent and received over each connection so far, counted by the transports.
   std::vector<ConnectionTraffic> traffic() const {
@@ -207,6 +211,7 @@ class ProcessGroupRingx : public BackendBase {
   std::unique_ptr<Group> group_;
   std::atomic<uint64_t> collectivesIssued_{0};
   std::atomic<uint64_t> ranOnCaller_{0};
+  std::atomic<uint64_t> ranInPlace_{0};
   std::atomic<bool> closed_{false};
   std::mutex coalescingMutex_;
   bool coalescing_ = false;

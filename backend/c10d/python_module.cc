@@ -69,13 +69,15 @@ PYBIND11_MODULE(_C, m) {
       .def(
           "calls",
           [](const ProcessGroupRingx& self) {
-            auto [caller, commThread] = self.callsRun();
+            const auto calls = self.callsRun();
             py::dict out;
-            out["caller_thread"] = caller;
-            out["comm_thread"] = commThread;
+            out["caller_thread"] = calls.callerThread;
+            out["in_place"] = calls.inPlace;
+            out["comm_thread"] = calls.commThread;
             return out;
           },
-          "How many collectives ran on the calling thread and how many on the group's "
+          "How many collectives ran on the calling thread, in place inside another of the "
+          "group's collectives (issued by a Future callback), and on the group's "
           "communication thread.")
       .def("transports", &ProcessGroupRingx::transports,
            "The transport to each rank of the group: 'shm', 'tcp', or 'self'.")

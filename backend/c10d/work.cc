@@ -83,6 +83,9 @@ int RingxWork::sourceRank() const {
 }
 
 bool RingxWork::wait(std::chrono::milliseconds timeout) {
+  if (queue_ != nullptr && !isCompleted()) {
+    queue_->runQueuedInPlace([this] { return isCompleted(); });
+  }
   const bool userLimit = timeout != kNoTimeout;
   const auto limit = userLimit ? timeout : waitLimit_;
   std::unique_lock<std::mutex> lock(mutex_);

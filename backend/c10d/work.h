@@ -2,9 +2,11 @@
 //
 // It completes on the communication thread (collectives) or the point-to-point
 // thread (send/recv) and carries a Future holding the output tensors, which is
-// what DDP's communication hooks chain on. wait() without a timeout still ends:
-// collectives carry their own deadline, and point-to-point waits are bounded by
-// the group's timeout, like gloo's.
+// what DDP's communication hooks chain on. The Future's callbacks run where it
+// completes; collectives they issue on the same group run there in place
+// (work_queue.h). wait() without a timeout still ends: collectives carry their
+// own deadline, and point-to-point waits are bounded by the group's timeout,
+// like gloo's.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -14,6 +16,8 @@
 #include <chrono>
 #include <cstdint>
 #include <vector>
+
+#include "backend/group/work_queue.h"
 
 namespace ringx::c10d_glue {
 
@@ -27,6 +31,11 @@ class RingxWork : public ::c10d::Work {
   static c10::intrusive_ptr<RingxWork> whenAll(
       int rank, ::c10d::OpType opType, const std::vector<c10::intrusive_ptr<RingxWork>>& works,
       std::chrono::milliseconds waitLimit);
+
+  // The queue this Work's job was submitted to (not run at once). A callback running on
+  // that queue that waits for this Work runs the queue up to it in place
+  // (WorkQueue::runQueuedInPlace): queued behind the callback, it would never start.
+  void queuedOn(WorkQueue* queue) { queue_ = queue; }
 
   // Called exactly once from the thread that ran the operation.
   void markSuccess(int sourceRank = -1);
@@ -49,6 +58,9 @@ class RingxWork : public ::c10d::Work {
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   const std::chrono::milliseconds waitLimit_;
+  // Only compared with the queues the waiting thread runs jobs of (WorkQueue::runningHere),
+  // which are alive: never used after its group is gone.
+  WorkQueue* queue_ = nullptr;
   int sourceRank_ = -1;
   std::atomic<int64_t> startedNs_{0};
   std::atomic<int64_t> finishedNs_{0};

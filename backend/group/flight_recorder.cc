@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -57,6 +58,7 @@ int64_t wallNs() {
 struct FlightRecorder::Read {
   uint64_t id;
   int64_t seq;
+  uint32_t runs;
   const char* op;
   const char* algorithm;
   uint64_t bytes;
@@ -109,6 +111,7 @@ bool FlightRecorder::read(const Slot& slot, Read* out) const {
     // Acquire loads: the version check below cannot move above them.
     out->id = slot.id.load(kAcquire);
     out->seq = slot.seq.load(kAcquire);
+    out->runs = slot.runs.load(kAcquire);
     out->op = slot.op.load(kAcquire);
     out->algorithm = slot.algorithm.load(kAcquire);
     out->bytes = slot.bytes.load(kAcquire);
@@ -122,14 +125,15 @@ bool FlightRecorder::read(const Slot& slot, Read* out) const {
   return false;  // written all the time we looked: leave it out
 }
 
-FlightRecorder::Entry FlightRecorder::append(int64_t seq, const char* op, uint64_t bytes,
-                                             uint32_t packed, int32_t root, int64_t issueNs,
-                                             int64_t startNs) {
+FlightRecorder::Entry FlightRecorder::append(int64_t seq, uint32_t runs, const char* op,
+                                             uint64_t bytes, uint32_t packed, int32_t root,
+                                             int64_t issueNs, int64_t startNs) {
   constexpr auto kRelease = std::memory_order_release;
   const Entry entry = head_.fetch_add(1, std::memory_order_relaxed) + 1;
   write(slotOf(entry), [&](Slot& s) {
     s.id.store(entry, kRelease);
     s.seq.store(seq, kRelease);
+    s.runs.store(runs, kRelease);
     s.op.store(op, kRelease);
     s.algorithm.store(nullptr, kRelease);
     s.bytes.store(bytes, kRelease);
@@ -143,8 +147,7 @@ FlightRecorder::Entry FlightRecorder::append(int64_t seq, const char* op, uint64
 }
 
 FlightRecorder::Entry FlightRecorder::issue(const char* op, uint64_t bytes, uint32_t runs) {
-  const int64_t seq = issueSeq_.fetch_add(runs, std::memory_order_relaxed);
-  return append(seq, op, bytes,
+  return append(-1, runs, op, bytes,
                 pack(FlightState::kIssued, DataType::kUInt8, false, ReduceOp::kSum, false), -1,
                 trace::nowNs(), 0);
 }
@@ -160,10 +163,6 @@ FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const cha
   if (issued != 0 && slotOf(issued).id.load(kRelaxed) == issued &&
       stateOf(slotOf(issued).packed.load(kRelaxed)) == FlightState::kIssued) {
     Slot& slot = slotOf(issued);
-    const int64_t predicted = slot.seq.load(kRelaxed);
-    // A call before this one ran fewer collectives than issued: the calls issued
-    // since were predicted too far (or too short) by as much.
-    if (predicted != seq) issueSeq_.fetch_add(seq - predicted, kRelaxed);
     if (bytes == 0) bytes = slot.bytes.load(kRelaxed);
     write(slot, [&](Slot& s) {
       s.seq.store(seq, kRelease);
@@ -177,8 +176,8 @@ FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const cha
   }
   // No issued entry to complete (a direct Group::run, or one the ring has since
   // overwritten): a new entry, issued and started now.
-  return append(seq, op, bytes, pack(FlightState::kStarted, dtype, true, reduceOp, reduces), root,
-                now, now);
+  return append(seq, 1, op, bytes, pack(FlightState::kStarted, dtype, true, reduceOp, reduces),
+                root, now, now);
 }
 
 void FlightRecorder::end(Entry entry, FlightState state, const char* algorithm) {
@@ -236,6 +235,10 @@ trace::FlightGroup FlightRecorder::snapshot() const {
     errors.assign(errors_.begin(), errors_.end());
   }
   g.entries.reserve(head - first);
+  // Where the calls still issued will start: past every collective of the calls that did.
+  int64_t predicted = g.nextSeq;
+  std::vector<uint32_t> runs;
+  runs.reserve(head - first);
   for (Entry entry = first + 1; entry <= head; ++entry) {
     Read r;
     // Skipped: torn for too long, or not written yet / overwritten since (another id).
@@ -258,7 +261,15 @@ trace::FlightGroup FlightRecorder::snapshot() const {
       for (const auto& [id, text] : errors)
         if (id == entry) e.error = text;
     }
+    if (e.seq >= 0) predicted = std::max<int64_t>(predicted, e.seq + r.runs);
+    runs.push_back(r.runs);
     g.entries.push_back(std::move(e));
+  }
+  for (size_t i = 0; i < g.entries.size(); ++i) {
+    trace::FlightEntry& e = g.entries[i];
+    if (e.state != FlightState::kIssued) continue;
+    e.seq = predicted;
+    predicted += runs[i];
   }
   return g;
 }

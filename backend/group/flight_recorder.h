@@ -14,9 +14,12 @@
 // a snapshot from another thread retries a slot it caught mid-write. Error
 // texts live beside the ring (failures are rare and may allocate).
 //
-// The seq of an entry still issued is a prediction: the calls issued before
-// it, each running `runs` collectives. start() corrects it, and the prediction
-// of later calls with it, when a call ran fewer (its job failed first).
+// The seq of an entry still issued is a prediction, made when a snapshot is
+// taken: the next seq to start (past every collective of the calls that
+// started), then the calls still issued before it in issue order, each running
+// `runs` collectives. Made then rather than at issue, it stays right when a
+// call runs fewer collectives than it said (its job failed first) and when a
+// call runs ahead of queued ones (issued by a Future callback, work_queue.h).
 //
 // RINGX_FLIGHT_RECORDER_ENTRIES sets N (default 2048, about 200 KiB a group);
 // 0 turns recording and dumps off.
@@ -73,8 +76,9 @@ class FlightRecorder {
   // version check throws away what it read if a write overlapped.
   struct Slot {
     std::atomic<uint64_t> version{0};
-    std::atomic<uint64_t> id{0};  // which Entry the slot holds
-    std::atomic<int64_t> seq{-1};
+    std::atomic<uint64_t> id{0};    // which Entry the slot holds
+    std::atomic<int64_t> seq{-1};   // -1 until it starts
+    std::atomic<uint32_t> runs{1};  // collectives the call runs
     std::atomic<const char*> op{nullptr};
     std::atomic<const char*> algorithm{nullptr};
     std::atomic<uint64_t> bytes{0};
@@ -93,8 +97,8 @@ class FlightRecorder {
   void write(Slot& slot, Fill&& fill);
   bool read(const Slot& slot, Read* out) const;
   // Takes the next entry's slot and writes every field of it (startNs 0: issued only).
-  Entry append(int64_t seq, const char* op, uint64_t bytes, uint32_t packed, int32_t root,
-               int64_t issueNs, int64_t startNs);
+  Entry append(int64_t seq, uint32_t runs, const char* op, uint64_t bytes, uint32_t packed,
+               int32_t root, int64_t issueNs, int64_t startNs);
   void setError(Entry entry, const std::string& error);
   void end(Entry entry, trace::FlightState state, const char* algorithm);
 
@@ -104,9 +108,8 @@ class FlightRecorder {
   const int size_;
   const size_t capacity_;
   std::unique_ptr<Slot[]> slots_;
-  std::atomic<uint64_t> head_{0};     // entries made
-  std::atomic<int64_t> issueSeq_{0};  // the seq the next issued call is predicted to get
-  std::atomic<int64_t> nextSeq_{0};   // one past the last seq that started
+  std::atomic<uint64_t> head_{0};    // entries made
+  std::atomic<int64_t> nextSeq_{0};  // one past the last seq that started
   mutable std::mutex errorMutex_;
   std::deque<std::pair<Entry, std::string>> errors_;  // the latest few
 };

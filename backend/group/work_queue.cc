@@ -1,8 +1,10 @@
 #include "backend/group/work_queue.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <set>
+#include <vector>
 
 #include "backend/transport/context.h"
 
@@ -17,6 +19,19 @@ Registry& registry() {
   static Registry* r = new Registry();  // used from exit handlers: never destroyed
   return *r;
 }
+
+// The queues whose jobs this thread is running, innermost last: a job of one group may
+// complete a Future whose callback runs a collective of another group on the same thread.
+thread_local std::vector<const WorkQueue*> runningOnThisThread;
+
+// Marks the calling thread as running one of `queue`'s jobs for its lifetime.
+class Running {
+ public:
+  explicit Running(const WorkQueue* queue) { runningOnThisThread.push_back(queue); }
+  ~Running() { runningOnThisThread.pop_back(); }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+};
 
 }  // namespace
 
@@ -73,6 +88,7 @@ bool WorkQueue::runHereIfIdle(const std::function<void()>& job) {
   }
   {
     transport::PatientWaits patient;  // this thread waits for the job anyway
+    Running running(this);
     job();
   }
   bool more;
@@ -83,6 +99,33 @@ bool WorkQueue::runHereIfIdle(const std::function<void()>& job) {
     more = !jobs_.empty() || stopping_;
   }
   if (more) wake_.notify_one();
+  return true;
+}
+
+bool WorkQueue::runningHere() const {
+  return std::find(runningOnThisThread.begin(), runningOnThisThread.end(), this) !=
+         runningOnThisThread.end();
+}
+
+bool WorkQueue::runInPlace(const std::function<void()>& job) {
+  if (!runningHere()) return false;
+  // busy_ stays set by the job this one runs inside: nothing else starts meanwhile.
+  job();
+  return true;
+}
+
+bool WorkQueue::runQueuedInPlace(const std::function<bool()>& done) {
+  if (!runningHere()) return false;
+  while (!done()) {
+    std::function<void()> job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (jobs_.empty()) break;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+  }
   return true;
 }
 
@@ -98,7 +141,10 @@ void WorkQueue::loop() {
       busy_ = true;
     }
     // Jobs report their own errors (through their Work); nothing escapes here.
-    job();
+    {
+      Running running(this);
+      job();
+    }
     job = nullptr;  // its captures go before the next caller may run one inline
     std::lock_guard<std::mutex> lock(mutex_);
     busy_ = false;

@@ -10,7 +10,7 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
     ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
     ringx.transports(group=None)      # "shm" / "tcp" / "self" to each rank
     ringx.traffic(group=None)         # bytes sent/received over each connection
-    ringx.calls(group=None)           # collectives run on the caller's thread / comm thread
+    ringx.calls(group=None)           # collectives run on the caller's thread / in place / comm thread
     ringx.dump_flight_recorder(path=None)  # this rank's last collectives, for `ringx-trace why`
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
     ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
@@ -127,10 +127,12 @@ def dump_flight_recorder(path=None):
 
 def calls(group=None):
     """Where this rank's collectives on `group` (None = the default group; a ringx group) ran
-    so far: {"caller_thread": n, "comm_thread": m}. A synchronous call (async_op=False, the
-    default) issued while the group has nothing queued runs on the calling thread, which
-    saves two thread hand-offs; asynchronous calls, and calls issued behind queued ones, run
-    on the group's communication thread in issue order."""
+    so far: {"caller_thread": n, "in_place": k, "comm_thread": m}. A synchronous call
+    (async_op=False, the default) issued while the group has nothing queued runs on the
+    calling thread, which saves two thread hand-offs; a call issued by a Future callback
+    (a DDP comm hook's next step) runs in place, right after the collective whose completion
+    ran the callback, on every rank; asynchronous calls, and calls issued behind queued ones,
+    run on the group's communication thread in issue order."""
     return _require_ringx_group(group, "calls").calls()
 
 

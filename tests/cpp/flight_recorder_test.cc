@@ -1,6 +1,6 @@
 // The flight recorder: the ring (wraparound, an entry's states, the seq an
-// issued call is predicted to get), a snapshot taken while another thread
-// records, and a group that dumps on its own when a collective times out.
+// issued call is predicted to get, also when calls run out of issue order), a snapshot taken while
+// another thread records, and a group that dumps on its own when a collective times out.
 #include "backend/group/flight_recorder.h"
 
 #include <gtest/gtest.h>
@@ -106,9 +106,35 @@ TEST(FlightRecorder, APredictionThatWasWrongIsCorrectedForTheCallsAfterIt) {
   ASSERT_EQ(g.entries.size(), 6u);
   EXPECT_EQ(g.entries[1].state, FlightState::kFailed);
   EXPECT_EQ(g.entries[1].error, "staging failed");
-  EXPECT_EQ(g.entries[2].seq, 3);  // corrected from 4
+  EXPECT_EQ(g.entries[1].seq, -1);  // it never started a collective
+  EXPECT_EQ(g.entries[2].seq, 3);   // not the 4 its place in the issue order said
   EXPECT_EQ(g.entries[5].id, later);
   EXPECT_EQ(g.entries[5].seq, 4);  // predicted right again
+}
+
+TEST(FlightRecorder, ACallThatRunsAheadOfQueuedOnesLeavesTheirPredictionsRight) {
+  // A Future callback's collective runs in place, before calls queued earlier.
+  FlightRecorder r("world", "id", 0, 2, 16);
+  runOne(r, 0);
+  const auto queued = r.issue("allreduce", 8);  // behind the running job
+  const auto next = r.issue("barrier", 0);
+  auto g = r.snapshot();
+  EXPECT_EQ(g.entries[1].seq, 1);
+  EXPECT_EQ(g.entries[2].seq, 2);
+  const auto inPlace = r.issue("allreduce", 8);
+  r.finish(r.start(inPlace, 1, "allreduce", DataType::kFloat32, true, ReduceOp::kSum, -1, 0),
+           "ring");
+  g = r.snapshot();
+  ASSERT_EQ(g.entries.size(), 4u);
+  EXPECT_EQ(g.entries[3].seq, 1);  // ran first
+  EXPECT_EQ(g.entries[1].state, FlightState::kIssued);
+  EXPECT_EQ(g.entries[1].seq, 2);  // moved back by the one that ran ahead
+  EXPECT_EQ(g.entries[2].seq, 3);
+  r.start(queued, 2, "allreduce", DataType::kFloat32, true, ReduceOp::kSum, -1, 0);
+  g = r.snapshot();
+  EXPECT_EQ(g.entries[1].seq, 2);
+  EXPECT_EQ(g.entries[2].id, next);
+  EXPECT_EQ(g.entries[2].seq, 3);
 }
 
 TEST(FlightRecorder, ASnapshotWhileAnotherThreadRecordsSeesOnlyWholeEntries) {

@@ -1,5 +1,6 @@
 // The communication thread's queue: order, runHereIfIdle (a synchronous caller
-// runs its job itself, never ahead of or beside queued ones), and drainAll()
+// runs its job itself, never ahead of or beside queued ones), runInPlace and
+// runQueuedInPlace (jobs issued and waited for by a running job), and drainAll()
 // (what Python's exit handler uses so that no job is released after the
 // interpreter has finalised).
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -73,6 +75,59 @@ TEST(WorkQueue, ACallerNeverOvertakesOrOverlapsQueuedJobs) {
   }
   EXPECT_EQ(order[0], 0);
   EXPECT_EQ(order[1], 1000);
+}
+
+TEST(WorkQueue, AJobIssuedFromARunningJobRunsInPlaceAheadOfQueuedOnes) {
+  WorkQueue queue, other;
+  std::vector<std::string> order;
+  std::atomic<bool> go{false};
+  EXPECT_FALSE(queue.runInPlace([] {}));  // not inside one of its jobs
+  EXPECT_FALSE(queue.runningHere());
+  queue.submit([&] {
+    while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    order.push_back("first");
+    // A Future callback of "first" issues two more, the second from inside the first (two
+    // deep), and one on another queue, which does not run here.
+    EXPECT_TRUE(queue.runningHere());
+    EXPECT_FALSE(other.runningHere());
+    EXPECT_FALSE(other.runInPlace([] {}));
+    EXPECT_TRUE(queue.runInPlace([&] {
+      order.push_back("callback");
+      EXPECT_TRUE(queue.runInPlace([&] { order.push_back("nested"); }));
+    }));
+  });
+  queue.submit([&] { order.push_back("queued"); });  // issued before the callback ran
+  go = true;
+  ASSERT_TRUE(WorkQueue::drainAll(std::chrono::seconds(10)));
+  EXPECT_EQ(order, (std::vector<std::string>{"first", "callback", "nested", "queued"}));
+  // A caller's inline job counts as running one of the queue's jobs too.
+  bool inside = false;
+  EXPECT_TRUE(queue.runHereIfIdle([&] { inside = queue.runInPlace([] {}); }));
+  EXPECT_TRUE(inside);
+}
+
+TEST(WorkQueue, AJobWaitingForAQueuedOneRunsTheQueueUpToItInOrder) {
+  WorkQueue queue;
+  std::vector<int> order;
+  std::atomic<bool> go{false};
+  std::atomic<bool> thirdDone{false};
+  queue.submit([&] {
+    while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    order.push_back(1);
+    // Waits for job 3, queued behind it: jobs 2 and 3 run here, 4 stays queued.
+    EXPECT_TRUE(queue.runQueuedInPlace([&] { return thirdDone.load(); }));
+    order.push_back(100);
+  });
+  queue.submit([&] { order.push_back(2); });
+  queue.submit([&] {
+    order.push_back(3);
+    thirdDone = true;
+  });
+  queue.submit([&] { order.push_back(4); });
+  EXPECT_FALSE(queue.runQueuedInPlace([] { return false; }));  // not on a job's thread
+  go = true;
+  ASSERT_TRUE(WorkQueue::drainAll(std::chrono::seconds(10)));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 100, 4}));
 }
 
 TEST(WorkQueue, DrainAllWaitsUntilEarlierJobsAreRunAndDestroyed) {

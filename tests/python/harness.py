@@ -2,7 +2,8 @@
 
     results = run_ranks(fn, world_size=3)          # fn(rank, world_size) -> picklable
 
-Each rank is a fresh process (spawn), joins a file:// rendezvous with backend="ringx",
+Each rank is a fresh process (spawn), joins a file:// rendezvous with backend="ringx" (or
+the `backend` given: "gloo" for the anchor runs),
 runs fn, and sends back its return value or the text of its exception. A rank that does
 not finish within `timeout` seconds is killed and reported: tests never hang.
 """
@@ -19,7 +20,7 @@ class RankFailed(Exception):
     pass
 
 
-def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env):
+def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend):
     os.environ.update(env(rank) if callable(env) else env)
     import torch.distributed as dist
     import datetime
@@ -27,7 +28,7 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env):
 
     try:
         dist.init_process_group(
-            "ringx", init_method=init_method, rank=rank, world_size=world_size,
+            backend, init_method=init_method, rank=rank, world_size=world_size,
             timeout=datetime.timedelta(seconds=timeout_s))
         result = fn(rank, world_size)
         queue.put((rank, "ok", result))
@@ -36,7 +37,8 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env):
         queue.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
 
 
-def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False):
+def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False,
+              backend="ringx"):
     """Returns [result of rank 0, ...] (results must pickle by value: return
     tensor.numpy(), not tensors, which torch would send as shared-memory handles). `env` is a dict, or a function of the rank
     returning one, applied in each rank before it joins. With allow_errors, a failed rank's entry is
@@ -47,7 +49,8 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
         init_method = "file://" + os.path.join(tmp, "rendezvous")
         procs = [
             ctx.Process(target=_rank_main,
-                        args=(fn, r, world_size, init_method, queue, group_timeout_s, env or {}))
+                        args=(fn, r, world_size, init_method, queue, group_timeout_s, env or {},
+                              backend))
             for r in range(world_size)
         ]
         for p in procs:
