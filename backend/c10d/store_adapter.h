@@ -26,6 +26,7 @@ class C10dStore : public ::ringx::Store {
     return store_->get(key);
   }
   bool check(const std::string& key) override { return store_->check({key}); }
+  int64_t add(const std::string& key, int64_t delta) override { return store_->add(key, delta); }
 
  private:
   c10::intrusive_ptr<::c10d::Store> store_;

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <random>
 
 #include "backend/common/error.h"
+#include "backend/store/generation.h"
 #include "backend/trace/recorder.h"
 #include "backend/transport/tcp/mesh.h"
 #include "backend/transport/tcp/pair.h"
@@ -14,26 +13,9 @@
 namespace ringx {
 namespace {
 
-constexpr const char* kTokenKey = "ringx/token";
 // How long a rank whose connection broke waits for the peer's failure notice (the reason
 // the peer gave up), which travels on another connection and may arrive a little later.
 constexpr std::chrono::milliseconds kFailureNoticeWait{250};
-
-std::string randomToken() {
-  unsigned char bytes[16];
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
-    std::random_device device;
-    for (auto& b : bytes) b = static_cast<unsigned char>(device());
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string token;
-  for (unsigned char b : bytes) {
-    token += hex[b >> 4];
-    token += hex[b & 15];
-  }
-  return token;
-}
 
 // What dumps call the group (never the token itself: it lets a process join the group's rings).
 std::string tokenHash(const std::string& token) {
@@ -85,11 +67,15 @@ Group::Group(GroupOptions options)
   RINGX_CHECK(options_.size >= 1 && options_.rank >= 0 && options_.rank < options_.size,
               "ringx: rank ", options_.rank, " is not within a group of size ", options_.size);
   RINGX_CHECK(options_.store != nullptr, "ringx: a store is required");
-  Store& store = *options_.store;
   const auto deadline = transport::Clock::now() + options_.timeout;
-  // Rank 0 draws the group's token; only members can read it from the store.
-  if (options_.rank == 0) store.setString(kTokenKey, randomToken());
-  const std::string token = store.getString(kTokenKey, options_.timeout);
+  // This instance of the group agrees on a generation before it reads anything else: the
+  // store may hold what earlier instances wrote (generation.h). From here on every key is
+  // the generation's own. Rank 0 drew the group's token; only members can read it.
+  const Generation generation =
+      joinGeneration(*options_.store, options_.rank, options_.size, deadline, options_.name);
+  options_.store = scopedStore(generation, options_.store);
+  Store& store = *options_.store;
+  const std::string token = generation.token;
   token_ = token;
   const int rank = options_.rank, size = options_.size;
   connector_ = std::make_unique<transport::Connector>(store, rank, size, token);

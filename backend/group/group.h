@@ -1,6 +1,11 @@
 // A process group as the torch-free core sees it: the ranks' connections, the
 // collective sequence number, point-to-point, and what happens on failure.
 //
+// The group's ranks first agree on a generation through the store
+// (store/generation.h) and keep every key under it, so a store that still holds an
+// earlier instance's keys (a torchrun restart, a second group on the same store) is
+// never read from where that instance wrote.
+//
 // Connections are made on demand (transport/connector.h): a rank connects to a
 // peer the first time a collective or a point-to-point call needs it, so a job
 // of a thousand ranks that only runs rings and trees holds a handful of

@@ -1,5 +1,7 @@
 #include "backend/store/store.h"
 
+#include <string>
+
 #include "backend/common/error.h"
 
 namespace ringx {
@@ -20,6 +22,20 @@ std::vector<uint8_t> InMemoryStore::get(const std::string& key, std::chrono::mil
                 " ms waiting for store key '", key, "'");
   }
   return values_[key];
+}
+
+int64_t InMemoryStore::add(const std::string& key, int64_t delta) {
+  int64_t value = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& stored = values_[key];
+    if (!stored.empty()) value = std::stoll(std::string(stored.begin(), stored.end()));
+    value += delta;
+    const std::string text = std::to_string(value);
+    stored.assign(text.begin(), text.end());
+  }
+  changed_.notify_all();
+  return value;
 }
 
 bool InMemoryStore::check(const std::string& key) {

@@ -25,6 +25,10 @@ class Store {
   virtual std::vector<uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) = 0;
   // Non-blocking: whether `key` exists now.
   virtual bool check(const std::string& key) = 0;
+  // Atomically adds `delta` to the integer at `key` (0 when absent, which creates it) and
+  // returns the sum; add(key, 0) reads it. Keys used with add hold decimal text, as
+  // torch's stores keep them.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
 
   void setString(const std::string& key, const std::string& value) {
     set(key, std::vector<uint8_t>(value.begin(), value.end()));
@@ -41,6 +45,7 @@ class InMemoryStore : public Store {
   void set(const std::string& key, const std::vector<uint8_t>& value) override;
   std::vector<uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) override;
   bool check(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
 
  private:
   std::mutex mutex_;
@@ -60,6 +65,9 @@ class PrefixedStore : public Store {
     return inner_->get(prefix_ + key, timeout);
   }
   bool check(const std::string& key) override { return inner_->check(prefix_ + key); }
+  int64_t add(const std::string& key, int64_t delta) override {
+    return inner_->add(prefix_ + key, delta);
+  }
 
  private:
   std::string prefix_;

@@ -113,6 +113,10 @@ class UnreachableStore : public Store {
     block();
     return inner_.check(key);
   }
+  int64_t add(const std::string& key, int64_t delta) override {
+    block();
+    return inner_.add(key, delta);
+  }
 
  private:
   void block() {

@@ -3,6 +3,8 @@
 // store, and reports each child's failure text back to the test.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +52,23 @@ class DirectoryStore : public Store {
   bool check(const std::string& key) override {
     struct stat info;
     return ::stat(pathOf(key).c_str(), &info) == 0;
+  }
+  // Under an exclusive lock of the directory's lock file: the processes' adds are atomic.
+  int64_t add(const std::string& key, int64_t delta) override {
+    const int lock = ::open((dir_ + "/.add-lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    RINGX_CHECK(lock >= 0, "cannot open the store's lock file in ", dir_);
+    ::flock(lock, LOCK_EX);
+    int64_t value = 0;
+    if (check(key)) {
+      const auto bytes = get(key, std::chrono::milliseconds(1));
+      value = std::stoll(std::string(bytes.begin(), bytes.end()));
+    }
+    value += delta;
+    const std::string text = std::to_string(value);
+    set(key, std::vector<uint8_t>(text.begin(), text.end()));
+    ::flock(lock, LOCK_UN);
+    ::close(lock);
+    return value;
   }
 
  private:
