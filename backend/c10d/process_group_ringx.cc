@@ -252,8 +252,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
     note.bytes *= size_;
   }
   if (trace::Recorder::enabled()) note.enqueueNs = trace::nowNs();
+  // Issued from inside one of this group's jobs (a Future callback: a DDP comm hook's
+  // next step), it runs there and then, synchronous or not: queued, it would wait behind
+  // the job that waits for it (work_queue.h). So it runs ahead of the calls queued.
+  const bool inPlace = queue_->runningHere();
   if (FlightRecorder* flight = group_->flightRecorder()) {
-    note.flightEntry = flight->issue(flightOpName(type), note.bytes, runs);
+    note.flightEntry = flight->issue(flightOpName(type), note.bytes, runs, inPlace);
   }
   auto work = c10::make_intrusive<RingxWork>(rank_, type, title, std::move(outputs),
                                              std::chrono::milliseconds(0));
@@ -273,13 +277,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
     }
     work->markSuccess();
   };
-  // Issued from inside one of this group's jobs (a Future callback: a DDP comm hook's
-  // next step), it runs there and then, synchronous or not: queued, it would wait behind
-  // the job that waits for it. A synchronous call (async_op=False: torch waits right
-  // after this returns) runs on the caller's thread when the group has nothing else to
-  // do; its error then surfaces from the wait() torch makes at once. Asynchronous calls,
-  // and calls that a CUDA collective stages, go to the communication thread (work_queue.h).
-  if (queue_->runInPlace(run)) {
+  // A synchronous call (async_op=False: torch waits right after this returns) runs on the
+  // caller's thread when the group has nothing else to do; its error then surfaces from
+  // the wait() torch makes at once. Asynchronous calls, and calls that a CUDA collective
+  // stages, go to the communication thread.
+  if (inPlace && queue_->runInPlace(run)) {
     ranInPlace_++;
   } else if (!asyncOp && !stagingForCuda && queue_->runHereIfIdle(run)) {
     ranOnCaller_++;

@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -58,7 +57,7 @@ int64_t wallNs() {
 struct FlightRecorder::Read {
   uint64_t id;
   int64_t seq;
-  uint32_t runs;
+  int64_t issued;
   const char* op;
   const char* algorithm;
   uint64_t bytes;
@@ -111,7 +110,7 @@ bool FlightRecorder::read(const Slot& slot, Read* out) const {
     // Acquire loads: the version check below cannot move above them.
     out->id = slot.id.load(kAcquire);
     out->seq = slot.seq.load(kAcquire);
-    out->runs = slot.runs.load(kAcquire);
+    out->issued = slot.issued.load(kAcquire);
     out->op = slot.op.load(kAcquire);
     out->algorithm = slot.algorithm.load(kAcquire);
     out->bytes = slot.bytes.load(kAcquire);
@@ -125,7 +124,7 @@ bool FlightRecorder::read(const Slot& slot, Read* out) const {
   return false;  // written all the time we looked: leave it out
 }
 
-FlightRecorder::Entry FlightRecorder::append(int64_t seq, uint32_t runs, const char* op,
+FlightRecorder::Entry FlightRecorder::append(int64_t seq, int64_t issued, const char* op,
                                              uint64_t bytes, uint32_t packed, int32_t root,
                                              int64_t issueNs, int64_t startNs) {
   constexpr auto kRelease = std::memory_order_release;
@@ -133,7 +132,7 @@ FlightRecorder::Entry FlightRecorder::append(int64_t seq, uint32_t runs, const c
   write(slotOf(entry), [&](Slot& s) {
     s.id.store(entry, kRelease);
     s.seq.store(seq, kRelease);
-    s.runs.store(runs, kRelease);
+    s.issued.store(issued, kRelease);
     s.op.store(op, kRelease);
     s.algorithm.store(nullptr, kRelease);
     s.bytes.store(bytes, kRelease);
@@ -146,8 +145,15 @@ FlightRecorder::Entry FlightRecorder::append(int64_t seq, uint32_t runs, const c
   return entry;
 }
 
-FlightRecorder::Entry FlightRecorder::issue(const char* op, uint64_t bytes, uint32_t runs) {
-  return append(-1, runs, op, bytes,
+FlightRecorder::Entry FlightRecorder::issue(const char* op, uint64_t bytes, uint32_t runs,
+                                            bool ahead) {
+  int64_t issued = -1;
+  if (ahead) {
+    offset_.fetch_add(runs, std::memory_order_relaxed);  // the queued calls start later
+  } else {
+    issued = issueCount_.fetch_add(runs, std::memory_order_relaxed);
+  }
+  return append(-1, issued, op, bytes,
                 pack(FlightState::kIssued, DataType::kUInt8, false, ReduceOp::kSum, false), -1,
                 trace::nowNs(), 0);
 }
@@ -163,6 +169,11 @@ FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const cha
   if (issued != 0 && slotOf(issued).id.load(kRelaxed) == issued &&
       stateOf(slotOf(issued).packed.load(kRelaxed)) == FlightState::kIssued) {
     Slot& slot = slotOf(issued);
+    // What the calls issued after this one get: their place in the count, plus as
+    // much as this one's seq differs from its own place (calls before it ran fewer
+    // collectives than they said, or others ran ahead).
+    const int64_t place = slot.issued.load(kRelaxed);
+    if (place >= 0) offset_.store(seq - place, kRelaxed);
     if (bytes == 0) bytes = slot.bytes.load(kRelaxed);
     write(slot, [&](Slot& s) {
       s.seq.store(seq, kRelease);
@@ -176,7 +187,7 @@ FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const cha
   }
   // No issued entry to complete (a direct Group::run, or one the ring has since
   // overwritten): a new entry, issued and started now.
-  return append(seq, 1, op, bytes, pack(FlightState::kStarted, dtype, true, reduceOp, reduces),
+  return append(seq, -1, op, bytes, pack(FlightState::kStarted, dtype, true, reduceOp, reduces),
                 root, now, now);
 }
 
@@ -235,19 +246,17 @@ trace::FlightGroup FlightRecorder::snapshot() const {
     errors.assign(errors_.begin(), errors_.end());
   }
   g.entries.reserve(head - first);
-  // Where the calls still issued will start: past every collective of the calls that did.
-  int64_t predicted = g.nextSeq;
-  std::vector<uint32_t> runs;
-  runs.reserve(head - first);
+  const int64_t offset = offset_.load(std::memory_order_relaxed);
   for (Entry entry = first + 1; entry <= head; ++entry) {
     Read r;
     // Skipped: torn for too long, or not written yet / overwritten since (another id).
     if (!read(slots_[(entry - 1) % capacity_], &r) || r.id != entry) continue;
     trace::FlightEntry e;
     e.id = r.id;
-    e.seq = r.seq;
     e.op = r.op ? r.op : "";
     e.state = stateOf(r.packed);
+    e.seq = r.seq;
+    if (e.state == FlightState::kIssued) e.seq = r.issued >= 0 ? r.issued + offset : g.nextSeq;
     e.bytes = r.bytes;
     if (r.packed & kHasDtype) e.dtype = dataTypeName(static_cast<DataType>((r.packed >> 8) & 0xff));
     if (r.packed & kReduces)
@@ -261,15 +270,7 @@ trace::FlightGroup FlightRecorder::snapshot() const {
       for (const auto& [id, text] : errors)
         if (id == entry) e.error = text;
     }
-    if (e.seq >= 0) predicted = std::max<int64_t>(predicted, e.seq + r.runs);
-    runs.push_back(r.runs);
     g.entries.push_back(std::move(e));
-  }
-  for (size_t i = 0; i < g.entries.size(); ++i) {
-    trace::FlightEntry& e = g.entries[i];
-    if (e.state != FlightState::kIssued) continue;
-    e.seq = predicted;
-    predicted += runs[i];
   }
   return g;
 }

@@ -14,12 +14,12 @@
 // a snapshot from another thread retries a slot it caught mid-write. Error
 // texts live beside the ring (failures are rare and may allocate).
 //
-// The seq of an entry still issued is a prediction, made when a snapshot is
-// taken: the next seq to start (past every collective of the calls that
-// started), then the calls still issued before it in issue order, each running
-// `runs` collectives. Made then rather than at issue, it stays right when a
-// call runs fewer collectives than it said (its job failed first) and when a
-// call runs ahead of queued ones (issued by a Future callback, work_queue.h).
+// The seq of an entry still issued is a prediction: the collectives of the
+// calls issued before it (its place in the issue count, kept in the slot), plus
+// an offset that start() sets from the last queued call that started (right
+// again when a call ran fewer collectives than it said: its job failed first)
+// and that a call running ahead of queued ones (a Future callback's, issued
+// with ahead = true, work_queue.h) moves on by its own collectives.
 //
 // RINGX_FLIGHT_RECORDER_ENTRIES sets N (default 2048, about 200 KiB a group);
 // 0 turns recording and dumps off.
@@ -51,8 +51,9 @@ class FlightRecorder {
   FlightRecorder(std::string groupName, std::string id, int rank, int size, size_t capacity);
 
   // Caller's thread: a call that will run `runs` collectives was issued; `op`
-  // must be a static string ("allreduce").
-  Entry issue(const char* op, uint64_t bytes, uint32_t runs = 1);
+  // must be a static string ("allreduce"). `ahead`: it runs at once, before the
+  // calls issued earlier and still queued.
+  Entry issue(const char* op, uint64_t bytes, uint32_t runs = 1, bool ahead = false);
   // The running thread: the collective `seq` starts. `issued` is issue()'s entry
   // (0 when there was none, e.g. a C++ caller of Group::run, or the second
   // collective of a coalesced call); a new entry is made when it is 0 or was
@@ -76,9 +77,9 @@ class FlightRecorder {
   // version check throws away what it read if a write overlapped.
   struct Slot {
     std::atomic<uint64_t> version{0};
-    std::atomic<uint64_t> id{0};    // which Entry the slot holds
-    std::atomic<int64_t> seq{-1};   // -1 until it starts
-    std::atomic<uint32_t> runs{1};  // collectives the call runs
+    std::atomic<uint64_t> id{0};      // which Entry the slot holds
+    std::atomic<int64_t> seq{-1};     // -1 until it starts
+    std::atomic<int64_t> issued{-1};  // its place in the issue count; -1: not counted
     std::atomic<const char*> op{nullptr};
     std::atomic<const char*> algorithm{nullptr};
     std::atomic<uint64_t> bytes{0};
@@ -97,7 +98,7 @@ class FlightRecorder {
   void write(Slot& slot, Fill&& fill);
   bool read(const Slot& slot, Read* out) const;
   // Takes the next entry's slot and writes every field of it (startNs 0: issued only).
-  Entry append(int64_t seq, uint32_t runs, const char* op, uint64_t bytes, uint32_t packed,
+  Entry append(int64_t seq, int64_t issued, const char* op, uint64_t bytes, uint32_t packed,
                int32_t root, int64_t issueNs, int64_t startNs);
   void setError(Entry entry, const std::string& error);
   void end(Entry entry, trace::FlightState state, const char* algorithm);
@@ -108,8 +109,10 @@ class FlightRecorder {
   const int size_;
   const size_t capacity_;
   std::unique_ptr<Slot[]> slots_;
-  std::atomic<uint64_t> head_{0};    // entries made
-  std::atomic<int64_t> nextSeq_{0};  // one past the last seq that started
+  std::atomic<uint64_t> head_{0};       // entries made
+  std::atomic<int64_t> issueCount_{0};  // collectives of the queued calls issued so far
+  std::atomic<int64_t> offset_{0};      // seq = place in the issue count + offset_
+  std::atomic<int64_t> nextSeq_{0};     // one past the last seq that started
   mutable std::mutex errorMutex_;
   std::deque<std::pair<Entry, std::string>> errors_;  // the latest few
 };

@@ -121,7 +121,7 @@ TEST(FlightRecorder, ACallThatRunsAheadOfQueuedOnesLeavesTheirPredictionsRight) 
   auto g = r.snapshot();
   EXPECT_EQ(g.entries[1].seq, 1);
   EXPECT_EQ(g.entries[2].seq, 2);
-  const auto inPlace = r.issue("allreduce", 8);
+  const auto inPlace = r.issue("allreduce", 8, 1, /*ahead=*/true);
   r.finish(r.start(inPlace, 1, "allreduce", DataType::kFloat32, true, ReduceOp::kSum, -1, 0),
            "ring");
   g = r.snapshot();
