@@ -55,9 +55,11 @@ backward, SGD step) of the round's steps.
    kept between steps) and neither the root's gradient nor the pending reduce-scatter;
    they are printed under the table for comparison.
    The formula counts one reduce-scatter pending, the one overlapping the next block's
-   backward. The engine can hold more: a reduction not yet finished when a unit's
-   backward ends is retired (its gradient freed) only when the next unit's backward
-   ends, even if its wire finishes in between. The column "RS pending" is the most
+   backward. With limit_all_gathers (the default) that is what the engine holds: when a
+   block's backward ends it retires every reduction but the block's own (waiting for it if
+   need be), so the peak is the formula whatever the wire's speed. Without the limiter it
+   retires a reduction when it finds it done, at the next block's start or end, and can hold
+   more when the wire is slow. The column "RS pending" is the most
    blocks whose unsharded gradient was still held (reduction launched, not yet retired)
    when another block's backward started, seen by a hook on each block's output that
    runs before the engine's; "w/ observed" is the formula's account evaluated at every

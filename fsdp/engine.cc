@@ -108,9 +108,9 @@ void Engine::preBackward(size_t u) {
   unit.finishUnshard();
   unit.prepareGradients();
   if (options_.backward_prefetch() == BackwardPrefetch::kBackwardPre) prefetch(u, true);
-  // Reductions that finished while this unit's gathers were in flight free their
-  // unsharded gradients now, before this unit's backward adds its own.
-  progressReductions(/*wait=*/false);
+  // Without the limiter, reductions that finished while this unit's gathers were in
+  // flight free their unsharded gradients now, before this unit's backward adds its own.
+  if (!options_.limit_all_gathers()) progressReductions(/*wait=*/false);
   sampleMemory();
   computeBeginNs_[u] = trace::nowNs();
 }
@@ -130,8 +130,15 @@ void Engine::postBackward(size_t u) {
     recordUnitSpan(unit.name(), "reshard", begin, trace::nowNs(), step_);
   }
   if (options_.backward_prefetch() == BackwardPrefetch::kBackwardPost) prefetch(u, true);
-  // Reductions launched earlier may be done: free their buffers now, not at the end.
-  progressReductions(/*wait=*/false);
+  if (options_.limit_all_gathers()) {
+    // The limiter: one reduction in flight, this unit's, while the next unit computes.
+    // Every earlier one is retired (waited for) here, at the same point of every
+    // iteration, so what the engine holds never depends on how fast the wire was.
+    retireReductions(/*keep=*/1);
+  } else {
+    // Reductions launched earlier may be done: free their buffers now, not at the end.
+    progressReductions(/*wait=*/false);
+  }
   sampleMemory();
 }
 
@@ -159,6 +166,17 @@ void Engine::prefetch(size_t u, bool backward) {
 void Engine::progressReductions(bool wait) {
   for (size_t u : launchOrder_) {
     if (!units_[u]->progressReduce(wait)) break;  // later units wait their turn
+  }
+}
+
+void Engine::retireReductions(size_t keep) {
+  size_t inFlight = 0;
+  for (size_t u : launchOrder_) inFlight += units_[u]->reduceInFlight();
+  for (size_t u : launchOrder_) {  // oldest first
+    if (inFlight <= keep) return;
+    if (!units_[u]->reduceInFlight()) continue;
+    units_[u]->progressReduce(/*wait=*/true);
+    --inFlight;
   }
 }
 

@@ -23,7 +23,13 @@
 //
 // Rate limiter (limit_all_gathers): a prefetch is not issued while two non-root
 // units already hold gathered parameters, so at most the current unit and the
-// next one are unsharded. Every rank issues the same collectives in the same
+// next one are unsharded; and when a unit's backward ends, every reduction but
+// its own is retired (waited for, its unsharded gradient freed), so at most one
+// is in flight while the next unit computes. Both happen at the same points of
+// every iteration: the memory held, and its peak, do not depend on how fast the
+// collectives were (torch's FSDP, which retires reductions when it finds them
+// done, cannot promise that). Without the limiter, reductions are retired as
+// they are found done. Every rank issues the same collectives in the same
 // order because the order comes from the (same) forward on every rank.
 #pragma once
 
@@ -70,6 +76,8 @@ class Engine {
   void finalizeBackward();
   void prefetch(size_t unit, bool backward);
   void progressReductions(bool wait);
+  // Waits for launched reductions, oldest first, until at most `keep` are in flight.
+  void retireReductions(size_t keep);
   size_t gatheredNonRootUnits() const;
   void sampleMemory();
 
