@@ -3,8 +3,8 @@
 The suite is torch/testing/_internal/distributed/distributed_test.py of the torch in the
 project's environment (2.13).  This file is the equivalent of upstream's
 test/distributed/test_distributed_spawn.py: one TestCase that derives from
-TestDistBackend and DistributedTest._DistTestBase and spawns WORLD_SIZE processes
-per test.
+TestDistBackend and DistributedTest._DistTestBase and starts WORLD_SIZE fresh processes
+per test (from a fork server that imported this module once, not spawned).
 
 Environment (defaults are filled in here when unset):
   BACKEND      backend under test: "ringx" (default), or "gloo" for the baseline.
@@ -83,6 +83,9 @@ if BACKEND == "ringx":
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+sys.path.insert(0, os.path.join(_REPO_ROOT, "tests", "python"))
+import rank_processes  # noqa: E402
+
 torch.backends.cuda.matmul.allow_tf32 = False
 
 if not dist.is_available():
@@ -128,7 +131,19 @@ PLUGIN_SKIPS = {
 class TestDistBackendWithSpawn(_dt.TestDistBackend, _dt.DistributedTest._DistTestBase):
     def setUp(self):
         super().setUp()
-        self._spawn_processes()
+        # Upstream spawns each rank, which imports torch and this suite again (seconds a
+        # rank). These ranks start from a fork server that imported this module once, each
+        # with its parent's environment (the suite's per-test TEMP_DIR and INIT_METHOD):
+        # tests/python/rank_processes.py.
+        self._start_processes(rank_processes.context([__name__], [_HERE]).Process)
+
+    @classmethod
+    def _run(cls, rank, test_name, file_name, parent_pipe, **kwargs):
+        # A spawned rank imported the suite under this test's environment; these ranks hold
+        # the fork server's import. Of what the suite reads from the environment at import,
+        # only INIT_METHOD changes from test to test (TestDistBackend.setUp): read it again.
+        _dt.INIT_METHOD = os.environ["INIT_METHOD"]
+        super()._run(rank, test_name, file_name, parent_pipe, **kwargs)
         torch.backends.cudnn.flags(enabled=True, allow_tf32=False).__enter__()
 
 

@@ -2,18 +2,20 @@
 
     results = run_ranks(fn, world_size=3)          # fn(rank, world_size) -> picklable
 
-Each rank is a fresh process (spawn), joins a file:// rendezvous with backend="ringx" (or
-the `backend` given: "gloo" for the anchor runs),
-runs fn, and sends back its return value or the text of its exception. A rank that does
+Each rank is a fresh process (rank_processes.py: from a fork server that imported torch and
+ringx), joins a file:// rendezvous with backend="ringx" (or the `backend` given: "gloo" for
+the anchor runs), runs fn, and sends back its return value or the text of its exception. A rank that does
 not finish within `timeout` seconds is killed and reported: tests never hang.
 """
 
-import multiprocessing as mp
+import atexit
 import os
 import queue as queue_module
 import tempfile
 import time
 import traceback
+
+import rank_processes
 
 
 class RankFailed(Exception):
@@ -35,6 +37,9 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend
         dist.destroy_process_group()
     except BaseException as e:  # report everything, including assertion failures
         queue.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+    # A forked rank ends with os._exit, which skips what a spawned one's interpreter runs at
+    # exit (ringx writes out its trace there): run it.
+    atexit._run_exitfuncs()
 
 
 def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False,
@@ -43,7 +48,8 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
     tensor.numpy(), not tensors, which torch would send as shared-memory handles). `env` is a dict, or a function of the rank
     returning one, applied in each rank before it joins. With allow_errors, a failed rank's entry is
     ("error", text) and a killed/vanished rank's entry is ("missing", None)."""
-    ctx = mp.get_context("spawn")
+    ctx = rank_processes.context(["torch", "torch.distributed", "ringx", "harness"],
+                                 [os.path.dirname(os.path.abspath(__file__))])
     queue = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         init_method = "file://" + os.path.join(tmp, "rendezvous")
