@@ -10,7 +10,7 @@ PYTHON := $(shell scripts/find_python.sh)
 BUILD_DIR ?= build
 JOBS ?= 2
 
-.PHONY: all setup build test demo bench soak sanitize fuzz pip-check cuda-build-check format clean
+.PHONY: all setup build test test-under-load demo bench soak sanitize fuzz pip-check cuda-build-check format clean
 
 all: build
 
@@ -25,6 +25,11 @@ build: setup $(BUILD_DIR)/CMakeCache.txt
 
 test: build
 	@scripts/run_tests.sh
+
+# gtest and pytest with every core kept busy by competing processes (not run by CI):
+# RUNS=3 make test-under-load runs them three times in a row (scripts/test_under_load.sh).
+test-under-load: build
+	@scripts/test_under_load.sh
 
 demo: build
 	@rm -rf $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-tcp $(BUILD_DIR)/demo-trace-fsdp

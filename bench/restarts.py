@@ -41,8 +41,13 @@ def one_try(backend):
 
 
 def last_error(stderr):
-    lines = [line for line in stderr.splitlines() if "Error" in line and "on purpose" not in line]
-    return lines[-1][-160:] if lines else stderr.strip().splitlines()[-1][-160:]
+    """The last error a worker raised (not the planned one), else torchrun's last line."""
+    lines = stderr.strip().splitlines() or ["(no output)"]
+    raised = [line for line in lines
+              if line.startswith("[rank") and "Error: " in line and "on purpose" not in line]
+    if not raised:
+        return lines[-1][:200]
+    return raised[-1].split("Error: ", 1)[1][:200]
 
 
 def main():

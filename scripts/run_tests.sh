@@ -7,7 +7,9 @@
 #   conformance            PyTorch's own distributed_test.py with BACKEND=ringx, at world
 #                          sizes 2 and 3, strict against the gloo baseline
 # It always runs all of them: variables that would run less (PYTEST_ARGS and the conformance
-# switches that run_conformance.sh takes when run by hand) are reported and ignored.
+# switches that run_conformance.sh takes when run by hand) are reported and ignored. Named
+# suites as arguments (scripts/run_tests.sh gtest pytest) run only those, each in full: what
+# scripts/test_under_load.sh does.
 set -u
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -29,9 +31,11 @@ export STRICT_BASELINE=1
 
 passed=()
 failed=()
+suites=("$@")
 run_suite() {
   local name=$1
   shift
+  if [ ${#suites[@]} -gt 0 ] && [[ " ${suites[*]} " != *" $name "* ]]; then return; fi
   echo
   echo "==== $name: $*"
   local start=$SECONDS
