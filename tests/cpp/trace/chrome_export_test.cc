@@ -4,7 +4,6 @@
 // args of every type (bucket and unit included), escaping, and metadata.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <map>
 #include <sstream>
 
@@ -380,14 +379,9 @@ TEST(ChromeExport, ManyEventsStream) {
   }
   const TraceSet set = readTrace(dir.path());
   std::ostringstream out;
-  const auto start = std::chrono::steady_clock::now();
   const ExportStats stats = writeChromeTrace(set, out);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(stats.events, static_cast<uint64_t>(kEvents));
   EXPECT_EQ(stats.flows, static_cast<uint64_t>(kEvents / 2));  // one arrow per collective
-  // Generous: a debug build on a slow machine; the release tool does a million in about a second.
-  EXPECT_LT(seconds, 20.0);
   const json doc = json::parse(out.str());
   // Events, metadata, and two flow points ("s", "f") per collective.
   EXPECT_EQ(doc["traceEvents"].size(), static_cast<size_t>(kEvents) * 2 + 2 * 3 + 2 * 2);
