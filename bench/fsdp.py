@@ -364,10 +364,9 @@ def report(results, args):
           "block's backward started, seen by a hook that runs just before the engine's "
           "pre-backward (which first retires reductions that are done): an upper bound; the "
           "formula counts 1, the previous block's reduce-scatter, launched just before. "
-          "Without a backward prefetch, that reduce-scatter usually finishes while this block's "
-          "gather is waited for, so the measured peak is one U below the formula; "
-          "SHARD_GRAD_OP has no gathers in backward, so reduce-scatters (longer than a block's "
-          "backward here) queue up")
+          "With limit_all_gathers the engine retires every other reduction when a block's "
+          "backward ends, so the peak is the formula's whatever the wire's speed; without it, "
+          "reductions are retired when found done and more can be pending on a slow wire")
     print("  w/ observed: the formula's account with the probe's pending counts, maximum over "
           "the measured steps (an upper bound, see RS pending)")
     print("  gathers on the reduce lane: gather_lane=False, all-gathers queue behind "
