@@ -136,6 +136,7 @@ class TestDistBackendWithSpawn(_dt.TestDistBackend, _dt.DistributedTest._DistTes
         # with its parent's environment (the suite's per-test TEMP_DIR and INIT_METHOD):
         # tests/python/rank_processes.py.
         self._start_processes(rank_processes.context([__name__], [_HERE]).Process)
+        torch.backends.cudnn.flags(enabled=True, allow_tf32=False).__enter__()
 
     @classmethod
     def _run(cls, rank, test_name, file_name, parent_pipe, **kwargs):
@@ -144,7 +145,6 @@ class TestDistBackendWithSpawn(_dt.TestDistBackend, _dt.DistributedTest._DistTes
         # only INIT_METHOD changes from test to test (TestDistBackend.setUp): read it again.
         _dt.INIT_METHOD = os.environ["INIT_METHOD"]
         super()._run(rank, test_name, file_name, parent_pipe, **kwargs)
-        torch.backends.cudnn.flags(enabled=True, allow_tf32=False).__enter__()
 
 
 if IS_PLUGIN:

@@ -4,8 +4,8 @@
 
 Each rank is a fresh process (rank_processes.py: from a fork server that imported torch and
 ringx), joins a file:// rendezvous with backend="ringx" (or the `backend` given: "gloo" for
-the anchor runs), runs fn, and sends back its return value or the text of its exception. A rank that does
-not finish within `timeout` seconds is killed and reported: tests never hang.
+the anchor runs), runs fn, and sends back its return value or the text of its exception. A
+rank that does not finish within `timeout` seconds is killed and reported: tests never hang.
 """
 
 import atexit
