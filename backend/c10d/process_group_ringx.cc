@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "backend/c10d/store_adapter.h"
 #include "backend/c10d/tensor_utils.h"
@@ -58,6 +59,9 @@ ProcessGroupRingx::GilRelease gilRelease;
 // The collective a call runs, as the flight recorder names it when the call is issued
 // (Group::run names it the same way when it starts).
 const char* flightOpName(OpType type) {
+  if (type == kReduceScatterTensorCoalesced) {  // COALESCED before torch 2.12 (torch_compat.h)
+    return algorithms::collectiveName(CollectiveKind::kReduceScatter);
+  }
   switch (type) {
     case OpType::BROADCAST:
       return algorithms::collectiveName(CollectiveKind::kBroadcast);
@@ -76,7 +80,6 @@ const char* flightOpName(OpType type) {
       return algorithms::collectiveName(CollectiveKind::kScatter);
     case OpType::REDUCE_SCATTER:
     case OpType::_REDUCE_SCATTER_BASE:
-    case OpType::REDUCE_SCATTER_TENSOR_COALESCED:
       return algorithms::collectiveName(CollectiveKind::kReduceScatter);
     case OpType::ALLTOALL_BASE:
     case OpType::ALLTOALL:
@@ -248,7 +251,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
   CallNote note;
   for (const at::Tensor& t : outputs) note.bytes += t.numel() * t.element_size();
   if (type == OpType::REDUCE_SCATTER || type == OpType::_REDUCE_SCATTER_BASE ||
-      type == OpType::REDUCE_SCATTER_TENSOR_COALESCED || type == OpType::SCATTER) {
+      type == kReduceScatterTensorCoalesced || type == OpType::SCATTER) {
     note.bytes *= size_;
   }
   if (trace::Recorder::enabled()) note.enqueueNs = trace::nowNs();
@@ -481,8 +484,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
     const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("reduce_scatter_tensor_coalesced");
   if (auto work = stagedOnCuda(
-          OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced", outputs,
-          inputs, [&](auto& o, auto& i) { return reduce_scatter_tensor_coalesced(o, i, opts); })) {
+          kReduceScatterTensorCoalesced, "ringx:reduce_scatter_tensor_coalesced", outputs, inputs,
+          [&](auto& o, auto& i) { return reduce_scatter_tensor_coalesced(o, i, opts); })) {
     return work;  // CUDA tensors: cuda_staging.h
   }
   checkTensorPairs(outputs, inputs, /*outputIsWhole=*/false, "reduce_scatter_tensor_coalesced");
@@ -492,8 +495,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
   }
   const auto timeout = callTimeout(opts.timeout);
   return enqueue(
-      OpType::REDUCE_SCATTER_TENSOR_COALESCED, "ringx:reduce_scatter_tensor_coalesced", outputs,
-      opts.asyncOp,
+      kReduceScatterTensorCoalesced, "ringx:reduce_scatter_tensor_coalesced", outputs, opts.asyncOp,
       [=, this] {
         for (size_t i = 0; i < outputs.size(); ++i) {
           runReduceScatterInto(outputs[i], inputs[i], reduces[i], timeout);
@@ -736,6 +738,37 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather(
   });
 }
 
+#if RINGX_HAS_GATHER_SINGLE
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::gather_single(
+    at::Tensor& output, at::Tensor& input, const ::c10d::GatherOptions& opts) {
+  checkOpen("gather_single");
+  if (auto work = stagedOnCuda(OpType::GATHER, "ringx:gather_single", output, input,
+                               [&](auto& o, auto& i) { return gather_single(o, i, opts); })) {
+    return work;  // CUDA tensors: cuda_staging.h
+  }
+  checkRoot(opts.rootRank, "gather_single");
+  const int root = static_cast<int>(opts.rootRank);
+  if (rank_ == root) {
+    checkTensorPair(output, input, /*outputIsWhole=*/true, "gather_single", -1);
+  } else {
+    checkTensor(input, "gather_single", "input");
+  }
+  const DataType dtype = toDataType(input, "gather_single");
+  const auto timeout = callTimeout(opts.timeout);
+  std::vector<at::Tensor> outputs;
+  if (rank_ == root) outputs.push_back(output);
+  return enqueue(OpType::GATHER, "ringx:gather_single", outputs, opts.asyncOp, [=, this] {
+    Staged in(input);
+    std::optional<Staged> out;
+    if (rank_ == root) out.emplace(output);
+    group_->run(CollectiveKind::kGather, dtype, ReduceOp::kSum, root, timeout, [&](Collective& c) {
+      algorithms::gather(c, in.data(), out ? out->data() : nullptr, byteSize(input), root);
+    });
+    if (out) out->copyBack();
+  });
+}
+#endif
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ScatterOptions& opts) {
@@ -965,8 +998,8 @@ c10::intrusive_ptr<::c10d::ProcessGroup> makeRingxProcessGroup(
 }
 
 ProcessGroupRingx* ringxBackendOf(const c10::intrusive_ptr<::c10d::ProcessGroup>& group) {
-  if (!group || !group->hasBackendForDeviceType(c10::DeviceType::CPU)) return nullptr;
-  return dynamic_cast<ProcessGroupRingx*>(group->getBackend(c10::DeviceType::CPU).get());
+  if (!group) return nullptr;
+  return dynamic_cast<ProcessGroupRingx*>(backendForDevice(group, c10::DeviceType::CPU).get());
 }
 
 }  // namespace ringx::c10d_glue

@@ -74,6 +74,11 @@ class ProcessGroupRingx : public BackendBase {
   c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                           std::vector<at::Tensor>& inputs,
                                           const ::c10d::GatherOptions& opts) override;
+#if RINGX_HAS_GATHER_SINGLE
+  // The root's output holds world_size inputs in rank order; other ranks pass an empty one.
+  c10::intrusive_ptr<::c10d::Work> gather_single(at::Tensor& output, at::Tensor& input,
+                                                 const ::c10d::GatherOptions& opts) override;
+#endif
   c10::intrusive_ptr<::c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                            std::vector<std::vector<at::Tensor>>& inputs,
                                            const ::c10d::ScatterOptions& opts) override;

@@ -1,5 +1,7 @@
 #include "backend/c10d/tensor_utils.h"
 
+#include "backend/c10d/torch_compat.h"
+
 #include <cstring>
 
 namespace ringx::c10d_glue {
@@ -75,8 +77,7 @@ ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
       TORCH_CHECK_TYPE(floating, "ringx: ", collective,
                        " with PREMUL_SUM needs a floating point or complex tensor, got ",
                        tensor.scalar_type());
-      const auto* supplement =
-          dynamic_cast<const ::c10d::PreMulSumSupplement*>(op.supplement_.get());
+      const auto* supplement = dynamic_cast<const PreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK_VALUE(supplement, "ringx: ", collective,
                         ": a PREMUL_SUM op without its factor; make it with "
                         "torch.distributed._make_nccl_premul_sum(factor)");

@@ -1,21 +1,33 @@
 // The one place that knows which torch we compile against.
 //
-// ringx builds against torch 2.x, where a backend subclasses c10d::Backend and torch wraps it
-// in a ProcessGroup per device type. Differences between 2.x minor versions are decided here,
-// with RINGX_TORCH_AT_LEAST(2, N), never with a bare MINOR comparison (which breaks at 3.0).
+// ringx builds against every torch release from 2.9 to 2.15 (make torch-matrix compiles each).
+// A backend subclasses c10d::Backend and torch wraps it in a ProcessGroup per device type; the
+// releases differ in a few symbols, and each difference is decided here, in the full form
+// RINGX_TORCH_AT_LEAST(2, N) (a bare MINOR comparison breaks at 3.0), citing the release that
+// brought the symbol. Code elsewhere uses the names below and never tests the version itself.
+// A feature that needs a newer torch than 2.9 is built only where torch has what it needs (an
+// older torch offers no call to make), and torchFeatures() lists it, on or off, for
+// ringx.features().
 #pragma once
 
 #include <torch/csrc/autograd/variable.h>
 #include <torch/version.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <utility>
+#include <vector>
 
 static_assert(TORCH_VERSION_MAJOR >= 2, "ringx needs torch 2.x (c10d::Backend)");
 
 #define RINGX_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||        \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+static_assert(RINGX_TORCH_AT_LEAST(2, 9),
+              "ringx supports torch 2.9 to 2.15: this torch is older than 2.9");
 
 namespace ringx::c10d_glue {
 using BackendBase = ::c10d::Backend;
@@ -24,4 +36,59 @@ using BackendBase = ::c10d::Backend;
 // intrusive_ptr since): the DDP and FSDP engines keep them alive to keep their hooks.
 using GradAccumulatorPtr =
     decltype(torch::autograd::impl::grad_accumulator(std::declval<const at::Tensor&>()));
+
+// The Work type of reduce_scatter_tensor_coalesced. OpType::REDUCE_SCATTER_TENSOR_COALESCED
+// came in torch 2.12; before, torch's own backends label such a call COALESCED.
+#if RINGX_TORCH_AT_LEAST(2, 12)
+inline constexpr ::c10d::OpType kReduceScatterTensorCoalesced =
+    ::c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED;
+#else
+inline constexpr ::c10d::OpType kReduceScatterTensorCoalesced = ::c10d::OpType::COALESCED;
+#endif
+
+// The factor a PREMUL_SUM ReduceOp carries: c10d::PreMulSumSupplement since torch 2.13, named
+// NCCLPreMulSumSupplement before (the same fields: double_factor, tensor_factor).
+#if RINGX_TORCH_AT_LEAST(2, 13)
+using PreMulSumSupplement = ::c10d::PreMulSumSupplement;
+#else
+using PreMulSumSupplement = ::c10d::NCCLPreMulSumSupplement;
+#endif
+
+// The backend `group` uses for `device`, or nullptr when it has none.
+// ProcessGroup::hasBackendForDeviceType came in torch 2.13; before, getBackend raises for a
+// device without a backend.
+inline c10::intrusive_ptr<BackendBase> backendForDevice(
+    const c10::intrusive_ptr<::c10d::ProcessGroup>& group, c10::DeviceType device) {
+#if RINGX_TORCH_AT_LEAST(2, 13)
+  if (!group->hasBackendForDeviceType(device)) return {};
+  return group->getBackend(device);
+#else
+  try {
+    return group->getBackend(device);
+  } catch (const c10::Error&) {
+    return {};
+  }
+#endif
+}
+
+// Backend::gather_single (dist.gather_single, dist.gather_into_tensor: a gather into one
+// tensor on the root) came in torch 2.14; ringx implements it there.
+#define RINGX_HAS_GATHER_SINGLE RINGX_TORCH_AT_LEAST(2, 14)
+
+// The features of ringx that depend on the torch release, for ringx.features(): each is on
+// or off for the torch this build was compiled against, and `since` names the release that
+// brought what it needs.
+struct TorchFeature {
+  const char* name;
+  bool on;
+  const char* since;  // the torch release that brought what it needs
+  const char* what;
+};
+inline std::vector<TorchFeature> torchFeatures() {
+  return {
+      {"gather_single", RINGX_HAS_GATHER_SINGLE, "2.14",
+       "dist.gather_single and dist.gather_into_tensor: a gather into one tensor on the root"},
+  };
+}
+
 }  // namespace ringx::c10d_glue
