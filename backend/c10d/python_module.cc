@@ -5,6 +5,7 @@
 
 #include "backend/c10d/cuda_staging.h"
 #include "backend/c10d/process_group_ringx.h"
+#include "backend/c10d/torch_compat.h"
 #include "backend/group/work_queue.h"
 
 namespace py = pybind11;
@@ -113,6 +114,23 @@ PYBIND11_MODULE(_C, m) {
   m.def("cuda_built", &ringx::c10d_glue::cudaBuilt,
         "Whether this build of ringx runs collectives on CUDA tensors (it was built against a "
         "torch with CUDA, with nvcc).");
+
+  m.def(
+      "torch_features",
+      []() {
+        py::list out;
+        for (const auto& feature : ringx::c10d_glue::torchFeatures()) {
+          py::dict entry;
+          entry["name"] = feature.name;
+          entry["on"] = feature.on;
+          entry["since"] = feature.since;
+          entry["what"] = feature.what;
+          out.append(entry);
+        }
+        return out;
+      },
+      "The features that depend on the torch release this build was compiled against "
+      "(backend/c10d/torch_compat.h); ringx.features() reports them.");
 
   m.def(
       "drain_communication_threads",

@@ -11,6 +11,7 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
     ringx.transports(group=None)      # "shm" / "tcp" / "self" to each rank
     ringx.traffic(group=None)         # bytes sent/received over each connection
     ringx.calls(group=None)           # collectives run on the caller's thread / in place / comm thread
+    ringx.features()                  # torch built against, CUDA, torch-release-dependent parts
     ringx.dump_flight_recorder(path=None)  # this rank's last collectives, for `ringx-trace why`
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
     ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
@@ -23,11 +24,15 @@ import os
 import torch
 import torch.distributed as dist
 
-from . import _C
+from . import _torch_check
+
+_torch_check.check(torch)  # an ImportError naming both versions, before _C can fail to load
+
+from . import _C  # noqa: E402
 from ._C import ProcessGroupRingx
 
 __all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "dump_flight_recorder",
-           "transports", "traffic", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
+           "features", "transports", "traffic", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
 # PyTorch's DDP syncs module state in 250 MiB buckets; smaller buckets pipeline better.
@@ -50,11 +55,9 @@ def _create_process_group(store, rank, size, timeout):
 def _register():
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
-    if torch.__version__.startswith("1."):
-        dist.Backend.register_backend(BACKEND_NAME, _create_process_group)
-    else:  # torch 2.x: a Backend for the CPU device, and CUDA where this build has it
-        devices = ["cpu", "cuda"] if _C.cuda_built() else ["cpu"]
-        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=devices)
+    # A Backend for the CPU device, and CUDA where this build has it.
+    devices = ["cpu", "cuda"] if _C.cuda_built() else ["cpu"]
+    dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=devices)
 
 
 _register()
@@ -94,6 +97,22 @@ def _require_ringx_group(group, function):
         raise ValueError(f"ringx.{function} needs a ringx process group; this group's CPU "
                          "backend is not ringx")
     return pg
+
+
+def features():
+    """What this build of ringx can do, {name: {"on": bool, "detail": str}}: "cuda" (collectives
+    on CUDA tensors: built in, or why not), and each feature that needs a torch release newer
+    than the oldest ringx supports, on or off for the torch it was built against. A feature
+    that is off is absent from that torch itself (its call does not exist there)."""
+    from . import _build_info
+    out = {"torch": {"on": True, "detail": f"built against torch {_build_info.torch_version}"}}
+    out["cuda"] = {"on": bool(_C.cuda_built()), "detail": _build_info.cuda_status}
+    for feature in _C.torch_features():
+        state = "on" if feature["on"] else f"off: torch {_build_info.torch_version} has none"
+        out[feature["name"]] = {
+            "on": bool(feature["on"]),
+            "detail": f"{feature['what']} ({state}; it came in torch {feature['since']})"}
+    return out
 
 
 def transports(group=None):
