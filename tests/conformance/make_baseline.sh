@@ -8,17 +8,23 @@
 # Tests that can only skip on this machine (no GPU, world size) are skipped before spawning,
 # as in make test; RINGX_CONFORMANCE_EARLY_SKIP=0 records with every skip decided by the suite
 # in its ranks (slower: every skipped test still starts WORLD_SIZE interpreters).
+# BASELINE_OUT writes the lists elsewhere than this directory (make torch-matrix takes one per
+# torch release; run_conformance.sh reads them with BASELINE_DIR).
 #   tests/conformance/make_baseline.sh [WORLD_SIZES]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 PY="${PYTHON:-$("$REPO/scripts/find_python.sh")}"
-OUT="$REPO/build/conformance-baseline"
-mkdir -p "$OUT"
+OUT="${CONFORMANCE_OUT:-$REPO/build/conformance}-baseline"
+LISTS="${BASELINE_OUT:-$HERE}"
+mkdir -p "$OUT" "$LISTS"
+# Neither run wants the real ringx: where it is installed (make torch-matrix), import torch
+# would load it through its entry point, ahead of the stand-in.
+export TORCH_DEVICE_BACKEND_AUTOLOAD=0
 for ws in ${1:-2 3}; do
   PYTHON="$PY" CONFORMANCE_OUT="$OUT/gloo" "$HERE/run_conformance.sh" gloo "$ws" || true
   header="# torch $("$PY" -c 'import torch; print(torch.__version__)'), world size $ws: written by make_baseline.sh"
-  { echo "$header"; cat "$OUT/gloo/gloo_ws${ws}_passed.txt"; } >"$HERE/gloo_passing_ws${ws}.txt"
+  { echo "$header"; cat "$OUT/gloo/gloo_ws${ws}_passed.txt"; } >"$LISTS/gloo_passing_ws${ws}.txt"
   # The stand-in is found before build/python, and the driver skips nothing ringx-specific
   # for it: it only lifts gates for the real ringx (RINGX_CONFORMANCE_UNGATE=0).
   PYTHONPATH="$HERE/gloo_standin" RINGX_CONFORMANCE_UNGATE=0 PYTHON="$PY" \
@@ -26,7 +32,7 @@ for ws in ${1:-2 3}; do
   # Reachable: every test the suite ran for the plugin, passed or failed (a stand-in failure
   # can come from its groups being gloo's, which ringx must still pass).
   { echo "$header"; sed -n 's/^\(PASSED\|FAILED\) //p' "$OUT/standin/ringx_ws${ws}_summary.txt" | sort; } \
-    >"$HERE/plugin_reachable_ws${ws}.txt"
-  echo "ws=$ws: $(grep -vc '^#' "$HERE/gloo_passing_ws${ws}.txt") pass on gloo," \
-    "$(grep -vc '^#' "$HERE/plugin_reachable_ws${ws}.txt") with the stand-in plugin"
+    >"$LISTS/plugin_reachable_ws${ws}.txt"
+  echo "ws=$ws: $(grep -vc '^#' "$LISTS/gloo_passing_ws${ws}.txt") pass on gloo," \
+    "$(grep -vc '^#' "$LISTS/plugin_reachable_ws${ws}.txt") with the stand-in plugin"
 done

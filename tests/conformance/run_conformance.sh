@@ -11,6 +11,7 @@
 #   PYTHON            interpreter (default: scripts/find_python.sh: $RINGX_PYTHON, else .venv)
 #   CONFORMANCE_OUT   output directory (default: build/conformance under the repo root)
 #   PYTEST_ARGS       extra pytest arguments, e.g. PYTEST_ARGS="-k all_reduce"
+#   RINGX_USE_INSTALLED=1  test the ringx installed in PYTHON's environment, not build/python
 #   BASELINE_DIR      where gloo_passing_ws<N>.txt / plugin_reachable_ws<N>.txt live (default:
 #                     this directory).  For a non-gloo backend, tests that pass under gloo
 #                     but not here are listed, each marked as either suite-gated to gloo or
@@ -39,7 +40,11 @@ BASELINE_DIR="${BASELINE_DIR:-$HERE}"
 case "$OUT" in /*) ;; *) OUT="$REPO/$OUT" ;; esac
 mkdir -p "$OUT"
 
-export PYTHONPATH="$REPO/build/python${PYTHONPATH:+:$PYTHONPATH}"
+# The ringx built in build/python, unless RINGX_USE_INSTALLED=1 asks for the one installed in
+# PYTHON's environment (make torch-matrix: pip install --no-build-isolation . per torch release).
+if [ "${RINGX_USE_INSTALLED:-0}" != 1 ]; then
+  export PYTHONPATH="$REPO/build/python${PYTHONPATH:+:$PYTHONPATH}"
+fi
 export BACKEND="$BACKEND_ARG"
 # Let the suite pick per-test temp dirs itself; a stale value from the caller is harmless
 # but keep the scratch space out of the repo.

@@ -218,9 +218,17 @@ def _closure(fn):
     return dict(zip(code.co_freevars, (c.cell_contents for c in (fn.__closure__ or ()))))
 
 
+def _skip_message(key, key_since_2_15=None):
+    """The TEST_SKIPS message the ranks would exit with: torch 2.15 renamed "multi-gpu-N" to
+    "multi-device-N", and its skip_if_no_gpu exits with "no_accelerator" instead of "no_cuda"."""
+    known = common_distributed.TEST_SKIPS
+    if key_since_2_15 and "multi-device-1" in known:
+        key = key_since_2_15
+    return known[key].message
+
+
 def _skip_before_spawning(fn):
     """The TEST_SKIPS message the ranks would exit with, or None."""
-    skips = common_distributed.TEST_SKIPS
     world_size = int(os.environ["WORLD_SIZE"])
     accelerators = {
         "cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0,
@@ -235,18 +243,18 @@ def _skip_before_spawning(fn):
             x = closure["x"]
             enough = any(n >= x for n in accelerators.values())
             if not enough and not (closure.get("allow_cpu") and not any_accelerator):
-                return skips[f"multi-gpu-{x}"].message
+                return _skip_message(f"multi-gpu-{x}", f"multi-device-{x}")
         elif wrapper == "skip_if_no_gpu.<locals>.wrapper":
             if not any_accelerator:
-                return skips["no_cuda"].message
+                return _skip_message("no_cuda", "no_accelerator")
             if any(0 < n < world_size for n in accelerators.values()):
                 return None  # decided in the ranks, as before
         elif wrapper == "skip_if_small_worldsize.<locals>.wrapper":
             if BACKEND != "mpi" and world_size < 8:
-                return skips["small_worldsize"].message
+                return _skip_message("small_worldsize")
         elif wrapper == "skip_if_odd_worldsize.<locals>.wrapper":
             if BACKEND != "mpi" and world_size % 2 == 1:
-                return skips["odd_worldsize"].message
+                return _skip_message("odd_worldsize")
         elif wrapper in ("nccl_skip_if_lt_x_gpu.<locals>.decorator.<locals>.wrapper",
                          "require_n_gpus_for_nccl_backend.<locals>.decorator.<locals>.wrapper"):
             if _closure(fn)["backend"] == "nccl":

@@ -256,3 +256,50 @@ def _other_device_error(rank, world):
 def test_a_tensor_on_another_device_gets_a_clear_error():
     for message in run_ranks(_other_device_error, 2):
         assert "ringx: allreduce: tensors is on meta, but ringx only handles CPU tensors" in message
+
+
+def test_features_say_which_torch_release_features_this_build_has():
+    import ringx
+    features = ringx.features()
+    assert features["torch"]["detail"] == f"built against torch {torch.__version__}"
+    assert features["cuda"]["on"] == ringx._C.cuda_built()
+    assert features["cuda"]["detail"].startswith("built" if features["cuda"]["on"] else "left out")
+    # gather_single is ringx's where torch has it (2.14), and torch's call exists only there.
+    assert features["gather_single"]["on"] == hasattr(dist, "gather_single")
+    assert "came in torch 2.14" in features["gather_single"]["detail"]
+
+
+def _gather_single(rank, world):
+    import warnings
+    out = {}
+    root = world - 1
+    t = torch.arange(3, dtype=torch.float64) + 10 * rank
+    whole = torch.empty(world, 3, dtype=torch.float64) if rank == root else None
+    dist.gather_single(t, whole, dst=root)
+    out["stacked"] = whole.numpy() if whole is not None else None
+    # torch's older name for it (deprecated), into a flat tensor, asynchronous.
+    flat = torch.empty(3 * world, dtype=torch.float64) if rank == 0 else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        dist.gather_into_tensor(t, flat, dst=0, async_op=True).wait()
+    out["flat"] = flat.numpy() if flat is not None else None
+    out["bad_size"] = None
+    if rank == 0:  # refused before anything is sent: the other ranks need not take part
+        try:
+            dist.gather_single(t, torch.empty(world + 1, 3, dtype=torch.float64), dst=0)
+        except (ValueError, RuntimeError) as e:
+            out["bad_size"] = str(e)
+    return out
+
+
+@pytest.mark.skipif(not hasattr(dist, "gather_single"),
+                    reason=f"torch {torch.__version__} has no dist.gather_single (torch 2.14)")
+def test_gather_single_fills_one_tensor_on_the_root():
+    world = 3
+    expected = np.stack([np.arange(3) + 10 * r for r in range(world)])
+    for rank, out in enumerate(run_ranks(_gather_single, world)):
+        if rank == world - 1:
+            np.testing.assert_array_equal(out["stacked"], expected)
+        if rank == 0:
+            np.testing.assert_array_equal(out["flat"], expected.reshape(-1))
+            assert "must have world_size (3) times the elements" in out["bad_size"]
