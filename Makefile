@@ -10,7 +10,8 @@ PYTHON := $(shell scripts/find_python.sh)
 BUILD_DIR ?= build
 JOBS ?= 2
 
-.PHONY: all setup build test test-under-load demo bench soak sanitize fuzz pip-check cuda-build-check format clean
+.PHONY: all setup build test test-under-load demo bench soak sanitize fuzz pip-check torch-matrix \
+	gpu-bundle gpu-check format clean
 
 all: build
 
@@ -80,10 +81,21 @@ fuzz: setup
 pip-check: setup
 	@scripts/pip_check.sh
 
-# ringx built against a CUDA torch (.venv-cuda): links, imports, registers for "cuda"
-# (scripts/cuda_build_check.sh). Needs no GPU; not in make test (several GB of wheels).
-cuda-build-check:
-	@scripts/cuda_build_check.sh
+# ringx against every torch release from 2.9 to 2.15: compiles each (the CUDA half too), and
+# installs and tests the oldest, the GPU machine's and the newest (scripts/torch_matrix.py).
+# Not in make test: several GB of wheels (cached) and about an hour on 2 cores.
+torch-matrix: setup
+	@$(PYTHON) scripts/torch_matrix.py
+
+# What the GPU machine lacks for the build, in build/gpu-bundle, to carry there (scripts/gpu_bundle.sh).
+gpu-bundle:
+	@scripts/gpu_bundle.sh
+
+# The GPU runbook in one command: build against the machine's CUDA torch, run every GPU test and
+# bench, write a report (REPORT=dir, default build/gpu-check). Without a GPU (here) it builds
+# against a CUDA torch (.venv-cuda) and reports every GPU test skipped. Not in make test.
+gpu-check:
+	@scripts/gpu_check.sh $(REPORT)
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make pip-check`: what a user of pip does, from scratch. In a fresh virtual environment
-# (build/pip-check-venv): `pip install .` (an isolated build against torch 2.13.0 through the
-# project's CMakeLists.txt), then a 2-rank torchrun job that all-reduces on backend="ringx"
-# without `import ringx` (torch's backend autoloading) and checks the sum. About 6 minutes on
-# 2 cores, most of it compiling; not part of make test for that reason.
+# (build/pip-check-venv) with torch (TORCH_VERSION, default 2.13.0): `pip install .` (an isolated
+# build, which asks for that same torch: python/build_backend/ringx_build.py), then a 2-rank
+# torchrun job that all-reduces on backend="ringx" without `import ringx` (torch's backend
+# autoloading) and checks the sum. About 6 minutes on 2 cores, most of it compiling; not part of
+# make test for that reason. make torch-matrix does the --no-build-isolation form per release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -11,8 +12,11 @@ VENV=build/pip-check-venv
 rm -rf "$VENV"
 base=$("$(scripts/find_python.sh)" -c 'import sys, os; print(os.path.join(sys.base_prefix, "bin", "python3"))')
 "$base" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check "$REPO" \
-  2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+quiet() { "$@" 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2); }
+quiet "$VENV/bin/python" -m pip install -q --disable-pip-version-check "torch==${TORCH_VERSION:-2.13.0}"
+quiet "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$REPO"
+"$VENV/bin/python" -c 'import torch, ringx; print("pip-check: ringx built against torch",
+  torch.__version__, "| CUDA:", ringx.features()["cuda"]["detail"])'
 job=$(mktemp -d)/allreduce.py
 cat >"$job" <<'PY'
 import torch, torch.distributed as dist

@@ -6,6 +6,9 @@
 #   pytest                 the Python face, multi-process
 #   conformance            PyTorch's own distributed_test.py with BACKEND=ringx, at world
 #                          sizes 2 and 3, strict against the gloo baseline
+#   torch-compat           the torch-version shims (backend/c10d/torch_compat.h) and the backend
+#                          class compile against torch 2.11's headers too (about 15 s; make
+#                          torch-matrix compiles and tests every release from 2.9 to 2.15)
 # It always runs all of them: variables that would run less (PYTEST_ARGS and the conformance
 # switches that run_conformance.sh takes when run by hand) are reported and ignored. Named
 # suites as arguments (scripts/run_tests.sh gtest pytest) run only those, each in full: what
@@ -52,6 +55,7 @@ run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
 run_suite sanitizers scripts/sanitizers.sh all
 run_suite pytest "$PYTHON" -m pytest -q tests/python
 run_suite conformance env PYTHON="$PYTHON" tests/conformance/run_conformance.sh ringx "2 3"
+run_suite torch-compat "$PYTHON" scripts/torch_matrix.py --header-check 2.11.0
 
 echo
 echo "==== summary"

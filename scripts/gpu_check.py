@@ -1,0 +1,217 @@
+"""The steps of `make gpu-check` (scripts/gpu_check.sh picks the Python: one with a CUDA torch).
+
+Each step runs whatever happened before it, and its result is recorded (passed, failed, or
+skipped, with its tests' counts and skip reasons); nothing stops at the first failure. The
+report (report.md, report.json, every step's log, the tests' XML) goes to the directory given
+as the argument. Exit status: 1 if any step failed.
+
+The GPU tests and benches are found by name, so new ones join without editing this file:
+  tests/python/test_cuda*.py        pytest files (each parametrizes its world sizes)
+  ringx_cuda_tests                  the gtest executable of tests/cpp/cuda/
+  bench/cuda_*.py                   benchmarks, run with --quick
+"""
+
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUNDLE = os.path.join(REPO, "build", "gpu-bundle", "root")
+BUILD = os.environ.get("GPU_CHECK_BUILD", os.path.join(REPO, "build-gpu"))
+JOBS = os.environ.get("JOBS", str(os.cpu_count() or 2))
+
+
+class Check:
+    def __init__(self, report_dir):
+        self.dir = report_dir
+        self.steps = []
+
+    def run(self, name, cmd, env=None, junit=None, cwd=REPO, timeout=900):
+        """Runs one step's command, logging to <name>.log; `junit`: its test results' XML."""
+        log = os.path.join(self.dir, f"{name}.log")
+        start = time.time()
+        print(f"gpu-check: {name}: {' '.join(cmd)}", flush=True)
+        try:
+            with open(log, "w") as out:
+                rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        except OSError as e:
+            with open(log, "a") as out:
+                out.write(f"could not run: {e}\n")
+            rc = "not run"
+        step = {"step": name, "command": " ".join(cmd), "seconds": round(time.time() - start, 1),
+                "rc": rc, "log": os.path.basename(log)}
+        if junit:
+            step["tests"] = test_results(junit)
+        step["status"] = verdict(step)
+        if step["status"] == "failed":
+            with open(log) as f:
+                step["log_tail"] = f.read()[-3000:]
+        self.steps.append(step)
+        print(f"gpu-check: {name}: {step['status']} ({step['seconds']} s)", flush=True)
+        return step["status"] != "failed"
+
+    def skip(self, name, why):
+        self.steps.append({"step": name, "status": "skipped", "why": why})
+        print(f"gpu-check: {name}: skipped ({why})", flush=True)
+
+
+def test_results(path):
+    """Counts and skip reasons from a JUnit XML file (pytest's, or gtest's --gtest_output)."""
+    results = {"passed": 0, "failed": 0, "skipped": 0, "skip_reasons": {}, "failures": []}
+    if not os.path.exists(path):
+        return results
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname', '')}.{case.get('name')}".lstrip(".")
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        skipped = case.find("skipped")
+        if failure is not None:
+            results["failed"] += 1
+            results["failures"].append(name)
+        elif skipped is not None or case.get("result") == "skipped":
+            results["skipped"] += 1
+            why = (skipped.get("message") if skipped is not None else None) or "skipped"
+            why = why.strip().splitlines()[-1]  # gtest's message starts with file:line
+            results["skip_reasons"][why] = results["skip_reasons"].get(why, 0) + 1
+        else:
+            results["passed"] += 1
+    return results
+
+
+def verdict(step):
+    if step["rc"] != 0:
+        return "failed"
+    tests = step.get("tests")
+    if tests is not None:
+        if tests["failed"]:
+            return "failed"
+        if tests["passed"] == 0:
+            return "skipped" if tests["skipped"] else "failed"  # no test ran at all: a failure
+    return "passed"
+
+
+def environment():
+    import torch
+    facts = {"python": sys.version.split()[0], "python_path": sys.executable,
+             "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+             "cuda_available": torch.cuda.is_available(), "machine": platform.node(),
+             "cpus": os.cpu_count()}
+    if torch.cuda.is_available():
+        facts["devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if os.path.exists(nvcc):
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        facts["nvcc"] = out.strip().splitlines()[-1] if out.strip() else None
+    return facts
+
+
+def write_report(report_dir, facts, steps):
+    failed = [s["step"] for s in steps if s["status"] == "failed"]
+    with open(os.path.join(report_dir, "report.json"), "w") as f:
+        json.dump({"environment": facts, "steps": steps, "failed": failed}, f, indent=1)
+    lines = ["# ringx gpu-check", ""]
+    lines += [f"- {k}: {v}" for k, v in facts.items()]
+    lines += ["", "| step | status | seconds | tests passed / failed / skipped | notes |",
+              "|---|---|---|---|---|"]
+    for s in steps:
+        tests = s.get("tests")
+        counts = f"{tests['passed']} / {tests['failed']} / {tests['skipped']}" if tests else ""
+        notes = s.get("why", "")
+        if tests and tests["skip_reasons"]:
+            notes = "; ".join(f"{n} skipped: {why}" for why, n in tests["skip_reasons"].items())
+        if tests and tests["failures"]:
+            notes = "failed: " + ", ".join(tests["failures"][:8])
+        if s["status"] == "failed" and not notes:
+            notes = f"exit status {s['rc']}; see {s['log']}"
+        lines.append(f"| {s['step']} | {s['status']} | {s.get('seconds', '')} | {counts} | "
+                     f"{notes.replace('|', '/')} |")
+    lines += ["", f"**{'FAILED: ' + ', '.join(failed) if failed else 'no step failed'}**"]
+    for s in steps:
+        if s["status"] == "failed" and s.get("log_tail"):
+            lines += ["", f"## {s['step']}: end of {s['log']}", "", "```",
+                      s["log_tail"].strip()[-2500:], "```"]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(report_dir, "report.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+def main():
+    report_dir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                                 os.path.join(REPO, "build", "gpu-check"))
+    os.makedirs(report_dir, exist_ok=True)
+    check = Check(report_dir)
+    facts = environment()
+    print("gpu-check: " + json.dumps(facts), flush=True)
+
+    # GoogleTest from the bundle's sources, built with this machine's compiler; nlohmann-json
+    # and CLI11 are headers with CMake files. Without a bundle, the system's packages.
+    prefix = []
+    if os.path.isdir(BUNDLE):
+        deps = os.path.join(BUILD, "deps")
+        gtest = os.path.join(BUNDLE, "usr", "src", "googletest")
+        ok = check.run("googletest", ["cmake", "-S", gtest, "-B", os.path.join(BUILD, "gtest"),
+                                      "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_GMOCK=OFF",
+                                      f"-DCMAKE_INSTALL_PREFIX={deps}"])
+        ok = ok and check.run("googletest-install", ["cmake", "--build", os.path.join(BUILD, "gtest"),
+                                                     "-j", JOBS, "--target", "install"])
+        prefix = [deps, os.path.join(BUNDLE, "usr")]
+    else:
+        check.skip("googletest", "no build/gpu-bundle: the system's GoogleTest, nlohmann-json, CLI11")
+
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    configured = check.run("configure", [
+        "cmake", "-S", REPO, "-B", BUILD, *generator, "-DCMAKE_BUILD_TYPE=Release",
+        f"-DPython3_EXECUTABLE={sys.executable}", "-DRINGX_BUILD_CUDA=ON",
+        "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_SAMPLES=OFF", "-DRINGX_BUILD_TESTS=ON",
+        f"-DCMAKE_PREFIX_PATH={';'.join(prefix)}"])
+    built = configured and check.run("build", [
+        "cmake", "--build", BUILD, "-j", JOBS, "--target", "ringx_c10d_python", "ringx_cuda_tests"])
+    if not built:
+        check.skip("tests", "the build failed")
+        print(write_report(report_dir, facts, check.steps))
+        return 1
+
+    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
+    check.run("cuda-built", [sys.executable, "-c", (
+        "import torch.distributed as dist, ringx\n"
+        "print(ringx.features())\n"
+        "assert ringx._C.cuda_built(), 'built against a CUDA torch, but ringx has no CUDA: ' + "
+        "ringx.features()['cuda']['detail']\n"
+        "assert dist.Backend.backend_capability['ringx'] == ['cpu', 'cuda']\n")], env=env)
+
+    xml = os.path.join(report_dir, "ringx_cuda_tests.xml")
+    check.run("ringx_cuda_tests", [os.path.join(BUILD, "bin", "ringx_cuda_tests"),
+                                   f"--gtest_output=xml:{xml}"], junit=xml)
+    for test in sorted(glob.glob(os.path.join(REPO, "tests", "python", "test_cuda*.py"))):
+        name = os.path.splitext(os.path.basename(test))[0]
+        xml = os.path.join(report_dir, f"{name}.xml")
+        check.run(name, [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                         f"--junitxml={xml}", os.path.basename(test)],
+                  env=env, junit=xml, cwd=os.path.join(REPO, "tests", "python"))
+    import torch
+    for bench in sorted(glob.glob(os.path.join(REPO, "bench", "cuda_*.py"))):
+        name = os.path.splitext(os.path.basename(bench))[0]
+        if not torch.cuda.is_available():
+            check.skip(name, "no CUDA device")
+            continue
+        check.run(name, [sys.executable, bench, "--quick"], env=env)
+
+    text = write_report(report_dir, facts, check.steps)
+    print(text)
+    print(f"gpu-check: report in {report_dir}/report.md")
+    return 1 if any(s["status"] == "failed" for s in check.steps) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
