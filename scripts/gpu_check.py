@@ -2,8 +2,10 @@
 
 Each step runs whatever happened before it, and its result is recorded (passed, failed, or
 skipped, with its tests' counts and skip reasons); nothing stops at the first failure. The
-report (report.md, report.json, every step's log, the tests' XML) goes to the directory given
-as the argument. Exit status: 1 if any step failed.
+report goes to the directory given as the argument, as three files (the GPU machine's tool
+brings back a few files only): report.md (with the end of each failed step's log),
+report.json, and logs.tar.gz (every step's log and the tests' XML). Exit status: 1 if any
+step failed.
 
 The GPU tests and benches are found by name, so new ones join without editing this file:
   tests/python/test_cuda*.py        pytest files (each parametrizes its world sizes)
@@ -13,6 +15,7 @@ The GPU tests and benches are found by name, so new ones join without editing th
 
 import glob
 import json
+import tarfile
 import os
 import platform
 import shutil
@@ -28,8 +31,8 @@ JOBS = os.environ.get("JOBS", str(os.cpu_count() or 2))
 
 
 class Check:
-    def __init__(self, report_dir):
-        self.dir = report_dir
+    def __init__(self, log_dir):
+        self.dir = log_dir
         self.steps = []
 
     def run(self, name, cmd, env=None, junit=None, cwd=REPO, timeout=900):
@@ -132,7 +135,7 @@ def write_report(report_dir, facts, steps):
         if tests and tests["failures"]:
             notes = "failed: " + ", ".join(tests["failures"][:8])
         if s["status"] == "failed" and not notes:
-            notes = f"exit status {s['rc']}; see {s['log']}"
+            notes = f"exit status {s['rc']}; see {s['log']} in logs.tar.gz"
         lines.append(f"| {s['step']} | {s['status']} | {s.get('seconds', '')} | {counts} | "
                      f"{notes.replace('|', '/')} |")
     lines += ["", f"**{'FAILED: ' + ', '.join(failed) if failed else 'no step failed'}**"]
@@ -150,7 +153,17 @@ def main():
     report_dir = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                                  os.path.join(REPO, "build", "gpu-check"))
     os.makedirs(report_dir, exist_ok=True)
-    check = Check(report_dir)
+    logs = os.path.join(BUILD, "gpu-check-logs")
+    shutil.rmtree(logs, ignore_errors=True)
+    os.makedirs(logs)
+    status = run_steps(Check(logs), report_dir)
+    with tarfile.open(os.path.join(report_dir, "logs.tar.gz"), "w:gz") as tar:
+        tar.add(logs, arcname="gpu-check-logs")
+    print(f"gpu-check: report in {report_dir}/report.md (logs: {report_dir}/logs.tar.gz)")
+    return status
+
+
+def run_steps(check, report_dir):
     facts = environment()
     print("gpu-check: " + json.dumps(facts), flush=True)
 
@@ -160,11 +173,11 @@ def main():
     if os.path.isdir(BUNDLE):
         deps = os.path.join(BUILD, "deps")
         gtest = os.path.join(BUNDLE, "usr", "src", "googletest")
-        ok = check.run("googletest", ["cmake", "-S", gtest, "-B", os.path.join(BUILD, "gtest"),
-                                      "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_GMOCK=OFF",
-                                      f"-DCMAKE_INSTALL_PREFIX={deps}"])
-        ok = ok and check.run("googletest-install", ["cmake", "--build", os.path.join(BUILD, "gtest"),
-                                                     "-j", JOBS, "--target", "install"])
+        check.run("googletest", ["cmake", "-S", gtest, "-B", os.path.join(BUILD, "gtest"),
+                                 "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_GMOCK=OFF",
+                                 f"-DCMAKE_INSTALL_PREFIX={deps}"])
+        check.run("googletest-install", ["cmake", "--build", os.path.join(BUILD, "gtest"), "-j",
+                                         JOBS, "--target", "install"])
         prefix = [deps, os.path.join(BUNDLE, "usr")]
     else:
         check.skip("googletest", "no build/gpu-bundle: the system's GoogleTest, nlohmann-json, CLI11")
@@ -190,12 +203,12 @@ def main():
         "ringx.features()['cuda']['detail']\n"
         "assert dist.Backend.backend_capability['ringx'] == ['cpu', 'cuda']\n")], env=env)
 
-    xml = os.path.join(report_dir, "ringx_cuda_tests.xml")
+    xml = os.path.join(check.dir, "ringx_cuda_tests.xml")
     check.run("ringx_cuda_tests", [os.path.join(BUILD, "bin", "ringx_cuda_tests"),
                                    f"--gtest_output=xml:{xml}"], junit=xml)
     for test in sorted(glob.glob(os.path.join(REPO, "tests", "python", "test_cuda*.py"))):
         name = os.path.splitext(os.path.basename(test))[0]
-        xml = os.path.join(report_dir, f"{name}.xml")
+        xml = os.path.join(check.dir, f"{name}.xml")
         check.run(name, [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                          f"--junitxml={xml}", os.path.basename(test)],
                   env=env, junit=xml, cwd=os.path.join(REPO, "tests", "python"))
@@ -207,9 +220,7 @@ def main():
             continue
         check.run(name, [sys.executable, bench, "--quick"], env=env)
 
-    text = write_report(report_dir, facts, check.steps)
-    print(text)
-    print(f"gpu-check: report in {report_dir}/report.md")
+    print(write_report(report_dir, facts, check.steps))
     return 1 if any(s["status"] == "failed" for s in check.steps) else 0
 
 

@@ -6,9 +6,10 @@
 # On the GPU machine (one H100, torch 2.11 with CUDA at python3, nvcc, CMake; no network): carry
 # build/gpu-bundle (make gpu-bundle, here) and run it; it builds the torch-free core, the CUDA
 # kernels and the Python extension against that machine's torch, runs every GPU test and bench,
-# and writes report.md and report.json into REPORT_DIR; it exits non-zero on any failure. Here,
-# without a GPU, it does the same against a CUDA torch (.venv-cuda, torch 2.14.1 from this
-# machine's disk): everything builds, and every GPU test is reported skipped ("no CUDA device").
+# and writes report.md, report.json and logs.tar.gz into REPORT_DIR; it exits non-zero on any
+# failure. Here, without a GPU, it does the same against a CUDA torch (.venv-cuda, torch 2.14.1
+# from this machine's disk): everything builds, and every GPU test is reported skipped ("no CUDA
+# device").
 # Not part of make test (the CUDA torch and its nvidia-* wheels are several GB).
 #
 # The Python: GPU_CHECK_PYTHON if set; else python3 if its torch is a CUDA build; else .venv-cuda.
