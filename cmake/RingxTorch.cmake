@@ -11,7 +11,8 @@
 # version torch was built with; empty for a CPU build), RINGX_TORCH_CXX11_ABI (0 or 1), and
 # TORCH_LIBRARIES (the target ringx::torch) and TORCH_PYTHON_LIBRARY.
 
-# The releases ringx is tested against (make torch-matrix); README "Torch versions".
+# The releases ringx is tested against (make torch-matrix; pyproject.toml's dependency and
+# python/build_backend/ringx_build.py name the same range).
 set(RINGX_TORCH_OLDEST 2.9)
 set(RINGX_TORCH_NEWEST 2.15)
 

@@ -8,9 +8,6 @@ ImportError that names both and says how to rebuild.
 
 import os
 
-# The releases ringx is tested against (cmake/RingxTorch.cmake says the same to the build).
-SUPPORTED = "2.9 to 2.15"
-
 
 def mismatch(message):
     """The ImportError of a torch this ringx was not built for (marked, for ringx_autoload.py)."""
@@ -42,7 +39,7 @@ def check(torch):
         f"ringx was built against torch {built.torch_version}, but this Python runs {what} "
         f"(from {where}). A C++ extension works only with the torch it was compiled "
         f"against. Rebuild ringx for this torch: {_rebuild_command(built.source_dir)} "
-        f"(ringx supports torch {SUPPORTED}).")
+        f"(ringx supports torch {built.supported}).")
 
 
 def _rebuild_command(source_dir):
