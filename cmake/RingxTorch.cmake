@@ -82,8 +82,9 @@ add_library(ringx_torch INTERFACE)
 add_library(ringx::torch ALIAS ringx_torch)
 target_include_directories(ringx_torch SYSTEM INTERFACE "${RINGX_TORCH_DIR}/include"
   "${RINGX_TORCH_DIR}/include/torch/csrc/api/include")
+# (The ABI define is the whole build's, CMakeLists.txt: the torch-free libraries link in too.)
 target_compile_definitions(ringx_torch INTERFACE USE_DISTRIBUTED USE_C10D_GLOO USE_RPC
-  USE_TENSORPIPE _GLIBCXX_USE_CXX11_ABI=${RINGX_TORCH_CXX11_ABI})
+  USE_TENSORPIPE)
 set(torch_library_names torch torch_cpu c10)
 if(RINGX_TORCH_CUDA)
   list(APPEND torch_library_names torch_cuda c10_cuda)

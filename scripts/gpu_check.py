@@ -15,14 +15,15 @@ The GPU tests and benches are found by name, so new ones join without editing th
 
 import glob
 import json
-import tarfile
 import os
 import platform
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
-import xml.etree.ElementTree as ET
+
+from junit_results import test_results
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUNDLE = os.path.join(REPO, "build", "gpu-bundle", "root")
@@ -65,30 +66,6 @@ class Check:
     def skip(self, name, why):
         self.steps.append({"step": name, "status": "skipped", "why": why})
         print(f"gpu-check: {name}: skipped ({why})", flush=True)
-
-
-def test_results(path):
-    """Counts and skip reasons from a JUnit XML file (pytest's, or gtest's --gtest_output)."""
-    results = {"passed": 0, "failed": 0, "skipped": 0, "skip_reasons": {}, "failures": []}
-    if not os.path.exists(path):
-        return results
-    for case in ET.parse(path).getroot().iter("testcase"):
-        name = f"{case.get('classname', '')}.{case.get('name')}".lstrip(".")
-        failure = case.find("failure")
-        if failure is None:
-            failure = case.find("error")
-        skipped = case.find("skipped")
-        if failure is not None:
-            results["failed"] += 1
-            results["failures"].append(name)
-        elif skipped is not None or case.get("result") == "skipped":
-            results["skipped"] += 1
-            why = (skipped.get("message") if skipped is not None else None) or "skipped"
-            why = why.strip().splitlines()[-1]  # gtest's message starts with file:line
-            results["skip_reasons"][why] = results["skip_reasons"].get(why, 0) + 1
-        else:
-            results["passed"] += 1
-    return results
 
 
 def verdict(step):

@@ -32,6 +32,8 @@ import sys
 import time
 import zipfile
 
+from junit_results import test_results
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASES = ["2.9.1", "2.10.0", "2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0"]
 INSTALLED = ["2.9.1", "2.11.0", "2.15.0"]  # the oldest, the GPU machine's, the newest
@@ -176,21 +178,6 @@ def environment(cache, release, log):
     return py
 
 
-def pytest_counts(junit):
-    import xml.etree.ElementTree as ET
-    counts = {"run": 0, "passed": 0, "failed": 0, "skipped": 0}
-    if not os.path.exists(junit):
-        return counts
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        tags = {child.tag for child in case}
-        if "skipped" in tags:
-            counts["skipped"] += 1
-            continue
-        counts["run"] += 1
-        counts["failed" if tags & {"failure", "error"} else "passed"] += 1
-    return counts
-
-
 # What a user does first with a fresh install: a 2-rank torchrun job on backend="ringx", with no
 # `import ringx` (torch loads it through its entry point): an all-reduce, then a torch DDP step
 # whose averaged gradient is checked.
@@ -258,7 +245,8 @@ def test_release(cache, release, out, row):
     run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
          "-k", PYTEST_DESELECT] + [os.path.join("tests", "python", t) for t in PYTEST_SUBSET],
         os.path.join(folder, "pytest.log"), env=env)
-    row["tests"] = pytest_counts(junit)
+    row["tests"] = test_results(junit)
+    row["tests"]["run"] = row["tests"]["passed"] + row["tests"]["failed"]
     row["tests_s"] = round(time.time() - start)
 
     # Conformance at world size 2, strict against this release's own gloo baseline.

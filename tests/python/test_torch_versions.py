@@ -80,9 +80,8 @@ def test_the_other_cxx_abi_is_an_import_error_too(tmp_path):
 
 
 def test_a_build_without_its_record_is_refused(tmp_path):
-    package = tmp_path / "ringx"
-    shutil.copytree(os.path.dirname(ringx.__file__), package)
-    (package / "_build_info.py").unlink()
+    _copy_with_build_info(tmp_path)
+    (tmp_path / "ringx" / "_build_info.py").unlink()
     result = _run(tmp_path, "import ringx")
     assert "has no record of the torch it was built against" in result.stderr, result.stderr
 
