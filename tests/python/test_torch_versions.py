@@ -102,3 +102,32 @@ def test_an_isolated_pip_build_asks_for_the_environments_own_torch():
         sys.path.pop(0)
     assert ringx_build.installed_torch_requirement() == \
         f"torch=={importlib.metadata.version('torch')}"
+
+
+def _configure_against(tmp_path, version):
+    """CMake's configure step against a stand-in torch package that says it is `version`."""
+    torch_dir = tmp_path / "site" / "torch"
+    (torch_dir / "include" / "torch").mkdir(parents=True)
+    (torch_dir / "lib").mkdir()
+    (torch_dir / "version.py").write_text(f"__version__ = '{version}'\ncuda = None\n")
+    return subprocess.run(
+        ["cmake", "-S", REPO, "-B", str(tmp_path / "build"), f"-DRINGX_TORCH_DIR={torch_dir}",
+         f"-DPython3_EXECUTABLE={sys.executable}", "-DRINGX_BUILD_TESTS=OFF",
+         "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_SAMPLES=OFF", "-DRINGX_BUILD_CUDA=OFF"],
+        capture_output=True, text=True, timeout=120)
+
+
+def test_a_torch_older_than_2_9_is_refused_when_building(tmp_path):
+    result = _configure_against(tmp_path, "2.8.0+cpu")
+    assert result.returncode != 0
+    assert "torch 2.8.0+cpu" in result.stderr and "older than 2.9, the oldest release ringx " \
+        "supports" in " ".join(result.stderr.split()), result.stderr
+
+
+def test_a_torch_newer_than_2_15_is_built_with_a_warning(tmp_path):
+    # The stand-in has no libraries, so configure stops after the version check's warning.
+    result = _configure_against(tmp_path, "2.16.0+cpu")
+    stderr = " ".join(result.stderr.split())
+    assert "torch 2.16.0+cpu is newer than 2.15, the newest release ringx was tested with; " \
+        "building anyway" in stderr, result.stderr
+    assert "has no libc10.so" in stderr
