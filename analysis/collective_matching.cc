@@ -9,7 +9,8 @@
 #include <utility>
 
 #include "analysis/store_reading.h"
-#include "backend/common/error.h"
+#include "base/error.h"
+#include "trace/format/collective_key.h"
 
 namespace ringx::analysis {
 using namespace store_reading;
@@ -122,7 +123,6 @@ std::vector<CollectiveRow> matchCollectives(const TraceStore& store) {
   const uint8_t collective = static_cast<uint8_t>(cat - categories.begin());
   const Keys keys(store.strings());
   const int64_t defaultGroupSize = static_cast<int64_t>(store.ranks().size());
-  const std::string_view commPrefix = trace::track::kCommPrefix;
 
   // Visits every matchable span: f(rank, SpanRef, span, args, groupKey, groupName).
   // Two passes use it (find the rows, then fill them) rather than buffering every
@@ -132,20 +132,21 @@ std::vector<CollectiveRow> matchCollectives(const TraceStore& store) {
       for (uint32_t t = 0; t < rank.tracks.size(); ++t) {
         const Track& track = rank.tracks[t];
         const std::string_view trackName = store.str(track.name);
-        // The group of spans without a group argument: the track's suffix, keyed
-        // by its id when interned, else by the track's id with the top bit set.
-        const std::string_view trackGroup = startsWith(trackName, commPrefix)
-                                                ? trackName.substr(commPrefix.size())
-                                                : std::string_view();
+        // The group of spans without a group argument (trace::collectiveGroup), keyed by
+        // its id when interned, else by the track's id with the top bit set.
+        const std::string_view trackGroup = trace::collectiveGroup({}, trackName);
         uint32_t trackGroupKey = store.strings().find(trackGroup);
         if (trackGroupKey == 0) trackGroupKey = track.name | 0x80000000u;
         forAllSpans(track, [&](uint32_t level, uint32_t index, const Span& s) {
           if (s.category != collective) return;
           const CollectiveArgs args(rank, s, keys);
-          if (args.seq < 0 || isPointToPoint(store.str(s.name))) return;
-          f(rank, SpanRef{rank.rank, t, level, index}, s, args,
-            args.group ? args.group : trackGroupKey,
-            args.group ? store.str(args.group) : trackGroup);
+          const std::string_view group =
+              trace::collectiveGroup(args.group ? store.str(args.group) : "", trackName);
+          const auto key = trace::collectiveKeyOf(
+              store.str(s.name), args.seq, group, [&](std::string_view name) {
+                return name == trackGroup ? trackGroupKey : args.group;
+              });
+          if (key) f(rank, SpanRef{rank.rank, t, level, index}, s, args, key->group, group);
         });
       }
     }
@@ -163,14 +164,14 @@ std::vector<CollectiveRow> matchCollectives(const TraceStore& store) {
   };
   std::vector<RowKey> keyOf;
   std::vector<uint32_t> rowOfArrival;  // in visiting order
-  std::unordered_map<CollectiveKey, uint32_t, CollectiveKeyHash> rowOf;
+  std::unordered_map<trace::CollectiveKey, uint32_t, trace::CollectiveKeyHash> rowOf;
   std::unordered_map<uint32_t, std::vector<int32_t>> members;
   std::vector<int32_t>* current = nullptr;
   uint32_t currentGroup = 0;
   forEachCollective([&](const RankData& rank, const SpanRef&, const Span& s,
                         const CollectiveArgs& args, uint32_t groupKey, std::string_view groupName) {
-    auto [it, added] =
-        rowOf.try_emplace(CollectiveKey{groupKey, args.seq}, static_cast<uint32_t>(keyOf.size()));
+    auto [it, added] = rowOf.try_emplace(trace::CollectiveKey{groupKey, args.seq},
+                                         static_cast<uint32_t>(keyOf.size()));
     if (added) keyOf.push_back(RowKey{groupKey, groupName, args.seq, s.begin, 0});
     RowKey& key = keyOf[it->second];
     key.firstBegin = std::min(key.firstBegin, s.begin);

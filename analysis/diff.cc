@@ -9,8 +9,8 @@
 
 #include "analysis/figures.h"
 #include "analysis/trace_analyses.h"
-#include "backend/common/error.h"
-#include "backend/common/text.h"
+#include "base/error.h"
+#include "base/text.h"
 
 namespace ringx::analysis {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "viewer/model/trace_store.h"
+#include "trace/model/trace_store.h"
 
 namespace ringx::analysis {
 
@@ -60,7 +60,7 @@ struct RunDiff {
   std::vector<DiffRow> rows;  // every compared figure, largest B - A first
 };
 
-RunDiff diffRuns(const viewer::TraceStore& a, const viewer::TraceStore& b);
+RunDiff diffRuns(const model::TraceStore& a, const model::TraceStore& b);
 
 // B / A as "1.25x"; "-" when A is not positive.
 std::string formatRatio(int64_t a, int64_t b);

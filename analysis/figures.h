@@ -1,7 +1,7 @@
 // The figures ringx reports, each defined once. `ringx-trace summary`, the
 // viewer's panels, the DDP engine's last_iteration() and the benchmarks (through
 // ringx.analysis) all compute them here, so a figure means the same thing
-// wherever it is printed. The README's "Figures" section quotes these
+// wherever it is printed. docs/tracing.md ("Figures, one definition each") quotes these
 // definitions; change both together.
 //
 //  - Bus bandwidth (busbw), as nccl-tests defines it so that numbers compare
@@ -34,6 +34,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/format.h"  // how the figures print
+
 namespace ringx::analysis {
 
 // ---- sizes ----------------------------------------------------------------------
@@ -52,8 +54,6 @@ std::string sizeClassLabel(int sizeClass);
 double busBandwidthFactor(std::string_view op, int64_t groupSize);
 // GB/s; 0 when bytes or duration is not positive.
 double busBandwidthGBps(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize);
-// send, recv and their variants: matched by peer, not by group sequence.
-bool isPointToPoint(std::string_view op);
 
 // ---- distributions --------------------------------------------------------------
 
@@ -152,40 +152,5 @@ class ArrivalTracker {
 };
 
 ArrivalSkew arrivalSkew(const std::vector<Arrival>& arrivals);
-
-// ---- how figures print ----------------------------------------------------------
-
-// "850 ns", "12.3 us", "4.56 ms", "1.23 s".
-std::string formatDuration(int64_t ns);
-// The same with its sign always shown: "+12.3 us", "-850 ns" (deltas, offsets).
-std::string formatSignedDuration(int64_t ns);
-// "512 B", "12.3 KiB", "4.50 MiB", "1.20 GiB".
-std::string formatBytes(int64_t bytes);
-// A collective's identity across ranks: its process group (an id of the
-// reader's string table) and its sequence number in that group.
-struct CollectiveKey {
-  uint32_t group = 0;
-  int64_t seq = 0;
-  bool operator==(const CollectiveKey& o) const { return seq == o.seq && group == o.group; }
-};
-struct CollectiveKeyHash {
-  size_t operator()(const CollectiveKey& k) const {
-    uint64_t x = (uint64_t{k.group} << 40) ^ static_cast<uint64_t>(k.seq);
-    x ^= x >> 33;  // murmur's finalizer: seqs are dense, a table wants spread bits
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return static_cast<size_t>(x);
-  }
-};
-
-// "rank 2", "ranks 0, 1, 3", "ranks 0-7, 9, 12-15": runs of three or more
-// consecutive ranks print as ranges, so a 1,024-rank list stays one line.
-// `ranks` ascending.
-std::string rankList(const std::vector<int32_t>& ranks);
-// Reads what a user types for a set of ranks, "0-7,9,12-15" (spaces allowed,
-// a leading "rank"/"ranks" too, so rankList's text reads back): the ranks,
-// ascending and without repeats. False, with `error` saying what is wrong, for
-// anything else (an empty list, a range that runs backwards).
-bool parseRankList(std::string_view text, std::vector<int32_t>* ranks, std::string* error);
 
 }  // namespace ringx::analysis

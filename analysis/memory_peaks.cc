@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "analysis/store_reading.h"
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx::analysis {
 using namespace store_reading;

@@ -14,24 +14,24 @@
 #include <vector>
 
 #include "analysis/figures.h"
-#include "backend/common/text.h"
-#include "backend/trace/schema.h"
-#include "viewer/model/trace_store.h"
+#include "base/text.h"
+#include "trace/format/schema.h"
+#include "trace/model/trace_store.h"
 
 namespace ringx::analysis::store_reading {
 
 namespace targ = trace::arg;
 // The store's types, which every analysis walks.
-using viewer::ArgKind;
-using viewer::ArgValue;
-using viewer::CounterSeries;
-using viewer::Instant;
-using viewer::kSpanFailed;
-using viewer::RankData;
-using viewer::Span;
-using viewer::StringPool;
-using viewer::Track;
-using viewer::TrackKind;
+using model::ArgKind;
+using model::ArgValue;
+using model::CounterSeries;
+using model::Instant;
+using model::kSpanFailed;
+using model::RankData;
+using model::Span;
+using model::StringPool;
+using model::Track;
+using model::TrackKind;
 
 // The well-known argument keys as string ids (0: no event carries that key).
 struct Keys {
@@ -60,7 +60,7 @@ struct Keys {
 
 // A span's args, unpacked once, with typed lookups by key id.
 struct ArgRange {
-  viewer::ArgList list;
+  model::ArgList list;
   ArgRange(const RankData& rank, uint32_t first, uint16_t count) : list(rank, first, count) {}
   ArgRange(const RankData& rank, const Span& s) : list(rank, s) {}
 

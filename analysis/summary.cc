@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -18,32 +17,16 @@
 #include <unordered_map>
 
 #include "analysis/store_reading.h"
-#include "backend/common/text.h"
-#include "backend/trace/alignment.h"
-#include "backend/trace/schema.h"
-#include "viewer/model/ringx_ingest.h"
+#include "base/text.h"
+#include "trace/format/collective_key.h"
+#include "trace/format/schema.h"
+#include "trace/model/ringx_ingest.h"
+#include "trace/read/alignment.h"
 
 namespace ringx::analysis {
 using namespace store_reading;
 
 namespace {
-
-void appendf(std::string& out, const char* format, ...) __attribute__((format(printf, 2, 3)));
-void appendf(std::string& out, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list again;
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  if (n > 0) {
-    const size_t at = out.size();
-    out.resize(at + static_cast<size_t>(n) + 1);
-    std::vsnprintf(&out[at], static_cast<size_t>(n) + 1, format, again);
-    out.resize(at + static_cast<size_t>(n));
-  }
-  va_end(again);
-}
 
 // Time covered by the union of [begin, end) intervals (sorted in place).
 int64_t unionLength(std::vector<std::pair<int64_t, int64_t>>& intervals) {
@@ -63,16 +46,6 @@ int64_t unionLength(std::vector<std::pair<int64_t, int64_t>>& intervals) {
   }
   if (open) total += openEnd - openBegin;
   return total;
-}
-
-// An engine section's title and phase means (DdpAnalysis and FsdpAnalysis alike).
-template <typename Engine>
-void appendEngineHeader(std::string& out, const char* name, const Engine& e) {
-  appendf(out, "\n%s engine (%" PRIu64 " iterations over all ranks; means)\n", name,
-          e.iterationCount);
-  appendf(out, "  forward %s, backward %s, optimizer and the rest until the next forward %s\n",
-          formatDuration(e.forwardMeanNs).c_str(), formatDuration(e.backwardMeanNs).c_str(),
-          formatDuration(e.optimizerMeanNs).c_str());
 }
 
 // ---- one rank's part --------------------------------------------------------------
@@ -100,7 +73,7 @@ using OpKey = std::pair<std::string, int>;  // (op, size class)
 // matchCollectives counts a rank once) and the (op, size) classes of all its
 // spans (for the calls column).
 struct CollectivePart {
-  std::string group;  // see groupKeyOf
+  std::string group;  // trace::collectiveGroup()
   int64_t seq = 0;
   int64_t beginNs = 0;
   std::string op;  // of the earliest span
@@ -121,16 +94,6 @@ struct RankPart {
   int64_t fsdpPeakBytes = 0, fsdpShardedBytes = 0;
   std::vector<std::string> warnings;  // its store's own
 };
-
-// The key collectives are matched by: the group argument, else the
-// "comm:<group>" track's suffix, else (as matchCollectives) the track itself.
-std::string groupKeyOf(std::string_view groupName, std::string_view trackName) {
-  if (!groupName.empty()) return std::string(groupName);
-  return strCat("\x01", trackName);
-}
-std::string_view groupNameOf(std::string_view key) {
-  return !key.empty() && key[0] == '\x01' ? std::string_view() : key;
-}
 
 RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defaultGroupSize) {
   RankPart part;
@@ -155,13 +118,16 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
   int collective = -1;
   for (size_t c = 0; c < store.categories().size(); ++c)
     if (store.categories()[c] == collectiveCategory) collective = static_cast<int>(c);
-  const std::string_view commPrefix = trace::track::kCommPrefix;
 
   // The op's part through a cache keyed by name id and size class: a map
   // lookup with a fresh string per span would dominate.
   std::unordered_map<uint64_t, uint32_t> opOf;
   std::map<OpKey, uint32_t> opIndex;
-  std::unordered_map<std::string, size_t> collectiveOf;  // group key + '\n' + seq
+  std::unordered_map<trace::CollectiveKey, size_t, trace::CollectiveKeyHash> collectiveOf;
+  std::unordered_map<std::string_view, uint32_t> groupIds;  // this rank's ids of group names
+  auto groupIdOf = [&](std::string_view name) {
+    return groupIds.try_emplace(name, static_cast<uint32_t>(groupIds.size())).first->second;
+  };
   std::vector<std::pair<int64_t, int64_t>> commIntervals;
   for (const Track& track : rank.tracks) {
     const std::string_view trackName = store.str(track.name);
@@ -174,9 +140,8 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
         const int64_t groupSizeArg = args.integer(keys.groupSize, -1);
         const int64_t groupSize = groupSizeArg > 0 ? groupSizeArg : defaultGroupSize;
         const std::string_view op = store.str(span.name);
-        std::string_view groupName = store.str(args.string(keys.group));
-        if (groupName.empty() && startsWith(trackName, commPrefix))
-          groupName = trackName.substr(commPrefix.size());
+        const std::string_view group =
+            trace::collectiveGroup(store.str(args.string(keys.group)), trackName);
 
         const int cls = sizeClass(bytes);
         const uint64_t cacheKey = uint64_t{span.name} << 8 | static_cast<uint64_t>(cls + 2);
@@ -192,13 +157,12 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
         }
         const uint32_t opKey = cached->second;
         OpPart& acc = part.ops[opKey];
-        if (seq >= 0 && !isPointToPoint(op)) {
-          std::string group = groupKeyOf(groupName, trackName);
-          auto [at, added] = collectiveOf.try_emplace(strCat(group, "\n", seq), 0);
+        if (const auto key = trace::collectiveKeyOf(op, seq, group, groupIdOf)) {
+          auto [at, added] = collectiveOf.try_emplace(*key, 0);
           if (added) {
             at->second = part.collectives.size();
             part.collectives.push_back(CollectivePart{
-                std::move(group), seq, span.begin, std::string(op), groupSizeArg, {}});
+                std::string(group), seq, span.begin, std::string(op), groupSizeArg, {}});
           }
           CollectivePart& c = part.collectives[at->second];
           if (span.begin < c.beginNs) {
@@ -213,7 +177,7 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
         }
         ++rs.collectives;
         commIntervals.emplace_back(span.begin, span.end);
-        if (span.flags & viewer::kSpanFailed) {
+        if (span.flags & model::kSpanFailed) {
           ++acc.failed;
           ++rs.failed;
           continue;
@@ -246,7 +210,7 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
 // (aligned as the viewer aligns it), reduced, and the store dropped.
 RankPart reduceRankTrace(const trace::RankTrace& trace) {
   TraceStore store;
-  viewer::ingestRankTrace(store, trace, trace::ClockModel::forRank(trace), 0, nullptr);
+  model::ingestRankTrace(store, trace, trace::ClockModel::forRank(trace), 0, nullptr);
   store.finalize();
   RankPart part = reduceRank(store, store.ranks().front(), trace.header.worldSize);
   part.warnings = store.warnings();
@@ -305,7 +269,7 @@ class SummaryBuilder {
   std::map<OpKey, uint32_t> opKeyIds_;
   std::vector<OpKey> opKeys_;
   std::vector<OpPart> ops_;
-  std::unordered_map<CollectiveKey, Collective, CollectiveKeyHash> collectives_;
+  std::unordered_map<trace::CollectiveKey, Collective, trace::CollectiveKeyHash> collectives_;
   DdpBuilder ddp_{false};
   FsdpBuilder fsdp_{false};
   int64_t fsdpPeakBytes_ = 0, fsdpShardedBytes_ = 0;
@@ -341,7 +305,7 @@ void SummaryBuilder::add(RankPart&& part) {
             });
   for (const CollectivePart& c : part.collectives) {
     const uint32_t group = intern(groupNames_, groupIds_, c.group);
-    Collective& row = collectives_[CollectiveKey{group, c.seq}];
+    Collective& row = collectives_[trace::CollectiveKey{group, c.seq}];
     row.arrivals.add(Arrival{rankId, c.beginNs});
     row.groupSize = std::max(row.groupSize, c.groupSize);
     for (uint32_t k : c.opKeys) {
@@ -470,7 +434,7 @@ Summary SummaryBuilder::finish(std::string source, int32_t worldSize,
     const ArrivalSkew a = row.arrivals.skew();
     skews.push_back(a.skewNs);
     if (a.lastRank >= 0) ++skew.lastArrivals[a.lastRank];
-    const std::string_view group = groupNameOf(groupNames_[key.group]);
+    const std::string_view group = groupNames_[key.group];
     // Ties on the largest skew go to the lowest (group, seq), so the answer
     // does not depend on the order ranks were read in.
     if (skew.maxSeq < 0 || a.skewNs > skew.maxNs ||
@@ -610,204 +574,6 @@ Summary summarizeTrace(const std::string& path, unsigned threads) {
   return builder.finish(scan.path,
                         std::max(static_cast<int32_t>(scan.headers.size()), scan.worldSize()),
                         scan.warnings);
-}
-
-std::string formatSummary(const Summary& s, const SummaryFormat& format) {
-  std::string out;
-  appendf(out, "ringx trace summary: %s\n", s.source.c_str());
-  appendf(out, "  %zu of %d ranks, %" PRIu64 " events, %s traced (aligned to rank 0's clock)\n",
-          s.ranks.size(), s.worldSize, s.events, formatDuration(s.tracedNs).c_str());
-
-  // ---- collectives
-  out += "\nCollectives (time statistics over every rank's span; busbw as in nccl-tests)\n";
-  if (s.collectives.empty()) {
-    out += "  none recorded\n";
-  } else {
-    int opWidth = 9;
-    for (const CollectiveStats& c : s.collectives) {
-      opWidth = std::max(opWidth, static_cast<int>(c.op.size()));
-    }
-    appendf(out, "  %-*s  %-15s %7s %7s %10s %10s %10s %10s %10s %7s\n", opWidth, "op", "size",
-            "calls", "spans", "total", "mean", "p50", "p99", "busbw GB/s", "failed");
-    for (const CollectiveStats& c : s.collectives) {
-      char busbwText[32];
-      if (c.busbwGBps > 0) {
-        std::snprintf(busbwText, sizeof(busbwText), "%.2f", c.busbwGBps);
-      } else {
-        std::snprintf(busbwText, sizeof(busbwText), "-");
-      }
-      appendf(
-          out, "  %-*s  %-15s %7" PRIu64 " %7" PRIu64 " %10s %10s %10s %10s %10s %7" PRIu64 "\n",
-          opWidth, c.op.c_str(), c.sizeLabel.c_str(), c.calls, c.spans,
-          formatDuration(c.totalNs).c_str(), formatDuration(c.meanNs).c_str(),
-          formatDuration(c.p50Ns).c_str(), formatDuration(c.p99Ns).c_str(), busbwText, c.failed);
-    }
-  }
-
-  // ---- per rank
-  if (s.ranks.size() <= format.rankTableLimit || format.allRanks) {
-    out += "\nCommunication time per rank (time inside collectives / the rank's traced span)\n";
-    appendf(out, "  %4s  %-16s %11s %10s %10s %6s  %s\n", "rank", "host", "collectives", "comm",
-            "traced", "share", "clock");
-    for (const RankStats& r : s.ranks) {
-      std::string clock;
-      if (!r.clockKnown) {
-        clock = "as recorded";
-      } else if (r.clockReference) {
-        clock = "reference";
-      } else if (r.clockAligned) {
-        clock = strCat("offset ", formatSignedDuration(r.clockOffsetNs), " +- ",
-                       formatDuration(r.clockUncertaintyNs));
-      } else {
-        clock = "not aligned (no clock-sync samples)";
-      }
-      if (r.dropped > 0) clock += strCat(", ", r.dropped, " dropped");
-      if (r.truncated) clock += ", file cut off";
-      appendf(out, "  %4d  %-16s %11" PRIu64 " %10s %10s %5.1f%%  %s\n", r.rank, r.host.c_str(),
-              r.collectives, formatDuration(r.commNs).c_str(), formatDuration(r.tracedNs).c_str(),
-              100.0 * r.commShare, clock.c_str());
-    }
-  } else {
-    // A thousand rows hide the few that matter: the hosts and the stragglers
-    // below stand for them.
-    const auto [least, most] = std::minmax_element(
-        s.ranks.begin(), s.ranks.end(),
-        [](const RankStats& a, const RankStats& b) { return a.commShare < b.commShare; });
-    appendf(out,
-            "\nCommunication time per rank: %zu ranks, share of the traced span from %.1f%% "
-            "(rank %d) to %.1f%% (rank %d); --ranks prints every rank\n",
-            s.ranks.size(), 100.0 * least->commShare, least->rank, 100.0 * most->commShare,
-            most->rank);
-  }
-
-  // ---- skew
-  const SkewStats& k = s.skew;
-  out +=
-      "\nArrival skew (latest minus earliest aligned begin of each collective, matched by "
-      "group and seq)\n";
-  if (k.matched == 0) {
-    out += "  no collective was recorded on two or more ranks\n";
-  } else {
-    appendf(out, "  %" PRIu64 " collectives matched", k.matched);
-    if (k.incomplete > 0) {
-      appendf(out, " (%" PRIu64 " seen on fewer ranks than their group)", k.incomplete);
-    }
-    appendf(out, "; p50 %s, p99 %s, max %s (%s seq %" PRId64 " in group %s",
-            formatDuration(k.p50Ns).c_str(), formatDuration(k.p99Ns).c_str(),
-            formatDuration(k.maxNs).c_str(), k.maxOp.c_str(), k.maxSeq, k.maxGroup.c_str());
-    if (k.maxLastRank >= 0) appendf(out, ", rank %d last", k.maxLastRank);
-    out += ")\n";
-    if (k.mostOftenLast >= 0) {
-      appendf(out, "  last to arrive most often: rank %d (%" PRIu64 " of %" PRIu64 ")",
-              k.mostOftenLast, k.mostOftenLastCount, k.matched);
-      // The runners-up, most often last first; a thousand of them would be a wall.
-      std::vector<std::pair<uint64_t, int32_t>> others;
-      for (const auto& [rank, count] : k.lastArrivals)
-        if (rank != k.mostOftenLast) others.emplace_back(count, rank);
-      std::stable_sort(others.begin(), others.end(),
-                       [](const auto& a, const auto& b) { return a.first > b.first; });
-      std::string then;
-      for (size_t i = 0; i < others.size() && i < format.topRanks - 1; ++i)
-        then += strCat(then.empty() ? "" : ", ", "rank ", others[i].second, ": ", others[i].first);
-      if (others.size() + 1 > format.topRanks)
-        then += strCat(" and ", others.size() + 1 - format.topRanks, " more ranks");
-      if (!then.empty()) appendf(out, "; then %s", then.c_str());
-      out += "\n";
-    }
-    if (k.clockUncertaintyNs > 0) {
-      appendf(out, "  clock uncertainty up to %s: smaller skews are within measurement error\n",
-              formatDuration(k.clockUncertaintyNs).c_str());
-    }
-  }
-
-  // ---- stragglers: ranks and hosts that arrive late
-  if (k.matched > 0 && s.ranks.size() >= 2) {
-    out +=
-        "\nStragglers (lateness: how long after the first rank a rank began the matched "
-        "collectives it was in, mean)\n";
-    if (s.hosts.size() >= 2) {
-      size_t hostWidth = 16;
-      for (const HostStats& h : s.hosts) hostWidth = std::max(hostWidth, h.host.size());
-      appendf(out, "  %-*s %-20s %6s %10s %10s\n", static_cast<int>(hostWidth), "host", "ranks",
-              "share", "lateness", "times last");
-      const size_t rows = s.hosts.size() <= format.topHosts + 1 ? s.hosts.size() : format.topHosts;
-      for (size_t i = 0; i < rows; ++i) {
-        const HostStats& h = s.hosts[i];
-        appendf(out, "  %-*s %-20s %5.1f%% %10s %10" PRIu64 "\n", static_cast<int>(hostWidth),
-                h.host.c_str(), rankList(h.ranks).c_str(), 100.0 * h.commShare,
-                formatDuration(h.latenessMeanNs).c_str(), h.timesLast);
-      }
-      if (rows < s.hosts.size()) {
-        std::vector<int64_t> rest;
-        for (size_t i = rows; i < s.hosts.size(); ++i) rest.push_back(s.hosts[i].latenessMeanNs);
-        std::sort(rest.begin(), rest.end());
-        appendf(out, "  ... %zu more hosts, lateness p50 %s, max %s\n", rest.size(),
-                formatDuration(percentile(rest, 50)).c_str(), formatDuration(rest.back()).c_str());
-      }
-    }
-    std::vector<const RankStats*> late;
-    for (const RankStats& r : s.ranks)
-      if (r.matchedCollectives > 0) late.push_back(&r);
-    std::stable_sort(late.begin(), late.end(), [](const RankStats* a, const RankStats* b) {
-      return a->latenessMeanNs > b->latenessMeanNs;
-    });
-    std::string top;
-    for (size_t i = 0; i < late.size() && i < format.topRanks; ++i) {
-      const RankStats& r = *late[i];
-      top += strCat(top.empty() ? "" : "; ", "rank ", r.rank, " (", r.host.empty() ? "?" : r.host,
-                    ") ", formatDuration(r.latenessMeanNs), ", last ", r.timesLast, " of ",
-                    r.matchedCollectives);
-    }
-    if (!top.empty()) appendf(out, "  latest ranks: %s\n", top.c_str());
-  }
-
-  // ---- DDP
-  const DdpAnalysis& d = s.ddp;
-  if (d.iterationCount > 0) {
-    appendEngineHeader(out, "DDP", d);
-    appendf(out,
-            "  communication hidden behind backward: %.0f%%; exposed after backward's compute: "
-            "%s per iteration%s\n",
-            100.0 * d.hiddenShare, formatDuration(d.exposedMeanNs).c_str(),
-            d.rebuilds ? "; buckets rebuilt in gradient-ready order" : "");
-    appendf(out, "  %6s %10s %6s %14s %10s %10s %12s %7s\n", "bucket", "bytes", "params",
-            "wait to launch", "wire mean", "wire p50", "exposed mean", "hidden");
-    for (const DdpBucketAverage& b : d.buckets) {
-      appendf(out, "  %6" PRId64 " %10" PRId64 " %6" PRId64 " %14s %10s %10s %12s %6.0f%%\n",
-              b.bucket, b.bytes, b.params, formatDuration(b.launchDelayMeanNs).c_str(),
-              formatDuration(b.wireMeanNs).c_str(), formatDuration(b.wireP50Ns).c_str(),
-              formatDuration(b.exposedMeanNs).c_str(), 100.0 * b.hiddenShare);
-    }
-  }
-
-  // ---- FSDP
-  const FsdpAnalysis& f = s.fsdp;
-  if (f.iterationCount > 0) {
-    appendEngineHeader(out, "FSDP", f);
-    appendf(out,
-            "  compute waiting for gathers: %s per iteration; memory per rank: shards %s, "
-            "peak held %s\n",
-            formatDuration(f.exposedMeanNs).c_str(), formatBytes(s.fsdpShardedBytes).c_str(),
-            formatBytes(s.fsdpPeakBytes).c_str());
-    appendf(out, "  %-20s %10s %8s %10s %10s %11s %14s %10s %10s %10s\n", "unit", "gathered",
-            "gathers", "wire mean", "waited", "prefetched", "reduce_scatter", "allreduce",
-            "forward", "backward");
-    for (const FsdpUnitAnalysis& u : f.units) {
-      appendf(out, "  %-20s %10s %8" PRIu64 " %10s %10s %10.0f%% %14s %10s %10s %10s\n",
-              u.unit.c_str(), formatBytes(u.gatherBytes).c_str(), u.gathers,
-              formatDuration(u.gatherWireMeanNs).c_str(), formatDuration(u.exposedMeanNs).c_str(),
-              100.0 * u.prefetchedShare, formatDuration(u.reduceScatterMeanNs).c_str(),
-              formatDuration(u.allreduceMeanNs).c_str(), formatDuration(u.forwardMeanNs).c_str(),
-              formatDuration(u.backwardMeanNs).c_str());
-    }
-  }
-
-  // ---- caveats
-  if (!s.warnings.empty()) {
-    out += "\nWarnings\n";
-    for (const std::string& w : s.warnings) appendf(out, "  - %s\n", w.c_str());
-  }
-  return out;
 }
 
 }  // namespace ringx::analysis

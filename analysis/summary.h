@@ -20,8 +20,8 @@
 // each (group, seq) collective, then dropped, so a trace directory of 1,000
 // ranks and 100M events is summarised in memory that grows with ranks and
 // collectives, not events (summarizeTrace reads one rank file per thread at a
-// time). A rank is read through the viewer model's store
-// (viewer/model/trace_store.h) and the engines' builders of
+// time). A rank is read through the trace model's store
+// (trace/model/trace_store.h) and the engines' builders of
 // analysis/trace_analyses.h, and every figure comes from analysis/figures.h,
 // so the text and the viewer agree.
 #pragma once
@@ -33,8 +33,8 @@
 
 #include "analysis/figures.h"
 #include "analysis/trace_analyses.h"
-#include "backend/trace/trace_dir.h"
-#include "viewer/model/trace_store.h"
+#include "trace/model/trace_store.h"
+#include "trace/read/trace_dir.h"
 
 namespace ringx::analysis {
 
@@ -133,7 +133,7 @@ struct Summary {
 };
 
 // Any finalized store: ringx traces, Chrome traces, both (all in memory).
-Summary summarize(const viewer::TraceStore& store, const std::string& source);
+Summary summarize(const model::TraceStore& store, const std::string& source);
 // A ringx trace set already in memory, one rank at a time; the world size is
 // its headers' (ranks whose files are missing count).
 Summary summarize(const trace::TraceSet& trace);
@@ -141,17 +141,5 @@ Summary summarize(const trace::TraceSet& trace);
 // `threads` threads (each holds one rank): what `ringx-trace summary DIR` runs.
 // Memory: `threads` ranks' events plus O(ranks + collectives).
 Summary summarizeTrace(const std::string& path, unsigned threads);
-
-struct SummaryFormat {
-  // The per-rank table is printed in full up to this many ranks (or always
-  // with allRanks); beyond, the hosts and the top stragglers stand for it.
-  size_t rankTableLimit = 64;
-  bool allRanks = false;
-  size_t topRanks = 5;  // stragglers named
-  size_t topHosts = 8;  // host rows when there are more hosts than that
-};
-
-// The summary as text tables for a terminal, ending in a newline.
-std::string formatSummary(const Summary& summary, const SummaryFormat& format = {});
 
 }  // namespace ringx::analysis

@@ -1,5 +1,5 @@
 // The trace analyses: what the viewer's panels, `ringx-trace summary` and
-// `ringx-trace diff` compute from a finalized TraceStore (the viewer model's
+// `ringx-trace diff` compute from a finalized TraceStore (the trace model's
 // store, which keeps only what drawing needs): statistics of a
 // selection, collectives matched across ranks (skew, mismatches, hang suspects),
 // the DDP and FSDP engines' iterations, buckets and units, and memory peaks with
@@ -26,13 +26,13 @@
 #include <vector>
 
 #include "analysis/figures.h"
-#include "viewer/model/trace_store.h"
+#include "trace/model/trace_store.h"
 
 namespace ringx::analysis {
 
-// The analyses read the viewer model's store.
-using viewer::RankData;
-using viewer::TraceStore;
+// The analyses read the trace model's store.
+using model::RankData;
+using model::TraceStore;
 
 // Where a span lives in the store: ranks()[i].rank == rank, then
 // tracks[track].levels[level][index]. Valid until the next finalize().
@@ -239,7 +239,7 @@ struct DdpAnalysis {
   uint64_t rebuilds = 0;   // "bucket_rebuild" spans
 };
 
-// The DDP engine's events (ddp/timing.cc): forward/backward/optimizer/bucket_rebuild
+// The DDP engine's events (engines/ddp/timing.cc): forward/backward/optimizer/bucket_rebuild
 // on "ddp", one "bucket" span per bucket and iteration on "ddp:bucket<N>", all
 // with a step argument. Iterations are the backward spans; bucket spans of a step
 // without one count in the bucket averages only.
@@ -350,7 +350,7 @@ struct FsdpAnalysis {
   int64_t exposedMeanNs = 0;  // per iteration
 };
 
-// The FSDP engine's events (fsdp/timing.cc): forward/backward/optimizer on
+// The FSDP engine's events (engines/fsdp/timing.cc): forward/backward/optimizer on
 // "fsdp"; all_gather, forward, backward, reshard, reduce_scatter and allreduce on
 // "fsdp:<unit>", all with a step argument. Iterations are the backward spans.
 FsdpAnalysis analyzeFsdp(const TraceStore& store);

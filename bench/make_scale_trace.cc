@@ -31,11 +31,11 @@
 #include <thread>
 #include <vector>
 
-#include "backend/trace/codec.h"
-#include "backend/trace/file_sink.h"
-#include "backend/trace/recorder.h"
-#include "backend/trace/trace_dir.h"
-#include "tools/common/command_line.h"
+#include "base/command_line.h"
+#include "trace/format/codec.h"
+#include "trace/read/trace_dir.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/recorder.h"
 
 namespace {
 

@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "backend/group/group.h"
+#include "base/command_line.h"
 #include "tests/cpp/process_ranks.h"
-#include "tools/common/command_line.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "backend/group/collective_trace.h"
-#include "backend/trace/file_sink.h"
-#include "backend/trace/recorder.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/recorder.h"
 
 int main(int argc, char** argv) {
   using namespace ringx;
@@ -42,8 +42,7 @@ int main(int argc, char** argv) {
       tracer.record(outcome, note, t, t + 1000, nullptr);
     }
     const double ns =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-            .count() /
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
         perSlice;
     best = std::min(best, ns);
     total += ns;
@@ -52,10 +51,11 @@ int main(int argc, char** argv) {
   recorder.stop();
   const trace::RankTrace trace = trace::readTraceFile(path);
   std::remove(path.c_str());
-  std::printf("recording one collective event (13 args): %.0f ns mean, %.0f ns best slice; "
-              "%zu events written, %llu dropped\n",
-              total / slices, best, trace.events.size(),
-              static_cast<unsigned long long>(recorder.droppedEvents()));
+  std::printf(
+      "recording one collective event (13 args): %.0f ns mean, %.0f ns best slice; "
+      "%zu events written, %llu dropped\n",
+      total / slices, best, trace.events.size(),
+      static_cast<unsigned long long>(recorder.droppedEvents()));
   std::printf("= %.2f%% of a 10 us allreduce, %.2f%% of a 60 us one\n", total / slices / 100,
               total / slices / 600);
   return 0;

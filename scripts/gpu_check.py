@@ -163,7 +163,8 @@ def run_steps(check, report_dir):
     configured = check.run("configure", [
         "cmake", "-S", REPO, "-B", BUILD, *generator, "-DCMAKE_BUILD_TYPE=Release",
         f"-DPython3_EXECUTABLE={sys.executable}", "-DRINGX_BUILD_CUDA=ON",
-        "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_SAMPLES=OFF", "-DRINGX_BUILD_TESTS=ON",
+        "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_TOOLS=OFF", "-DRINGX_BUILD_SAMPLES=OFF",
+        "-DRINGX_BUILD_TESTS=ON",
         f"-DCMAKE_PREFIX_PATH={';'.join(prefix)}"])
     built = configured and check.run("build", [
         "cmake", "--build", BUILD, "-j", JOBS, "--target", "ringx_c10d_python", "ringx_cuda_tests"])

@@ -136,7 +136,8 @@ def compile_release(cache, release, out):
     start = time.time()
     ok = run(["cmake", "-S", REPO, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
               f"-DPython3_EXECUTABLE={sys.executable}", f"-DRINGX_TORCH_DIR={torch_dir}",
-              "-DRINGX_BUILD_TESTS=OFF", "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_SAMPLES=OFF",
+              "-DRINGX_BUILD_TESTS=OFF", "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_TOOLS=OFF",
+              "-DRINGX_BUILD_SAMPLES=OFF",
               "-DRINGX_BUILD_CUDA=ON"] + launcher, log) == 0
     if ok:
         # -k: a failure in one file does not hide the others' (the log names every one).

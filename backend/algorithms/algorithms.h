@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/algorithms/collective.h"
-#include "backend/common/types.h"
+#include "base/types.h"
 
 namespace ringx::algorithms {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "backend/algorithms/algorithms.h"
-#include "backend/common/bytes.h"
+#include "base/bytes.h"
 
 namespace ringx::algorithms {
 

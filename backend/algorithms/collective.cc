@@ -1,5 +1,7 @@
 #include "backend/algorithms/collective.h"
 
+#include "backend/algorithms/receive_kernels.h"
+
 namespace ringx::algorithms {
 namespace {
 constexpr uint32_t kHeaderMagic = 0x52475843;  // "RGXC"
@@ -83,12 +85,12 @@ Collective::Collective(Collective& parent, const std::vector<int>& members)
   RINGX_ENFORCE(rank_ >= 0);
 }
 
-const transport::HostLayout& Collective::hosts() const {
+const bootstrap::HostLayout& Collective::hosts() const {
   if (outermost_ == this) return context_.hosts();
   if (!viewHosts_) {
     std::vector<int> labels(size_);
     for (int i = 0; i < size_; ++i) labels[i] = context_.hosts().hostOf(members_[i]);
-    viewHosts_ = std::make_unique<transport::HostLayout>(labels);
+    viewHosts_ = std::make_unique<bootstrap::HostLayout>(labels);
   }
   return *viewHosts_;
 }
@@ -129,12 +131,14 @@ uint64_t Collective::send(int peer, const void* data, size_t bytes) {
 }
 
 uint64_t Collective::recv(int peer, void* data, size_t bytes, bool streaming) {
-  return context_.pair(global(peer), deadline_).postRecv(data, bytes, streaming);
+  return context_.pair(global(peer), deadline_)
+      .postRecv(data, bytes, streaming ? &cpuReceiveKernels() : nullptr);
 }
 
 uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
                                 const void* accumulate) {
-  return context_.pair(global(peer), deadline_).postRecvReduce(data, count, dtype, op, accumulate);
+  return context_.pair(global(peer), deadline_)
+      .postRecvReduce(data, count, cpuReceiveKernels(), dtype, op, accumulate);
 }
 
 void Collective::checkHeader(int peer) {

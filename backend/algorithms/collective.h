@@ -14,13 +14,11 @@
 #include <vector>
 
 #include "backend/algorithms/workspace.h"
-#include "backend/common/error.h"
-#include "backend/common/types.h"
 #include "backend/transport/context.h"
+#include "base/error.h"
+#include "base/types.h"
 
 namespace ringx::algorithms {
-
-using transport::Deadline;
 
 enum class CollectiveKind : uint8_t {
   kAllreduce,
@@ -93,7 +91,7 @@ class Collective {
   int rank() const { return rank_; }
   int size() const { return size_; }
   // The host of every rank of this Collective (a view's ranks in its numbering).
-  const transport::HostLayout& hosts() const;
+  const bootstrap::HostLayout& hosts() const;
   const CallSignature& call() const { return call_; }
   Deadline deadline() const { return deadline_; }
   // Uninitialised scratch of `bytes` (slot 0 or 1), from the group's workspace.
@@ -134,7 +132,7 @@ class Collective {
   int rank_;
   int size_;
   // A view's layout, made when first asked for (the algorithms run on views seldom need it).
-  mutable std::unique_ptr<transport::HostLayout> viewHosts_;
+  mutable std::unique_ptr<bootstrap::HostLayout> viewHosts_;
   Workspace ownWorkspace_;  // used when the caller lends none
   Workspace* workspace_;
   const CallSignature call_;

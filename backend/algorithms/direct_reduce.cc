@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "backend/algorithms/algorithms.h"
-#include "backend/common/bytes.h"
 #include "backend/reduce/reduce.h"
+#include "base/bytes.h"
 
 namespace ringx::algorithms {
 

@@ -2,7 +2,7 @@
 //
 // The flat algorithms treat every rank alike, so their step count grows with the number of
 // ranks N: the ring takes 2(N-1) steps, and every one of them can cross a host boundary.
-// With H hosts of L ranks each (the host layout, transport/host_layout.h; a host's leader is
+// With H hosts of L ranks each (the host layout, bootstrap/host_layout.h; a host's leader is
 // its lowest rank), this runs three phases on views of the group (collective.h):
 //
 //   step 1: within each host, reduce to the leader (reduce(): direct for small buffers,
@@ -16,7 +16,7 @@
 // A ring allreduce of a large buffer now takes 2(H-1) steps across hosts instead of 2(N-1),
 // and sends the same bytes across each host's link; a small one takes log2(H) rounds across
 // hosts. Non-leaders talk only to ranks of their own host, and leaders only to other leaders
-// across hosts, so connections stay few (connections on demand, transport/connector.h).
+// across hosts, so connections stay few (connections on demand, bootstrap/connector.h).
 //
 // Why a reduce to the leader rather than a reduce-scatter within the host (each rank then
 // allreducing its shard across hosts, and an all-gather within the host): the sharded form
@@ -42,7 +42,7 @@ bool useHierarchy(const Collective& c, const Tuning& tuning) {
     case Tuning::Hierarchy::kAuto:
       break;
   }
-  const transport::HostLayout& hosts = c.hosts();
+  const bootstrap::HostLayout& hosts = c.hosts();
   return c.size() > tuning.directMaxRanks && hosts.hosts() > 1 && hosts.largestHost() > 1;
 }
 
@@ -69,7 +69,7 @@ const char* hierarchicalName(int hosts, size_t bytes, const Tuning& tuning) {
 
 void hierarchicalAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
                            const Tuning& tuning) {
-  const transport::HostLayout& hosts = c.hosts();
+  const bootstrap::HostLayout& hosts = c.hosts();
   const int me = c.rank();
   const size_t bytes = count * elementSize(dtype);
   // Ranks of this host, ascending: the leader is rank 0 of the host's view.

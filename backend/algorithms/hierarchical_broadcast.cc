@@ -1,6 +1,6 @@
 // Hierarchical broadcast: the root's host first, then one leader per host, then every host.
 //
-// With the root on host R (the host layout, transport/host_layout.h; a host's leader is its
+// With the root on host R (the host layout, bootstrap/host_layout.h; a host's leader is its
 // lowest rank), three phases run on views of the group (collective.h), each with the flat
 // broadcast (flatBroadcast: direct, binomial tree or pipelined chain):
 //
@@ -40,7 +40,7 @@ int indexOf(const std::vector<int>& ranks, int rank) {
 
 void hierarchicalBroadcast(Collective& c, void* data, size_t bytes, int root,
                            const Tuning& tuning) {
-  const transport::HostLayout& hosts = c.hosts();
+  const bootstrap::HostLayout& hosts = c.hosts();
   const int me = c.rank();
   const int rootHost = hosts.hostOf(root);
   const int myHost = hosts.hostOf(me);

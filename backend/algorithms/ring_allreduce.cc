@@ -12,7 +12,7 @@
 // copied verbatim, so all ranks end with bit-identical results.
 #include "backend/algorithms/algorithms.h"
 #include "backend/algorithms/ring.h"
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx::algorithms {
 

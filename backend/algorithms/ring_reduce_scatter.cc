@@ -10,7 +10,7 @@
 
 #include "backend/algorithms/algorithms.h"
 #include "backend/algorithms/ring.h"
-#include "backend/common/bytes.h"
+#include "base/bytes.h"
 
 namespace ringx::algorithms {
 

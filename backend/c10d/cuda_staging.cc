@@ -11,7 +11,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "backend/cuda/cuda_stream.h"
+#include "backend/device/cuda/cuda_stream.h"
 #include "backend/device/stream_ordering.h"
 #endif
 

@@ -23,7 +23,7 @@
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
-#include "backend/group/work_queue.h"
+#include "backend/device/work_queue.h"
 
 namespace ringx::c10d_glue {
 

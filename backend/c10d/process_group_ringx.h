@@ -20,8 +20,8 @@
 #include "backend/c10d/tensor_utils.h"
 #include "backend/c10d/torch_compat.h"
 #include "backend/c10d/work.h"
+#include "backend/device/work_queue.h"
 #include "backend/group/group.h"
-#include "backend/group/work_queue.h"
 
 namespace ringx::c10d_glue {
 

@@ -4,8 +4,8 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "backend/common/error.h"
 #include "backend/store/store.h"
+#include "base/error.h"
 
 namespace ringx::c10d_glue {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/common/types.h"
+#include "base/types.h"
 
 namespace ringx::c10d_glue {
 

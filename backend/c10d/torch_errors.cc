@@ -2,7 +2,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx::c10d_glue {
 namespace {

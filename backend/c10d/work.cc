@@ -1,8 +1,8 @@
 #include "backend/c10d/work.h"
 
 #include "backend/c10d/torch_errors.h"
-#include "backend/common/error.h"
-#include "backend/trace/recorder.h"
+#include "base/error.h"
+#include "trace/record/recorder.h"
 
 namespace ringx::c10d_glue {
 

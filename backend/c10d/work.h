@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/group/work_queue.h"
+#include "backend/device/work_queue.h"
 
 namespace ringx::c10d_glue {
 

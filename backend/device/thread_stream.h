@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "backend/device/device_stream.h"
-#include "backend/group/work_queue.h"
+#include "backend/device/work_queue.h"
 
 namespace ringx::device {
 

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <limits>
 
-#include "backend/common/error.h"
-#include "backend/trace/recorder.h"
-#include "backend/transport/tcp/mesh.h"
+#include "backend/bootstrap/sockets.h"
+#include "base/error.h"
+#include "trace/record/recorder.h"
 
 namespace ringx {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 // One ping is 8 bytes out and 16 back: far less than this unless a rank stalls.
 constexpr auto kPingTimeout = std::chrono::seconds(5);
 
-transport::Deadline pingDeadline() { return transport::Clock::now() + kPingTimeout; }
+Deadline pingDeadline() { return Clock::now() + kPingTimeout; }
 
 }  // namespace
 
@@ -41,8 +41,8 @@ trace::ClockSync measureClockOffset(int fd, int rounds) {
     const int64_t t1 = trace::nowNs();
     // The parent's answer: our t1, rank 0's time when it answered, and its own uncertainty.
     int64_t reply[3];
-    if (!transport::tcp::writeFull(fd, &t1, sizeof(t1)) ||
-        !transport::tcp::readFull(fd, reply, sizeof(reply), pingDeadline())) {
+    if (!bootstrap::writeFull(fd, &t1, sizeof(t1)) ||
+        !bootstrap::readFull(fd, reply, sizeof(reply), pingDeadline())) {
       RINGX_THROW(IoError, "clock sync with the parent rank failed: no answer within ",
                   kPingTimeout.count(), " s or the connection closed (", std::strerror(errno), ")");
     }
@@ -114,12 +114,12 @@ bool ClockService::serveUntil(std::chrono::steady_clock::time_point until) {
       int64_t t1;
       int64_t reply[3];
       // Answer with rank 0's time as late as possible, right before sending.
-      bool ok = transport::tcp::readFull(fds[i].fd, &t1, sizeof(t1), pingDeadline());
+      bool ok = bootstrap::readFull(fds[i].fd, &t1, sizeof(t1), pingDeadline());
       if (ok) {
         reply[0] = t1;
         reply[1] = trace::nowNs() + offsetNs_;
         reply[2] = uncertaintyNs_;
-        ok = transport::tcp::writeFull(fds[i].fd, reply, sizeof(reply));
+        ok = bootstrap::writeFull(fds[i].fd, reply, sizeof(reply));
       }
       if (!ok) {  // that rank finished or died: stop serving it
         for (int& fd : childFds_) {

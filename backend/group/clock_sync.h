@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/trace/schema.h"
+#include "trace/format/schema.h"
 
 namespace ringx {
 

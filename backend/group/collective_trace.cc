@@ -1,7 +1,7 @@
 #include "backend/group/collective_trace.h"
 
-#include "backend/common/error.h"
-#include "backend/trace/recorder.h"
+#include "base/error.h"
+#include "trace/record/recorder.h"
 
 namespace ringx {
 

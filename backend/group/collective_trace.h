@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/common/types.h"
+#include "base/types.h"
 
 namespace ringx {
 

@@ -23,8 +23,8 @@
 #include <new>
 #include <thread>
 
-#include "backend/common/error.h"
-#include "backend/trace/recorder.h"
+#include "base/error.h"
+#include "trace/record/recorder.h"
 
 namespace ringx {
 namespace {

@@ -3,7 +3,7 @@
 // fact (PyTorch's NCCL flight recorder does the same). On a collective's
 // failure or timeout, on a peer's failure notice, on SIGUSR1 and on
 // ringx.dump_flight_recorder(), every ringx group of the process is written to
-// RINGX_DUMP_DIR/flight-rank-<N>.json (backend/trace/flight_dump.h), which
+// RINGX_DUMP_DIR/flight-rank-<N>.json (trace/format/flight_dump.h), which
 // `ringx-trace why DIR` reads.
 //
 // An entry's life: issue() on the caller's thread when torch hands ringx the
@@ -34,8 +34,8 @@
 #include <utility>
 #include <vector>
 
-#include "backend/common/types.h"
-#include "backend/trace/flight_dump.h"
+#include "base/types.h"
+#include "trace/format/flight_dump.h"
 
 namespace ringx {
 

@@ -4,11 +4,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "backend/common/error.h"
+#include "backend/bootstrap/sockets.h"
 #include "backend/store/generation.h"
-#include "backend/trace/recorder.h"
-#include "backend/transport/tcp/mesh.h"
-#include "backend/transport/tcp/pair.h"
+#include "backend/transport/registry.h"
+#include "base/error.h"
+#include "trace/record/recorder.h"
 
 namespace ringx {
 namespace {
@@ -67,7 +67,7 @@ Group::Group(GroupOptions options)
   RINGX_CHECK(options_.size >= 1 && options_.rank >= 0 && options_.rank < options_.size,
               "ringx: rank ", options_.rank, " is not within a group of size ", options_.size);
   RINGX_CHECK(options_.store != nullptr, "ringx: a store is required");
-  const auto deadline = transport::Clock::now() + options_.timeout;
+  const auto deadline = Clock::now() + options_.timeout;
   // This instance of the group agrees on a generation before it reads anything else: the
   // store may hold what earlier instances wrote (generation.h). From here on every key is
   // the generation's own. Rank 0 drew the group's token; only members can read it.
@@ -78,7 +78,7 @@ Group::Group(GroupOptions options)
   const std::string token = generation.token;
   token_ = token;
   const int rank = options_.rank, size = options_.size;
-  connector_ = std::make_unique<transport::Connector>(store, rank, size, token);
+  connector_ = std::make_unique<bootstrap::Connector>(store, rank, size, token);
   pairMaker_ = std::make_unique<transport::PairMaker>(rank, token, "coll", options_.mesh);
   // Point-to-point stays on TCP: its progress thread sleeps in poll(), and its
   // traffic is not where the bandwidth goes.
@@ -90,30 +90,27 @@ Group::Group(GroupOptions options)
   p2p_ = std::make_unique<PointToPoint>(
       rank, size,
       [this](int peer) {
-        connector_->connect(transport::Connector::kPointToPoint, peer,
-                            transport::Clock::now() + timeout());
+        connector_->connect(bootstrap::Connector::kPointToPoint, peer, Clock::now() + timeout());
       },
       onNotice);
+  connector_->setChannel(bootstrap::Connector::kCollective,
+                         [maker = pairMaker_.get()](int peer, int fd, Deadline deadline) {
+                           return maker->makePair(peer, fd, deadline);
+                         });
   connector_->setChannel(
-      transport::Connector::kCollective,
-      [maker = pairMaker_.get()](int peer, int fd, transport::Deadline deadline) {
-        return maker->makePair(peer, fd, deadline);
-      });
-  connector_->setChannel(
-      transport::Connector::kPointToPoint,
-      [](int peer, int fd, transport::Deadline) -> std::unique_ptr<transport::Pair> {
-        return std::make_unique<transport::tcp::TcpPair>(peer, fd);
-      },
-      [p2p = p2p_.get()](int peer, std::unique_ptr<transport::Pair> pair) {
-        p2p->adopt(peer, std::move(pair));
+      bootstrap::Connector::kPointToPoint,
+      [](int peer, int fd, Deadline) { return transport::pointToPointPair(peer, fd); },
+      [p2p = p2p_.get()](int peer, std::unique_ptr<bootstrap::Connection> pair) {
+        p2p->adopt(peer, transport::asPair(std::move(pair)));
       });
   connector_->start();
   // A collective connection brings the point-to-point one first: a rank that sees a
   // collective connection break looks there for the peer's reason (abort()), and the peer
   // has it in place before any collective byte arrives.
-  auto connectCollective = [this](int peer, transport::Deadline deadline) {
-    connector_->connect(transport::Connector::kPointToPoint, peer, deadline);
-    return connector_->connect(transport::Connector::kCollective, peer, deadline);
+  auto connectCollective = [this](int peer, Deadline deadline) {
+    connector_->connect(bootstrap::Connector::kPointToPoint, peer, deadline);
+    return transport::asPair(
+        connector_->connect(bootstrap::Connector::kCollective, peer, deadline));
   };
   // Which host every rank is on, for the hierarchical algorithms: rank 0 decides (fake hosts
   // when asked for) and every rank reads its one key.
@@ -122,18 +119,18 @@ Group::Group(GroupOptions options)
               size);
   const char* fakeText = std::getenv("RINGX_FAKE_HOSTS");
   const bool faked = !options_.fakeHosts.empty() || (fakeText && *fakeText);
-  std::unique_ptr<transport::HostLayout> fake;
+  std::unique_ptr<bootstrap::HostLayout> fake;
   if (rank == 0 && !options_.fakeHosts.empty()) {
-    fake = std::make_unique<transport::HostLayout>(options_.fakeHosts);
+    fake = std::make_unique<bootstrap::HostLayout>(options_.fakeHosts);
   } else if (rank == 0 && faked) {
     const size_t perHost = sizeFromEnvironment("RINGX_FAKE_HOSTS", 0);
     RINGX_CHECK(perHost >= 1, "ringx: RINGX_FAKE_HOSTS='", fakeText,
                 "' must be a number of ranks per host, 1 or more");
-    fake = std::make_unique<transport::HostLayout>(
-        transport::HostLayout::blocks(size, static_cast<int>(std::min<size_t>(perHost, size))));
+    fake = std::make_unique<bootstrap::HostLayout>(
+        bootstrap::HostLayout::blocks(size, static_cast<int>(std::min<size_t>(perHost, size))));
   }
-  transport::HostLayout layout = size > 1 ? connector_->hostLayout(deadline, fake.get())
-                                          : transport::HostLayout::oneHost(size);
+  bootstrap::HostLayout layout = size > 1 ? connector_->hostLayout(deadline, fake.get())
+                                          : bootstrap::HostLayout::oneHost(size);
   // Ranks of this host weigh in the Context's spin policy; without shared memory it never spins.
   // Fake hosts are one machine's ranks: all of them share its cores.
   int localRanks = 1;
@@ -142,7 +139,7 @@ Group::Group(GroupOptions options)
   }
   context_ = std::make_unique<transport::Context>(rank, size, connectCollective, localRanks,
                                                   std::move(layout));
-  const transport::HostLayout& hosts = context_->hosts();
+  const bootstrap::HostLayout& hosts = context_->hosts();
   // The peers of the structured algorithms (ring neighbours, trees, recursive doubling:
   // ranks at distance 2^k either way) are read from the store now, so that their first
   // collective needs no store round trip; other peers' addresses are read when first needed.
@@ -313,7 +310,7 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
                   " (group '", options_.name, "', timeout ", timeout.count(), " ms): ", e.what());
   };
   try {
-    algorithms::Collective c(*context_, call, transport::Clock::now() + timeout, &workspace_);
+    algorithms::Collective c(*context_, call, Clock::now() + timeout, &workspace_);
     if (outcome == nullptr) {
       body(c);
     } else {

@@ -6,7 +6,7 @@
 // earlier instance's keys (a torchrun restart, a second group on the same store) is
 // never read from where that instance wrote.
 //
-// Connections are made on demand (transport/connector.h): a rank connects to a
+// Connections are made on demand (bootstrap/connector.h): a rank connects to a
 // peer the first time a collective or a point-to-point call needs it, so a job
 // of a thousand ranks that only runs rings and trees holds a handful of
 // connections per rank. A collective connection to a peer always comes with a
@@ -35,12 +35,12 @@
 #include <vector>
 
 #include "backend/algorithms/algorithms.h"
+#include "backend/bootstrap/connector.h"
 #include "backend/group/collective_trace.h"
 #include "backend/group/flight_recorder.h"
 #include "backend/group/p2p.h"
 #include "backend/group/trace_session.h"
 #include "backend/store/store.h"
-#include "backend/transport/connector.h"
 #include "backend/transport/context.h"
 #include "backend/transport/mesh.h"
 
@@ -92,7 +92,7 @@ class Group {
   void setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
   const algorithms::Tuning& tuning() const { return options_.tuning; }
   // The host of every rank (the same on every rank of the group).
-  const transport::HostLayout& hosts() const { return context_->hosts(); }
+  const bootstrap::HostLayout& hosts() const { return context_->hosts(); }
 
   // Runs one collective: assigns the next sequence number, builds the
   // Collective with a deadline of `timeout` (the group's when zero) and calls
@@ -145,7 +145,7 @@ class Group {
   std::atomic<std::chrono::milliseconds::rep> timeoutMs_;
   std::string token_;  // the group's connection token (from the store)
   std::unique_ptr<transport::PairMaker> pairMaker_;
-  std::unique_ptr<transport::Connector> connector_;
+  std::unique_ptr<bootstrap::Connector> connector_;
   std::unique_ptr<transport::Context> context_;
   std::unique_ptr<PointToPoint> p2p_;
   uint64_t nextSeq_ = 0;

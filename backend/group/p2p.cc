@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx {
 namespace {

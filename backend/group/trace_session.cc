@@ -8,15 +8,15 @@
 #include <mutex>
 #include <sstream>
 
-#include "backend/common/error.h"
+#include "backend/bootstrap/host_identity.h"
+#include "backend/bootstrap/sockets.h"
 #include "backend/group/clock_sync.h"
-#include "backend/trace/file_sink.h"
-#include "backend/trace/live_client.h"
-#include "backend/trace/live_server.h"
-#include "backend/trace/recorder.h"
-#include "backend/trace/trace_dir.h"
-#include "backend/transport/host_identity.h"
-#include "backend/transport/tcp/mesh.h"
+#include "base/error.h"
+#include "trace/format/live_protocol.h"
+#include "trace/format/manifest.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/live_server.h"
+#include "trace/record/recorder.h"
 
 namespace ringx {
 namespace {
@@ -60,7 +60,7 @@ std::string startLiveServer(const TraceConfig& config, Store& store, const std::
   // A wildcard bind is reached through one of this host's addresses.
   std::string host = listen.host;
   if (host == "0.0.0.0" || host == "::" || host.empty()) {
-    const auto addresses = transport::advertisedAddresses();
+    const auto addresses = bootstrap::advertisedAddresses();
     host = addresses.empty() ? "127.0.0.1" : addresses.front();
   }
   const int port = raw->port();
@@ -123,7 +123,7 @@ void TraceSession::start(const TraceConfig& config, Store& store, int rank, int 
   RINGX_CHECK(!s.active, "ringx: tracing is already on in this process; stop it first");
   RINGX_CHECK(config.enabled(), "ringx: tracing needs a directory or a live address");
   const std::string prefix = strCat("ringx/trace/", s.started, "/");
-  const auto deadline = transport::Clock::now() + timeout;
+  const auto deadline = Clock::now() + timeout;
 
   if (!config.dir.empty()) {
     std::error_code error;
@@ -162,8 +162,8 @@ void TraceSession::start(const TraceConfig& config, Store& store, int rank, int 
       const std::vector<int> children = clockTreeChildren(rank, size);
       std::vector<int> edges = children;
       if (parent >= 0) edges.push_back(parent);
-      auto sockets = transport::tcp::connectSockets(store, rank, size, strCat("clock", s.started),
-                                                    token, deadline, edges);
+      auto sockets = bootstrap::connectSockets(store, rank, size, strCat("clock", s.started), token,
+                                               deadline, edges);
       std::vector<int> childFds;
       for (int child : children) childFds.push_back(sockets[child].fd);
       s.clock = std::make_unique<ClockService>(

@@ -1,5 +1,5 @@
 // What a reduction does to one pair of elements, for every (ReduceOp, DataType): the one
-// definition that the CPU kernels (reduce.cc) and the CUDA kernels (backend/cuda/) both
+// definition that the CPU kernels (reduce.cc) and the CUDA kernels (backend/device/cuda/) both
 // compile, so that a GPU reduction gives the same bits as a CPU one.
 //
 // Semantics (as torch's own kernels):
@@ -24,7 +24,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "backend/common/types.h"
+#include "base/types.h"
 
 #if defined(__CUDACC__)
 #define RINGX_ELEMENT_OP __host__ __device__ __forceinline__

@@ -34,8 +34,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "backend/common/error.h"
 #include "backend/reduce/element_ops.h"
+#include "base/error.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RINGX_REDUCE_X86_DISPATCH 1

@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-#include "backend/common/types.h"
+#include "base/types.h"
 
 namespace ringx::reduce {
 

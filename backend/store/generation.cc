@@ -4,7 +4,7 @@
 #include <fstream>
 #include <random>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx {
 namespace {

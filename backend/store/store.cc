@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx {
 

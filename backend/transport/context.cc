@@ -9,8 +9,8 @@
 #include <cstring>
 #include <thread>
 
-#include "backend/common/error.h"
 #include "backend/transport/doorbell.h"
+#include "base/error.h"
 
 namespace ringx::transport {
 namespace {
@@ -26,10 +26,11 @@ int usableCores() {
 
 }  // namespace
 
-Context::Context(int rank, int size, ConnectFunction connect, int localRanks, HostLayout hosts)
+Context::Context(int rank, int size, ConnectFunction connect, int localRanks,
+                 bootstrap::HostLayout hosts)
     : rank_(rank),
       size_(size),
-      hosts_(hosts.size() == size ? std::move(hosts) : HostLayout::oneHost(size)),
+      hosts_(hosts.size() == size ? std::move(hosts) : bootstrap::HostLayout::oneHost(size)),
       connect_(std::move(connect)),
       pairs_(size),
       published_(new std::atomic<Pair*>[size]) {

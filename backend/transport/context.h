@@ -18,13 +18,11 @@
 #include <memory>
 #include <vector>
 
-#include "backend/transport/host_layout.h"
+#include "backend/bootstrap/host_layout.h"
 #include "backend/transport/pair.h"
+#include "base/deadline.h"
 
 namespace ringx::transport {
-
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
 
 // While one lives on a thread, that thread's waits on shared memory poll longer
 // before they sleep: it is a caller blocked on its own collective, with nothing
@@ -44,12 +42,13 @@ class Context {
 
   // `localRanks`: ranks of the group on this host, this one included (for the spin policy).
   // `hosts`: the host of every rank, for the algorithms (none given: all on one host).
-  Context(int rank, int size, ConnectFunction connect, int localRanks, HostLayout hosts = {});
+  Context(int rank, int size, ConnectFunction connect, int localRanks,
+          bootstrap::HostLayout hosts = {});
   ~Context();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  const HostLayout& hosts() const { return hosts_; }
+  const bootstrap::HostLayout& hosts() const { return hosts_; }
   // The pair to `peer`, connected first if this is the first time it is needed.
   Pair& pair(int peer, Deadline deadline);
   // The pair to `peer` if connected, else null. Safe to call from any thread.
@@ -76,7 +75,7 @@ class Context {
 
   const int rank_;
   const int size_;
-  const HostLayout hosts_;
+  const bootstrap::HostLayout hosts_;
   ConnectFunction connect_;
   // pairs_[peer] owns the pair; published_[peer] lets other threads see it once it is made.
   std::vector<std::unique_ptr<Pair>> pairs_;

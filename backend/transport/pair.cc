@@ -2,9 +2,7 @@
 
 #include <cstring>
 
-#include "backend/common/error.h"
-#include "backend/reduce/copy.h"
-#include "backend/reduce/reduce.h"
+#include "base/error.h"
 
 namespace ringx::transport {
 
@@ -16,24 +14,24 @@ uint64_t Pair::postSend(const void* data, size_t bytes) {
   return sendPosted_;
 }
 
-uint64_t Pair::postRecv(void* data, size_t bytes, bool streaming) {
+uint64_t Pair::postRecv(void* data, size_t bytes, const ReceiveKernels* streaming) {
   recvPosted_ += bytes;
   if (bytes > 0) {
     Op op{static_cast<char*>(data), bytes, 0};
-    op.streaming = streaming;
+    op.kernels = streaming;
     recvs_.push_back(op);
   }
   return recvPosted_;
 }
 
-uint64_t Pair::postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op,
-                              const void* accumulate) {
+uint64_t Pair::postRecvReduce(void* data, size_t count, const ReceiveKernels& kernels,
+                              DataType dtype, ReduceOp op, const void* accumulate) {
   const size_t element = elementSize(dtype);
   const size_t bytes = count * element;
   recvPosted_ += bytes;
   if (bytes > 0) {
     recvs_.push_back(Op{static_cast<char*>(data), bytes, 0, true, dtype, op, element,
-                        static_cast<const char*>(accumulate)});
+                        static_cast<const char*>(accumulate), &kernels});
   }
   return recvPosted_;
 }
@@ -41,12 +39,12 @@ uint64_t Pair::postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp
 void Pair::deliver(const char* from, size_t n) {
   Op& op = recvs_.front();
   if (op.reduce && op.accumulate) {
-    reduce::reduce(op.op, op.dtype, op.data + op.done, op.accumulate + op.done, from,
-                   n / op.elementSize);
+    op.kernels->reduce(op.op, op.dtype, op.data + op.done, op.accumulate + op.done, from,
+                       n / op.elementSize);
   } else if (op.reduce) {
-    reduce::reduceInPlace(op.op, op.dtype, op.data + op.done, from, n / op.elementSize);
-  } else if (op.streaming) {
-    reduce::copyStreaming(op.data + op.done, from, n);
+    op.kernels->reduceInPlace(op.op, op.dtype, op.data + op.done, from, n / op.elementSize);
+  } else if (op.kernels) {
+    op.kernels->copyStreaming(op.data + op.done, from, n);
   } else {
     std::memcpy(op.data + op.done, from, n);
   }

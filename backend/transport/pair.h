@@ -20,15 +20,34 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 
-#include "backend/common/types.h"
+#include "backend/bootstrap/connection.h"
+#include "base/types.h"
 
 namespace ringx::transport {
 
 struct Doorbell;
 
-class Pair {
+// How a receive places incoming bytes with a streaming copy, or combines them with what is there.
+// The algorithms hand their kernels to each such receive (the CPU's, algorithms/
+// receive_kernels.h), so that no transport includes a kernel and a device transport can be
+// handed device kernels.
+class ReceiveKernels {
+ public:
+  virtual ~ReceiveKernels() = default;
+  // memcpy that leaves the destination out of the cache; dst and src do not overlap.
+  virtual void copyStreaming(void* dst, const void* src, size_t bytes) const = 0;
+  // out[i] = op(a[i], b[i]); `out` may be `a` or `b`.
+  virtual void reduce(ReduceOp op, DataType type, void* out, const void* a, const void* b,
+                      size_t count) const = 0;
+  // dst[i] = op(dst[i], src[i]).
+  virtual void reduceInPlace(ReduceOp op, DataType type, void* dst, const void* src,
+                             size_t count) const = 0;
+};
+
+class Pair : public bootstrap::Connection {
  public:
   explicit Pair(int peer) : peer_(peer) {}
   virtual ~Pair() = default;
@@ -40,17 +59,17 @@ class Pair {
   // Queue `bytes` from `data` for sending. The memory must stay valid and
   // unchanged until sendCompleted() reaches the returned offset.
   uint64_t postSend(const void* data, size_t bytes);
-  // Queue a receive of exactly `bytes` into `data`. With `streaming`, transports
-  // that copy place the bytes with streaming stores (reduce/copy.h): for data
-  // that will not be read again soon.
-  uint64_t postRecv(void* data, size_t bytes, bool streaming = false);
+  // Queue a receive of exactly `bytes` into `data`. With `streaming` kernels, transports
+  // that copy place the bytes with their streaming copy: for data that will not be read
+  // again soon.
+  uint64_t postRecv(void* data, size_t bytes, const ReceiveKernels* streaming = nullptr);
   // Queue a receive of `count` elements that are combined into `data`
   // (data[i] = op(data[i], incoming[i])) instead of overwriting it. Shared
   // memory reduces straight out of the peer's ring, saving a pass over memory.
   // With `accumulate`, data[i] = op(accumulate[i], incoming[i]) and data's old
   // contents are not read (so the caller's inputs need not be copied first).
-  uint64_t postRecvReduce(void* data, size_t count, DataType dtype, ReduceOp op,
-                          const void* accumulate = nullptr);
+  uint64_t postRecvReduce(void* data, size_t count, const ReceiveKernels& kernels, DataType dtype,
+                          ReduceOp op, const void* accumulate = nullptr);
 
   // Bytes sent and received so far, cumulative over the pair's life: the offsets
   // postSend/postRecv's results are compared with, and the traffic counters that
@@ -71,7 +90,7 @@ class Pair {
   // transport cannot be polled (shared memory: the Context then sleeps on doorbell() instead).
   virtual int pollFd() const = 0;
   // Closes the connection so that the peer notices at once (used on abort).
-  virtual void shutdown() = 0;
+  void shutdown() override = 0;
   // Transports that cannot be polled (shared memory) return the doorbell that
   // their peer rings after making progress for us; the Context sleeps on it.
   virtual Doorbell* doorbell() const { return nullptr; }
@@ -92,7 +111,8 @@ class Pair {
     ReduceOp op = ReduceOp::kSum;
     size_t elementSize = 1;
     const char* accumulate = nullptr;
-    bool streaming = false;  // a copy that bypasses the cache
+    // Combines (reduce) or places with a streaming copy; null: a plain copy.
+    const ReceiveKernels* kernels = nullptr;
   };
   // Delivers `n` bytes from `from` into the front receive (copy or reduce);
   // for a reducing receive `n` must be whole elements.
@@ -113,5 +133,10 @@ class Pair {
   std::atomic<uint64_t> sendCompleted_{0};
   std::atomic<uint64_t> recvCompleted_{0};
 };
+
+// What the connector hands back for a channel whose maker made Pairs (every channel of a group).
+inline std::unique_ptr<Pair> asPair(std::unique_ptr<bootstrap::Connection> connection) {
+  return std::unique_ptr<Pair>(static_cast<Pair*>(connection.release()));
+}
 
 }  // namespace ringx::transport

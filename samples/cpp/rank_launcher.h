@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/common/command_line.h"
+#include "base/command_line.h"
 
 extern char** environ;
 

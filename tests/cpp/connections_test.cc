@@ -1,4 +1,4 @@
-// Connections on demand (transport/connector.h): a rank connects only to the peers its
+// Connections on demand (bootstrap/connector.h): a rank connects only to the peers its
 // algorithms use, pairs that never talk never connect, simultaneous dials make one
 // connection, and a peer that is gone is an error naming it, never a hang.
 #include <gtest/gtest.h>

@@ -9,11 +9,11 @@
 #include <set>
 #include <stdexcept>
 
-#include "backend/trace/codec.h"
-#include "backend/trace/file_sink.h"
-#include "backend/trace/recorder.h"
-#include "ddp/bucket_plan.h"
-#include "ddp/timing.h"
+#include "engines/ddp/bucket_plan.h"
+#include "engines/ddp/timing.h"
+#include "trace/format/codec.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/recorder.h"
 
 namespace ringx::ddp {
 namespace {

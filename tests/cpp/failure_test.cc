@@ -10,7 +10,8 @@
 #include <optional>
 #include <thread>
 
-#include "backend/transport/tcp/mesh.h"
+#include "backend/bootstrap/sockets.h"
+#include "backend/transport/tcp/pair.h"
 #include "tests/cpp/rank_threads.h"
 
 namespace ringx {
@@ -223,7 +224,7 @@ TEST(Failure, ConnectionWithTheWrongTokenIsRefused) {
     const std::string token = rank == 0 ? "right-token" : "wrong-token";
     messages[rank] = messageOf([&] {
       transport::tcp::connectMesh(*store, rank, 2, "coll", token,
-                                  transport::Clock::now() + std::chrono::milliseconds(1500));
+                                  Clock::now() + std::chrono::milliseconds(1500));
     });
   });
   // Rank 1 drops rank 0's hello and keeps waiting for a member; rank 0 is refused.

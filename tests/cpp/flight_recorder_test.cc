@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "backend/trace/flight_dump.h"
 #include "tests/cpp/rank_threads.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "trace/format/flight_dump.h"
 
 namespace ringx {
 namespace {

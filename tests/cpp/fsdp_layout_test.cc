@@ -8,11 +8,11 @@
 #include <map>
 #include <stdexcept>
 
-#include "backend/trace/codec.h"
-#include "backend/trace/file_sink.h"
-#include "backend/trace/recorder.h"
-#include "fsdp/flat_layout.h"
-#include "fsdp/timing.h"
+#include "engines/fsdp/flat_layout.h"
+#include "engines/fsdp/timing.h"
+#include "trace/format/codec.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/recorder.h"
 
 namespace ringx::fsdp {
 namespace {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 #include "tests/cpp/rank_threads.h"
 
 namespace ringx {

@@ -17,11 +17,11 @@ namespace {
 using algorithms::Collective;
 using algorithms::CollectiveKind;
 using algorithms::Tuning;
+using bootstrap::HostLayout;
 using testing::expectedReduction;
 using testing::makeInput;
 using testing::messageOf;
 using testing::runGroup;
-using transport::HostLayout;
 
 // Sets an environment variable for the life of the object (tests run one at a time).
 class ScopedEnv {

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "backend/common/error.h"
 #include "backend/store/store.h"
+#include "base/error.h"
 
 namespace ringx::testing {
 

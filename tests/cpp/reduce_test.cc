@@ -1,5 +1,5 @@
 // Tests for the element-wise reduction kernels (backend/reduce) and the dtype/op tables
-// (backend/common/types).
+// (base/types).
 //
 // Every (op, dtype) pair is checked against a plain scalar reference written here, for several
 // sizes and every aliasing shape reduce() allows. float16/bfloat16 references convert with
@@ -20,10 +20,10 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/common/error.h"
-#include "backend/common/types.h"
 #include "backend/reduce/copy.h"
 #include "backend/reduce/reduce.h"
+#include "base/error.h"
+#include "base/types.h"
 
 namespace ringx::reduce::detail {
 // Test hooks defined in reduce.cc (not part of reduce.h).

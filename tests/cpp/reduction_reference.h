@@ -8,9 +8,9 @@
 #include <functional>
 #include <vector>
 
-#include "backend/common/types.h"
 #include "backend/reduce/element_ops.h"
 #include "backend/reduce/reduce.h"
+#include "base/types.h"
 
 namespace ringx::testing {
 

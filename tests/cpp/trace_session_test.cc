@@ -9,10 +9,11 @@
 #include <sstream>
 
 #include "backend/group/group.h"
-#include "backend/trace/file_sink.h"
-#include "backend/trace/live_client.h"
-#include "backend/trace/recorder.h"
 #include "tests/cpp/process_ranks.h"
+#include "trace/format/manifest.h"
+#include "trace/read/live_client.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/recorder.h"
 
 namespace ringx {
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/group/work_queue.h"
+#include "backend/device/work_queue.h"
 
 namespace ringx {
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer target: what a live trace client reads from a server (backend/trace/live_client.h):
+// libFuzzer target: what a live trace client reads from a server (trace/read/live_client.h):
 // the status line, then a directory or the codec stream. A hostile or broken server's bytes
 // must end in ringx's PeerError or FormatError, never a crash.
 #include <cstddef>
@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "backend/trace/codec.h"
-#include "backend/trace/live_protocol.h"
+#include "trace/format/codec.h"
+#include "trace/format/live_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -1,4 +1,4 @@
-// libFuzzer target: the live trace server's request line (backend/trace/live_protocol.h), the
+// libFuzzer target: the live trace server's request line (trace/format/live_protocol.h), the
 // first bytes any process that can reach the port sends. Any line is a STREAM or DIRECTORY
 // request or a refusal with a message: never a crash, and never accepted with a wrong token.
 #include <cstddef>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "backend/trace/live_protocol.h"
+#include "trace/format/live_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view line(reinterpret_cast<const char*>(data), size);

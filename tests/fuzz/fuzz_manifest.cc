@@ -1,11 +1,11 @@
-// libFuzzer target: a trace directory's manifest reader (backend/trace/trace_dir.h). A damaged
+// libFuzzer target: a trace directory's manifest reader (trace/read/trace_dir.h). A damaged
 // or foreign manifest must be a FormatError naming the file, never a crash.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "backend/common/error.h"
-#include "backend/trace/trace_dir.h"
+#include "base/error.h"
+#include "trace/read/trace_dir.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -1,10 +1,10 @@
-// libFuzzer target: the trace codec's incremental decoder (backend/trace/codec.h), which reads
+// libFuzzer target: the trace codec's incremental decoder (trace/format/codec.h), which reads
 // trace files, crash-cut files and live streams. Any bytes, fed in any split, must decode or
 // throw ringx's FormatError: never crash, hang or read out of bounds.
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/trace/codec.h"
+#include "trace/format/codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -2,7 +2,7 @@
 
 A Work's Future completes inside the collective's job, so its callbacks run there; a
 collective they issue on the same group runs in place, right after the one that completed,
-on every rank (backend/group/work_queue.h). Before that, such a callback waited for a
+on every rank (backend/device/work_queue.h). Before that, such a callback waited for a
 collective queued behind itself: torch's PowerSGD hook hung at its first compressed step.
 Each hook trains the same model over gloo and over ringx, and the two must agree exactly
 (two ranks: every sum has two terms, the same on both backends), and with single-process

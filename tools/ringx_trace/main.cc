@@ -18,12 +18,13 @@
 #include <vector>
 
 #include "analysis/diff.h"
+#include "analysis/hang_report.h"
 #include "analysis/summary.h"
-#include "backend/trace/chrome_export.h"
-#include "backend/trace/hang_report.h"
-#include "backend/trace/trace_dir.h"
-#include "tools/common/command_line.h"
-#include "viewer/model/loader.h"
+#include "base/command_line.h"
+#include "tools/ringx_trace/summary_text.h"
+#include "trace/export/chrome_export.h"
+#include "trace/model/loader.h"
+#include "trace/read/trace_dir.h"
 
 namespace {
 
@@ -36,19 +37,19 @@ constexpr const char* kDescription =
 constexpr const char* kFooter =
     "Times are aligned to rank 0's clock with the clock-sync samples the ranks\n"
     "recorded; files cut off by a crash are read up to the cut. Every figure is\n"
-    "defined once, in analysis/figures.h (see the README's \"Figures\").";
+    "defined once, in analysis/figures.h (see docs/tracing.md, \"Figures\").";
 
 // A readable file that looks like Chrome Trace Event JSON (else: a ringx trace,
 // or nothing, which readTrace reports as "no trace at").
 bool isChromeTrace(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;
-  return ringx::viewer::detectFormat(path) == ringx::viewer::TraceFormat::kChromeJson;
+  return ringx::model::detectFormat(path) == ringx::model::TraceFormat::kChromeJson;
 }
 
 // One run's events in a store: ringx traces and Chrome traces alike.
-void loadRun(ringx::viewer::TraceStore& store, const std::vector<std::string>& inputs) {
-  ringx::viewer::loadTraces(store, inputs);
+void loadRun(ringx::model::TraceStore& store, const std::vector<std::string>& inputs) {
+  ringx::model::loadTraces(store, inputs);
   for (const std::string& w : store.warnings()) std::cerr << "ringx-trace: warning: " << w << "\n";
 }
 
@@ -79,8 +80,8 @@ int runSummary(const std::vector<std::string>& inputs, unsigned threads,
   }
   // Chrome traces (alone or merged with ringx ones) load whole: their events
   // are not grouped by rank in the file, so they cannot be read a rank at a time.
-  viewer::TraceStore store;
-  viewer::loadTraces(store, inputs);
+  model::TraceStore store;
+  model::loadTraces(store, inputs);
   std::string source;
   for (const std::string& in : inputs) source += (source.empty() ? "" : " + ") + in;
   std::cout << analysis::formatSummary(analysis::summarize(store, source), format);
@@ -89,7 +90,7 @@ int runSummary(const std::vector<std::string>& inputs, unsigned threads,
 
 int runDiff(const std::string& a, const std::string& b, size_t top) {
   using namespace ringx;
-  viewer::TraceStore runA, runB;
+  model::TraceStore runA, runB;
   loadRun(runA, {a});
   loadRun(runB, {b});
   std::cout << analysis::formatDiff(analysis::diffRuns(runA, runB), a, b, top);

@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <thread>
 
-#include "backend/common/error.h"
-#include "viewer/model/loader.h"
+#include "base/error.h"
+#include "trace/model/loader.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 namespace {
 double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();

@@ -12,17 +12,19 @@
 #include <string>
 #include <thread>
 
+#include "trace/model/live_source.h"
+#include "trace/model/loader.h"
+#include "trace/model/trace_store.h"
 #include "viewer/app/options.h"
 #include "viewer/app/recent_files.h"
 #include "viewer/app/window.h"
-#include "viewer/model/live_source.h"
-#include "viewer/model/loader.h"
-#include "viewer/model/trace_store.h"
 #include "viewer/ui/diff_view.h"
 #include "viewer/ui/load_progress.h"
 #include "viewer/ui/viewer_ui.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 
 using Clock = std::chrono::steady_clock;
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 #include "viewer/app/app.h"
 #include "viewer/app/options.h"
 

@@ -1,12 +1,12 @@
 // Command-line parsing for ringx-viewer (see options.h), with CLI11 and the
-// conventions every ringx program follows (tools/common/command_line.h).
+// conventions every ringx program follows (base/command_line.h).
 #include "viewer/app/options.h"
 
 #include <cstdlib>
 #include <iostream>
 
-#include "analysis/figures.h"
-#include "tools/common/command_line.h"
+#include "base/command_line.h"
+#include "base/format.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
@@ -79,7 +79,7 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
              "--ranks",
              [&o](const std::string& text) {
                std::string error;
-               if (!analysis::parseRankList(text, &o.attachRanks, &error))
+               if (!ringx::parseRankList(text, &o.attachRanks, &error))
                  throw CLI::ValidationError("--ranks", error);
              },
              "with --attach: follow only these ranks (each rank serves its own stream; a "

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx::viewer {
 namespace {

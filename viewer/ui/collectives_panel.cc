@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <string>
 
-#include "viewer/model/flight_ingest.h"
+#include "trace/model/flight_ingest.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 namespace {
 
 bool problem(const analysis::CollectiveRow& r) {

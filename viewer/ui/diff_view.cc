@@ -127,7 +127,7 @@ void DiffView::breakdown(ViewState& viewA, ViewState& viewB) {
       ImGui::PopStyleColor();
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("%s: B - A %s (%s); click: step %lld in both runs", p.name.c_str(),
-                          analysis::formatSignedDuration(p.deltaNs).c_str(),
+                          ringx::formatSignedDuration(p.deltaNs).c_str(),
                           analysis::formatRatio(p.aNs, p.bNs).c_str(), (long long)d.exampleStep);
       ImGui::SameLine();
     }
@@ -200,7 +200,7 @@ void DiffView::rankedRows(ViewState& viewA, ViewState& viewB) {
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(formatNs(r.bNs).c_str());
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(analysis::formatSignedDuration(r.deltaNs).c_str());
+      ImGui::TextUnformatted(ringx::formatSignedDuration(r.deltaNs).c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(analysis::formatRatio(r.aNs, r.bNs).c_str());
       ImGui::PopStyleColor();

@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "analysis/diff.h"
-#include "viewer/model/trace_store.h"
+#include "trace/model/trace_store.h"
 #include "viewer/ui/timeline_panel.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 
 class DiffView {
  public:

@@ -1,14 +1,16 @@
 // What the window shows while a trace loads in the background
-// (viewer/model/loader.h's BackgroundLoad): the inputs, a bar of the files
+// (trace/model/loader.h's BackgroundLoad): the inputs, a bar of the files
 // read, and the events and megabytes so far, so that a person opening a
 // 1,000-rank trace sees at once that it is coming and how fast.
 #pragma once
 
 #include <imgui.h>
 
-#include "viewer/model/loader.h"
+#include "trace/model/loader.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 
 class LoadProgressView {
  public:

@@ -1,5 +1,5 @@
 // The search box over the timeline: find events by name or argument value
-// (viewer/model/event_search.h has the query forms) and step through them.
+// (trace/model/event_search.h has the query forms) and step through them.
 //
 // Keys as in browsers and Perfetto: Ctrl+F focuses the box, Enter or F3 goes to
 // the next match, Shift+Enter or Shift+F3 to the previous one ("k of N
@@ -17,11 +17,13 @@
 #include <string>
 #include <string_view>
 
-#include "viewer/model/event_search.h"
-#include "viewer/model/trace_store.h"
+#include "trace/model/event_search.h"
+#include "trace/model/trace_store.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 
 class SearchBar {
  public:

@@ -59,7 +59,7 @@ std::string formatBytes(double bytes) {
   return buf;
 }
 
-std::string formatNs(int64_t ns) { return analysis::formatDuration(ns); }
+std::string formatNs(int64_t ns) { return ringx::formatDuration(ns); }
 
 std::string formatBandwidth(double gbps) {
   char buf[32];

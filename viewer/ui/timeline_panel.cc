@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "analysis/figures.h"
-#include "backend/common/error.h"
+#include "base/error.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -600,7 +600,7 @@ void TimelinePanel::aggregateTooltip(const TraceStore& store) const {
   const RankGroup& group = lanes_->groups()[size_t(hoveredAggregate_->group)];
   ImGui::BeginTooltip();
   ImGui::Text("%s: %zu ranks (%s)", group.label.c_str(), group.ranks.size(),
-              analysis::rankList(group.ranks).c_str());
+              ringx::rankList(group.ranks).c_str());
   if (hoveredAggregate_->aggregate == Aggregate::kHeader) {
     ImGui::Text("click to %s", "show or hide its ranks");
   } else {

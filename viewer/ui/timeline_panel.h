@@ -25,10 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "viewer/model/trace_store.h"
+#include "trace/model/trace_store.h"
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 
 class TimelinePanel {
  public:

@@ -8,9 +8,11 @@
 #include <set>
 #include <string>
 
-#include "viewer/model/aggregate_lanes.h"
+#include "trace/model/aggregate_lanes.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 
 struct ViewerSettings {
   float laneHeight = 18.0f;  // pixels per level of a track

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "viewer/model/live_source.h"
+#include "trace/model/live_source.h"
 #include "viewer/ui/collectives_panel.h"
 #include "viewer/ui/ddp_panel.h"
 #include "viewer/ui/fsdp_panel.h"
@@ -25,6 +25,8 @@
 #include "viewer/ui/view_state.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 
 // What the user asked for this frame (empty: nothing).
 struct UiActions {

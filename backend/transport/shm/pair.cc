@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx::transport::shm {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "backend/common/error.h"
+#include "base/error.h"
 
 namespace ringx::transport::shm {
 

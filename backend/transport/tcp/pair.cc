@@ -9,7 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "backend/common/error.h"
+#include "backend/bootstrap/sockets.h"
+#include "base/error.h"
 
 namespace ringx::transport::tcp {
 
@@ -86,6 +87,19 @@ bool TcpPair::progressRecvs() {
                      std::strerror(errno), "); rank ", peer(), " probably exited or crashed");
   }
   return moved;
+}
+
+std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
+                                               const std::string& channel, const std::string& token,
+                                               Deadline deadline) {
+  std::vector<int> everyone;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer != rank) everyone.push_back(peer);
+  }
+  std::vector<std::unique_ptr<Pair>> pairs(size);
+  auto sockets = bootstrap::connectSockets(store, rank, size, channel, token, deadline, everyone);
+  for (int peer : everyone) pairs[peer] = std::make_unique<TcpPair>(peer, sockets[peer].fd);
+  return pairs;
 }
 
 }  // namespace ringx::transport::tcp

@@ -1,8 +1,12 @@
 // TCP implementation of transport::Pair: one non-blocking, TCP_NODELAY socket.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "backend/store/store.h"
+#include "backend/transport/context.h"
 #include "backend/transport/pair.h"
 
 namespace ringx::transport::tcp {
@@ -29,5 +33,11 @@ class TcpPair : public Pair {
   std::vector<char> scratch_;
   size_t scratchHeld_ = 0;
 };
+
+// TCP pairs to every other rank, all at once. Returns pairs[peer] for every peer (pairs[rank]
+// is null).
+std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
+                                               const std::string& channel, const std::string& token,
+                                               Deadline deadline);
 
 }  // namespace ringx::transport::tcp

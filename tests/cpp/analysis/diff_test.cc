@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "tests/cpp/trace/trace_fixture.h"
-#include "viewer/model/ringx_ingest.h"
+#include "trace/model/ringx_ingest.h"
 
 namespace ringx::analysis {
 namespace {
@@ -28,7 +28,7 @@ struct RecordedRun {
 
 // Two ranks, three DDP iterations with two buckets, and `collectives` 1 MiB
 // collectives of 100 us (seq 0..), each rank's spans on its own comm track.
-viewer::TraceStore record(const TempDir& dir, const std::string& name, const RecordedRun& run) {
+model::TraceStore record(const TempDir& dir, const std::string& name, const RecordedRun& run) {
   std::filesystem::create_directories(dir.file(name));
   for (int r = 0; r < 2; ++r) {
     RankStream s(r, 2);
@@ -58,8 +58,8 @@ viewer::TraceStore record(const TempDir& dir, const std::string& name, const Rec
     }
     s.writeTo(dir.file(name + "/rank-" + std::to_string(r) + ".ringx"));
   }
-  viewer::TraceStore store;
-  viewer::ingestTraceSet(store, readTrace(dir.file(name)));
+  model::TraceStore store;
+  model::ingestTraceSet(store, readTrace(dir.file(name)));
   return store;
 }
 
@@ -69,8 +69,8 @@ TEST(Diff, LargestRegressionFirstAndBothPlacesToJumpTo) {
   slower.slowSeq = 3;
   slower.extraNs = 900000;
   slower.bucketExposedNs = 30000;
-  const viewer::TraceStore a = record(dir, "a", RecordedRun{});
-  const viewer::TraceStore b = record(dir, "b", slower);
+  const model::TraceStore a = record(dir, "a", RecordedRun{});
+  const model::TraceStore b = record(dir, "b", slower);
   const RunDiff d = diffRuns(a, b);
 
   EXPECT_EQ(d.matchedCollectives, 6u);

@@ -12,6 +12,7 @@
 
 #include "analysis/summary.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "tools/ringx_trace/summary_text.h"
 
 namespace ringx::analysis {
 namespace {

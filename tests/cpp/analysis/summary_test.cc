@@ -6,11 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "analysis/summary.h"
+#include "tools/ringx_trace/summary_text.h"
 
 #include <map>
 
 #include "tests/cpp/trace/trace_fixture.h"
-#include "viewer/model/ringx_ingest.h"
+#include "trace/model/ringx_ingest.h"
 
 namespace ringx::analysis {
 namespace {
@@ -77,9 +78,6 @@ TEST(Summary, BusBandwidthFactorsFollowNcclTests) {
   EXPECT_DOUBLE_EQ(busBandwidthFactor("broadcast", 8), 1.0);
   EXPECT_DOUBLE_EQ(busBandwidthFactor("all_to_all", 8), 1.0);
   EXPECT_DOUBLE_EQ(busBandwidthFactor("allreduce", 1), 0.0);
-  EXPECT_TRUE(isPointToPoint("send"));
-  EXPECT_TRUE(isPointToPoint("recv_anysource"));
-  EXPECT_FALSE(isPointToPoint("reduce"));
 }
 
 TEST(Summary, FormatsDurations) {
@@ -279,8 +277,8 @@ TEST(Summary, LatenessAndTimesLastPerRankAndHost) {
 TEST(Summary, ArrivalFiguresAgreeWithTheViewersMatching) {
   TempDir dir;
   const TraceSet set = skewTrace(dir);
-  viewer::TraceStore store;
-  viewer::ingestTraceSet(store, set);
+  model::TraceStore store;
+  model::ingestTraceSet(store, set);
   uint64_t matched = 0, incomplete = 0;
   int64_t maxSkew = 0;
   std::map<int32_t, uint64_t> last;

@@ -1,7 +1,7 @@
 // The viewer's analyses on small synthetic traces whose answers are known by
 // hand: selection statistics, collectives matched across ranks (skew, the last
 // rank, an op mismatch, a rank that never arrived), DDP iterations and buckets
-// and FSDP units shaped like ddp/timing.cc and fsdp/timing.cc write them,
+// and FSDP units shaped like engines/ddp/timing.cc and engines/fsdp/timing.cc write them,
 // memory peaks and what was alive at them, and a million events analyzed fast.
 #include "analysis/trace_analyses.h"
 
@@ -11,14 +11,14 @@
 #include <cstdio>
 #include <variant>
 
-#include "backend/trace/schema.h"
 #include "tests/cpp/trace/trace_fixture.h"
-#include "viewer/model/loader.h"
+#include "trace/format/schema.h"
+#include "trace/model/loader.h"
 
-namespace ringx::viewer {
+namespace ringx::analysis {
 namespace {
 
-using namespace ringx::analysis;
+using namespace ringx::model;
 using trace::Category;
 namespace fx = trace::fixture;
 namespace targ = trace::arg;
@@ -644,4 +644,4 @@ TEST(AnalysisScale, AMillionEventsAnalyzeWhole) {
 }
 
 }  // namespace
-}  // namespace ringx::viewer
+}  // namespace ringx::analysis

@@ -11,11 +11,11 @@
 #include <future>
 #include <vector>
 
-#include "backend/common/error.h"
-#include "backend/cuda/cuda_stream.h"
-#include "backend/cuda/reduce_kernels.h"
+#include "backend/device/cuda/cuda_stream.h"
+#include "backend/device/cuda/reduce_kernels.h"
 #include "backend/device/stream_ordering.h"
-#include "backend/group/work_queue.h"
+#include "backend/device/work_queue.h"
+#include "base/error.h"
 
 namespace ringx::cuda {
 namespace {

@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
-#include "backend/common/error.h"
-#include "backend/cuda/reduce_kernels.h"
+#include "backend/device/cuda/reduce_kernels.h"
 #include "backend/reduce/element_ops.h"
 #include "backend/reduce/reduce.h"
+#include "base/error.h"
 
 namespace ringx {
 namespace {

@@ -2,8 +2,8 @@
 // between samples, clamping outside them, and sample clean-up.
 #include <gtest/gtest.h>
 
-#include "backend/trace/alignment.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "trace/read/alignment.h"
 
 namespace ringx::trace {
 namespace {

@@ -9,8 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/trace/chrome_export.h"
+#include "base/json_text.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "trace/export/chrome_export.h"
 
 namespace ringx::trace {
 namespace {

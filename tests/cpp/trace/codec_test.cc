@@ -8,7 +8,7 @@
 #include <fstream>
 #include <random>
 
-#include "backend/trace/codec.h"
+#include "trace/format/codec.h"
 
 namespace ringx::trace {
 namespace {

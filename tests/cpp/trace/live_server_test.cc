@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "backend/trace/live_client.h"
-#include "backend/trace/live_protocol.h"
-#include "backend/trace/live_server.h"
+#include "trace/format/live_protocol.h"
+#include "trace/read/live_client.h"
+#include "trace/record/live_server.h"
 
 namespace ringx::trace {
 namespace {

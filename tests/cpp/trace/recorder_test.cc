@@ -9,8 +9,9 @@
 #include <map>
 #include <thread>
 
-#include "backend/trace/file_sink.h"
-#include "backend/trace/recorder.h"
+#include "trace/format/manifest.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/recorder.h"
 
 namespace ringx::trace {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "backend/trace/trace_dir.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "trace/read/trace_dir.h"
 
 namespace ringx::trace {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/trace/codec.h"
+#include "trace/format/codec.h"
 
 namespace ringx::trace::fixture {
 

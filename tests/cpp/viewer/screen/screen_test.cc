@@ -12,9 +12,9 @@
 #include <map>
 #include <set>
 
+#include "tests/cpp/trace/live_job.h"
+#include "tests/cpp/trace/model/sample_store.h"
 #include "tests/cpp/trace/trace_fixture.h"
-#include "tests/cpp/viewer/live_job.h"
-#include "tests/cpp/viewer/ui/sample_store.h"
 #include "viewer/app/app.h"
 #include "viewer/ui/style.h"
 
@@ -451,7 +451,7 @@ TEST_F(Screen, DiffViewShowsBothRunsAtTheRankedRow) {
 }
 
 TEST_F(Screen, LivePanelShowsEveryRankConnectedAndTheTimelineTheirEvents) {
-  testing::Job job;
+  trace::testing::Job job;
   for (int r = 0; r < 2; ++r) {
     for (int i = 0; i < 20; ++i)
       job.feeds[r].span("comm:world", "allreduce", 1000000 + i * 1000000, 1500000 + i * 1000000,

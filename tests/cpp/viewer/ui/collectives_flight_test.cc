@@ -6,10 +6,12 @@
 #include <string>
 
 #include "tests/cpp/viewer/ui/ui_harness.h"
-#include "viewer/model/flight_ingest.h"
+#include "trace/model/flight_ingest.h"
 #include "viewer/ui/collectives_panel.h"
 
 namespace ringx::viewer {
+// The viewer draws the trace model (trace/model/); its names are used unqualified here.
+using namespace ringx::model;
 namespace {
 
 using trace::FlightState;

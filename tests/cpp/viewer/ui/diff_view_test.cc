@@ -3,7 +3,7 @@
 // with the item's extent selected, and zooming one run zooms the other.
 #include <gtest/gtest.h>
 
-#include "tests/cpp/viewer/ui/sample_store.h"
+#include "tests/cpp/trace/model/sample_store.h"
 #include "tests/cpp/viewer/ui/ui_harness.h"
 #include "viewer/ui/diff_view.h"
 

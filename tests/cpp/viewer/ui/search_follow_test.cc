@@ -8,8 +8,8 @@
 #include <chrono>
 #include <thread>
 
-#include "tests/cpp/viewer/live_job.h"
-#include "tests/cpp/viewer/ui/sample_store.h"
+#include "tests/cpp/trace/live_job.h"
+#include "tests/cpp/trace/model/sample_store.h"
 #include "tests/cpp/viewer/ui/ui_harness.h"
 #include "viewer/ui/viewer_ui.h"
 
@@ -177,7 +177,7 @@ class Follow : public ::testing::Test {
     return false;
   }
 
-  testing::Job job;
+  trace::testing::Job job;
   LiveSource source;
   HeadlessImGui gui;
   TraceStore store;

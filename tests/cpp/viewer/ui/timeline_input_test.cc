@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "tests/cpp/viewer/ui/sample_store.h"
+#include "tests/cpp/trace/model/sample_store.h"
 #include "tests/cpp/viewer/ui/ui_harness.h"
 #include "viewer/ui/style.h"
 #include "viewer/ui/viewer_ui.h"

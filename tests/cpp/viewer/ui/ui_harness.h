@@ -9,7 +9,12 @@
 #include <algorithm>
 #include <functional>
 
+#include "tests/cpp/trace/model/sample_store.h"
+
 namespace ringx::viewer::testing {
+
+// The model fixtures (tests/cpp/trace/model/sample_store.h), as testing:: names here too.
+using namespace ringx::model::testing;
 
 class HeadlessImGui {
  public:

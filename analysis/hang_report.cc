@@ -1,0 +1,379 @@
+// The hang report (see hang_report.h for what each verdict means).
+//
+// Entries are matched across ranks by (group, seq): group by name and id (the
+// hash of its token), so that a group's dumps from an older job in the same
+// directory never mix in. A seq below the oldest one a rank's ring still holds
+// counts as finished there: the ring only lets go of entries that many
+// collectives ago, and a collective stuck on that rank would have stopped the
+// later ones from starting.
+#include "analysis/hang_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+#include "base/format.h"
+
+namespace ringx::trace {
+namespace {
+
+constexpr size_t kMaxMismatches = 3;
+// Clocks of different hosts disagree by about this much: "late" needs more.
+constexpr int64_t kLateSlackNs = 5'000'000;
+
+// Sizes that every rank of a collective passes alike (gather, scatter and
+// all-to-all sizes differ between the root and the others, or by design).
+bool bytesMustAgree(const std::string& op) {
+  return op == "allreduce" || op == "broadcast" || op == "reduce" || op == "allgather" ||
+         op == "reduce_scatter";
+}
+
+// How a rank called a collective, for mismatch detection: "allreduce 4.0 KiB float32 sum".
+std::string callOf(const FlightEntry& e, bool withBytes) {
+  std::string text = e.op;
+  if (withBytes && e.bytes > 0 && bytesMustAgree(e.op)) text += strCat(" ", formatBytes(e.bytes));
+  if (!e.dtype.empty()) text += strCat(" ", e.dtype);
+  if (!e.reduceOp.empty()) text += strCat(" ", e.reduceOp);
+  if (e.root >= 0) text += strCat(" root ", e.root);
+  return text;
+}
+
+// One member of a group as its dump shows it.
+struct Member {
+  const FlightDump* dump = nullptr;
+  const FlightGroup* group = nullptr;
+  std::map<int64_t, const FlightEntry*> bySeq;  // the latest entry per seq
+  int64_t oldestSeq = -1;                       // the lowest seq the ring still holds
+  int64_t newestSeq = -1;                       // the highest seq of any entry
+  const FlightEntry* lastStarted = nullptr;     // the highest seq that started
+
+  bool finished(int64_t seq) const {
+    if (seq < oldestSeq) return true;  // left the ring long ago
+    auto it = bySeq.find(seq);
+    if (it == bySeq.end()) return seq <= newestSeq;  // a gap: not recorded, not pending
+    return it->second->state == FlightState::kFinished;
+  }
+};
+
+Member memberOf(const FlightDump& dump, const FlightGroup& group) {
+  Member m;
+  m.dump = &dump;
+  m.group = &group;
+  for (const FlightEntry& e : group.entries) {
+    if (e.seq < 0) continue;
+    auto [it, added] = m.bySeq.try_emplace(e.seq, &e);
+    if (!added && e.id > it->second->id) it->second = &e;
+  }
+  if (!m.bySeq.empty()) {
+    m.oldestSeq = m.bySeq.begin()->first;
+    m.newestSeq = m.bySeq.rbegin()->first;
+  }
+  for (auto it = m.bySeq.rbegin(); it != m.bySeq.rend(); ++it) {
+    if (it->second->state != FlightState::kIssued) {
+      m.lastStarted = it->second;
+      break;
+    }
+  }
+  return m;
+}
+
+std::vector<HangMismatch> findMismatches(const std::map<int32_t, Member>& members) {
+  std::set<int64_t> seqs;
+  for (const auto& [rank, m] : members)
+    for (const auto& [seq, e] : m.bySeq) seqs.insert(seq);
+  std::vector<HangMismatch> out;
+  for (int64_t seq : seqs) {
+    // Compare what every rank that started it called (a queued entry's seq is a
+    // guess and its dtype unknown: it does not count).
+    std::vector<std::pair<int32_t, const FlightEntry*>> calls;
+    for (const auto& [rank, m] : members) {
+      auto it = m.bySeq.find(seq);
+      if (it != m.bySeq.end() && it->second->state != FlightState::kIssued)
+        calls.emplace_back(rank, it->second);
+    }
+    if (calls.size() < 2) continue;
+    // Bytes compare only where every rank recorded them (0: the caller did not say).
+    bool allBytes = true;
+    for (const auto& [rank, e] : calls) allBytes &= e->bytes > 0;
+    HangMismatch mismatch;
+    mismatch.seq = seq;
+    for (const auto& [rank, e] : calls) {
+      const std::string call = callOf(*e, allBytes);
+      auto it = std::find_if(mismatch.calls.begin(), mismatch.calls.end(),
+                             [&](const auto& c) { return c.first == call; });
+      if (it == mismatch.calls.end())
+        mismatch.calls.push_back({call, {rank}});
+      else
+        it->second.push_back(rank);
+    }
+    if (mismatch.calls.size() > 1) {
+      out.push_back(std::move(mismatch));
+      if (out.size() == kMaxMismatches) break;
+    }
+  }
+  return out;
+}
+
+GroupHang analyzeGroup(const std::string& name, int32_t size,
+                       const std::map<int32_t, Member>& members) {
+  GroupHang g;
+  g.name = name;
+  g.size = size;
+  g.dumped = static_cast<int32_t>(members.size());
+  g.mismatches = findMismatches(members);
+  std::set<int64_t> seqs;
+  for (const auto& [rank, m] : members)
+    for (const auto& [seq, e] : m.bySeq) seqs.insert(seq);
+  for (int64_t seq : seqs) {
+    bool everywhere = true;
+    for (const auto& [rank, m] : members) everywhere &= m.finished(seq);
+    if (!everywhere) {
+      g.seq = seq;
+      break;
+    }
+  }
+  if (g.seq < 0) {
+    g.complete = true;
+    g.lastSeq = seqs.empty() ? -1 : *seqs.rbegin();
+    return g;
+  }
+  // Name the collective by what the ranks that got to it recorded (a started
+  // entry over a queued one: its fields are the real call's).
+  const FlightEntry* named = nullptr;
+  for (const auto& [rank, m] : members) {
+    auto it = m.bySeq.find(g.seq);
+    if (it == m.bySeq.end()) continue;
+    if (!named || (named->state == FlightState::kIssued && it->second->state != named->state))
+      named = it->second;
+  }
+  if (named) {
+    g.op = named->op;
+    g.dtype = named->dtype;
+    g.reduceOp = named->reduceOp;
+    g.bytes = named->bytes;
+    g.root = named->root;
+  }
+  // Verdicts.
+  int64_t gaveUpWall = INT64_MAX;  // the first failure's end, on the wall clock
+  int32_t gaveUpRank = -1;
+  for (int32_t r = 0; r < size; ++r) {
+    HangRank h;
+    h.groupRank = r;
+    auto found = members.find(r);
+    if (found == members.end()) {
+      g.ranks.push_back(h);  // kNoDump
+      continue;
+    }
+    const Member& m = found->second;
+    h.rank = m.dump->rank;
+    if (m.lastStarted) {
+      h.lastSeq = m.lastStarted->seq;
+      h.lastOp = m.lastStarted->op;
+      h.lastState = m.lastStarted->state;
+    }
+    auto it = m.bySeq.find(g.seq);
+    if (it == m.bySeq.end()) {
+      h.verdict = m.finished(g.seq) ? HangVerdict::kFinished : HangVerdict::kNeverArrived;
+    } else {
+      const FlightEntry& e = *it->second;
+      switch (e.state) {
+        case FlightState::kFinished:
+          h.verdict = HangVerdict::kFinished;
+          break;
+        case FlightState::kFailed:
+          h.verdict = HangVerdict::kFailed;
+          h.error = e.error;
+          if (e.startNs > 0 && e.endNs >= e.startNs) h.elapsedNs = e.endNs - e.startNs;
+          if (e.endNs > 0 && m.dump->wallNsOf(e.endNs) < gaveUpWall) {
+            gaveUpWall = m.dump->wallNsOf(e.endNs);
+            gaveUpRank = r;
+          }
+          break;
+        case FlightState::kStarted:
+          h.verdict = HangVerdict::kStuck;
+          h.elapsedNs = m.dump->steadyNs - e.startNs;
+          break;
+        case FlightState::kIssued:
+          h.verdict = HangVerdict::kQueued;
+          if (e.issueNs > 0) h.elapsedNs = m.dump->steadyNs - e.issueNs;
+          break;
+      }
+    }
+    g.ranks.push_back(h);
+  }
+  // Late arrivals: started only after another rank had given up on it.
+  if (gaveUpRank >= 0) {
+    for (HangRank& h : g.ranks) {
+      if (h.groupRank == gaveUpRank || h.rank < 0) continue;
+      const Member& m = members.at(h.groupRank);
+      auto it = m.bySeq.find(g.seq);
+      if (it == m.bySeq.end() || it->second->startNs <= 0) continue;
+      const int64_t late = m.dump->wallNsOf(it->second->startNs) - gaveUpWall;
+      if (late > kLateSlackNs) {
+        h.lateNs = late;
+        h.lateAfter = gaveUpRank;
+      }
+    }
+  }
+  return g;
+}
+
+std::string whoIs(const HangRank& h) {
+  if (h.rank < 0 || h.rank == h.groupRank) return strCat("rank ", h.groupRank);
+  return strCat("rank ", h.groupRank, " (process rank ", h.rank, ")");
+}
+
+}  // namespace
+
+const char* hangVerdictName(HangVerdict verdict) {
+  switch (verdict) {
+    case HangVerdict::kFinished:
+      return "finished";
+    case HangVerdict::kFailed:
+      return "failed";
+    case HangVerdict::kStuck:
+      return "stuck";
+    case HangVerdict::kQueued:
+      return "queued";
+    case HangVerdict::kNeverArrived:
+      return "never arrived";
+    case HangVerdict::kNoDump:
+      return "no dump";
+  }
+  return "?";
+}
+
+HangReport analyzeHang(const FlightDumpSet& set) {
+  HangReport report;
+  report.path = set.path;
+  report.warnings = set.warnings;
+  // Groups by (name, id); members by group rank.
+  struct GroupKey {
+    std::string name, id;
+    bool operator<(const GroupKey& o) const { return name != o.name ? name < o.name : id < o.id; }
+  };
+  std::map<GroupKey, std::pair<int32_t, std::map<int32_t, Member>>> groups;
+  for (const FlightDump& d : set.dumps) {
+    if (report.job.empty()) report.job = d.job;
+    report.worldSize = std::max(report.worldSize, d.worldSize);
+    report.dumpedRanks.push_back(d.rank);
+    report.reasons.emplace_back(d.rank, d.reason);
+    for (const FlightGroup& g : d.groups) {
+      auto& [size, members] = groups[GroupKey{g.name, g.id}];
+      size = std::max(size, g.size);
+      if (!members.try_emplace(g.rank, memberOf(d, g)).second) {
+        report.warnings.push_back(strCat("group '", g.name, "': two dumps claim its rank ", g.rank,
+                                         "; using rank ", members.at(g.rank).dump->rank, "'s"));
+      }
+    }
+  }
+  std::sort(report.dumpedRanks.begin(), report.dumpedRanks.end());
+  for (int32_t r = 0; r < report.worldSize; ++r) {
+    if (!std::binary_search(report.dumpedRanks.begin(), report.dumpedRanks.end(), r))
+      report.missingRanks.push_back(r);
+  }
+  for (const auto& [key, value] : groups)
+    report.groups.push_back(analyzeGroup(key.name, value.first, value.second));
+  std::stable_sort(report.groups.begin(), report.groups.end(),
+                   [](const GroupHang& a, const GroupHang& b) {
+                     const bool x = !a.complete || !a.mismatches.empty();
+                     const bool y = !b.complete || !b.mismatches.empty();
+                     return x && !y;
+                   });
+  return report;
+}
+
+std::string formatHangReport(const HangReport& report) {
+  std::string out;
+  out += strCat("ringx flight recorder: ", report.dumpedRanks.size(), " of ", report.worldSize,
+                " ranks dumped in ", report.path, " (job ", report.job, ")\n");
+  if (!report.missingRanks.empty()) {
+    out += strCat("  no dump from ", rankList(report.missingRanks),
+                  ": killed, or its host is unreachable; the report goes by the others\n");
+  }
+  // Why each rank dumped, in brief: the errors come in full below.
+  constexpr size_t kReasonChars = 120;
+  for (const auto& [rank, reason] : report.reasons) {
+    out += strCat("  rank ", rank, " dumped: ", reason.substr(0, kReasonChars),
+                  reason.size() > kReasonChars ? "..." : "", "\n");
+  }
+  for (const GroupHang& g : report.groups) {
+    out += "\n";
+    const std::string title =
+        strCat("group '", g.name, "' (", g.size, " ranks, ", g.dumped, " dumped)");
+    if (g.complete) {
+      out += strCat(title, ": every collective finished on every rank that dumped",
+                    g.lastSeq >= 0 ? strCat(" (last seq ", g.lastSeq, ")") : std::string(), "\n");
+    } else {
+      std::string what = g.op.empty() ? std::string("collective") : g.op;
+      std::vector<std::string> details;
+      if (g.bytes > 0) details.push_back(formatBytes(g.bytes));
+      if (!g.dtype.empty()) details.push_back(g.dtype);
+      if (!g.reduceOp.empty()) details.push_back(g.reduceOp);
+      if (g.root >= 0) details.push_back(strCat("root ", g.root));
+      std::string detail;
+      for (const auto& d : details) detail += (detail.empty() ? "" : ", ") + d;
+      out += strCat(title, ": ", what, " seq ", g.seq, detail.empty() ? "" : " (" + detail + ")",
+                    " did not finish on every rank\n");
+      // The culprits first, by verdict, then every rank's line.
+      for (HangVerdict v : {HangVerdict::kNeverArrived, HangVerdict::kNoDump, HangVerdict::kQueued,
+                            HangVerdict::kStuck, HangVerdict::kFailed}) {
+        std::vector<int32_t> ranks;
+        for (const HangRank& h : g.ranks)
+          if (h.verdict == v) ranks.push_back(h.groupRank);
+        if (!ranks.empty()) out += strCat("  ", hangVerdictName(v), ": ", rankList(ranks), "\n");
+      }
+      std::vector<int32_t> late;
+      for (const HangRank& h : g.ranks)
+        if (h.lateNs > 0) late.push_back(h.groupRank);
+      if (!late.empty())
+        out += strCat("  arrived late: ", rankList(late),
+                      " (started it after another rank had given up: the one the others "
+                      "waited for)\n");
+      for (const HangRank& h : g.ranks) {
+        out += strCat("  ", whoIs(h), ": ", hangVerdictName(h.verdict));
+        switch (h.verdict) {
+          case HangVerdict::kNeverArrived:
+            out += h.lastSeq >= 0 ? strCat(" (its last collective was ", h.lastOp, " seq ",
+                                           h.lastSeq, ", ", flightStateName(h.lastState), ")")
+                                  : std::string(" (it started no collective in this group)");
+            break;
+          case HangVerdict::kQueued:
+            out += strCat(" (issued ", formatDuration(h.elapsedNs), " before its dump, not started",
+                          h.lastSeq >= 0 ? strCat("; its thread was at seq ", h.lastSeq, ", ",
+                                                  flightStateName(h.lastState))
+                                         : std::string(),
+                          ")");
+            break;
+          case HangVerdict::kStuck:
+            out += strCat(" (started ", formatDuration(h.elapsedNs), " before its dump)");
+            break;
+          case HangVerdict::kFailed:
+            out += strCat(" after ", formatDuration(h.elapsedNs), ": ", h.error);
+            break;
+          case HangVerdict::kNoDump:
+            out += " (wrote none: killed, or its dump directory is on another host)";
+            break;
+          case HangVerdict::kFinished:
+            break;
+        }
+        if (h.lateNs > 0)
+          out += strCat("; started ", formatDuration(h.lateNs), " after rank ", h.lateAfter,
+                        " gave up");
+        out += "\n";
+      }
+    }
+    for (const HangMismatch& m : g.mismatches) {
+      out += strCat("  mismatch at seq ", m.seq, ":");
+      for (size_t i = 0; i < m.calls.size(); ++i)
+        out += strCat(i ? "; " : " ", m.calls[i].first, " (", rankList(m.calls[i].second), ")");
+      out += "\n";
+    }
+  }
+  for (const std::string& w : report.warnings) out += strCat("warning: ", w, "\n");
+  return out;
+}
+
+}  // namespace ringx::trace

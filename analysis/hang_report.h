@@ -1,0 +1,83 @@
+// Why a job hung or failed, from the flight recorder dumps its ranks wrote
+// (flight_dump.h): what `ringx-trace why DIR` prints.
+//
+// Per group, the collective to look at is the first one (lowest seq) that did
+// not finish on every rank. For it, every member of the group gets a verdict:
+//  - never arrived: its program had not issued it (its last seq is lower). In
+//    a hang this is the rank the others wait for;
+//  - queued: issued, but its communication thread had not started it;
+//  - stuck: started and not finished when it dumped;
+//  - failed: with its error (a timeout, a lost peer, a mismatch);
+//  - finished;
+//  - no dump: the rank wrote nothing (killed, or its host is gone).
+// A rank that started the collective only after another had already given up
+// is named as late: it is the one the others waited for, even though its own
+// dump shows it failing too. Separately, collectives whose ranks disagree on
+// the op, dtype, reduce op, root or size at the same seq are listed: the other
+// classic cause of a hang.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/format/flight_dump.h"
+
+namespace ringx::trace {
+
+enum class HangVerdict { kFinished, kFailed, kStuck, kQueued, kNeverArrived, kNoDump };
+const char* hangVerdictName(HangVerdict verdict);  // "never arrived", "stuck", ...
+
+struct HangRank {
+  int32_t groupRank = 0;
+  int32_t rank = -1;  // the process's rank (its dump's), -1 when it wrote none
+  HangVerdict verdict = HangVerdict::kNoDump;
+  std::string error;  // kFailed
+  int64_t elapsedNs =
+      0;  // kFailed: start to failure; kStuck: start to dump; kQueued: issue to dump
+  // kNeverArrived (and kQueued): its latest collective that started, or -1.
+  int64_t lastSeq = -1;
+  std::string lastOp;
+  FlightState lastState = FlightState::kIssued;
+  int64_t lateNs = 0;      // > 0: started this long after lateAfter had given up
+  int32_t lateAfter = -1;  // that group rank
+};
+
+// Ranks disagreeing on one seq: each distinct call and the group ranks that made it.
+struct HangMismatch {
+  int64_t seq = 0;
+  std::vector<std::pair<std::string, std::vector<int32_t>>> calls;
+};
+
+struct GroupHang {
+  std::string name;
+  int32_t size = 0;
+  int32_t dumped = 0;     // members with a dump
+  bool complete = false;  // every dumped member finished every collective it recorded
+  int64_t lastSeq = -1;   // complete: the highest seq recorded
+  // Not complete: the first collective that did not finish everywhere.
+  int64_t seq = -1;
+  std::string op;
+  std::string dtype;
+  std::string reduceOp;
+  uint64_t bytes = 0;
+  int32_t root = -1;
+  std::vector<HangRank> ranks;           // every member, by group rank (not complete only)
+  std::vector<HangMismatch> mismatches;  // lowest seqs first, at most a few
+};
+
+struct HangReport {
+  std::string path;
+  std::string job;
+  int32_t worldSize = 0;
+  std::vector<int32_t> dumpedRanks;
+  std::vector<int32_t> missingRanks;                     // in [0, worldSize) with no dump
+  std::vector<std::pair<int32_t, std::string>> reasons;  // per dump: rank, why it was written
+  std::vector<GroupHang> groups;                         // problems first, then by name
+  std::vector<std::string> warnings;
+};
+
+HangReport analyzeHang(const FlightDumpSet& set);
+std::string formatHangReport(const HangReport& report);
+
+}  // namespace ringx::trace

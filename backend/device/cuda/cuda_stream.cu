@@ -1,0 +1,200 @@
+#include "backend/device/cuda/cuda_stream.h"
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "base/error.h"
+
+namespace ringx::cuda {
+namespace {
+
+void check(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky state of a non-fatal error
+    throw Error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(error));
+  }
+}
+
+// Switches the calling thread to `device` for the scope, as c10::cuda::CUDAGuard does: events
+// and streams must be used on the device they were made on.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+class CudaEvent : public device::DeviceEvent {
+ public:
+  CudaEvent(int device, bool timed) : timed_(timed) {
+    DeviceGuard guard(device);
+    check(cudaEventCreateWithFlags(&event_, timed ? cudaEventDefault : cudaEventDisableTiming),
+          "cudaEventCreate");
+  }
+  ~CudaEvent() override { cudaEventDestroy(event_); }
+
+  bool query() override {
+    const cudaError_t state = cudaEventQuery(event_);
+    if (state == cudaErrorNotReady) {
+      cudaGetLastError();
+      return false;
+    }
+    check(state, "cudaEventQuery");
+    return true;
+  }
+  void synchronize() override { check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
+
+  cudaEvent_t event() const { return event_; }
+  bool timed() const { return timed_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+  bool timed_;
+};
+
+cudaStream_t raw(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// cudaLaunchHostFunc passes one pointer; the function object lives on the heap until it runs.
+void CUDART_CB runHostFunc(void* data) {
+  std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(data));
+  (*fn)();
+}
+
+// Waits until the host has raised *counter to `ticket`. volatile: every poll reads host memory
+// over the bus; the sleep keeps the polling from flooding it.
+__global__ void waitForCounter(const volatile uint64_t* counter, uint64_t ticket) {
+  while (*counter < ticket) __nanosleep(1000);
+}
+
+}  // namespace
+
+struct CudaStream::GateCounter {
+  explicit GateCounter(int device) : device(device) {
+    DeviceGuard guard(device);
+    void* host = nullptr;
+    check(cudaHostAlloc(&host, sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),
+          "cudaHostAlloc");
+    hostCounter = static_cast<uint64_t*>(host);
+    *hostCounter = 0;
+    void* mapped = nullptr;
+    check(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer");
+    deviceCounter = static_cast<const uint64_t*>(mapped);
+  }
+  ~GateCounter() { cudaFreeHost(hostCounter); }
+
+  const int device;
+  uint64_t* hostCounter = nullptr;  // written by the host only
+  const uint64_t* deviceCounter = nullptr;
+  std::mutex mutex;
+  uint64_t lastTicket = 0;
+  uint64_t opened = 0;
+};
+
+namespace {
+
+class CudaGate : public device::HostGate {
+ public:
+  CudaGate(std::shared_ptr<CudaStream::GateCounter> counter, uint64_t ticket)
+      : counter_(std::move(counter)), ticket_(ticket) {}
+
+  void open() override {
+    std::lock_guard<std::mutex> lock(counter_->mutex);
+    RINGX_ENFORCE_EQ(counter_->opened + 1, ticket_);  // gates open in the order they were made
+    counter_->opened = ticket_;
+    // A release store: the staged results the host wrote are visible before the counter is.
+    std::atomic_ref<uint64_t>(*counter_->hostCounter).store(ticket_, std::memory_order_release);
+  }
+
+ private:
+  std::shared_ptr<CudaStream::GateCounter> counter_;
+  const uint64_t ticket_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaStream> CudaStream::borrow(void* stream, int device) {
+  return std::unique_ptr<CudaStream>(new CudaStream(stream, device, false));
+}
+
+std::unique_ptr<CudaStream> CudaStream::create(int device, bool highPriority) {
+  DeviceGuard guard(device);
+  int leastPriority = 0, greatestPriority = 0;
+  check(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority),
+        "cudaDeviceGetStreamPriorityRange");
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking,
+                                     highPriority ? greatestPriority : leastPriority),
+        "cudaStreamCreateWithPriority");
+  return std::unique_ptr<CudaStream>(new CudaStream(stream, device, true));
+}
+
+CudaStream::~CudaStream() {
+  if (owned_) {
+    // Work still enqueued finishes first: cudaStreamDestroy returns at once and the driver
+    // releases the stream when it is idle.
+    DeviceGuard guard(device_);
+    cudaStreamDestroy(raw(stream_));
+  }
+}
+
+std::shared_ptr<device::DeviceEvent> CudaStream::recordEvent(bool timed) {
+  auto event = std::make_shared<CudaEvent>(device_, timed);
+  DeviceGuard guard(device_);
+  check(cudaEventRecord(event->event(), raw(stream_)), "cudaEventRecord");
+  return event;
+}
+
+std::shared_ptr<device::DeviceEvent> CudaStream::record() { return recordEvent(false); }
+
+std::shared_ptr<device::DeviceEvent> CudaStream::recordTimed() { return recordEvent(true); }
+
+void CudaStream::wait(const std::shared_ptr<device::DeviceEvent>& event) {
+  auto* cudaEvent = dynamic_cast<CudaEvent*>(event.get());
+  RINGX_CHECK(cudaEvent != nullptr, "a CUDA stream can wait only on a CUDA event");
+  DeviceGuard guard(device_);
+  check(cudaStreamWaitEvent(raw(stream_), cudaEvent->event(), 0), "cudaStreamWaitEvent");
+}
+
+void CudaStream::launchHostFunc(std::function<void()> fn) {
+  auto* heap = new std::function<void()>(std::move(fn));
+  DeviceGuard guard(device_);
+  const cudaError_t error = cudaLaunchHostFunc(raw(stream_), runHostFunc, heap);
+  if (error != cudaSuccess) delete heap;
+  check(error, "cudaLaunchHostFunc");
+}
+
+std::shared_ptr<device::HostGate> CudaStream::waitForHost() {
+  if (!gates_) gates_ = std::make_shared<GateCounter>(device_);
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(gates_->mutex);
+    ticket = ++gates_->lastTicket;
+  }
+  DeviceGuard guard(device_);
+  waitForCounter<<<1, 1, 0, raw(stream_)>>>(gates_->deviceCounter, ticket);
+  check(cudaGetLastError(), "launching the host-gate kernel");
+  return std::make_shared<CudaGate>(gates_, ticket);
+}
+
+float CudaStream::elapsedMilliseconds(const device::DeviceEvent& start,
+                                      const device::DeviceEvent& end) {
+  auto* from = dynamic_cast<const CudaEvent*>(&start);
+  auto* to = dynamic_cast<const CudaEvent*>(&end);
+  RINGX_CHECK(from && to && from->timed() && to->timed(),
+              "elapsedMilliseconds needs two events from recordTimed()");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, from->event(), to->event()), "cudaEventElapsedTime");
+  return ms;
+}
+
+}  // namespace ringx::cuda
