@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite of ringx and prints one summary. Used by `make test` and CI.
+#   layers                 no #include runs from a lower folder up to a higher one, and the
+#                          Python extension links nothing of the trace column above the
+#                          recorder (scripts/check_layers.py)
 #   gtest (through ctest)  the torch-free core: algorithms x transport x world size
 #   sanitizers             the torch-free gtests under TSan, and under ASan+UBSan with the
 #                          libFuzzer targets run briefly (scripts/sanitizers.sh)
@@ -51,6 +54,7 @@ run_suite() {
   fi
 }
 
+run_suite layers "$PYTHON" scripts/check_layers.py --extension "$(ls "$BUILD_DIR"/python/ringx/_C*.so)"
 run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
 run_suite sanitizers scripts/sanitizers.sh all
 run_suite pytest "$PYTHON" -m pytest -q tests/python
