@@ -3,6 +3,7 @@
 (coalesced) broadcast, same processes.
 
     PYTHONPATH=build/python .venv/bin/python bench/allreduce.py [--world-sizes 2 3] [--quick]
+        [--docs]
 
 Every rank process holds a gloo group and a ringx group over the same ranks; each
 measurement alternates gloo and ringx blocks several times and keeps each backend's median
@@ -23,6 +24,7 @@ import time
 import torch
 import torch.distributed as dist
 
+import docs_table
 from bench_ranks import run_ranks
 from latency_method import KIB, MIB, human, parse_sizes
 
@@ -165,12 +167,23 @@ def main():
     parser.add_argument("--sizes", nargs="+", help="allreduce sizes, e.g. 64K 1M 64M")
     parser.add_argument("--rounds", type=int, default=5, help="gloo/ringx alternations per size")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds per size, roughly")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     if args.sizes:
         sizes = parse_sizes(args.sizes)
     rounds, budget = (2, 0.05) if args.quick else (args.rounds, args.budget)
+    if args.docs:
+        docs_table.require("allreduce")
+    # The tables as printed, each world size's heading one level down (they sit under a section
+    # of docs/benchmarks.md); the first line, about the run, is not a table's.
+    as_docs = lambda text: "\n".join("#" + line if line.startswith("## ") else line
+                                     for line in text.splitlines()[1:])
+    with docs_table.table(args.docs, "allreduce", as_docs):
+        tables(args, sizes, rounds, budget)
 
+
+def tables(args, sizes, rounds, budget):
     print(f"# ringx vs gloo on {os.cpu_count()} cores, torch {torch.__version__}; "
           "busbw = algbw * 2(n-1)/n for allreduce")
     for world in args.world_sizes:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ringx.ddp vs torch DDP: training step time, same processes, interleaved.
 
-    PYTHONPATH=build/python .venv/bin/python bench/ddp.py [--world-size 2] [--quick]
+    PYTHONPATH=build/python .venv/bin/python bench/ddp.py [--world-size 2] [--quick] [--docs]
 
 Every rank process holds a gloo group and a ringx group over the same ranks and four
 copies of each model, wrapped as
@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+import docs_table
 from bench_ranks import run_ranks, timed_rounds
 
 
@@ -124,10 +125,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=10, help="steps per round")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke test)")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps = 2, 3
-    report(run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/ddp.py"), args)
+    if args.docs:
+        docs_table.require("ddp")
+    results = run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/ddp.py")
+    with docs_table.table(args.docs, "ddp"):
+        report(results, args)
 
 
 def report(results, args):

@@ -2,7 +2,7 @@
 """Faults between two hosts, gloo beside ringx in one run: how long after the fault each
 surviving rank gets its error, of which type, and whether it then shuts down cleanly.
 
-    sudo PYTHONPATH=build/python .venv/bin/python bench/faults.py [--quick]
+    sudo PYTHONPATH=build/python .venv/bin/python bench/faults.py [--quick] [--docs]
 
 Each job is two network-namespace "hosts" joined by a veth pair, one rank each, running
 allreduces with a group timeout of 4 s (tests/python/netns_hosts.py, the same jobs the fault
@@ -22,6 +22,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "python"))
 import netns_hosts  # noqa: E402  (tests/python is not a package)
+
+import docs_table  # noqa: E402  (beside this file)
 
 FAULTS = {
     "link down, store side": dict(cut="a"),
@@ -64,11 +66,21 @@ def main():
     parser.add_argument("--quick", action="store_true", help="one fault, one size")
     parser.add_argument("--exit-within", type=float, default=netns_hosts.TIMEOUT_S + 16,
                         help="seconds after the fault before a rank still running is a hang")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     reason = netns_hosts.why_unavailable()
     if reason:
         print(f"faults: skipped, {reason}")
+        if args.docs:
+            print("faults: --docs: nothing written", file=sys.stderr)
         return
+    if args.docs:
+        docs_table.require("faults")
+    with docs_table.table(args.docs, "faults"):
+        table(args)
+
+
+def table(args):
     faults = ["far rank SIGKILL"] if args.quick else list(FAULTS)
     sizes = ["1 KiB"] if args.quick else list(SIZES)
     print(f"group timeout {netns_hosts.TIMEOUT_S:.0f} s; time from the fault to each surviving "

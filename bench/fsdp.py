@@ -2,7 +2,7 @@
 """ringx.fsdp: peak parameter+gradient memory against the FSDP algorithm's account, and
 step time against DDP, same processes, interleaved.
 
-    PYTHONPATH=build/python .venv/bin/python bench/fsdp.py [--world-size 2] [--quick]
+    PYTHONPATH=build/python .venv/bin/python bench/fsdp.py [--world-size 2] [--quick] [--docs]
 
 The model is a transformer-like stack without attention: an input Linear(d, d), 8 blocks
 (LayerNorm(d), Linear(d, 4d), GELU, Linear(4d, d), residual; d = 256, 526,080 parameters
@@ -115,6 +115,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+import docs_table
 from bench_ranks import run_ranks, timed_rounds
 
 DIM = 256
@@ -577,12 +578,24 @@ def main():
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--steps", type=int, default=6, help="steps per round")
     parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke test)")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps = 2, 2
-    report(run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/fsdp.py"), args)
-    report_fsdp2(run_ranks(worker_fsdp2, args.world_size, args.rounds, args.steps,
-                           name="bench/fsdp.py (FSDP2)"), args)
+    if args.docs:
+        docs_table.require("fsdp_memory", "fsdp_speed", "fsdp_fsdp2")
+    results = run_ranks(worker, args.world_size, args.rounds, args.steps, name="bench/fsdp.py")
+    with docs_table.captured() as sections_1_2:
+        report(results, args)
+    results = run_ranks(worker_fsdp2, args.world_size, args.rounds, args.steps,
+                        name="bench/fsdp.py (FSDP2)")
+    with docs_table.captured() as section_3:
+        report_fsdp2(results, args)
+    if args.docs:  # each section's printed block (the first with the run's and model's lines)
+        first, second = sections_1_2.text().split("\n2. Step time", 1)
+        docs_table.write("fsdp_memory", docs_table.fenced(first))
+        docs_table.write("fsdp_speed", docs_table.fenced("2. Step time" + second))
+        docs_table.write("fsdp_fsdp2", docs_table.fenced(section_3.text()))
 
 
 if __name__ == "__main__":

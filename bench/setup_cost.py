@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Set-up cost with torch: gloo beside ringx at the world sizes torch processes reach here.
 
-    PYTHONPATH=build/python .venv/bin/python bench/setup_cost.py [--sizes 8 16 32]
+    PYTHONPATH=build/python .venv/bin/python bench/setup_cost.py [--sizes 8 16 32] [--docs]
 
 For each world size, gloo and ringx in turn, fresh rank processes (bench_ranks.run_ranks)
 each run init_process_group, one 4 KiB allreduce, a barrier and 50 more 4 KiB allreduces.
@@ -18,6 +18,7 @@ import time
 import torch
 import torch.distributed as dist
 
+import docs_table
 from bench_ranks import run_ranks
 
 
@@ -53,7 +54,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32])
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
+    if args.docs:
+        docs_table.require("setup_cost")
+    with docs_table.table(args.docs, "setup_cost"):
+        table(args)
+
+
+def table(args):
     print(f"set-up with torch {torch.__version__}, {os.cpu_count()} cores: start of the rank "
           "processes to the end of the first 4 KiB allreduce (slowest rank), fds per rank, "
           "then 50 x 4 KiB allreduce")

@@ -8,7 +8,7 @@ into one store) for comparison, and prints one table. Issue 19's goal: memory th
 grows with ranks and collectives, not with events.
 
     python3 bench/trace_summary_scale.py [--events 10000000 100000000] [--ranks 1024]
-        [--old /path/to/old/ringx-trace] [--old-limit-gb 12] [--tmp /tmp] [--keep]
+        [--old /path/to/old/ringx-trace] [--old-limit-gb 12] [--tmp /tmp] [--keep] [--docs]
 
 Peak memory is each run's max RSS (wait4 on the child). The old build gets an
 address-space limit (--old-limit-gb) so that a trace too large for it fails
@@ -24,6 +24,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+import docs_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
@@ -58,7 +60,10 @@ def main():
     parser.add_argument("--maker", default=os.path.join(BUILD, "bin", "bench_make_scale_trace"))
     parser.add_argument("--tmp", default="/tmp")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
+    if args.docs:
+        docs_table.require("trace_summary_scale")
 
     rows = []
     for events in args.events:
@@ -83,8 +88,9 @@ def main():
 
     header = ("ranks x events", "on disk", "build", "wall", "peak RSS")
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    for row in [header] + rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    with docs_table.table(args.docs, "trace_summary_scale"):
+        for row in [header] + rows:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ Traces are cached in build/bench-viewer/ (the 100M one takes 3 GB). The goals of
 at most 64 B per event; 1,024 ranks and 100M events at >= 30 fps in <= 4 GB.
 
     python3 bench/viewer.py [--sizes 1000000 10000000] [--scale-events 10000000 100000000]
-                            [--frames 60]
+                            [--frames 60] [--docs]
 
 "first frame" is ringx-viewer's first_frame_ms (construction to the first frame on
 screen: the window opens before the trace loads); "load" its load_ms, and "reopen" the
@@ -32,6 +32,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+import docs_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
@@ -91,13 +93,21 @@ def main():
                         help="1,024-rank ringx traces (events)")
     parser.add_argument("--ranks", type=int, default=1024)
     parser.add_argument("--frames", type=int, default=60)
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
+    if args.docs:
+        docs_table.require("viewer")
     for tool in (VIEWER, SCALE_TRACE):
         if not os.path.exists(tool):
             sys.exit(f"{tool} is missing: run `make` first")
     cache = os.path.join(BUILD, "bench-viewer")
     os.makedirs(cache, exist_ok=True)
     xvfb, display = start_display()
+    with docs_table.table(args.docs, "viewer"):
+        tables(args, cache, xvfb, display)
+
+
+def tables(args, cache, xvfb, display):
     out = os.path.join(cache, "stats.txt")
     frames = ["--frames", str(args.frames)]
     try:

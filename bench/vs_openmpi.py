@@ -2,7 +2,7 @@
 """Small and large collectives: ringx beside OpenMPI and gloo, timed as a user would.
 
     PYTHONPATH=build/python .venv/bin/python bench/vs_openmpi.py [--world-sizes 2 3 4]
-        [--runs 3] [--quick]
+        [--runs 3] [--quick] [--docs]
 
 Per world size, whole runs of each side alternate (`--runs` of each, the order flipping every
 run): a torch job whose ranks hold a gloo and a ringx group over the same processes and take
@@ -28,6 +28,7 @@ import sys
 import torch
 import torch.distributed as dist
 
+import docs_table
 from bench_ranks import run_ranks
 from latency_method import (cases, element_count, human, median_single_op_seconds, operations,
                             settle)
@@ -132,9 +133,18 @@ def main():
     parser.add_argument("--world-sizes", type=int, nargs="+", default=[2, 3, 4])
     parser.add_argument("--runs", type=int, default=3, help="whole runs of each side")
     parser.add_argument("--quick", action="store_true", help="two sizes, short (smoke test)")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     runs = 1 if args.quick else args.runs
+    if args.docs:
+        docs_table.require("vs_openmpi")
+    # The markdown table (the lines about the floor and the goal are prose's).
+    as_docs = lambda text: "\n".join(line for line in text.splitlines() if line.startswith("|"))
+    with docs_table.table(args.docs, "vs_openmpi", as_docs):
+        table(args, runs)
 
+
+def table(args, runs):
     floor = run_ranks(floor_worker, 1, name="bench/vs_openmpi.py, dispatch floor")["floor"]
     print(f"# ringx beside OpenMPI and gloo on {os.cpu_count()} cores, torch "
           f"{torch.__version__}: time per operation (us), median of {runs} whole run(s) of "

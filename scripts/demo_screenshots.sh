@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Screenshots of ringx-viewer on the traces `make demo` recorded, for the README:
+# Screenshots of ringx-viewer on the traces `make demo` recorded, for the README and docs/viewer.md:
 #   docs/images/viewer-timeline.png  the DDP job's timeline, zoomed to a few iterations
 #   docs/images/viewer-ddp.png       its DDP panel (iteration breakdown, buckets)
 #   docs/images/viewer-profiler.png  the DDP job's torch.profiler steps under its ringx lanes

@@ -23,7 +23,7 @@ Why it is built this way:
   differs from rank to rank while the order of issue does not.
 * Tracing is on (files and a live server on every rank), and rank 0 runs a live client on a
   thread: it asks rank 0 for the job's directory, streams every rank's events, and decodes
-  the record framing (backend/trace/codec.h) to count collective spans per rank. At the end
+  the record framing (trace/format/codec.h) to count collective spans per rank. At the end
   every collective each rank ran must have reached the client, none dropped.
 * RSS is flat only once ringx's memory has reached the ceiling its design gives it, so
   before the schedule every group is primed (prime(): every shared-memory ring wrapped,
@@ -536,7 +536,7 @@ class LiveClient(threading.Thread):
 # ---- one rank -----------------------------------------------------------------------------
 
 def shm_ring_bytes():
-    """Bytes of one direction of a shared-memory pair's ring (README: RINGX_SHM_BYTES)."""
+    """Bytes of one direction of a shared-memory pair's ring (docs/usage.md, "Environment": RINGX_SHM_BYTES)."""
     return int(os.environ.get("RINGX_SHM_BYTES") or 4 * MiB)
 
 

@@ -1,5 +1,5 @@
 """The benchmarks run (their --quick forms) and what they measure is consistent: `make bench`
-is how the README's tables are made, so a broken benchmark is a broken feature. Nothing here
+is how docs/benchmarks.md's tables are made, so a broken benchmark is a broken feature. Nothing here
 checks a time; the byte counts and the recorded collectives are deterministic."""
 
 import os
@@ -7,13 +7,15 @@ import re
 import subprocess
 import sys
 
+import pytest
 import ringx
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from fsdp import recorded_collectives  # noqa: E402  (bench/ is not a package)
+import docs_table  # noqa: E402  (bench/ is not a package)
+from fsdp import recorded_collectives  # noqa: E402
 
 
 def run_bench(name, *args):
@@ -139,7 +141,7 @@ def test_scale_bench_connects_log2_n_peers():
 
 def test_viewer_bench_prints_the_json_and_the_scale_tables():
     """bench/viewer.py: first frame, load, fps and memory for Chrome JSON traces and for
-    ringx trace directories of many ranks (tiny ones here; the README's are 10M and 100M)."""
+    ringx trace directories of many ranks (tiny ones here; docs/benchmarks.md's are 10M and 100M)."""
     env = dict(os.environ, BUILD_DIR=os.path.join(PYTHONPATH, ".."))
     result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "viewer.py"), "--sizes",
                              "20000", "--scale-events", "100000", "--ranks", "64", "--frames",
@@ -151,3 +153,38 @@ def test_viewer_bench_prints_the_json_and_the_scale_tables():
     assert len(scale_rows) == 1, result.stdout
     cells = scale_rows[0].split()
     assert int(cells[0]) > 90000 and cells[2] == "whole" and len(cells) == 11, cells
+
+
+def test_docs_table_writes_what_a_bench_printed_between_its_markers(tmp_path, capsys):
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# B\n<!-- BEGIN t -->\nold\n<!-- END t -->\nafter\n")
+    with docs_table.table(True, "t", path=str(doc)):
+        print("| a | b |")
+    assert "| a | b |" in capsys.readouterr().out  # still printed as before
+    assert doc.read_text() == ("# B\n<!-- BEGIN t -->\n\n```text\n| a | b |\n```\n\n"
+                               "<!-- END t -->\nafter\n")
+    with docs_table.table(False, "t", path=str(doc)):  # without --docs: printed only
+        print("new")
+    assert "new" not in doc.read_text()
+    with pytest.raises(SystemExit, match="BEGIN missing"):
+        docs_table.require("missing", path=str(doc))
+    # A C++ benchmark's output, piped in, goes in as it is with --markdown.
+    piped = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "docs_table.py"), str(doc),
+                            "t", "--markdown"], input="| c |\n", capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stdout == "| c |\n", piped.stderr
+    assert "<!-- BEGIN t -->\n\n| c |\n\n<!-- END t -->" in doc.read_text()
+    empty = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "docs_table.py"), str(doc),
+                            "t"], input="", capture_output=True, text=True)
+    assert empty.returncode != 0 and "| c |" in doc.read_text()
+
+
+def test_every_table_a_bench_writes_has_its_markers_in_the_docs():
+    names = set()
+    for name in os.listdir(os.path.join(ROOT, "bench")):
+        if name.endswith(".py") and name != "docs_table.py":
+            with open(os.path.join(ROOT, "bench", name)) as f:
+                text = f.read()
+            names.update(re.findall(r'docs_table\.(?:table|write)\((?:args\.docs, )?"(\w+)"', text))
+    assert {"allreduce", "vs_openmpi", "ddp", "fsdp_memory", "setup_cost", "viewer"} <= names
+    for name in sorted(names):
+        docs_table.require(name)  # SystemExit naming the markers when one is missing

@@ -37,8 +37,8 @@ def test_train_ddp_sample_agrees_across_ranks(tmp_path):
     assert summary.returncode == 0 and "2 of 2 ranks" in summary.stdout, summary.stderr
 
 
-def test_samples_run_under_torchrun_as_the_readme_writes():
-    # PYTHONPATH=build/python .venv/bin/torchrun --standalone --nproc-per-node 2 samples/...
+def test_samples_run_under_torchrun_as_the_docs_write():
+    # docs/usage.md: PYTHONPATH=build/python .venv/bin/torchrun --standalone --nproc-per-node 2 samples/...
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     env = dict(os.environ, PYTHONPATH=PYTHONPATH)
     for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
