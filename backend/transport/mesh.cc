@@ -29,7 +29,6 @@ PairMaker::~PairMaker() = default;
 
 std::unique_ptr<Pair> PairMaker::makePair(int peer, int fd, Deadline deadline) {
   Edge edge;
-  edge.rank = rank_;
   edge.peer = peer;
   edge.fd = fd;
   edge.deadline = deadline;

@@ -42,7 +42,6 @@ struct Introduction {
 
 // One edge being joined, as each kind sees it.
 struct Edge {
-  int rank = 0;
   int peer = 0;
   int fd = -1;  // the edge's socket; the kind that makes the pair takes it (leaves -1)
   Deadline deadline;
