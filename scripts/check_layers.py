@@ -43,15 +43,21 @@ LAYERS = {
     "backend/transport": ["backend/bootstrap"],
     "backend/transport/tcp": ["backend/transport"],
     "backend/transport/shm": ["backend/transport"],
+    # NCCL loaded at run time (loader.h): the CUDA wire between hosts (RINGX_GPU_WIRE=nccl).
+    "backend/transport/nccl": ["backend/transport"],
     "backend/reduce": ["base"],
-    "backend/device": ["backend/transport", "backend/reduce"],  # PatientWaits
+    # The device ring's protocol, its host side and its CPU instance (host memory shared
+    # between processes: a shm segment); the CUDA instance lives in backend/device/cuda.
+    "backend/device/ring": ["backend/store", "backend/transport/shm", "backend/reduce"],
+    "backend/device": ["backend/transport", "backend/reduce", "backend/device/ring"],  # PatientWaits
     "backend/algorithms": ["backend/transport", "backend/reduce"],
     "backend/group": ["backend/algorithms", "backend/device", "trace/record"],
     "backend/c10d": ["backend/group"],
     "engines/common": ["backend/c10d"],
     "engines/ddp": ["engines/common"],
     "engines/fsdp": ["engines/common"],
-    "python/bindings": ["engines/ddp", "engines/fsdp", "analysis/figures"],
+    "python/bindings": ["engines/ddp", "engines/fsdp", "analysis/figures",
+                        "backend/transport/nccl"],  # ringx.nccl()
     # The figures are analysis's, but torch-free and dependency-free: the engines' Python face
     # reports them too (ringx.analysis, last_iteration()).
     "analysis/figures": ["base"],

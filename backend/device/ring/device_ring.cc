@@ -1,0 +1,245 @@
+#include "backend/device/ring/device_ring.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "backend/reduce/reduce.h"
+#include "base/error.h"
+
+namespace ringx::device_ring {
+namespace {
+
+constexpr auto kStoreTimeout = std::chrono::milliseconds(1000);
+
+// What a rank posts at set-up: its pid and geometry, then its region's handle.
+struct Posted {
+  int64_t pid;
+  Geometry geometry;
+};
+
+std::chrono::milliseconds untilDeadline(Deadline deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
+bool processRuns(int64_t pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  // A process that exited but was not reaped yet is a zombie: as dead as it gets. (Plain
+  // read(2): a process that goes away while its stat is read makes the read fail with ESRCH.)
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno != ENOENT && errno != ESRCH;
+  char text[512];
+  const ssize_t got = ::read(fd, text, sizeof(text) - 1);
+  ::close(fd);
+  if (got <= 0) return false;
+  text[got] = 0;
+  const char* paren = std::strrchr(text, ')');
+  if (paren == nullptr || paren[1] == 0 || paren[2] == 0) return true;
+  return paren[2] != 'Z' && paren[2] != 'X';
+}
+
+DeviceRing::DeviceRing(Store& store, const std::string& keyPrefix, int rank, int size,
+                       std::unique_ptr<Instance> instance, const Geometry& geometry,
+                       Deadline deadline)
+    : rank_(rank), size_(size), geometry_(geometry), instance_(std::move(instance)) {
+  RINGX_CHECK(size >= 1 && size <= kMaxRanks, "ringx: the device ring takes 1 to ", kMaxRanks,
+              " ranks of one host, not ", size);
+  RINGX_CHECK(geometry.channels >= 1 && geometry.channels <= kMaxChannels,
+              "ringx: the device ring takes 1 to ", kMaxChannels, " channels, not ",
+              geometry.channels);
+  // depth >= 2 is what keeps the ring from deadlocking (protocol.h).
+  RINGX_CHECK(geometry.depth >= 2, "ringx: the device ring needs at least 2 slots per channel");
+  RINGX_CHECK(
+      geometry.slotBytes >= 16 && geometry.slotBytes % 16 == 0 && geometry.oneShotBytes % 16 == 0,
+      "ringx: the device ring's slot sizes must be multiples of 16 bytes");
+
+  RegionHeader head{};
+  head.magic = kRegionMagic;
+  head.version = kLayoutVersion;
+  head.rank = static_cast<uint32_t>(rank);
+  head.geometry = geometry;
+  const size_t bytes = regionBytes(geometry);
+  std::vector<uint8_t> handle = instance_->createRegion(bytes, head);
+  Posted mine{static_cast<int64_t>(::getpid()), geometry};
+  std::vector<uint8_t> posted(sizeof(mine) + handle.size());
+  std::memcpy(posted.data(), &mine, sizeof(mine));
+  if (!handle.empty()) std::memcpy(posted.data() + sizeof(mine), handle.data(), handle.size());
+  store.set(keyPrefix + "/" + std::to_string(rank), posted);
+
+  regions_.assign(size, nullptr);
+  pids_.assign(size, 0);
+  regions_[rank] = instance_->localRegion();
+  pids_[rank] = mine.pid;
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    std::vector<uint8_t> theirs =
+        store.get(keyPrefix + "/" + std::to_string(peer), untilDeadline(deadline));
+    RINGX_CHECK(theirs.size() >= sizeof(Posted), "ringx: the device ring's set-up record of rank ",
+                peer, " is truncated");
+    Posted p;
+    std::memcpy(&p, theirs.data(), sizeof(p));
+    RINGX_CHECK(std::memcmp(&p.geometry, &geometry, sizeof(Geometry)) == 0, "ringx: rank ", peer,
+                " set its device ring up with other sizes than rank ", rank,
+                " (channels, slots, slot bytes): every rank must use the same settings");
+    pids_[peer] = p.pid;
+    regions_[peer] = instance_->openRegion(
+        peer, std::vector<uint8_t>(theirs.begin() + sizeof(Posted), theirs.end()), bytes);
+  }
+  // Every rank mapped every region: the creators may now let go of anything that only served
+  // to hand them out.
+  const std::string opened = keyPrefix + "/opened";
+  store.add(opened, 1);
+  while (store.add(opened, 0) < size) {
+    RINGX_CHECK(Clock::now() < deadline,
+                "ringx: the device ring's set-up timed out: ", store.add(opened, 0), " of ", size,
+                " ranks mapped every region");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+DeviceRing::~DeviceRing() {
+  if (running_) {
+    // Destroyed mid-collective (an exception unwound past it): stop the kernels first.
+    __atomic_store_n(&instance_->hostControl()->stop.value, 1 + rank_, __ATOMIC_RELEASE);
+    instance_->join();
+  }
+}
+
+void DeviceRing::start(RingOp op, const void* input, void* output, uint64_t count, DataType dtype,
+                       ReduceOp reduceOp, const std::string& what) {
+  if (!broken_.empty()) throw PeerError(broken_, -1);
+  RINGX_ENFORCE(!running_);
+  if (op != RingOp::kAllgather) reduce::checkSupported(reduceOp, dtype);
+  RingJob job{};
+  job.op = op;
+  job.dtype = dtype;
+  // All-gather only copies; any op the type has picks the kernel.
+  job.reduceOp = op == RingOp::kAllgather ? ReduceOp::kSum : reduceOp;
+  job.elementSize = static_cast<uint32_t>(elementSize(dtype));
+  job.ranks = size_;
+  job.rank = rank_;
+  job.geometry = geometry_;
+  job.count = count;
+  job.input = static_cast<const char*>(input);
+  job.output = static_cast<char*>(output);
+  for (int r = 0; r < size_; ++r) job.regions[r] = regions_[r];
+  for (uint32_t ch = 0; ch < geometry_.channels; ++ch) job.ringBase[ch] = ringCount_[ch];
+  job.oneShotBase = oneShotCount_;
+  job.control = instance_->kernelControl();
+
+  HostControl* control = instance_->hostControl();
+  for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
+    ChannelStatus& s = control->channel[ch];
+    __atomic_store_n(&s.state, kRunning, __ATOMIC_RELAXED);
+    __atomic_store_n(&s.waitingOn, static_cast<uint64_t>(rank_), __ATOMIC_RELAXED);
+    __atomic_store_n(&s.waitingFor, 0, __ATOMIC_RELAXED);
+  }
+  what_ = strCat(what, " #", sequence_ + 1, " (", count, " x ", dataTypeName(dtype), ")");
+  ++sequence_;
+  for (uint32_t ch = 0; ch < geometry_.channels; ++ch) ringCount_[ch] += ringMessages(job, ch);
+  if (op == RingOp::kOneShotAllreduce) ++oneShotCount_;
+  instance_->launch(job);
+  running_ = true;
+}
+
+void DeviceRing::finish(Deadline deadline) {
+  RINGX_ENFORCE(running_);
+  HostControl* control = instance_->hostControl();
+  auto sleepFor = std::chrono::microseconds(20);
+  int blamed = -1;
+  std::string detail;
+  while (!instance_->finished()) {
+    bool failed = false;
+    for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
+      failed |= __atomic_load_n(&control->channel[ch].state, __ATOMIC_ACQUIRE) == kFailed;
+    }
+    if (!failed && blamed < 0) {
+      for (int peer = 0; peer < size_; ++peer) {
+        if (peer != rank_ && !processRuns(pids_[peer])) {
+          blamed = peer;
+          detail = strCat("rank ", peer, " (pid ", pids_[peer], ") died");
+          break;
+        }
+      }
+      if (blamed < 0 && Clock::now() >= deadline) {
+        // Blame the peer a channel is stuck on (on a ring of two or a stuck neighbour, the
+        // one that stopped; further away, it aborts soon with its own blame).
+        for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
+          if (__atomic_load_n(&control->channel[ch].state, __ATOMIC_ACQUIRE) == kRunning) {
+            blamed = static_cast<int>(
+                __atomic_load_n(&control->channel[ch].waitingOn, __ATOMIC_ACQUIRE));
+            break;
+          }
+        }
+        if (blamed < 0 || blamed == rank_) blamed = ringMod(rank_ + 1, size_);
+        detail = strCat("rank ", blamed,
+                        " stopped taking part: the deadline passed while waiting for it");
+      }
+      if (blamed >= 0) {
+        __atomic_store_n(&control->stop.value, static_cast<uint64_t>(1 + blamed), __ATOMIC_RELEASE);
+      }
+    }
+    std::this_thread::sleep_for(sleepFor);
+    sleepFor = std::min(sleepFor * 2, std::chrono::microseconds(2000));
+  }
+  instance_->join();
+  running_ = false;
+  // Every channel may have finished although the host asked them to stop: a peer that left
+  // after its part was done is no failure. Then the request is void.
+  __atomic_store_n(&control->stop.value, 0, __ATOMIC_RELEASE);
+  for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
+    const ChannelStatus& s = control->channel[ch];
+    if (__atomic_load_n(&s.state, __ATOMIC_ACQUIRE) == kFinished) continue;
+    const int peer = static_cast<int>(__atomic_load_n(&s.failedPeer, __ATOMIC_ACQUIRE));
+    if (detail.empty() || peer != blamed) {
+      const bool fromPeer = __atomic_load_n(&s.cause, __ATOMIC_ACQUIRE) == kCausePeerAborted;
+      detail = strCat(describe(peer), fromPeer ? " (another rank of the ring gave up on it)" : "");
+    }
+    failWith(peer, strCat(detail, "; channel ", ch, " was waiting for rank ",
+                          __atomic_load_n(&s.waitingOn, __ATOMIC_ACQUIRE)));
+  }
+}
+
+std::string DeviceRing::describe(int blamed) const {
+  if (blamed < 0 || blamed >= size_) return "the ring was stopped";
+  if (blamed == rank_) return strCat("rank ", blamed, " (this rank) was stopped");
+  return processRuns(pids_[blamed])
+             ? strCat("rank ", blamed, " stopped taking part (stuck, or past its deadline)")
+             : strCat("rank ", blamed, " (pid ", pids_[blamed], ") died");
+}
+
+void DeviceRing::failWith(int blamed, const std::string& detail) {
+  broken_ =
+      strCat("ringx: ", what_, " over the device ring (", instance_->name(), ") failed on rank ",
+             rank_, ": ", detail, ". The ring cannot be used again: abort the process group");
+  throw PeerError(broken_, blamed);
+}
+
+void DeviceRing::allreduce(const void* input, void* output, uint64_t count, DataType dtype,
+                           ReduceOp op, Deadline deadline) {
+  const bool oneShot = count * elementSize(dtype) <= geometry_.oneShotBytes;
+  start(oneShot ? RingOp::kOneShotAllreduce : RingOp::kAllreduce, input, output, count, dtype, op,
+        "allreduce");
+  finish(deadline);
+}
+
+void DeviceRing::reduceScatter(const void* input, void* output, uint64_t count, DataType dtype,
+                               ReduceOp op, Deadline deadline) {
+  start(RingOp::kReduceScatter, input, output, count, dtype, op, "reduce_scatter");
+  finish(deadline);
+}
+
+void DeviceRing::allgather(const void* input, void* output, uint64_t count, DataType dtype,
+                           Deadline deadline) {
+  start(RingOp::kAllgather, input, output, count, dtype, ReduceOp::kSum, "allgather");
+  finish(deadline);
+}
+
+}  // namespace ringx::device_ring

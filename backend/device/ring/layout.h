@@ -1,0 +1,110 @@
+// The device ring's shared memory: what each rank's region holds and where, the one contract
+// that the CPU instance (host memory shared between processes) and the CUDA instance (device
+// memory shared through CUDA IPC handles) both lay out and both kernels read.
+//
+// A region belongs to one rank and only its owner writes it; peers only read it. It holds,
+// per channel (an independent ring over its own slice of the buffer: a thread on the CPU, a
+// thread block on the GPU), four counters, each on a cache line of its own so that a reader
+// polling one does not disturb the owner's writes to another:
+//   ready     ring messages this rank has published into its slots
+//   acked     ring messages of the previous rank that this rank has consumed
+//   oneReady  one-shot allreduces whose input this rank has published
+//   oneDone   one-shot allreduces this rank has finished reading everyone's input for
+// then the ring slots (channels x depth x slotBytes) and the one-shot area (two halves, used
+// alternately, each holding a whole small buffer). Counters only grow, across collectives: every
+// rank runs the same collectives, so every rank agrees on every counter's next value and nothing
+// is ever reset. A header says which rank aborted and why, so that an error spreads round the
+// ring naming the peer that caused it.
+//
+// Also here: HostControl, the few words the host and this rank's kernel share (pinned and
+// mapped on the GPU): the host asks the kernel to give up, the kernel says what it waits for.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define RINGX_HD __host__ __device__ __forceinline__
+#else
+#define RINGX_HD inline
+#endif
+
+namespace ringx::device_ring {
+
+constexpr int kMaxRanks = 16;     // one host's ranks
+constexpr int kMaxChannels = 32;  // thread blocks of one GPU kernel; threads on the CPU
+constexpr uint64_t kRegionMagic = 0x72696e67782d6472ull;  // "ringx-dr"
+constexpr uint32_t kLayoutVersion = 1;
+constexpr size_t kLine = 128;  // counters sit apart by this much (two x86 lines, a GPU sector)
+
+// Sizes every rank's region uses; all ranks of a ring must agree (checked at set-up).
+struct Geometry {
+  uint32_t channels = 2;
+  uint32_t depth = 4;                // ring slots per channel (>= 2: see protocol.h)
+  uint64_t slotBytes = 256 << 10;    // one ring message (a segment), multiple of 16
+  uint64_t oneShotBytes = 64 << 10;  // largest one-shot allreduce, multiple of 16
+};
+
+struct alignas(kLine) Counter {
+  uint64_t value;
+  char pad[kLine - sizeof(uint64_t)];
+};
+
+struct ChannelCounters {
+  Counter ready, acked, oneReady, oneDone;
+};
+
+struct alignas(kLine) RegionHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t rank;
+  Geometry geometry;
+  // Set once by the owner when it gives up: 1 + the rank whose failure stopped it (itself
+  // when the host asked it to stop for a reason of its own, as a deadline), 0 while healthy.
+  Counter aborted;
+};
+
+// Where things are in a region.
+RINGX_HD size_t countersOffset() { return sizeof(RegionHeader); }
+RINGX_HD size_t slotsOffset(const Geometry& g) {
+  return countersOffset() + sizeof(ChannelCounters) * g.channels;
+}
+RINGX_HD size_t oneShotOffset(const Geometry& g) {
+  return slotsOffset(g) + static_cast<size_t>(g.channels) * g.depth * g.slotBytes;
+}
+RINGX_HD size_t regionBytes(const Geometry& g) { return oneShotOffset(g) + 2 * g.oneShotBytes; }
+
+RINGX_HD RegionHeader* header(char* region) { return reinterpret_cast<RegionHeader*>(region); }
+RINGX_HD ChannelCounters* counters(char* region, int channel) {
+  return reinterpret_cast<ChannelCounters*>(region + countersOffset()) + channel;
+}
+// The slot that ring message `message` of `channel` lives in.
+RINGX_HD char* slot(char* region, const Geometry& g, int channel, uint64_t message) {
+  return region + slotsOffset(g) +
+         (static_cast<size_t>(channel) * g.depth + message % g.depth) * g.slotBytes;
+}
+// The half of the one-shot area that one-shot allreduce `index` uses.
+RINGX_HD char* oneShotArea(char* region, const Geometry& g, uint64_t index) {
+  return region + oneShotOffset(g) + (index % 2) * g.oneShotBytes;
+}
+
+// What the host and this rank's kernel share. `state` per channel: 0 running, 1 finished,
+// 2 failed. `waitingOn`/`waitingFor`: the rank and counter value a channel last had to wait
+// for (what a timeout's error names).
+// Every field is a 64-bit word, written and read with the counters' atomic accessors.
+struct alignas(kLine) ChannelStatus {
+  uint64_t state;
+  uint64_t waitingOn;
+  uint64_t waitingFor;
+  uint64_t failedPeer;  // the rank named in the error: the one that died, stalled or aborted
+  uint64_t cause;       // 1 the host asked to stop, 2 the awaited peer had aborted
+};
+enum : uint64_t { kRunning = 0, kFinished = 1, kFailed = 2 };
+enum : uint64_t { kCauseHost = 1, kCausePeerAborted = 2 };
+
+struct HostControl {
+  Counter stop;  // 1 + the rank the host blames, when it wants the kernels to give up
+  ChannelStatus channel[kMaxChannels];
+};
+
+}  // namespace ringx::device_ring
