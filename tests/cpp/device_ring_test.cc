@@ -12,101 +12,28 @@
 #include "backend/device/ring/device_ring.h"
 #include "backend/device/ring/host_ring.h"
 #include "backend/reduce/reduce.h"
+#include "device_ring_matrix.h"
 #include "process_ranks.h"
-#include "reduction_reference.h"
 
 namespace ringx::device_ring {
 namespace {
 
-using testing::expectedReduction;
-using testing::makeInput;
-
-constexpr DataType kTypes[] = {DataType::kFloat32,  DataType::kFloat64,   DataType::kFloat16,
-                               DataType::kBFloat16, DataType::kComplex64, DataType::kComplex128,
-                               DataType::kInt8,     DataType::kInt16,     DataType::kInt32,
-                               DataType::kInt64,    DataType::kUInt8,     DataType::kBool};
-constexpr ReduceOp kOps[] = {ReduceOp::kSum,  ReduceOp::kProduct, ReduceOp::kMin, ReduceOp::kMax,
-                             ReduceOp::kBAnd, ReduceOp::kBOr,     ReduceOp::kBXor};
-
-// Small slots and few of them, so that modest buffers take many rounds and reuse every slot.
-Geometry smallGeometry() {
-  Geometry g;
-  g.channels = 2;
-  g.depth = 3;
-  g.slotBytes = 256;
-  g.oneShotBytes = 512;
-  return g;
-}
-
-Deadline soon(int seconds = 60) { return Clock::now() + std::chrono::seconds(seconds); }
+using testing::hostBuffers;
+using testing::matrixCounts;
+using testing::smallGeometry;
+using testing::soon;
 
 std::unique_ptr<DeviceRing> makeRing(Store& store, int rank, int size, const Geometry& g) {
   return std::make_unique<DeviceRing>(store, "ring", rank, size, makeHostInstance(), g, soon());
-}
-
-std::string mismatch(const std::string& what, const std::vector<char>& got,
-                     const std::vector<char>& want) {
-  if (got == want) return "";
-  size_t i = 0;
-  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
-  return what + ": first differing byte " + std::to_string(i) + " of " +
-         std::to_string(want.size());
-}
-
-// Runs every collective of the matrix on this rank; returns the first wrong result.
-std::string runMatrix(DeviceRing& ring, const std::vector<size_t>& counts) {
-  const int n = ring.size(), r = ring.rank();
-  for (DataType type : kTypes) {
-    const size_t es = elementSize(type);
-    for (ReduceOp op : kOps) {
-      if (!reduceOpSupports(op, type)) continue;
-      for (size_t count : counts) {
-        const std::string what = std::string(dataTypeName(type)) + " " + reduceOpName(op) +
-                                 " count " + std::to_string(count);
-        // Allreduce, in place (one-shot when small, the ring otherwise).
-        std::vector<char> data = makeInput(type, op, r, count);
-        ring.allreduce(data.data(), data.data(), count, type, op, soon());
-        if (auto e = mismatch("allreduce " + what, data, expectedReduction(type, op, n, count));
-            !e.empty()) {
-          return e;
-        }
-        // Reduce-scatter: n shares of `count` in, this rank's reduced share out.
-        std::vector<char> in = makeInput(type, op, r, count * n), out(count * es);
-        ring.reduceScatter(in.data(), out.data(), count, type, op, soon());
-        std::vector<char> all = expectedReduction(type, op, n, count * n);
-        std::vector<char> share(all.begin() + r * count * es, all.begin() + (r + 1) * count * es);
-        if (auto e = mismatch("reduce_scatter " + what, out, share); !e.empty()) return e;
-      }
-    }
-    for (size_t count : counts) {
-      std::vector<char> in = makeInput(type, ReduceOp::kSum, r, count), out(count * es * n, 7);
-      ring.allgather(in.data(), out.data(), count, type, soon());
-      std::vector<char> want;
-      for (int p = 0; p < n; ++p) {
-        std::vector<char> theirs = makeInput(type, ReduceOp::kSum, p, count);
-        want.insert(want.end(), theirs.begin(), theirs.end());
-      }
-      if (auto e = mismatch(
-              std::string("allgather ") + dataTypeName(type) + " count " + std::to_string(count),
-              out, want);
-          !e.empty()) {
-        return e;
-      }
-    }
-  }
-  return "";
 }
 
 class DeviceRingWorld : public ::testing::TestWithParam<int> {};
 
 TEST_P(DeviceRingWorld, EveryCollectiveDtypeOpAndSize) {
   const int n = GetParam();
-  // 0, fewer than the ranks, one element per rank, within one slot, one-shot's edge, and enough
-  // for many rounds of 256-byte segments through 3 slots per channel.
-  const std::vector<size_t> counts = {0, 1, static_cast<size_t>(n), 7, 64, 65, 1000, 5003};
-  auto errors = testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
+  auto errors = ringx::testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
     auto ring = makeRing(*store, rank, n, smallGeometry());
-    const std::string wrong = runMatrix(*ring, counts);
+    const std::string wrong = testing::runMatrix(*ring, matrixCounts(n), hostBuffers());
     RINGX_CHECK(wrong.empty(), wrong);
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
@@ -119,14 +46,14 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DeviceRingWorld, ::testing::Values(1, 2, 3, 4, 5
 TEST(DeviceRing, LargeFloatAllreduceIsIdenticalOnEveryRank) {
   const int n = 3;
   const size_t count = (3 << 20) + 11;  // 12 MiB of float32, not a multiple of anything
-  auto errors = testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
+  auto errors = ringx::testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
     auto ring = makeRing(*store, rank, n, Geometry{});
-    std::vector<float> data = testing::randomFloats(count, 17 + rank);
+    std::vector<float> data = ringx::testing::randomFloats(count, 17 + rank);
     ring->allreduce(data.data(), data.data(), count, DataType::kFloat32, ReduceOp::kSum, soon());
     // Close to the sum in a fixed order, and the same bits on every rank (posted to the store).
     std::vector<float> want(count, 0.0f);
     for (int p = 0; p < n; ++p) {
-      std::vector<float> theirs = testing::randomFloats(count, 17 + p);
+      std::vector<float> theirs = ringx::testing::randomFloats(count, 17 + p);
       for (size_t i = 0; i < count; ++i) want[i] += theirs[i];
     }
     for (size_t i = 0; i < count; ++i) {
@@ -149,7 +76,7 @@ TEST(DeviceRing, LargeFloatAllreduceIsIdenticalOnEveryRank) {
 TEST(DeviceRing, PeerDyingMidRingIsAnErrorNamingIt) {
   const int n = 3;
   const size_t count = 16 << 20;  // 64 MiB of float32 in 256-byte segments: long enough
-  auto errors = testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
+  auto errors = ringx::testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
     auto ring = makeRing(*store, rank, n, smallGeometry());
     std::vector<float> data(count, 1.0f);
     ring->allreduce(data.data(), data.data(), 1000, DataType::kFloat32, ReduceOp::kSum, soon());
@@ -186,7 +113,7 @@ TEST(DeviceRing, PeerDyingMidRingIsAnErrorNamingIt) {
 // Rank 1 lives but never joins the second allreduce: rank 0's deadline passes, and its error
 // names rank 1 as stuck (alive), not dead.
 TEST(DeviceRing, StuckPeerIsATimeoutNamingIt) {
-  auto errors = testing::runProcesses(2, [&](int rank, std::shared_ptr<Store> store) {
+  auto errors = ringx::testing::runProcesses(2, [&](int rank, std::shared_ptr<Store> store) {
     auto ring = makeRing(*store, rank, 2, smallGeometry());
     std::vector<int32_t> data(5000, rank);
     ring->allreduce(data.data(), data.data(), data.size(), DataType::kInt32, ReduceOp::kSum,
@@ -213,7 +140,7 @@ TEST(DeviceRing, StuckPeerIsATimeoutNamingIt) {
 }
 
 TEST(DeviceRing, RanksWithOtherGeometriesAreRefused) {
-  auto errors = testing::runProcesses(2, [&](int rank, std::shared_ptr<Store> store) {
+  auto errors = ringx::testing::runProcesses(2, [&](int rank, std::shared_ptr<Store> store) {
     Geometry g = smallGeometry();
     if (rank == 1) g.depth = 4;
     makeRing(*store, rank, 2, g);

@@ -1,0 +1,276 @@
+// The device ring's CUDA instance (ipc_ring.h): memory, IPC handles and the kernel. The
+// protocol is protocol.h's, run by CudaExec below with a thread block per channel:
+//   - thread 0 waits for and publishes counters (system-scope acquire/release atomics, so a
+//     peer process's kernel, on this GPU or another, and the host all see them in order);
+//     the block agrees on its verdict through shared memory;
+//   - every thread moves data: 16-byte packs when every pointer allows, else one element at a
+//     time; slots are read through L2 (ld.global.cg), never from an L1 line that may be stale
+//     because another process's kernel rewrote the slot since;
+//   - the element functions are the CPU kernels' (element_ops.h), so results match them bit for
+//     bit, as reduce_kernels.cu's do.
+#include "backend/device/cuda/ipc_ring.h"
+
+#include <cuda_runtime.h>
+#include <cuda/atomic>
+
+#include <cstring>
+#include <vector>
+
+#include "backend/device/ring/protocol.h"
+#include "backend/reduce/element_ops.h"
+#include "backend/reduce/reduce.h"
+#include "base/error.h"
+
+namespace ringx::cuda {
+namespace {
+
+using device_ring::HostControl;
+using device_ring::RegionHeader;
+using device_ring::RingJob;
+
+constexpr int kRingThreads = 512;
+constexpr size_t kPack = 16;
+constexpr size_t kBusIdBytes = 32;  // a PCI bus id ("0000:c1:00.0") with room to spare
+
+void check(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) {
+    RINGX_THROW(Error, "ringx: the device ring's ", what, " failed: ", cudaGetErrorString(error));
+  }
+}
+
+template <typename T>
+struct alignas(kPack) RingPack {
+  static constexpr int kCount = kPack / sizeof(T) > 0 ? kPack / sizeof(T) : 1;
+  T v[kCount];
+};
+
+// One element through L2 in units of its alignment (complex64 is two 4-byte words).
+template <typename T>
+__device__ __forceinline__ T loadThroughL2(const T* p) {
+  T out;
+  if constexpr (alignof(T) >= 8) {
+    unsigned long long w[sizeof(T) / 8];
+    for (int k = 0; k < static_cast<int>(sizeof(T) / 8); ++k) {
+      w[k] = __ldcg(reinterpret_cast<const unsigned long long*>(p) + k);
+    }
+    memcpy(&out, w, sizeof(T));
+  } else if constexpr (alignof(T) == 4) {
+    unsigned int w[sizeof(T) / 4];
+    for (int k = 0; k < static_cast<int>(sizeof(T) / 4); ++k) {
+      w[k] = __ldcg(reinterpret_cast<const unsigned int*>(p) + k);
+    }
+    memcpy(&out, w, sizeof(T));
+  } else if constexpr (alignof(T) == 2) {
+    const unsigned short w = __ldcg(reinterpret_cast<const unsigned short*>(p));
+    memcpy(&out, &w, sizeof(T));
+  } else {
+    const unsigned char w = __ldcg(reinterpret_cast<const unsigned char*>(p));
+    memcpy(&out, &w, sizeof(T));
+  }
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ RingPack<T> loadPackThroughL2(const T* p) {
+  const uint4 w = __ldcg(reinterpret_cast<const uint4*>(p));
+  RingPack<T> out;
+  memcpy(&out, &w, sizeof(out));
+  return out;
+}
+
+__device__ __forceinline__ bool packable(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kPack == 0;
+}
+
+template <typename T, typename Op>
+struct CudaExec {
+  __device__ bool leader() const { return threadIdx.x == 0; }
+  __device__ int agree(int v) const {
+    __shared__ int verdict;
+    __syncthreads();  // everyone has read the previous verdict
+    if (leader()) verdict = v;
+    __syncthreads();
+    return verdict;
+  }
+  __device__ uint64_t load(const uint64_t* p) const {
+    return ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_system>(*const_cast<uint64_t*>(p))
+        .load(::cuda::memory_order_acquire);
+  }
+  __device__ void store(uint64_t* p, uint64_t v) const {
+    ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_system>(*p).store(
+        v, ::cuda::memory_order_release);
+  }
+  __device__ void publish(uint64_t* p, uint64_t v) const {
+    // Each thread's writes reach the system before the block's barrier, and the leader's
+    // release store comes after it: a reader that sees the counter sees the data.
+    __threadfence_system();
+    __syncthreads();
+    if (leader()) store(p, v);
+  }
+  __device__ void pause() const { __nanosleep(100); }
+
+  __device__ void combine(void* d1, void* d2, const void* a, const void* b, uint64_t count) const {
+    T* o1 = static_cast<T*>(d1);
+    T* o2 = static_cast<T*>(d2);
+    const T* x = static_cast<const T*>(a);
+    const T* y = static_cast<const T*>(b);
+    uint64_t done = 0;
+    if (packable(d1) && packable(d2) && packable(a) && packable(b)) {
+      using P = RingPack<T>;
+      const uint64_t packs = count / P::kCount;
+      for (uint64_t i = threadIdx.x; i < packs; i += blockDim.x) {
+        P u, w, r;
+        if (x != nullptr) u = loadPackThroughL2(x + i * P::kCount);
+        if (y != nullptr) w = loadPackThroughL2(y + i * P::kCount);
+        if (x != nullptr && y != nullptr) {
+#pragma unroll
+          for (int k = 0; k < P::kCount; ++k) r.v[k] = Op::apply(u.v[k], w.v[k]);
+        } else {
+          r = x != nullptr ? u : w;
+        }
+        if (o1 != nullptr) reinterpret_cast<P*>(o1)[i] = r;
+        if (o2 != nullptr) reinterpret_cast<P*>(o2)[i] = r;
+      }
+      done = packs * P::kCount;
+    }
+    for (uint64_t i = done + threadIdx.x; i < count; i += blockDim.x) {
+      T r;
+      if (x != nullptr && y != nullptr) {
+        r = Op::apply(loadThroughL2(x + i), loadThroughL2(y + i));
+      } else {
+        r = loadThroughL2(x != nullptr ? x + i : y + i);
+      }
+      if (o1 != nullptr) o1[i] = r;
+      if (o2 != nullptr) o2[i] = r;
+    }
+  }
+};
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kRingThreads) ringKernel(RingJob job) {
+  CudaExec<T, Op> ex;
+  device_ring::runChannel(ex, job, static_cast<int>(blockIdx.x));
+}
+
+class CudaIpcInstance : public IpcRingInstance {
+ public:
+  CudaIpcInstance(int device, void* stream) : device_(device), stream_(stream) {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    void* host = nullptr;
+    check(cudaHostAlloc(&host, sizeof(HostControl), cudaHostAllocMapped), "pinned control words");
+    std::memset(host, 0, sizeof(HostControl));
+    hostControl_ = static_cast<HostControl*>(host);
+    void* mapped = nullptr;
+    check(cudaHostGetDevicePointer(&mapped, host, 0), "mapping the control words");
+    kernelControl_ = static_cast<HostControl*>(mapped);
+    check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate");
+    char bus[kBusIdBytes] = {};
+    check(cudaDeviceGetPCIBusId(bus, sizeof(bus), device_), "cudaDeviceGetPCIBusId");
+    busId_ = bus;
+  }
+  ~CudaIpcInstance() override {
+    cudaSetDevice(device_);
+    if (launched_) cudaEventSynchronize(done_);
+    for (void* p : opened_) cudaIpcCloseMemHandle(p);
+    if (region_ != nullptr) cudaFree(region_);
+    cudaEventDestroy(done_);
+    cudaFreeHost(hostControl_);
+  }
+
+  const char* name() const override { return "cuda-ipc"; }
+  void setStream(void* stream) override { stream_ = stream; }
+
+  // Handle bytes: this device's PCI bus id (what names a GPU across processes, whose device
+  // indices differ with CUDA_VISIBLE_DEVICES), then the IPC handle.
+  std::vector<uint8_t> createRegion(size_t bytes, const RegionHeader& head) override {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaMalloc(&region_, bytes), "region allocation");
+    check(cudaMemset(region_, 0, bytes), "region clearing");
+    check(cudaMemcpy(region_, &head, sizeof(head), cudaMemcpyHostToDevice), "region header");
+    cudaIpcMemHandle_t handle;
+    check(cudaIpcGetMemHandle(&handle, region_), "cudaIpcGetMemHandle");
+    std::vector<uint8_t> out(kBusIdBytes + sizeof(handle), 0);
+    std::strncpy(reinterpret_cast<char*>(out.data()), busId_.c_str(), kBusIdBytes - 1);
+    std::memcpy(out.data() + kBusIdBytes, &handle, sizeof(handle));
+    return out;
+  }
+
+  char* openRegion(int peer, const std::vector<uint8_t>& bytes, size_t) override {
+    RINGX_CHECK(bytes.size() == kBusIdBytes + sizeof(cudaIpcMemHandle_t), "ringx: rank ", peer,
+                "'s device ring handle has the wrong size");
+    const std::string theirBus(reinterpret_cast<const char*>(bytes.data()));
+    if (theirBus != busId_) {
+      // Another GPU of this host: its memory must be readable from this one.
+      int theirs = -1, can = 0;
+      check(cudaDeviceGetByPCIBusId(&theirs, theirBus.c_str()), "cudaDeviceGetByPCIBusId");
+      check(cudaDeviceCanAccessPeer(&can, device_, theirs), "cudaDeviceCanAccessPeer");
+      RINGX_CHECK(can, "ringx: GPU ", busId_, " cannot read GPU ", theirBus, " (rank ", peer,
+                  ") directly (no peer access): the device ring needs it; ringx stages such "
+                  "pairs through host memory instead");
+    }
+    cudaIpcMemHandle_t handle;
+    std::memcpy(&handle, bytes.data() + kBusIdBytes, sizeof(handle));
+    void* p = nullptr;
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess),
+          "cudaIpcOpenMemHandle (mapping a peer's region)");
+    opened_.push_back(p);
+    return static_cast<char*>(p);
+  }
+
+  char* localRegion() override { return static_cast<char*>(region_); }
+  HostControl* hostControl() override { return hostControl_; }
+  HostControl* kernelControl() override { return kernelControl_; }
+
+  void launch(const RingJob& job) override {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    auto stream = static_cast<cudaStream_t>(stream_);
+    const bool known =
+        reduce::visitElementOp(job.reduceOp, job.dtype, [&]<typename T, typename Op>() {
+          ringKernel<T, Op><<<job.geometry.channels, kRingThreads, 0, stream>>>(job);
+        });
+    RINGX_CHECK(known, "ringx: no device ring kernel for ", reduceOpName(job.reduceOp), " on ",
+                dataTypeName(job.dtype));
+    check(cudaGetLastError(), "kernel launch");
+    check(cudaEventRecord(done_, stream), "cudaEventRecord");
+    launched_ = true;
+  }
+
+  bool finished() override {
+    const cudaError_t state = cudaEventQuery(done_);
+    if (state == cudaErrorNotReady) return false;
+    check(state, "kernel");  // a fault in the kernel is sticky: nothing more will run
+    return true;
+  }
+  void join() override {
+    if (launched_) check(cudaEventSynchronize(done_), "kernel");
+  }
+
+ private:
+  int device_;
+  void* stream_;
+  std::string busId_;
+  void* region_ = nullptr;
+  std::vector<void*> opened_;
+  HostControl* hostControl_ = nullptr;
+  HostControl* kernelControl_ = nullptr;
+  cudaEvent_t done_ = nullptr;
+  bool launched_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<IpcRingInstance> IpcRingInstance::create(int device, void* stream) {
+  return std::make_unique<CudaIpcInstance>(device, stream);
+}
+
+device_ring::Geometry defaultGpuGeometry() {
+  device_ring::Geometry g;
+  g.channels = 8;
+  g.depth = 4;
+  g.slotBytes = 512 << 10;
+  g.oneShotBytes = 256 << 10;
+  return g;
+}
+
+}  // namespace ringx::cuda
