@@ -19,7 +19,8 @@ JOBS=${JOBS:-2}
 # run) build with no ImGui or GLFW, as the layering says (scripts/check_layers.py).
 TORCH_FREE=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGX_BUILD_PYTHON=OFF -DRINGX_BUILD_VIEWER=OFF
   -DRINGX_BUILD_CUDA=OFF)
-SANITIZED_TARGETS=(ringx_core_tests ringx_trace_tests ringx_trace_model_tests ringx_analysis_tests)
+SANITIZED_TARGETS=(ringx_core_tests ringx_trace_tests ringx_trace_model_tests ringx_analysis_tests
+  ringx_nccl_tests)
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export ASAN_OPTIONS="detect_leaks=1 abort_on_error=0 ${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 ${UBSAN_OPTIONS:-}"

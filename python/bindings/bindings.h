@@ -8,6 +8,7 @@
 namespace ringx::c10d_glue {
 void registerTraceBindings(pybind11::module& parent);     // trace.cc: ringx._C.trace
 void registerAnalysisBindings(pybind11::module& parent);  // analysis.cc: ringx._C.analysis
+void registerNcclBindings(pybind11::module& parent);      // nccl.cc: ringx._C.nccl
 }  // namespace ringx::c10d_glue
 
 namespace ringx::ddp {

@@ -135,6 +135,7 @@ PYBIND11_MODULE(_C, m) {
 
   ringx::c10d_glue::registerTraceBindings(m);
   ringx::c10d_glue::registerAnalysisBindings(m);
+  ringx::c10d_glue::registerNcclBindings(m);
   ringx::ddp::registerDdpBindings(m);
   ringx::fsdp::registerFsdpBindings(m);
 }

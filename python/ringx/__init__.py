@@ -12,6 +12,7 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
     ringx.traffic(group=None)         # bytes sent/received over each connection
     ringx.calls(group=None)           # collectives run on the caller's thread / in place / comm thread
     ringx.features()                  # torch built against, CUDA, torch-release-dependent parts
+    ringx.nccl()                      # loads NCCL (the CUDA wire between hosts), says what it found
     ringx.dump_flight_recorder(path=None)  # this rank's last collectives, for `ringx-trace why`
     ringx.trace                       # events, trace files, live server (ringx/trace.py)
     ringx.ddp.DistributedDataParallel # the C++ DDP engine with per-bucket timing (ringx/ddp.py)
@@ -32,7 +33,7 @@ from . import _C  # noqa: E402
 from ._C import ProcessGroupRingx
 
 __all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "dump_flight_recorder",
-           "features", "transports", "traffic", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
+           "features", "nccl", "transports", "traffic", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
 # PyTorch's DDP syncs module state in 250 MiB buckets; smaller buckets pipeline better.
@@ -72,6 +73,8 @@ from . import trace  # noqa: E402  (needs _C loaded)
 from . import analysis  # noqa: E402
 from . import ddp  # noqa: E402
 from . import fsdp  # noqa: E402
+from . import _nccl  # noqa: E402  (loads nothing: ringx.nccl() and RINGX_GPU_WIRE=nccl do)
+from ._nccl import nccl  # noqa: E402
 
 
 def _ringx_group(group):
@@ -101,7 +104,8 @@ def _require_ringx_group(group, function):
 
 def features():
     """What this build of ringx can do, {name: {"on": bool, "detail": str}}: "cuda" (collectives
-    on CUDA tensors: built in, or why not), and each feature that needs a torch release newer
+    on CUDA tensors: built in, or why not), "nccl" (ringx.nccl()'s library: loaded, or why not;
+    loaded here only under RINGX_GPU_WIRE=nccl), and each feature that needs a torch release newer
     than the oldest ringx supports, on or off for the torch it was built against. A feature
     that is off is absent from that torch itself (its call does not exist there)."""
     from . import _build_info
@@ -112,6 +116,7 @@ def features():
         out[feature["name"]] = {
             "on": bool(feature["on"]),
             "detail": f"{feature['what']} ({state}; it came in torch {feature['since']})"}
+    out["nccl"] = _nccl.feature()  # loaded, why not, or "not loaded" (see ringx/_nccl.py)
     return out
 
 
