@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -71,6 +72,38 @@ TEST(DeviceRing, LargeFloatAllreduceIsIdenticalOnEveryRank) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
+// The GPU path's pattern: one thread starts collectives back to back (more than kJobSlots, so
+// that start() must wait for slots), another watches them to their end in order.
+TEST(DeviceRing, PipelinedStartsFinishedOnAnotherThread) {
+  const int n = 3, collectives = 3 * kJobSlots;
+  auto errors = ringx::testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
+    auto ring = makeRing(*store, rank, n, smallGeometry());
+    std::vector<std::vector<int64_t>> buffers(collectives);
+    std::vector<uint64_t> sequences(collectives);
+    std::atomic<int> started{0};
+    std::thread watcher([&] {
+      for (int i = 0; i < collectives; ++i) {
+        while (started.load() <= i) std::this_thread::yield();
+        ring->finish(sequences[i], soon());
+      }
+    });
+    for (int i = 0; i < collectives; ++i) {
+      buffers[i].assign(i % 2 ? 100 + 37 * i : 1 + i, rank + i);  // ring and one-shot sizes
+      const RingOp kind = ring->allreduceKind(buffers[i].size(), DataType::kInt64);
+      RINGX_CHECK((kind == RingOp::kAllreduce) == (i % 2 == 1), "not the kind meant");
+      sequences[i] = ring->start(kind, buffers[i].data(), buffers[i].data(), buffers[i].size(),
+                                 DataType::kInt64, ReduceOp::kSum, "allreduce");
+      started.store(i + 1);
+    }
+    watcher.join();
+    for (int i = 0; i < collectives; ++i) {
+      const int64_t want = n * i + n * (n - 1) / 2;
+      for (int64_t v : buffers[i]) RINGX_CHECK(v == want, "collective ", i, ": ", v, " != ", want);
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
 // Rank 2 dies while a large allreduce is under way: both other ranks get an error that names
 // the collective and rank 2, and the ring refuses to be used again.
 TEST(DeviceRing, PeerDyingMidRingIsAnErrorNamingIt) {
@@ -82,7 +115,7 @@ TEST(DeviceRing, PeerDyingMidRingIsAnErrorNamingIt) {
     ring->allreduce(data.data(), data.data(), 1000, DataType::kFloat32, ReduceOp::kSum, soon());
     if (rank == 2) {
       ring->start(RingOp::kAllreduce, data.data(), data.data(), count, DataType::kFloat32,
-                  ReduceOp::kSum, "allreduce");
+                  ReduceOp::kSum, "allreduce");  // and never finish()ed
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       ::_exit(0);  // in the middle of it, as a crash would
     }

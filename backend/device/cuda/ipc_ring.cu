@@ -163,17 +163,19 @@ class CudaIpcInstance : public IpcRingInstance {
     void* mapped = nullptr;
     check(cudaHostGetDevicePointer(&mapped, host, 0), "mapping the control words");
     kernelControl_ = static_cast<HostControl*>(mapped);
-    check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "cudaEventCreate");
+    for (auto& event : done_) {
+      check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+    }
     char bus[kBusIdBytes] = {};
     check(cudaDeviceGetPCIBusId(bus, sizeof(bus), device_), "cudaDeviceGetPCIBusId");
     busId_ = bus;
   }
   ~CudaIpcInstance() override {
     cudaSetDevice(device_);
-    if (launched_) cudaEventSynchronize(done_);
+    if (launched_ > 0) cudaEventSynchronize(done_[launched_ % device_ring::kJobSlots]);
     for (void* p : opened_) cudaIpcCloseMemHandle(p);
     if (region_ != nullptr) cudaFree(region_);
-    cudaEventDestroy(done_);
+    for (auto& event : done_) cudaEventDestroy(event);
     cudaFreeHost(hostControl_);
   }
 
@@ -232,18 +234,22 @@ class CudaIpcInstance : public IpcRingInstance {
     RINGX_CHECK(known, "ringx: no device ring kernel for ", reduceOpName(job.reduceOp), " on ",
                 dataTypeName(job.dtype));
     check(cudaGetLastError(), "kernel launch");
-    check(cudaEventRecord(done_, stream), "cudaEventRecord");
-    launched_ = true;
+    // The job's end, in the slot its status uses (free again: DeviceRing keeps at most
+    // kJobSlots jobs outstanding).
+    check(cudaEventRecord(done_[job.sequence % device_ring::kJobSlots], stream), "cudaEventRecord");
+    launched_ = job.sequence;
   }
 
-  bool finished() override {
-    const cudaError_t state = cudaEventQuery(done_);
+  bool finished(uint64_t sequence) override {
+    const cudaError_t state = cudaEventQuery(done_[sequence % device_ring::kJobSlots]);
     if (state == cudaErrorNotReady) return false;
     check(state, "kernel");  // a fault in the kernel is sticky: nothing more will run
     return true;
   }
   void join() override {
-    if (launched_) check(cudaEventSynchronize(done_), "kernel");
+    if (launched_ > 0) {
+      check(cudaEventSynchronize(done_[launched_ % device_ring::kJobSlots]), "kernel");
+    }
   }
 
  private:
@@ -254,8 +260,8 @@ class CudaIpcInstance : public IpcRingInstance {
   std::vector<void*> opened_;
   HostControl* hostControl_ = nullptr;
   HostControl* kernelControl_ = nullptr;
-  cudaEvent_t done_ = nullptr;
-  bool launched_ = false;
+  cudaEvent_t done_[device_ring::kJobSlots] = {};  // each outstanding job's end
+  uint64_t launched_ = 0;                          // the last job launched
 };
 
 }  // namespace

@@ -105,18 +105,25 @@ DeviceRing::DeviceRing(Store& store, const std::string& keyPrefix, int rank, int
 }
 
 DeviceRing::~DeviceRing() {
-  if (running_) {
-    // Destroyed mid-collective (an exception unwound past it): stop the kernels first.
+  if (finished_.load() < sequence_) {
+    // Destroyed with collectives outstanding (an exception unwound past them): stop them.
     __atomic_store_n(&instance_->hostControl()->stop.value, 1 + rank_, __ATOMIC_RELEASE);
-    instance_->join();
   }
+  instance_->join();
 }
 
-void DeviceRing::start(RingOp op, const void* input, void* output, uint64_t count, DataType dtype,
-                       ReduceOp reduceOp, const std::string& what) {
-  if (!broken_.empty()) throw PeerError(broken_, -1);
-  RINGX_ENFORCE(!running_);
+uint64_t DeviceRing::start(RingOp op, const void* input, void* output, uint64_t count,
+                           DataType dtype, ReduceOp reduceOp, const std::string& what) {
   if (op != RingOp::kAllgather) reduce::checkSupported(reduceOp, dtype);
+  RINGX_CHECK(
+      op != RingOp::kOneShotAllreduce || count * elementSize(dtype) <= geometry_.oneShotBytes,
+      "ringx: a one-shot allreduce takes at most ", geometry_.oneShotBytes, " bytes, not ",
+      count * elementSize(dtype));
+  // The status slot of collective `sequence_ + 1` is free once the one kJobSlots before it has
+  // been watched to its end (by finish(), maybe on another thread).
+  while (sequence_ + 1 > finished_.load() + kJobSlots) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
   RingJob job{};
   job.op = op;
   job.dtype = dtype;
@@ -132,34 +139,36 @@ void DeviceRing::start(RingOp op, const void* input, void* output, uint64_t coun
   for (int r = 0; r < size_; ++r) job.regions[r] = regions_[r];
   for (uint32_t ch = 0; ch < geometry_.channels; ++ch) job.ringBase[ch] = ringCount_[ch];
   job.oneShotBase = oneShotCount_;
+  job.sequence = ++sequence_;
   job.control = instance_->kernelControl();
 
-  HostControl* control = instance_->hostControl();
+  JobStatus& status = instance_->hostControl()->job[job.sequence % kJobSlots];
   for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
-    ChannelStatus& s = control->channel[ch];
-    __atomic_store_n(&s.state, kRunning, __ATOMIC_RELAXED);
-    __atomic_store_n(&s.waitingOn, static_cast<uint64_t>(rank_), __ATOMIC_RELAXED);
-    __atomic_store_n(&s.waitingFor, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&status.channel[ch].state, kRunning, __ATOMIC_RELAXED);
+    __atomic_store_n(&status.channel[ch].waitingOn, static_cast<uint64_t>(rank_), __ATOMIC_RELAXED);
+    __atomic_store_n(&status.channel[ch].waitingFor, 0, __ATOMIC_RELEASE);
   }
-  what_ = strCat(what, " #", sequence_ + 1, " (", count, " x ", dataTypeName(dtype), ")");
-  ++sequence_;
+  what_[job.sequence % kJobSlots] =
+      strCat(what, " #", job.sequence, " (", count, " x ", dataTypeName(dtype), ")");
   for (uint32_t ch = 0; ch < geometry_.channels; ++ch) ringCount_[ch] += ringMessages(job, ch);
   if (op == RingOp::kOneShotAllreduce) ++oneShotCount_;
   instance_->launch(job);
-  running_ = true;
+  return job.sequence;
 }
 
-void DeviceRing::finish(Deadline deadline) {
-  RINGX_ENFORCE(running_);
+void DeviceRing::finish(uint64_t sequence, Deadline deadline) {
+  RINGX_ENFORCE_EQ(sequence, finished_.load() + 1);
   HostControl* control = instance_->hostControl();
-  auto sleepFor = std::chrono::microseconds(20);
+  JobStatus& status = control->job[sequence % kJobSlots];
+  auto stateOf = [&](uint32_t ch) {
+    return __atomic_load_n(&status.channel[ch].state, __ATOMIC_ACQUIRE);
+  };
+  auto sleepFor = std::chrono::microseconds(1);
   int blamed = -1;
   std::string detail;
-  while (!instance_->finished()) {
+  while (!instance_->finished(sequence)) {
     bool failed = false;
-    for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
-      failed |= __atomic_load_n(&control->channel[ch].state, __ATOMIC_ACQUIRE) == kFailed;
-    }
+    for (uint32_t ch = 0; ch < geometry_.channels; ++ch) failed |= stateOf(ch) == kFailed;
     if (!failed && blamed < 0) {
       for (int peer = 0; peer < size_; ++peer) {
         if (peer != rank_ && !processRuns(pids_[peer])) {
@@ -171,11 +180,10 @@ void DeviceRing::finish(Deadline deadline) {
       if (blamed < 0 && Clock::now() >= deadline) {
         // Blame the peer a channel is stuck on (on a ring of two or a stuck neighbour, the
         // one that stopped; further away, it aborts soon with its own blame).
-        for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
-          if (__atomic_load_n(&control->channel[ch].state, __ATOMIC_ACQUIRE) == kRunning) {
-            blamed = static_cast<int>(
-                __atomic_load_n(&control->channel[ch].waitingOn, __ATOMIC_ACQUIRE));
-            break;
+        for (uint32_t ch = 0; ch < geometry_.channels && blamed < 0; ++ch) {
+          if (stateOf(ch) == kRunning) {
+            blamed =
+                static_cast<int>(__atomic_load_n(&status.channel[ch].waitingOn, __ATOMIC_ACQUIRE));
           }
         }
         if (blamed < 0 || blamed == rank_) blamed = ringMod(rank_ + 1, size_);
@@ -186,25 +194,30 @@ void DeviceRing::finish(Deadline deadline) {
         __atomic_store_n(&control->stop.value, static_cast<uint64_t>(1 + blamed), __ATOMIC_RELEASE);
       }
     }
+    // Poll fast while the collective is young (small ones end in microseconds), then back off:
+    // this thread must not take a core from the training.
     std::this_thread::sleep_for(sleepFor);
-    sleepFor = std::min(sleepFor * 2, std::chrono::microseconds(2000));
+    sleepFor = std::min(sleepFor * 2, std::chrono::microseconds(1000));
   }
-  instance_->join();
-  running_ = false;
-  // Every channel may have finished although the host asked them to stop: a peer that left
-  // after its part was done is no failure. Then the request is void.
-  __atomic_store_n(&control->stop.value, 0, __ATOMIC_RELEASE);
+  // A peer that left after its part was done is no failure: every channel then finished
+  // although the host asked them to stop (and a later collective, needing it, will fail).
   for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
-    const ChannelStatus& s = control->channel[ch];
-    if (__atomic_load_n(&s.state, __ATOMIC_ACQUIRE) == kFinished) continue;
+    if (stateOf(ch) == kFinished) continue;
+    const ChannelStatus& s = status.channel[ch];
     const int peer = static_cast<int>(__atomic_load_n(&s.failedPeer, __ATOMIC_ACQUIRE));
+    const uint64_t cause = __atomic_load_n(&s.cause, __ATOMIC_ACQUIRE);
     if (detail.empty() || peer != blamed) {
-      const bool fromPeer = __atomic_load_n(&s.cause, __ATOMIC_ACQUIRE) == kCausePeerAborted;
-      detail = strCat(describe(peer), fromPeer ? " (another rank of the ring gave up on it)" : "");
+      detail = strCat(describe(peer), cause == kCausePeerAborted
+                                          ? " (another rank of the ring gave up on it)"
+                                      : cause == kCauseBroken ? " (in an earlier collective)"
+                                                              : "");
     }
-    failWith(peer, strCat(detail, "; channel ", ch, " was waiting for rank ",
-                          __atomic_load_n(&s.waitingOn, __ATOMIC_ACQUIRE)));
+    finished_.store(sequence);
+    failWith(sequence, peer,
+             strCat(detail, "; channel ", ch, " was waiting for rank ",
+                    __atomic_load_n(&s.waitingOn, __ATOMIC_ACQUIRE)));
   }
+  finished_.store(sequence);
 }
 
 std::string DeviceRing::describe(int blamed) const {
@@ -215,31 +228,35 @@ std::string DeviceRing::describe(int blamed) const {
              : strCat("rank ", blamed, " (pid ", pids_[blamed], ") died");
 }
 
-void DeviceRing::failWith(int blamed, const std::string& detail) {
-  broken_ =
-      strCat("ringx: ", what_, " over the device ring (", instance_->name(), ") failed on rank ",
-             rank_, ": ", detail, ". The ring cannot be used again: abort the process group");
-  throw PeerError(broken_, blamed);
+void DeviceRing::failWith(uint64_t sequence, int blamed, const std::string& detail) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text = strCat("ringx: ", what_[sequence % kJobSlots], " over the device ring (",
+                            instance_->name(), ") failed on rank ", rank_, ": ", detail);
+  if (broken_.empty()) {
+    broken_ = text;
+    text += ". The ring cannot be used again: abort the process group";
+  } else {
+    text += ". The ring cannot be used again since: " + broken_;
+  }
+  throw PeerError(text, blamed);
 }
 
 void DeviceRing::allreduce(const void* input, void* output, uint64_t count, DataType dtype,
                            ReduceOp op, Deadline deadline) {
-  const bool oneShot = count * elementSize(dtype) <= geometry_.oneShotBytes;
-  start(oneShot ? RingOp::kOneShotAllreduce : RingOp::kAllreduce, input, output, count, dtype, op,
-        "allreduce");
-  finish(deadline);
+  finish(start(allreduceKind(count, dtype), input, output, count, dtype, op, "allreduce"),
+         deadline);
 }
 
 void DeviceRing::reduceScatter(const void* input, void* output, uint64_t count, DataType dtype,
                                ReduceOp op, Deadline deadline) {
-  start(RingOp::kReduceScatter, input, output, count, dtype, op, "reduce_scatter");
-  finish(deadline);
+  finish(start(RingOp::kReduceScatter, input, output, count, dtype, op, "reduce_scatter"),
+         deadline);
 }
 
 void DeviceRing::allgather(const void* input, void* output, uint64_t count, DataType dtype,
                            Deadline deadline) {
-  start(RingOp::kAllgather, input, output, count, dtype, ReduceOp::kSum, "allgather");
-  finish(deadline);
+  finish(start(RingOp::kAllgather, input, output, count, dtype, ReduceOp::kSum, "allgather"),
+         deadline);
 }
 
 }  // namespace ringx::device_ring

@@ -14,15 +14,19 @@
 // tells a dead peer from a slow one: the ring's ranks share one host.
 //
 // A collective is start() (launch the kernels, return at once: on the GPU they are ordered on a
-// stream) then finish() (watch until they return). While watching, a peer that died, or a
-// deadline that passed, makes the host ask the kernels to stop, blaming that peer; the kernels'
-// aborted word spreads the blame round the ring, and finish() throws a PeerError that names the
-// collective and the blamed rank. The ring is then broken: every later call throws at once.
+// stream, behind the ring's earlier collectives) then finish() (watch until they return), which
+// may run on another thread, in the order of the starts; up to kJobSlots collectives may be
+// outstanding. While watching, a peer that died, or a deadline that passed, makes the host ask
+// the kernels to stop, blaming that peer; the kernels' aborted word spreads the blame round the
+// ring, and finish() throws a PeerError that names the collective and the blamed rank. The ring
+// is then broken: every later collective fails at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,11 +50,12 @@ class Instance {
   // The control words as the host reads them, and as the kernels address them.
   virtual HostControl* hostControl() = 0;
   virtual HostControl* kernelControl() = 0;
-  // Starts the job's kernels, one per channel; returns at once.
+  // Queues the job's kernels, one per channel, behind the jobs launched before; returns at once.
   virtual void launch(const RingJob& job) = 0;
-  // Whether the last launched job's kernels have all returned (does not block).
-  virtual bool finished() = 0;
-  // Waits until they have, after a stop: the kernels return soon once told to.
+  // Whether the kernels of the job with this sequence number have all returned (does not
+  // block). Asked in order, for jobs launched and not yet asked about.
+  virtual bool finished(uint64_t sequence) = 0;
+  // Waits until every launched job's kernels have returned (after a stop, they return soon).
   virtual void join() = 0;
 };
 
@@ -83,18 +88,27 @@ class DeviceRing {
   void allgather(const void* input, void* output, uint64_t count, DataType dtype,
                  Deadline deadline);
 
-  // The two halves, for callers whose kernels are ordered on a stream: start() launches
-  // (through the instance) and returns; finish() watches until the kernels returned and
-  // throws the ring's error. One collective at a time. `what` names it in errors.
-  void start(RingOp op, const void* input, void* output, uint64_t count, DataType dtype,
-             ReduceOp reduceOp, const std::string& what);
-  void finish(Deadline deadline);
+  // How allreduce runs `count` elements of `dtype`: one-shot up to geometry().oneShotBytes,
+  // else the ring.
+  RingOp allreduceKind(uint64_t count, DataType dtype) const {
+    return count * elementSize(dtype) <= geometry_.oneShotBytes ? RingOp::kOneShotAllreduce
+                                                                : RingOp::kAllreduce;
+  }
 
-  // Collectives run so far.
+  // The two halves, for callers whose kernels are ordered on a stream: start() launches
+  // (through the instance) and returns the collective's sequence number; finish() watches
+  // until its kernels returned and throws its error. Starts come from one thread, finishes
+  // (in the same order) from one thread, maybe another. `what` names it in errors. start()
+  // waits while kJobSlots collectives are outstanding.
+  uint64_t start(RingOp op, const void* input, void* output, uint64_t count, DataType dtype,
+                 ReduceOp reduceOp, const std::string& what);
+  void finish(uint64_t sequence, Deadline deadline);
+
+  // Collectives started so far.
   uint64_t collectives() const { return sequence_; }
 
  private:
-  [[noreturn]] void failWith(int blamed, const std::string& detail);
+  [[noreturn]] void failWith(uint64_t sequence, int blamed, const std::string& detail);
   std::string describe(int blamed) const;
 
   const int rank_, size_;
@@ -104,9 +118,10 @@ class DeviceRing {
   std::vector<int64_t> pids_;
   uint64_t ringCount_[kMaxChannels] = {};
   uint64_t oneShotCount_ = 0;
-  uint64_t sequence_ = 0;
-  bool running_ = false;
-  std::string what_;
+  uint64_t sequence_ = 0;              // collectives started
+  std::atomic<uint64_t> finished_{0};  // collectives finished (watched to their end)
+  std::string what_[kJobSlots];        // what each outstanding collective is
+  std::mutex mutex_;
   std::string broken_;  // the error that broke the ring; empty while healthy
 };
 

@@ -2,7 +2,11 @@
 
 #include <sched.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,12 +59,21 @@ struct HostExec {
   }
 };
 
+// Each channel is a thread that runs the jobs launched, in order, as a stream would.
 class HostInstance : public Instance {
  public:
   HostInstance() : control_(std::make_unique<HostControl>()) {
     std::memset(control_.get(), 0, sizeof(HostControl));
   }
-  ~HostInstance() override { join(); }
+  ~HostInstance() override {
+    join();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
 
   const char* name() const override { return "cpu-shm"; }
 
@@ -84,34 +97,68 @@ class HostInstance : public Instance {
   HostControl* kernelControl() override { return control_.get(); }
 
   void launch(const RingJob& job) override {
-    join();
-    running_ = static_cast<int>(job.geometry.channels);
-    for (uint32_t ch = 0; ch < job.geometry.channels; ++ch) {
-      threads_.emplace_back([this, job, ch] {
-        HostExec ex{job.dtype, job.reduceOp, job.elementSize};
-        try {
-          runChannel(ex, job, static_cast<int>(ch));
-        } catch (const std::exception&) {
-          // The kernels throw only for a pair the checks let through; record it as a stop.
-          __atomic_store_n(&job.control->channel[ch].failedPeer, job.rank, __ATOMIC_RELEASE);
-          __atomic_store_n(&job.control->channel[ch].state, kFailed, __ATOMIC_RELEASE);
-        }
-        __atomic_fetch_sub(&running_, 1, __ATOMIC_ACQ_REL);
-      });
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (threads_.size() < job.geometry.channels) {
+      const int ch = static_cast<int>(threads_.size());
+      done_.push_back(std::make_unique<std::atomic<uint64_t>>(0));
+      queues_.emplace_back();
+      threads_.emplace_back([this, ch] { channelThread(ch); });
     }
+    for (auto& queue : queues_) queue.push_back(job);
+    launched_ = job.sequence;
+    wake_.notify_all();
   }
-  bool finished() override { return __atomic_load_n(&running_, __ATOMIC_ACQUIRE) == 0; }
+  bool finished(uint64_t sequence) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& done : done_) {
+      if (done->load(std::memory_order_acquire) < sequence) return false;
+    }
+    return true;
+  }
   void join() override {
-    for (auto& t : threads_) t.join();
-    threads_.clear();
+    uint64_t last;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      last = launched_;
+    }
+    while (!finished(last)) std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 
  private:
+  void channelThread(int ch) {
+    for (;;) {
+      RingJob job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return closing_ || !queues_[ch].empty(); });
+        if (queues_[ch].empty()) return;
+        job = queues_[ch].front();
+        queues_[ch].pop_front();
+      }
+      if (static_cast<uint32_t>(ch) < job.geometry.channels) {
+        HostExec ex{job.dtype, job.reduceOp, job.elementSize};
+        try {
+          runChannel(ex, job, ch);
+        } catch (const std::exception&) {
+          // The kernels throw only for a pair the checks let through; record it as a stop.
+          __atomic_store_n(&statusOf(job, ch).failedPeer, job.rank, __ATOMIC_RELEASE);
+          __atomic_store_n(&statusOf(job, ch).state, kFailed, __ATOMIC_RELEASE);
+        }
+      }
+      done_[ch]->store(job.sequence, std::memory_order_release);
+    }
+  }
+
   Segment local_;
   std::vector<Segment> peers_;
   std::unique_ptr<HostControl> control_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::deque<RingJob>> queues_;  // per channel: the jobs it has yet to run
   std::vector<std::thread> threads_;
-  int running_ = 0;
+  std::vector<std::unique_ptr<std::atomic<uint64_t>>> done_;  // per channel: last job run
+  uint64_t launched_ = 0;
+  bool closing_ = false;
 };
 
 }  // namespace

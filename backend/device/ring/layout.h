@@ -11,10 +11,10 @@
 //   oneReady  one-shot allreduces whose input this rank has published
 //   oneDone   one-shot allreduces this rank has finished reading everyone's input for
 // then the ring slots (channels x depth x slotBytes) and the one-shot area (two halves, used
-// alternately, each holding a whole small buffer). Counters only grow, across collectives: every
-// rank runs the same collectives, so every rank agrees on every counter's next value and nothing
-// is ever reset. A header says which rank aborted and why, so that an error spreads round the
-// ring naming the peer that caused it.
+// alternately, each holding a whole small buffer in one part per channel). Counters only grow,
+// across collectives: every rank runs the same collectives, so every rank agrees on every counter's
+// next value and nothing is ever reset. A header says which rank aborted and why, so that an error
+// spreads round the ring naming the peer that caused it.
 //
 // Also here: HostControl, the few words the host and this rank's kernel share (pinned and
 // mapped on the GPU): the host asks the kernel to give up, the kernel says what it waits for.
@@ -72,7 +72,15 @@ RINGX_HD size_t slotsOffset(const Geometry& g) {
 RINGX_HD size_t oneShotOffset(const Geometry& g) {
   return slotsOffset(g) + static_cast<size_t>(g.channels) * g.depth * g.slotBytes;
 }
-RINGX_HD size_t regionBytes(const Geometry& g) { return oneShotOffset(g) + 2 * g.oneShotBytes; }
+// One channel's part of a one-shot half: its share of oneShotBytes, plus room for the one
+// element by which an uneven split may exceed it, on 16-byte boundaries. Each channel keeps to
+// its own part, since its flags order only its own reads and writes.
+RINGX_HD size_t oneShotChannelBytes(const Geometry& g) {
+  return (g.oneShotBytes / g.channels + 16 + 15) / 16 * 16;
+}
+RINGX_HD size_t regionBytes(const Geometry& g) {
+  return oneShotOffset(g) + 2 * g.channels * oneShotChannelBytes(g);
+}
 
 RINGX_HD RegionHeader* header(char* region) { return reinterpret_cast<RegionHeader*>(region); }
 RINGX_HD ChannelCounters* counters(char* region, int channel) {
@@ -83,28 +91,41 @@ RINGX_HD char* slot(char* region, const Geometry& g, int channel, uint64_t messa
   return region + slotsOffset(g) +
          (static_cast<size_t>(channel) * g.depth + message % g.depth) * g.slotBytes;
 }
-// The half of the one-shot area that one-shot allreduce `index` uses.
-RINGX_HD char* oneShotArea(char* region, const Geometry& g, uint64_t index) {
-  return region + oneShotOffset(g) + (index % 2) * g.oneShotBytes;
+// Channel `channel`'s part of the one-shot half that one-shot allreduce `index` uses.
+RINGX_HD char* oneShotArea(char* region, const Geometry& g, uint64_t index, int channel) {
+  return region + oneShotOffset(g) +
+         ((index % 2) * g.channels + static_cast<size_t>(channel)) * oneShotChannelBytes(g);
 }
 
-// What the host and this rank's kernel share. `state` per channel: 0 running, 1 finished,
-// 2 failed. `waitingOn`/`waitingFor`: the rank and counter value a channel last had to wait
-// for (what a timeout's error names).
+// What the host and this rank's kernel share. Each collective of the ring has a status per
+// channel in one of kJobSlots slots (its sequence number modulo kJobSlots), so that a kernel
+// queued behind another on a stream writes its own: the host lets at most kJobSlots
+// collectives be outstanding. `state`: running, finished or failed; `waitingOn`/`waitingFor`:
+// the rank and counter value a channel last had to wait for (what a timeout's error names).
 // Every field is a 64-bit word, written and read with the counters' atomic accessors.
-struct alignas(kLine) ChannelStatus {
+constexpr int kJobSlots = 16;
+
+struct alignas(64) ChannelStatus {
   uint64_t state;
   uint64_t waitingOn;
   uint64_t waitingFor;
   uint64_t failedPeer;  // the rank named in the error: the one that died, stalled or aborted
-  uint64_t cause;       // 1 the host asked to stop, 2 the awaited peer had aborted
+  uint64_t cause;
 };
 enum : uint64_t { kRunning = 0, kFinished = 1, kFailed = 2 };
-enum : uint64_t { kCauseHost = 1, kCausePeerAborted = 2 };
+enum : uint64_t {
+  kCauseHost = 1,         // the host asked the kernels to stop (a dead peer, a deadline)
+  kCausePeerAborted = 2,  // the awaited peer had given up
+  kCauseBroken = 3,       // this rank's ring had failed before the collective began
+};
+
+struct JobStatus {
+  ChannelStatus channel[kMaxChannels];
+};
 
 struct HostControl {
   Counter stop;  // 1 + the rank the host blames, when it wants the kernels to give up
-  ChannelStatus channel[kMaxChannels];
+  JobStatus job[kJobSlots];
 };
 
 }  // namespace ringx::device_ring

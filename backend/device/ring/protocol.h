@@ -74,8 +74,13 @@ struct RingJob {
   // Counters before this collective, the same on every rank.
   uint64_t ringBase[kMaxChannels];
   uint64_t oneShotBase;
+  uint64_t sequence;     // this rank's collectives on the ring so far, this one included
   HostControl* control;  // this rank's, as the kernel addresses it
 };
+
+RINGX_HD ChannelStatus& statusOf(const RingJob& job, int ch) {
+  return job.control->job[job.sequence % kJobSlots].channel[ch];
+}
 
 RINGX_HD int ringMod(int64_t a, int n) { return static_cast<int>(((a % n) + n) % n); }
 
@@ -153,7 +158,7 @@ RINGX_HD bool awaitCounter(Exec& ex, const RingJob& job, int ch, int peer, const
                            uint64_t target) {
   int ok = 1;
   if (ex.leader()) {
-    ChannelStatus& status = job.control->channel[ch];
+    ChannelStatus& status = statusOf(job, ch);
     bool noted = false;
     while (ex.load(counter) < target) {
       if (!noted) {
@@ -253,8 +258,7 @@ RINGX_HD bool runOneShotChannel(Exec& ex, const RingJob& job, int ch) {
       }
     }
   }
-  ex.combine(oneShotArea(job.regions[r], g, k) + offset, nullptr, nullptr, job.input + offset,
-             s.count);
+  ex.combine(oneShotArea(job.regions[r], g, k, ch), nullptr, nullptr, job.input + offset, s.count);
   ex.publish(&counters(job.regions[r], ch)->oneReady.value, k + 1);
   for (int p = 0; p < n; ++p) {
     if (p != r &&
@@ -264,10 +268,10 @@ RINGX_HD bool runOneShotChannel(Exec& ex, const RingJob& job, int ch) {
   }
   // In rank order, so that every rank combines the same operands in the same order.
   char* out = job.output + offset;
-  ex.combine(out, nullptr, oneShotArea(job.regions[0], g, k) + offset,
-             n > 1 ? oneShotArea(job.regions[1], g, k) + offset : nullptr, s.count);
+  ex.combine(out, nullptr, oneShotArea(job.regions[0], g, k, ch),
+             n > 1 ? oneShotArea(job.regions[1], g, k, ch) : nullptr, s.count);
   for (int p = 2; p < n; ++p) {
-    ex.combine(out, nullptr, oneShotArea(job.regions[p], g, k) + offset, out, s.count);
+    ex.combine(out, nullptr, oneShotArea(job.regions[p], g, k, ch), out, s.count);
   }
   ex.publish(&counters(job.regions[r], ch)->oneDone.value, k + 1);
   return true;
@@ -277,6 +281,18 @@ RINGX_HD bool runOneShotChannel(Exec& ex, const RingJob& job, int ch) {
 // says why).
 template <class Exec>
 RINGX_HD bool runChannel(Exec& ex, const RingJob& job, int ch) {
+  // A ring that failed stays failed: its counters no longer agree between ranks.
+  int healthy = 1;
+  if (ex.leader()) {
+    const uint64_t blame = ex.load(&header(job.regions[job.rank])->aborted.value);
+    if (blame != 0) {
+      ex.store(&statusOf(job, ch).failedPeer, blame - 1);
+      ex.store(&statusOf(job, ch).cause, kCauseBroken);
+      ex.store(&statusOf(job, ch).state, kFailed);
+      healthy = 0;
+    }
+  }
+  if (!ex.agree(healthy)) return false;
   bool ok = true;
   if (job.ranks == 1) {
     // Alone, every collective is a copy (the ring's first message would wait forever for a
@@ -290,7 +306,7 @@ RINGX_HD bool runChannel(Exec& ex, const RingJob& job, int ch) {
     ok = job.op == RingOp::kOneShotAllreduce ? runOneShotChannel(ex, job, ch)
                                              : runRingChannel(ex, job, ch);
   }
-  if (ok && ex.leader()) ex.store(&job.control->channel[ch].state, kFinished);
+  if (ok && ex.leader()) ex.store(&statusOf(job, ch).state, kFinished);
   return ok;
 }
 
