@@ -63,10 +63,17 @@ void Reader::addEvent(PendingEvent& e) {
   events_.push_back(e);
 }
 
+// A lane's name: its thread's name, else its tid's. A GPU's lanes say which GPU
+// (onGpu); an unnamed one is a stream, whose id Kineto makes the tid.
 std::string Reader::trackName(const Thread& t) const {
-  if (!t.name.empty()) return t.name;
-  if (t.tid >= kNamedIdBase) return namedIdText_[static_cast<size_t>(t.tid - kNamedIdBase)];
-  return strCat("thread ", t.tid);
+  const int32_t device = processes_[t.process].device;
+  std::string name = t.name;
+  if (name.empty()) {
+    const std::string* text = namedText(t.tid);
+    name = text != nullptr ? *text : strCat(device >= 0 ? "stream " : "thread ", t.tid);
+  }
+  if (device < 0) return name;
+  return onGpu(device, name);
 }
 
 void Reader::commit() {
@@ -104,8 +111,11 @@ void Reader::commit() {
   // CPU threads and the GPU streams); anything else numbers its processes in
   // the order they appear, skipping ranks a named process already took.
   // Ranks an earlier file put in the store are taken too: two files without
-  // rank information are two ranks, not one.
-  std::vector<int32_t> rankOf(processes_.size());
+  // rank information are two ranks, not one. Kineto's GPU and bookkeeping pids
+  // take the rank of the process they belong to (findOwners), and a GPU with
+  // no events and no owner takes none (-1).
+  findOwners();
+  std::vector<int32_t> rankOf(processes_.size(), -1);
   std::vector<bool> taken;
   for (const RankData& r : store_.ranks()) {
     if (static_cast<size_t>(r.rank) >= taken.size()) taken.resize(r.rank + 1);
@@ -119,6 +129,7 @@ void Reader::commit() {
   int32_t next = 0;
   for (size_t i = 0; i < processes_.size(); ++i) {
     const Process& p = processes_[i];
+    if (p.owner != i || (p.device >= 0 && !p.active)) continue;
     if (p.ringxRank >= 0) {
       rankOf[i] = p.ringxRank;
     } else if (distributedRank_) {
@@ -128,19 +139,22 @@ void Reader::commit() {
       rankOf[i] = next++;
     }
   }
+  for (size_t i = 0; i < processes_.size(); ++i) rankOf[i] = rankOf[processes_[i].owner];
   // A profiler file whose rank has a ringx stream already: its times (epoch
   // ns, baseTimeNanoseconds + ts) move onto the ringx rank's aligned clock
   // through that stream's (steady, wall) reference.
   std::vector<int64_t> shift(processes_.size(), 0);
   for (size_t i = 0; i < processes_.size(); ++i) {
-    const RankData* ringx = store_.findRank(rankOf[i]);
+    const RankData* ringx = rankOf[i] < 0 ? nullptr : store_.findRank(rankOf[i]);
     if (haveBaseTime_ && processes_[i].ringxRank < 0 && ringx != nullptr && ringx->hasWallClock)
       shift[i] = baseTimeNs_ + ringx->wallToAlignedNs;
   }
   // Every rank exists before any is used: creating one moves the others.
-  for (int32_t rank : rankOf) store_.rank(rank);
-  std::vector<RankData*> dataOf(processes_.size());
-  for (size_t i = 0; i < processes_.size(); ++i) dataOf[i] = &store_.rank(rankOf[i]);
+  for (int32_t rank : rankOf)
+    if (rank >= 0) store_.rank(rank);
+  std::vector<RankData*> dataOf(processes_.size(), nullptr);
+  for (size_t i = 0; i < processes_.size(); ++i)
+    if (rankOf[i] >= 0) dataOf[i] = &store_.rank(rankOf[i]);
 
   auto fact = [&](const Process& p, std::string_view key) -> const ArgValue* {
     const uint32_t id = store_.strings().find(key);
@@ -156,6 +170,7 @@ void Reader::commit() {
   std::vector<int64_t> timeShift(processes_.size(), 0);  // for ringx time args
   for (size_t i = 0; i < processes_.size(); ++i) {
     const Process& p = processes_[i];
+    if (dataOf[i] == nullptr) continue;
     RankData& data = *dataOf[i];
     data.source = source_;
     if (p.ringxRank >= 0) {
@@ -173,15 +188,15 @@ void Reader::commit() {
       // to its origin: shift them the same way, with the offset it reports
       // (exact unless the clock drifted during the trace; then off by that).
       if (ringxExport_ && haveOrigin_) timeShift[i] = intFact(p, "clock_offset_ns", 0) - originNs_;
-    } else if (data.pid == 0) {
-      data.pid = p.pid;
+    } else if (data.pid == 0 && p.owner == i && p.device < 0) {
+      data.pid = p.pid;  // the process's own, not a GPU's index
     }
   }
 
-  // Track names: the thread's name, made unique within the rank when several
-  // threads share one (a Kineto rank's CPU process and GPU process may both
-  // have a "thread 7"), so that they do not merge into one lane: the later
-  // one gets its pid, or its tid when both are in one process.
+  // Track names (trackName), made unique within the rank when several threads
+  // share one (two processes of a distributedInfo file may both have a
+  // "thread 7"), so that they do not merge into one lane: the later one gets
+  // its pid, or its tid when both are in one process.
   std::vector<int32_t> trackOf(threads_.size(), -1);
   std::map<std::pair<int32_t, std::string>, uint32_t> claimed;  // (rank, name) -> thread
   for (uint32_t i = 0; i < threads_.size(); ++i) {
@@ -219,7 +234,7 @@ void Reader::commit() {
   }
   // Packed args take about 3 bytes each (ArgList).
   for (size_t i = 0; i < processes_.size(); ++i)
-    dataOf[i]->argBytes.reserve(dataOf[i]->argBytes.size() + 3 * argsOf[i]);
+    if (argsOf[i] > 0) dataOf[i]->argBytes.reserve(dataOf[i]->argBytes.size() + 3 * argsOf[i]);
 
   for (PendingEvent& e : events_) {
     const uint32_t process = threads_[e.thread].process;
@@ -259,8 +274,17 @@ void Reader::commit() {
   }
   events_ = {};
   args_ = {};
-  for (const PendingCounter& c : counters_)
-    store_.addCounter(*dataOf[c.process], store_.str(c.series), c.time + shift[c.process], c.value);
+  for (const PendingCounter& c : counters_) {
+    // A GPU's counters join its owner's rank under the GPU's name, as its lanes do.
+    const int32_t device = processes_[c.process].device;
+    const std::string_view series = store_.str(c.series);
+    const int64_t time = c.time + shift[c.process];
+    if (device < 0) {
+      store_.addCounter(*dataOf[c.process], series, time, c.value);
+    } else {
+      store_.addCounter(*dataOf[c.process], onGpu(device, series), time, c.value);
+    }
+  }
   counters_ = {};
 
   uint64_t skipped = 0;

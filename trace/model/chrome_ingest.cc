@@ -16,7 +16,9 @@
 // Events are collected in file order and put into the store after the pass,
 // because which rank a process is can only be decided at the end: metadata
 // ("process_name", Kineto's "distributedInfo", the ringx exporter's
-// "otherData") may come after the events it describes.
+// "otherData") may come after the events it describes. Kineto's pids for each
+// GPU and for its own bookkeeping are not processes: they join the process
+// that launched on the GPU (chrome_devices.cc).
 //
 // Times are parsed from the number's text, not through a double: "ts" is in
 // microseconds with up to three decimals (ringx writes exact nanoseconds;

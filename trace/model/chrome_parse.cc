@@ -350,17 +350,31 @@ const ArgValue* Reader::scratchArg(uint32_t key) const {
 
 void Reader::metadata(std::string_view name, int64_t pid, int64_t tid) {
   const ArgValue* label = scratchArg(nameKey_);
-  const std::string_view text =
-      label != nullptr && label->kind == ArgKind::kString ? store_.str(label->stringId) : "";
+  const uint32_t textId = label != nullptr && label->kind == ArgKind::kString ? label->stringId : 0;
+  const std::string_view text = store_.str(textId);
   if (name == "process_name") {
     Process& p = processes_[processIndex(pid)];
     int32_t rank = 0;
     if (ringxRank(text, &rank)) p.ringxRank = rank;
     p.facts = scratch_;
+    p.nameText = textId;
   } else if (name == "thread_name") {
     threads_[threadIndex(pid, tid)].name = std::string(text);
+  } else if (name == "process_labels") {
+    // Kineto's "CPU" or "GPU N": which pid is the process and which a device. "CPU" is
+    // kept apart: a process whose OS pid is also a device's index (pid 1 in a container)
+    // is labelled both.
+    const ArgValue* labels = scratchArg(labelsKey_);
+    const uint32_t labelId =
+        labels != nullptr && labels->kind == ArgKind::kString ? labels->stringId : 0;
+    Process& p = processes_[processIndex(pid)];
+    if (store_.str(labelId) == "CPU") {
+      p.cpuLabel = true;
+    } else {
+      p.labelText = labelId;
+    }
   } else {
-    processIndex(pid);  // sort indices, labels: the process exists, nothing else
+    processIndex(pid);  // sort indices: the process exists, nothing else
   }
 }
 

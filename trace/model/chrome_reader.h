@@ -4,6 +4,8 @@
 //                     ends), numbers and ids read exactly, error reporting
 //   chrome_parse.cc   the parser: the top level, event arrays in chunks, each event into the
 //                     pending state below (spans, counters, async spans, flows, metadata)
+//   chrome_devices.cc Kineto's GPU and bookkeeping pids: which process's rank each joins, and
+//                     what a GPU's lanes are called there
 //   chrome_commit.cc  the commit: ranks decided, pending events into the store, flows joined
 // (chrome_ingest.cc explains the format's rules and the speed.)
 #pragma once
@@ -55,6 +57,8 @@ size_t replaceInvalidUtf8(char* data, size_t size);
 bool exactMicros(std::string_view text, int64_t* ns);
 // "rank N" or "rank N (host)", the ringx exporter's process names.
 bool ringxRank(std::string_view name, int32_t* rank);
+// A GPU's lane or counter in the rank it joins: "GPU 2 / stream 7" (chrome_devices.cc).
+std::string onGpu(int32_t device, std::string_view name);
 
 constexpr size_t npos = std::string::npos;
 
@@ -131,6 +135,13 @@ struct Process {
   int64_t pid = 0;
   int32_t ringxRank = -1;       // from a process_name "rank N (host)"
   std::vector<ArgValue> facts;  // process_name's args (ringx: host, clock, loss)
+  uint32_t nameText = 0;        // process_name's "name" (string id; 0: none)
+  uint32_t labelText = 0;       // process_labels' "labels" other than "CPU" (Kineto: "GPU 3")
+  bool cpuLabel = false;        // process_labels "CPU": Kineto's name for the process itself
+  // Decided by findOwners() at commit (chrome_devices.cc):
+  int32_t device = -1;  // a GPU's index: its lanes are "GPU N / ..."
+  uint32_t owner = 0;   // the process whose rank this one's events join (itself, mostly)
+  bool active = false;  // has events (Kineto lists every visible GPU, used or not)
 };
 
 // Why events were skipped, for the one warning about them.
@@ -143,6 +154,7 @@ class Reader {
  public:
   Reader(TraceStore& store, std::string source) : store_(store), source_(std::move(source)) {
     nameKey_ = intern("name");
+    labelsKey_ = intern("labels");
     errorKey_ = intern(trace::arg::kError);
     for (const char* k : trace::arg::kSteadyTimes) timeKeys_.push_back(intern(k));
   }
@@ -179,6 +191,9 @@ class Reader {
   bool number(od::value value, int64_t* out, bool* bad);
   bool entityId(od::value value, int64_t* out, bool* bad);
   int64_t namedId(std::string_view text);
+  // The text a namedId() stands for; null for an id that was a number (even
+  // one past kNamedIdBase: a pid or tid may be that large).
+  const std::string* namedText(int64_t id) const;
   std::string_view idText(od::value value, bool* bad);
   void asyncEvent(char kind, const std::string& key, int64_t ts, uint32_t thread, uint32_t name,
                   uint8_t category);
@@ -192,6 +207,7 @@ class Reader {
   const ArgValue* scratchArg(uint32_t key) const;
   uint32_t counterSeries(uint32_t name, uint32_t key, bool single);
   std::string trackName(const Thread& t) const;
+  void findOwners();
 
   TraceStore& store_;
   std::string source_;
@@ -212,7 +228,7 @@ class Reader {
   std::vector<ArgValue> scratch_;          // the current event's args
   std::vector<int16_t> categoryOf_;        // by string id; -1: not looked up yet
   std::map<uint64_t, uint32_t> seriesOf_;  // (name, key) -> counter series name
-  uint32_t nameKey_ = 0, errorKey_ = 0;
+  uint32_t nameKey_ = 0, labelsKey_ = 0, errorKey_ = 0;
   std::vector<uint32_t> timeKeys_;  // ringx args that hold a steady-clock time
   bool sawEvents_ = false;
   bool distributedRank_ = false;

@@ -280,6 +280,12 @@ int64_t Reader::namedId(std::string_view text) {
   return it->second;
 }
 
+const std::string* Reader::namedText(int64_t id) const {
+  if (id < kNamedIdBase || static_cast<uint64_t>(id - kNamedIdBase) >= namedIdText_.size())
+    return nullptr;
+  return &namedIdText_[static_cast<size_t>(id - kNamedIdBase)];
+}
+
 // An async or flow id ("id", "bind_id"): a number's text or a string's; empty
 // (setting *bad) for anything else.
 std::string_view Reader::idText(od::value value, bool* bad) {

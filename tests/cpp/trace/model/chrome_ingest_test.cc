@@ -1,9 +1,10 @@
 // Chrome Trace Event JSON ingest: a ringx export reads back as the ringx trace
 // itself does (tracks, names, times to the nanosecond, args, rank facts);
-// B/E pairs nest; counters; a Kineto-style file lands on its rank; processes
-// without names are numbered; string pids and tids, async events, flows and
-// gzip-compressed files read as Perfetto reads them; bad input is a FormatError naming the file and
-// the byte, and no truncation or flipped byte crashes it; files large enough to
+// B/E pairs nest; counters; a Kineto-style file lands on its rank, and its GPUs'
+// pids become lanes of the process that launched on them (generated files and
+// real ones, tests/data/kineto); processes without names are numbered; string pids and tids, async
+// events, flows and gzip-compressed files read as Perfetto reads them; bad input is a FormatError
+// naming the file and the byte, and no truncation or flipped byte crashes it; files large enough to
 // be read in many chunks, including chunks whose guessed ends are wrong.
 #include "trace/model/chrome_ingest.h"
 
@@ -11,6 +12,8 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -329,13 +332,14 @@ TEST(ChromeIngest, KinetoFileLandsOnItsRankWithExactTimes) {
   ASSERT_EQ(cpu->instants.size(), 1u);
   EXPECT_EQ(cpu->instants[0].time, 1700000000000100000);
 
-  const Track* gpu = findTrack(store, r, "stream 7");
+  const Track* gpu = findTrack(store, r, "GPU 0 / stream 7");
   ASSERT_NE(gpu, nullptr);
   const Span& kernel = gpu->levels.at(0).at(0);
   EXPECT_EQ(kernel.begin, 1700000000000130001);  // .0005 us rounds up
   EXPECT_EQ(kernel.end - kernel.begin, 3000);    // .0004 us rounds down
-  // The GPU process's thread of the same name stays a lane of its own.
-  EXPECT_NE(findTrack(store, r, "thread 4242 (python3) (pid 0)"), nullptr);
+  // The GPU's thread of the CPU thread's name stays a lane of its own.
+  EXPECT_NE(findTrack(store, r, "GPU 0 / thread 4242 (python3)"), nullptr);
+  EXPECT_EQ(r.tracks.size(), 3u);
 
   // The launch flow is an arrow from the CPU op to the kernel, lane to lane.
   EXPECT_TRUE(store.warnings().empty());
@@ -345,8 +349,266 @@ TEST(ChromeIngest, KinetoFileLandsOnItsRankWithExactTimes) {
   EXPECT_EQ(launch.from.rank, 3);
   EXPECT_EQ(store.str(launch.from.track), "thread 4242 (python3)");
   EXPECT_EQ(launch.from.time, 1700000000000123456);
-  EXPECT_EQ(store.str(launch.to.track), "stream 7");
+  EXPECT_EQ(store.str(launch.to.track), "GPU 0 / stream 7");
   EXPECT_EQ(launch.to.time, 1700000000000130001);
+}
+
+// Each lane of a rank with how many spans and instants it holds: the lanes'
+// names and contents in one comparison.
+std::map<std::string, size_t> lanesOf(const TraceStore& store, const RankData& rank) {
+  std::map<std::string, size_t> out;
+  for (const Track& t : rank.tracks)
+    out[std::string(store.str(t.name))] = spansOf(t).size() + t.instants.size();
+  return out;
+}
+
+// The rank whose process (its OS pid) is `pid`; null if none.
+const RankData* rankWithPid(const TraceStore& store, int64_t pid) {
+  for (const RankData& r : store.ranks())
+    if (r.pid == pid) return &r;
+  return nullptr;
+}
+
+// The events of one process's Kineto trace as the PyTorch profiler writes them:
+// the metadata of every GPU it can see (first, before the process's own), the
+// process labelled "CPU", and three launches from its thread, each with its
+// flow ("ac2g", ids from `firstId`) to a kernel on GPU `gpu`: two on stream 7,
+// one on stream 13, streams named "stream N " as Kineto names them.
+std::string kinetoEvents(int64_t pid, int gpu, int visibleGpus, int firstId) {
+  std::string out;
+  auto add = [&](const std::string& event) { out += strCat(out.empty() ? "" : ",\n", event); };
+  auto meta = [&](std::string_view name, int64_t p, int64_t tid, std::string_view args) {
+    add(strCat(R"({"name":")", name, R"(","ph":"M","ts":0,"pid":)", p, R"(,"tid":)", tid,
+               R"(,"args":)", args, "}"));
+  };
+  for (int d = 0; d < visibleGpus; ++d) {
+    meta("process_name", d, 0, R"({"name":"python3"})");
+    meta("process_labels", d, 0, strCat(R"({"labels":"GPU )", d, R"("})"));
+    meta("process_sort_index", d, 0, strCat(R"({"sort_index":)", 5000000 + d, "}"));
+  }
+  meta("process_name", pid, 0, R"({"name":"python3"})");
+  meta("process_labels", pid, 0, R"({"labels":"CPU"})");
+  meta("thread_name", pid, pid, strCat(R"({"name":"thread )", pid, " (python3)\"}"));
+  for (int stream : {7, 13})
+    meta("thread_name", gpu, stream, strCat(R"({"name":"stream )", stream, R"( "})"));
+  const int streams[] = {7, 7, 13};
+  for (int k = 0; k < 3; ++k) {
+    const int ts = 100 + 10 * k, id = firstId + k;
+    add(strCat(R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":)", pid,
+               R"(,"tid":)", pid, R"(,"ts":)", ts, R"(,"dur":2,"args":{"correlation":)", id, "}}"));
+    add(strCat(R"({"ph":"s","id":)", id, R"(,"pid":)", pid, R"(,"tid":)", pid, R"(,"ts":)", ts,
+               R"(,"cat":"ac2g","name":"ac2g"})"));
+    add(strCat(R"({"ph":"X","cat":"kernel","name":"kernel )", k, R"(","pid":)", gpu, R"(,"tid":)",
+               streams[k], R"(,"ts":)", ts + 5, R"(,"dur":3,"args":{"device":)", gpu,
+               R"(,"stream":)", streams[k], R"(,"correlation":)", id, "}}"));
+    add(strCat(R"({"ph":"f","id":)", id, R"(,"pid":)", gpu, R"(,"tid":)", streams[k], R"(,"ts":)",
+               ts + 5, R"(,"cat":"ac2g","name":"ac2g","bp":"e"})"));
+  }
+  return out;
+}
+
+// A Kineto file around `events`; `rank` < 0: without distributedInfo.
+std::string kinetoFile(const std::string& events, int rank) {
+  return strCat(R"({"schemaVersion":1,)",
+                rank < 0 ? std::string()
+                         : strCat(R"("distributedInfo":{"backend":"nccl","rank":)", rank,
+                                  R"(,"world_size":2},)"),
+                "\"traceEvents\":[\n", events, "\n],\"baseTimeNanoseconds\":1700000000000000000}");
+}
+
+TEST(ChromeIngest, AOneProcessGpuJobIsOneRankWithItsGpusStreamsAsLanes) {
+  // GPU 0 runs the kernels; GPUs 1 to 7 are only named, as Kineto names every visible one.
+  const TraceStore store = ingestText(kinetoFile(kinetoEvents(4242, 0, 8, 1), -1));
+  EXPECT_TRUE(store.warnings().empty()) << store.warnings()[0];
+  ASSERT_EQ(store.ranks().size(), 1u);
+  const RankData& r = store.ranks()[0];
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_EQ(r.pid, 4242);  // the process's, though GPU 0's pid came first
+  EXPECT_EQ(lanesOf(store, r),
+            (std::map<std::string, size_t>{
+                {"thread 4242 (python3)", 3}, {"GPU 0 / stream 7", 2}, {"GPU 0 / stream 13", 1}}));
+  // Every launch is an arrow from the CPU thread to its kernel's stream.
+  ASSERT_EQ(store.flows().size(), 3u);
+  std::multiset<std::string> ends;
+  for (const Flow& f : store.flows()) {
+    EXPECT_EQ(f.from.rank, 0);
+    EXPECT_EQ(f.to.rank, 0);
+    EXPECT_EQ(store.str(f.from.track), "thread 4242 (python3)");
+    ends.insert(std::string(store.str(f.to.track)));
+  }
+  EXPECT_EQ(ends, (std::multiset<std::string>{"GPU 0 / stream 7", "GPU 0 / stream 7",
+                                              "GPU 0 / stream 13"}));
+}
+
+TEST(ChromeIngest, EachProcessFileKeepsItsRankAndItsOwnGpus) {
+  // Two processes' files, loaded together: with distributedInfo (the first
+  // file says rank 1) and without (ranks in the order given).
+  for (const bool distributed : {true, false}) {
+    SCOPED_TRACE(distributed ? "with distributedInfo" : "without");
+    fx::TempDir dir;
+    const std::string a = dir.file("a.pt.trace.json"), b = dir.file("b.pt.trace.json");
+    fx::writeFile(a, kinetoFile(kinetoEvents(100, 0, 8, 1), distributed ? 1 : -1));
+    fx::writeFile(b, kinetoFile(kinetoEvents(200, 1, 8, 1), distributed ? 0 : -1));
+    TraceStore store;
+    loadTraces(store, {a, b});
+    ASSERT_EQ(store.ranks().size(), 2u);
+    const RankData* first = store.findRank(distributed ? 1 : 0);
+    const RankData* second = store.findRank(distributed ? 0 : 1);
+    ASSERT_TRUE(first != nullptr && second != nullptr);
+    EXPECT_EQ(first->pid, 100);
+    EXPECT_EQ(second->pid, 200);
+    EXPECT_EQ(lanesOf(store, *first),
+              (std::map<std::string, size_t>{
+                  {"thread 100 (python3)", 3}, {"GPU 0 / stream 7", 2}, {"GPU 0 / stream 13", 1}}));
+    EXPECT_EQ(lanesOf(store, *second),
+              (std::map<std::string, size_t>{
+                  {"thread 200 (python3)", 3}, {"GPU 1 / stream 7", 2}, {"GPU 1 / stream 13", 1}}));
+  }
+}
+
+TEST(ChromeIngest, GpusJoinTheProcessWhoseLaunchesRanOnThem) {
+  // Two processes in one file (merged by hand), neither the file's own: each
+  // GPU belongs to the process whose launch flows end on it. GPU 5 ran
+  // kernels that no flow explains: a rank of its own, as before.
+  const std::string gpu5 =
+      R"({"ph":"X","cat":"kernel","name":"orphan","pid":5,"tid":7,"ts":50,"dur":1,)"
+      R"("args":{"device":5,"stream":7}})";
+  const TraceStore store = ingestText(kinetoFile(
+      strCat(kinetoEvents(100, 0, 6, 1), ",\n", kinetoEvents(200, 1, 6, 11), ",\n", gpu5), -1));
+  ASSERT_EQ(store.ranks().size(), 3u);
+  const RankData* p100 = rankWithPid(store, 100);
+  const RankData* p200 = rankWithPid(store, 200);
+  ASSERT_TRUE(p100 != nullptr && p200 != nullptr);
+  EXPECT_EQ(lanesOf(store, *p100),
+            (std::map<std::string, size_t>{
+                {"thread 100 (python3)", 3}, {"GPU 0 / stream 7", 2}, {"GPU 0 / stream 13", 1}}));
+  EXPECT_EQ(lanesOf(store, *p200),
+            (std::map<std::string, size_t>{
+                {"thread 200 (python3)", 3}, {"GPU 1 / stream 7", 2}, {"GPU 1 / stream 13", 1}}));
+  const RankData* alone = nullptr;
+  for (const RankData& r : store.ranks())
+    if (&r != p100 && &r != p200) alone = &r;
+  ASSERT_NE(alone, nullptr);
+  EXPECT_EQ(lanesOf(store, *alone), (std::map<std::string, size_t>{{"GPU 5 / stream 7", 1}}));
+}
+
+TEST(ChromeIngest, GpusAreKnownByTheirLabelOrByWhatTheyRan) {
+  // A process_name "GPU 3" (no labels) and a pid whose kernels say they ran on
+  // device 0 (no metadata at all) are GPUs of the only other process.
+  const TraceStore named = ingestText(R"json([
+    {"ph":"M","name":"process_name","pid":3,"args":{"name":"GPU 3"}},
+    {"ph":"X","pid":3,"tid":7,"ts":5,"dur":1,"name":"k"},
+    {"ph":"X","cat":"gpu_memcpy","pid":0,"tid":9,"ts":6,"dur":1,"name":"copy",
+     "args":{"device":0,"stream":9}},
+    {"ph":"X","pid":900,"tid":900,"ts":1,"dur":9,"name":"step"}
+  ])json");
+  ASSERT_EQ(named.ranks().size(), 1u);
+  EXPECT_EQ(named.ranks()[0].pid, 900);
+  EXPECT_EQ(lanesOf(named, named.ranks()[0]),
+            (std::map<std::string, size_t>{
+                {"thread 900", 1}, {"GPU 3 / stream 7", 1}, {"GPU 0 / stream 9", 1}}));
+
+  // Not GPUs: a small pid whose "kernel" events name no device (an OS
+  // kernel's, say), or another device than the pid; nor a process labelled
+  // "CPU" whose pid is also a GPU's index (pid 1 in a container: Kineto
+  // labels it both).
+  const TraceStore others = ingestText(R"json([
+    {"ph":"X","cat":"kernel","pid":2,"tid":7,"ts":5,"dur":1,"name":"irq"},
+    {"ph":"X","cat":"kernel","pid":4,"tid":7,"ts":5,"dur":1,"name":"k","args":{"device":0}},
+    {"ph":"M","name":"process_labels","pid":1,"args":{"labels":"CPU"}},
+    {"ph":"M","name":"process_labels","pid":1,"args":{"labels":"GPU 1"}},
+    {"ph":"X","pid":1,"tid":1,"ts":1,"dur":9,"name":"step"}
+  ])json");
+  ASSERT_EQ(others.ranks().size(), 3u);
+  for (int64_t pid : {2, 4, 1}) {
+    const RankData* r = rankWithPid(others, pid);
+    ASSERT_NE(r, nullptr) << "pid " << pid;
+    EXPECT_EQ(lanesOf(others, *r),
+              (std::map<std::string, size_t>{{strCat("thread ", pid == 1 ? 1 : 7), 1}}))
+        << "pid " << pid;
+  }
+}
+
+// A real trace in tests/data/kineto (its README says where each comes from).
+std::string kinetoData(const std::string& name) {
+  return (std::filesystem::path(__FILE__).parent_path() / "../../../data/kineto" / name)
+      .lexically_normal()
+      .string();
+}
+
+TEST(ChromeIngest, ARealOneProcessGpuTraceIsOneRank) {
+  // ROCm on an MI250 (HolisticTraceAnalysis's test data): the process, GPU 2
+  // with kernels, copies and annotations on stream 0, GPUs 0 to 15 named, and
+  // Kineto's bookkeeping pids "Spans", "Traces" and "". No distributedInfo.
+  TraceStore store;
+  loadTraces(store, {kinetoData("mi250_minitoy_train_ROCm6_2_kineto.json.gz")});
+  ASSERT_EQ(store.ranks().size(), 1u);
+  const RankData& r = store.ranks()[0];
+  EXPECT_EQ(r.pid, 597913);
+  EXPECT_EQ(store.eventCount(), 115u);  // every X and i in the file
+  EXPECT_EQ(lanesOf(store, r), (std::map<std::string, size_t>{{"thread 597913 (python3)", 51},
+                                                              {"thread 598009 (pt_autograd_0)", 43},
+                                                              {"GPU 2 / stream 0", 18},
+                                                              {"PyTorch Profiler", 1},
+                                                              {"Trace PyTorch Profiler", 1},
+                                                              {"", 1}}));
+  // Every ac2g flow that ends on the GPU: launches from the main thread and from autograd's.
+  std::map<std::string, size_t> launchesFrom;
+  for (const Flow& f : store.flows())
+    if (store.str(f.to.track) == "GPU 2 / stream 0")
+      ++launchesFrom[std::string(store.str(f.from.track))];
+  EXPECT_EQ(launchesFrom, (std::map<std::string, size_t>{{"thread 597913 (python3)", 9},
+                                                         {"thread 598009 (pt_autograd_0)", 7}}));
+}
+
+TEST(ChromeIngest, RealRankFilesKeepOneRankEachWithItsOwnGpu) {
+  // Two ranks of a 128-rank job (HolisticTraceAnalysis's sampled traces, cut
+  // to their first 100 ms): rank 0 ran on GPU 0, rank 1 on GPU 1; each file
+  // names GPUs 0 to 7 and a stream 203 with nothing on it.
+  TraceStore store;
+  loadTraces(store, {kinetoData("sampled_rank-1.json.gz"), kinetoData("sampled_rank-0.json.gz")});
+  ASSERT_EQ(store.ranks().size(), 2u);
+  EXPECT_EQ(store.eventCount(), 580u + 549u);
+  auto gpuLanes = [&](const RankData& r) {
+    std::map<std::string, size_t> out = lanesOf(store, r);
+    std::erase_if(out, [](const auto& lane) { return lane.first.rfind("GPU ", 0) != 0; });
+    return out;
+  };
+  const RankData& r0 = store.ranks()[0];
+  const RankData& r1 = store.ranks()[1];
+  EXPECT_EQ(r0.rank, 0);
+  EXPECT_EQ(r0.pid, 4037);
+  EXPECT_EQ(gpuLanes(r0), (std::map<std::string, size_t>{{"GPU 0 / stream 7", 76},
+                                                         {"GPU 0 / stream 23", 55},
+                                                         {"GPU 0 / stream 25", 8},
+                                                         {"GPU 0 / stream 84", 2}}));
+  EXPECT_EQ(r1.rank, 1);
+  EXPECT_EQ(r1.pid, 4045);
+  EXPECT_EQ(gpuLanes(r1), (std::map<std::string, size_t>{{"GPU 1 / stream 7", 66},
+                                                         {"GPU 1 / stream 23", 56},
+                                                         {"GPU 1 / stream 25", 8},
+                                                         {"GPU 1 / stream 84", 1}}));
+}
+
+TEST(ChromeIngest, ARealTraceWithASecondProcessKeepsItAsARank) {
+  // A Triton kernel's trace (HolisticTraceAnalysis's test data): the process
+  // Kineto labels "CPU" launched on GPU 0; one event has a pid of its own,
+  // without metadata: another process, so another rank.
+  TraceStore store;
+  loadTraces(store, {kinetoData("triton_example.json.gz")});
+  ASSERT_EQ(store.ranks().size(), 2u);
+  const RankData* main = rankWithPid(store, 1670242);
+  const RankData* other = rankWithPid(store, 3100453);
+  ASSERT_TRUE(main != nullptr && other != nullptr);
+  EXPECT_EQ(lanesOf(store, *main),
+            (std::map<std::string, size_t>{{"thread 1670242 (python3.10)", 5},
+                                           {"GPU 0 / stream 7", 1},
+                                           {"PyTorch Profiler", 1},
+                                           {"Trace PyTorch Profiler", 1},
+                                           {"", 1}}));
+  EXPECT_EQ(lanesOf(store, *other), (std::map<std::string, size_t>{{"thread 3100453", 1}}));
+  ASSERT_EQ(store.flows().size(), 1u);
+  EXPECT_EQ(store.str(store.flows()[0].to.track), "GPU 0 / stream 7");
 }
 
 TEST(ChromeIngest, UnnamedProcessesBecomeRanksInOrderOfAppearance) {
@@ -392,6 +654,20 @@ TEST(ChromeIngest, StringPidsAndTidsNameTheirProcessesAndThreads) {
   EXPECT_EQ(spansOf(*t12).size(), 2u);
   EXPECT_NE(findTrack(store, cpu, "main thread"), nullptr);  // a name, not a number
   EXPECT_EQ(store.ranks()[1].pid, 77);
+}
+
+TEST(ChromeIngest, NumericIdsAsLargeAsNamedOnesAreNumbers) {
+  // Ids from 2^62 stand for string pids and tids inside the reader; a number
+  // that large is still a number (it crashed the naming of its lane).
+  const TraceStore store = ingestText(R"json([
+    {"ph":"X","pid":4611686018427387999,"tid":4611686018427387998,"ts":1,"dur":1,"name":"a"},
+    {"ph":"X","pid":"named","tid":"x","ts":1,"dur":1,"name":"b"}
+  ])json");
+  ASSERT_EQ(store.ranks().size(), 2u);
+  EXPECT_EQ(store.ranks()[0].pid, 4611686018427387999);
+  EXPECT_EQ(lanesOf(store, store.ranks()[0]),
+            (std::map<std::string, size_t>{{"thread 4611686018427387998", 1}}));
+  EXPECT_EQ(lanesOf(store, store.ranks()[1]), (std::map<std::string, size_t>{{"x", 1}}));
 }
 
 TEST(ChromeIngest, AsyncEventsPairByIdAndStackOnTheirCategorysLane) {
