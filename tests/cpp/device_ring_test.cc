@@ -183,6 +183,46 @@ TEST(DeviceRing, RanksWithOtherGeometriesAreRefused) {
   }
 }
 
+// An instance whose region cannot be made (as cudaMalloc or IPC may fail on one GPU).
+class FailingInstance : public Instance {
+ public:
+  const char* name() const override { return "failing"; }
+  std::vector<uint8_t> createRegion(size_t, const RegionHeader&) override {
+    RINGX_THROW(Error, "no memory for the region here");
+  }
+  char* openRegion(int, const std::vector<uint8_t>&, size_t) override { return nullptr; }
+  char* localRegion() override { return nullptr; }
+  HostControl* hostControl() override { return &control_; }
+  HostControl* kernelControl() override { return &control_; }
+  void launch(const RingJob&) override {}
+  bool finished(uint64_t) override { return true; }
+  void join() override {}
+
+ private:
+  HostControl control_{};
+};
+
+// One rank that cannot set up makes every rank's set-up fail at once (no one waits for it until
+// the deadline), naming it, so that the whole group agrees to take another path.
+TEST(DeviceRing, OneRankFailingSetUpFailsItEverywhere) {
+  const auto start = Clock::now();
+  auto errors = ringx::testing::runProcesses(3, [&](int rank, std::shared_ptr<Store> store) {
+    std::unique_ptr<Instance> instance;
+    if (rank == 1) {
+      instance = std::make_unique<FailingInstance>();
+    } else {
+      instance = makeHostInstance();
+    }
+    DeviceRing ring(*store, "ring", rank, 3, std::move(instance), smallGeometry(), soon(600));
+  });
+  for (const std::string& e : errors) {
+    EXPECT_NE(e.find("could not be set up: rank 1: no memory for the region here"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(300));  // not the 600 s deadline
+}
+
 TEST(DeviceRing, BadGeometryIsRefused) {
   InMemoryStore store;
   Geometry g = smallGeometry();

@@ -60,13 +60,22 @@ DeviceRing::DeviceRing(Store& store, const std::string& keyPrefix, int rank, int
       geometry.slotBytes >= 16 && geometry.slotBytes % 16 == 0 && geometry.oneShotBytes % 16 == 0,
       "ringx: the device ring's slot sizes must be multiples of 16 bytes");
 
+  // Every rank ends set-up with the same verdict: a rank that cannot make or map a region
+  // still posts (a record without a handle, then its error), so that no peer waits for it until
+  // the deadline, and every rank's constructor throws naming the first rank that failed.
   RegionHeader head{};
   head.magic = kRegionMagic;
   head.version = kLayoutVersion;
   head.rank = static_cast<uint32_t>(rank);
   head.geometry = geometry;
   const size_t bytes = regionBytes(geometry);
-  std::vector<uint8_t> handle = instance_->createRegion(bytes, head);
+  std::string failure;
+  std::vector<uint8_t> handle;
+  try {
+    handle = instance_->createRegion(bytes, head);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
   Posted mine{static_cast<int64_t>(::getpid()), geometry};
   std::vector<uint8_t> posted(sizeof(mine) + handle.size());
   std::memcpy(posted.data(), &mine, sizeof(mine));
@@ -75,32 +84,37 @@ DeviceRing::DeviceRing(Store& store, const std::string& keyPrefix, int rank, int
 
   regions_.assign(size, nullptr);
   pids_.assign(size, 0);
-  regions_[rank] = instance_->localRegion();
   pids_[rank] = mine.pid;
-  for (int peer = 0; peer < size; ++peer) {
+  if (failure.empty()) regions_[rank] = instance_->localRegion();
+  for (int peer = 0; peer < size && failure.empty(); ++peer) {
     if (peer == rank) continue;
-    std::vector<uint8_t> theirs =
-        store.get(keyPrefix + "/" + std::to_string(peer), untilDeadline(deadline));
-    RINGX_CHECK(theirs.size() >= sizeof(Posted), "ringx: the device ring's set-up record of rank ",
-                peer, " is truncated");
-    Posted p;
-    std::memcpy(&p, theirs.data(), sizeof(p));
-    RINGX_CHECK(std::memcmp(&p.geometry, &geometry, sizeof(Geometry)) == 0, "ringx: rank ", peer,
-                " set its device ring up with other sizes than rank ", rank,
-                " (channels, slots, slot bytes): every rank must use the same settings");
-    pids_[peer] = p.pid;
-    regions_[peer] = instance_->openRegion(
-        peer, std::vector<uint8_t>(theirs.begin() + sizeof(Posted), theirs.end()), bytes);
+    try {
+      std::vector<uint8_t> theirs =
+          store.get(keyPrefix + "/" + std::to_string(peer), untilDeadline(deadline));
+      RINGX_CHECK(theirs.size() >= sizeof(Posted),
+                  "ringx: the device ring's set-up record of rank ", peer, " is truncated");
+      Posted p;
+      std::memcpy(&p, theirs.data(), sizeof(p));
+      RINGX_CHECK(std::memcmp(&p.geometry, &geometry, sizeof(Geometry)) == 0, "ringx: rank ", peer,
+                  " set its device ring up with other sizes than rank ", rank,
+                  " (channels, slots, slot bytes): every rank must use the same settings");
+      pids_[peer] = p.pid;
+      if (theirs.size() == sizeof(Posted)) break;  // it failed: its verdict says why
+      regions_[peer] = instance_->openRegion(
+          peer, std::vector<uint8_t>(theirs.begin() + sizeof(Posted), theirs.end()), bytes);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
   }
-  // Every rank mapped every region: the creators may now let go of anything that only served
-  // to hand them out.
-  const std::string opened = keyPrefix + "/opened";
-  store.add(opened, 1);
-  while (store.add(opened, 0) < size) {
-    RINGX_CHECK(Clock::now() < deadline,
-                "ringx: the device ring's set-up timed out: ", store.add(opened, 0), " of ", size,
-                " ranks mapped every region");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  store.setString(keyPrefix + "/verdict/" + std::to_string(rank), failure);
+  for (int peer = 0; peer < size; ++peer) {
+    const std::string verdict =
+        peer == rank ? failure
+                     : store.getString(keyPrefix + "/verdict/" + std::to_string(peer),
+                                       untilDeadline(deadline));
+    if (!verdict.empty()) {
+      RINGX_THROW(Error, "ringx: the device ring could not be set up: rank ", peer, ": ", verdict);
+    }
   }
 }
 
