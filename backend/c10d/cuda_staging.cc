@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -12,8 +13,12 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "backend/device/cuda/cuda_stream.h"
+#include "backend/device/cuda/ipc_ring.h"
+#include "backend/device/cuda/reduce_kernels.h"
 #include "backend/device/stream_ordering.h"
 #endif
+
+#include "base/error.h"
 
 namespace ringx::c10d_glue {
 
@@ -112,6 +117,40 @@ class CudaStagedWork : public ::c10d::Work {
   c10::DeviceIndex device_;
 };
 
+// The Work of a device-ring collective: wait() orders the caller's current stream after the
+// kernel (and what follows it on the communication stream); a failure the watch already found
+// is raised at once.
+class RingCudaWork : public ::c10d::Work {
+ public:
+  RingCudaWork(int rank, ::c10d::OpType type, const char* title, std::vector<at::Tensor> outputs,
+               std::shared_ptr<device::DeviceEvent> end,
+               c10::intrusive_ptr<c10::ivalue::Future> future, c10::DeviceIndex device)
+      : ::c10d::Work(rank, type, title),
+        outputs_(std::move(outputs)),
+        end_(std::move(end)),
+        future_(std::move(future)),
+        device_(device) {}
+
+  bool wait(
+      std::chrono::milliseconds /*timeout: the watch has the collective's deadline*/) override {
+    if (future_->completed() && future_->hasError())
+      std::rethrow_exception(future_->exception_ptr());
+    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_);
+    cuda::CudaStream::borrow(current.stream(), device_)->wait(end_);
+    return true;
+  }
+  void synchronize() override { wait(kNoTimeout); }
+  bool isCompleted() override { return future_->completed(); }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  std::shared_ptr<device::DeviceEvent> end_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  c10::DeviceIndex device_;
+};
+
 class CudaCollectivesImpl : public CudaCollectives {
  public:
   explicit CudaCollectivesImpl(int rank) : rank_(rank) {}
@@ -183,6 +222,107 @@ class CudaCollectivesImpl : public CudaCollectives {
                                                std::move(ordered), std::move(future), device);
   }
 
+ public:
+  device_ring::DeviceRing* ring(Store& store, int rank, int size, bool oneHost, int device,
+                                std::string* why) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ringTried_) {
+      ringTried_ = true;
+      const char* setting = std::getenv("RINGX_DEVICE_RING");
+      if (setting != nullptr && std::string(setting) == "0") {
+        ringWhy_ = "turned off (RINGX_DEVICE_RING=0)";
+      } else if (!oneHost) {
+        ringWhy_ =
+            "the group spans hosts: between hosts CUDA tensors are staged through host memory";
+      } else if (size < 2 || size > device_ring::kMaxRanks) {
+        ringWhy_ =
+            strCat("the device ring takes 2 to ", device_ring::kMaxRanks, " ranks, not ", size);
+      } else {
+        try {
+          auto instance = cuda::IpcRingInstance::create(device, nullptr);
+          ringInstance_ = instance.get();
+          ringDevice_ = device;
+          ring_ = std::make_unique<device_ring::DeviceRing>(
+              store, "device-ring", rank, size, std::move(instance), cuda::defaultGpuGeometry(),
+              Clock::now() + std::chrono::minutes(5));
+        } catch (const std::exception& e) {
+          ringInstance_ = nullptr;
+          ringWhy_ = e.what();
+        }
+      }
+    }
+    if (ring_ && device != ringDevice_) {
+      if (why) *why = strCat("the device ring is on cuda:", ringDevice_, ", not cuda:", device);
+      return nullptr;
+    }
+    if (!ring_ && why) *why = ringWhy_;
+    return ring_.get();
+  }
+
+  std::pair<std::string, std::string> ringTransport() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ring_) return {"cuda-ipc", ""};
+    return {"", ringTried_ ? ringWhy_
+                           : "no allreduce, all-gather or reduce-scatter on CUDA "
+                             "tensors yet (the device ring is set up on the first)"};
+  }
+
+  c10::intrusive_ptr<::c10d::Work> runOnRing(device_ring::DeviceRing& ring, const RingCall& call,
+                                             ::c10d::OpType type, const char* title,
+                                             std::vector<at::Tensor> outputs,
+                                             std::chrono::milliseconds timeout,
+                                             const EnqueueWatch& enqueueWatch) override {
+    const c10::DeviceIndex device = call.output.device().index();
+    TORCH_CHECK(call.input.device() == call.output.device(), "ringx: ", title,
+                ": input and output on different devices (", call.input.device(), " and ",
+                call.output.device(), ")");
+    std::lock_guard<std::mutex> lock(mutex_);
+    c10::cuda::CUDAStream& commStream = commStreamOf(device);
+    const c10::cuda::CUDAStream callerStream = c10::cuda::getCurrentCUDAStream(device);
+    // Contiguous stand-ins where needed, made on the caller's stream (before its event).
+    const bool inPlace = call.input.is_same(call.output);
+    at::Tensor in = call.input.is_contiguous() ? call.input : call.input.contiguous();
+    at::Tensor out = inPlace ? in
+                     : call.output.is_contiguous()
+                         ? call.output
+                         : at::empty(call.output.sizes(), call.output.options());
+    auto comm = cuda::CudaStream::borrow(commStream.stream(), device);
+    auto caller = cuda::CudaStream::borrow(callerStream.stream(), device);
+    comm->wait(caller->record());
+    ringInstance_->setStream(commStream.stream());
+    const uint64_t sequence = ring.start(call.op, in.data_ptr(), out.data_ptr(), call.count,
+                                         call.dtype, call.reduceOp, title);
+    {
+      c10::cuda::CUDAStreamGuard onComm(commStream);
+      if (call.divideBy != 0) {
+        cuda::divide(call.dtype, out.data_ptr(), call.divideBy, out.numel(), commStream.stream());
+      }
+      if (!out.is_same(call.output)) call.output.copy_(out, /*non_blocking=*/true);
+    }
+    // The stream is the last user of every buffer: none may be reused before it is done.
+    for (const at::Tensor& t : {call.input, call.output, in, out}) {
+      c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), commStream);
+    }
+    auto end = comm->record();
+    auto future = c10::make_intrusive<c10::ivalue::Future>(
+        c10::ListType::create(c10::TensorType::get()),
+        std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
+    device_ring::DeviceRing* watched = &ring;
+    auto watch = enqueueWatch(
+        [watched, sequence, timeout] { watched->finish(sequence, Clock::now() + timeout); });
+    watch->getFuture()->addCallback(
+        [future, outputs, commStream](c10::ivalue::Future& done) mutable {
+          c10::cuda::CUDAStreamGuard guard(commStream);
+          if (done.hasError()) {
+            future->setError(done.exception_ptr());
+          } else {
+            future->markCompleted(c10::IValue(outputs));
+          }
+        });
+    return c10::make_intrusive<RingCudaWork>(rank_, type, title, std::move(outputs), std::move(end),
+                                             std::move(future), device);
+  }
+
  private:
   c10::cuda::CUDAStream& commStreamOf(c10::DeviceIndex device) {
     auto found = commStreams_.find(device);
@@ -197,6 +337,12 @@ class CudaCollectivesImpl : public CudaCollectives {
   const int rank_;
   std::mutex mutex_;
   std::unordered_map<c10::DeviceIndex, c10::cuda::CUDAStream> commStreams_;
+  // The device ring (one, on the device of the group's first eligible CUDA collective).
+  bool ringTried_ = false;
+  std::string ringWhy_;
+  int ringDevice_ = -1;
+  cuda::IpcRingInstance* ringInstance_ = nullptr;  // owned by ring_
+  std::unique_ptr<device_ring::DeviceRing> ring_;
 };
 
 }  // namespace

@@ -13,17 +13,29 @@
 // record_stream) and the stand-ins' pinned blocks likewise, so memory the user frees early is
 // not reused while the stream may still touch it.
 //
+// Within one host, allreduce, all-gather into a tensor and reduce-scatter of a tensor take the
+// device ring instead (backend/device/ring, CUDA IPC between the ranks' GPUs: runOnRing): the
+// kernel is launched on the communication stream on the caller's thread, after the caller's
+// stream, and the communication thread watches it to its end (a dead or stuck peer becomes the
+// collective's error there). Host-staged stays the path between hosts, for the other
+// collectives, and where the ring cannot be set up (every rank agrees: DeviceRing's verdict).
+//
 // A build against a torch without CUDA compiles the CUDA half out (RINGX_WITH_CUDA unset):
 // cudaBuilt() is false and a CUDA tensor is refused with a clear error. CI compiles both halves.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "backend/device/ring/device_ring.h"
 #include "backend/device/work_queue.h"
+#include "backend/store/store.h"
+#include "base/types.h"
 
 namespace ringx::c10d_glue {
 
@@ -73,6 +85,39 @@ class CudaCollectives {
                                                ::c10d::OpType type, const char* title,
                                                std::vector<at::Tensor> outputs,
                                                const CpuCall& cpuCall) = 0;
+
+  // The group's device ring on `device` for its CUDA collectives, made on the first call (a
+  // collective: every rank of the group must make its first eligible CUDA collective the same
+  // one), or null when there is none; then `why` says why (one host's ranks only, 2 to 16 of
+  // them, RINGX_DEVICE_RING=0 turns it off, or what the set-up found).
+  virtual device_ring::DeviceRing* ring(Store& store, int rank, int size, bool oneHost, int device,
+                                        std::string* why) = 0;
+
+  // A collective the device ring runs: `op` with `count` as in device_ring::RingJob, over
+  // `input` and `output` (CUDA tensors of one device, contiguous or not; the same tensor for an
+  // in-place allreduce). AVG divides the result by `divideBy` on the stream afterwards.
+  struct RingCall {
+    device_ring::RingOp op;
+    at::Tensor input, output;
+    uint64_t count;
+    DataType dtype;
+    ReduceOp reduceOp;
+    double divideBy = 0;
+  };
+  // Watches a started ring collective to its end on the communication thread: `watch` is
+  // called there (through the group's order, records and errors) and the returned Work is
+  // that job's.
+  using EnqueueWatch = std::function<c10::intrusive_ptr<::c10d::Work>(std::function<void()> watch)>;
+  // Runs `call` on `ring` stream-ordered, as above, and returns its Work: wait() makes the
+  // caller's current stream wait for it; its Future completes once the watch has.
+  virtual c10::intrusive_ptr<::c10d::Work> runOnRing(device_ring::DeviceRing& ring,
+                                                     const RingCall& call, ::c10d::OpType type,
+                                                     const char* title,
+                                                     std::vector<at::Tensor> outputs,
+                                                     std::chrono::milliseconds timeout,
+                                                     const EnqueueWatch& enqueueWatch) = 0;
+  // The device ring's transport ("cuda-ipc"), or "" and why there is none (yet).
+  virtual std::pair<std::string, std::string> ringTransport() = 0;
 };
 
 }  // namespace ringx::c10d_glue

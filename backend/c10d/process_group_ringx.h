@@ -157,6 +157,9 @@ class ProcessGroupRingx : public BackendBase {
     const uint64_t caller = ranOnCaller_.load(), inPlace = ranInPlace_.load();
     return {caller, inPlace, collectivesIssued_.load() - caller - inPlace};
   }
+  // What this group's collectives on CUDA tensors use within its host: "cuda-ipc" (the device
+  // ring), or "" and why not (no CUDA collective yet, or the ring's reason).
+  std::pair<std::string, std::string> cudaTransport() const;
   // Bytes sent and received over each connection so far, counted by the transports.
   std::vector<ConnectionTraffic> traffic() const {
     checkOpen("traffic");
@@ -173,6 +176,15 @@ class ProcessGroupRingx : public BackendBase {
   template <typename Out, typename In, typename CpuCall>
   c10::intrusive_ptr<::c10d::Work> stagedOnCuda(::c10d::OpType type, const char* title,
                                                 Out& outputs, In& inputs, CpuCall cpuCall);
+  // A collective on CUDA tensors that the device ring can run (cuda_staging.h): allreduce
+  // (kind kAllreduce, output and input the same tensor), all-gather into a tensor or
+  // reduce-scatter of one; its Work, or null when the ring cannot take it (then stagedOnCuda
+  // does, and raises what is wrong with the arguments). `reduceOp` is null for all-gather.
+  c10::intrusive_ptr<::c10d::Work> ringOnCuda(::c10d::OpType type, const char* title,
+                                              algorithms::CollectiveKind kind,
+                                              const at::Tensor& output, const at::Tensor& input,
+                                              const ::c10d::ReduceOp* reduceOp,
+                                              std::chrono::milliseconds requestedTimeout);
   // Phase 2 and 3: run `job` in the group's order and complete the Work returned. `asyncOp`
   // is the option torch passes: false when the caller waits at once, and then the job may
   // run on the caller's thread (WorkQueue::runHereIfIdle). `runs`: how many collectives the

@@ -135,6 +135,84 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::stagedOnCuda(OpType type, co
   });
 }
 
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::ringOnCuda(
+    OpType type, const char* title, CollectiveKind kind, const at::Tensor& output,
+    const at::Tensor& input, const ::c10d::ReduceOp* reduceOp,
+    std::chrono::milliseconds requestedTimeout) {
+  // Every rank must come to the same answer without asking the others (the ring's set-up is a
+  // collective): only what the call's arguments say decides, never where they happen to live.
+  if (!cudaBuilt() || !output.defined() || !input.defined() || !output.is_cuda() ||
+      !input.is_cuda() || output.device() != input.device() ||
+      output.scalar_type() != input.scalar_type() || output.layout() != at::kStrided ||
+      input.layout() != at::kStrided) {
+    return {};
+  }
+  DataType dtype;
+  ReduceSpec reduce;
+  try {
+    dtype = toDataType(output, title);
+    if (reduceOp != nullptr) reduce = toReduceSpec(*reduceOp, output, title);
+  } catch (const std::exception&) {
+    return {};  // the staged path raises the error
+  }
+  if (reduce.premul) return {};  // PREMUL_SUM's factor is applied by the staged path
+  const uint64_t n = static_cast<uint64_t>(size_);
+  const uint64_t outCount = output.numel(), inCount = input.numel();
+  CudaCollectives::RingCall call;
+  call.input = input;
+  call.output = output;
+  call.dtype = dtype;
+  call.reduceOp = reduce.op;
+  call.divideBy = reduce.average ? static_cast<double>(size_) : 0;
+  if (kind == CollectiveKind::kAllreduce && outCount == inCount) {
+    call.op = device_ring::RingOp::kAllreduce;
+    call.count = outCount;
+  } else if (kind == CollectiveKind::kAllgather && outCount == inCount * n) {
+    call.op = device_ring::RingOp::kAllgather;
+    call.count = inCount;
+  } else if (kind == CollectiveKind::kReduceScatter && inCount == outCount * n) {
+    call.op = device_ring::RingOp::kReduceScatter;
+    call.count = outCount;
+  } else {
+    return {};
+  }
+  std::call_once(cudaOnce_, [&] { cuda_ = CudaCollectives::create(rank_); });
+  device_ring::DeviceRing* ring =
+      cuda_->ring(group_->store(), rank_, size_, group_->hosts().hosts() <= 1,
+                  output.device().index(), nullptr);
+  if (ring == nullptr) return {};
+  if (call.op == device_ring::RingOp::kAllreduce) call.op = ring->allreduceKind(call.count, dtype);
+  const char* algorithm =
+      call.op == device_ring::RingOp::kOneShotAllreduce ? "one-shot (cuda-ipc)" : "ring (cuda-ipc)";
+  const auto timeout = callTimeout(requestedTimeout);
+  const ReduceOp op = reduce.op;
+  std::vector<at::Tensor> outputs = {output};
+  return cuda_->runOnRing(*ring, call, type, title, outputs, timeout,
+                          [&](std::function<void()> watch) {
+                            // The watch must queue (not run on this thread: it waits for the
+                            // kernel).
+                            stagingForCuda = true;
+                            struct Reset {
+                              ~Reset() { stagingForCuda = false; }
+                            } reset;
+                            return enqueue(type, title, outputs, /*asyncOp=*/true, [=, this] {
+                              group_->run(kind, dtype, op, -1, timeout, [&](Collective& c) {
+                                c.setAlgorithm(algorithm);
+                                watch();
+                              });
+                            });
+                          });
+}
+
+std::pair<std::string, std::string> ProcessGroupRingx::cudaTransport() const {
+  if (!cuda_) {
+    return {"",
+            "no allreduce, all-gather or reduce-scatter on CUDA tensors yet (the device "
+            "ring is set up on the first)"};
+  }
+  return cuda_->ringTransport();
+}
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const char* title,
                                                             std::vector<at::Tensor> outputs,
                                                             bool asyncOp, Job job, uint32_t runs) {
@@ -195,6 +273,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
   checkOpen("allreduce");
+  if (tensors.size() == 1) {
+    if (auto work = ringOnCuda(OpType::ALLREDUCE, "ringx:all_reduce", CollectiveKind::kAllreduce,
+                               tensors[0], tensors[0], &opts.reduceOp, opts.timeout)) {
+      return work;  // the device ring: cuda_staging.h
+    }
+  }
   if (auto work = stagedOnCuda(OpType::ALLREDUCE, "ringx:all_reduce", tensors, tensors,
                                [&](auto& o, auto&) { return allreduce(o, opts); })) {
     return work;  // CUDA tensors: cuda_staging.h
@@ -360,6 +444,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("_reduce_scatter_base");
   if (auto work =
+          ringOnCuda(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base",
+                     CollectiveKind::kReduceScatter, output, input, &opts.reduceOp, opts.timeout)) {
+    return work;  // the device ring: cuda_staging.h
+  }
+  if (auto work =
           stagedOnCuda(OpType::_REDUCE_SCATTER_BASE, "ringx:_reduce_scatter_base", output, input,
                        [&](auto& o, auto& i) { return _reduce_scatter_base(o, i, opts); })) {
     return work;  // CUDA tensors: cuda_staging.h
@@ -377,6 +466,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
   checkOpen("reduce_scatter_tensor_coalesced");
+  if (outputs.size() == 1 && inputs.size() == 1) {
+    if (auto work = ringOnCuda(
+            kReduceScatterTensorCoalesced, "ringx:reduce_scatter_tensor_coalesced",
+            CollectiveKind::kReduceScatter, outputs[0], inputs[0], &opts.reduceOp, opts.timeout)) {
+      return work;  // the device ring: cuda_staging.h
+    }
+  }
   if (auto work = stagedOnCuda(
           kReduceScatterTensorCoalesced, "ringx:reduce_scatter_tensor_coalesced", outputs, inputs,
           [&](auto& o, auto& i) { return reduce_scatter_tensor_coalesced(o, i, opts); })) {
@@ -519,6 +615,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   checkOpen("_allgather_base");
+  if (auto work = ringOnCuda(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base",
+                             CollectiveKind::kAllgather, output, input, nullptr, opts.timeout)) {
+    return work;  // the device ring: cuda_staging.h
+  }
   if (auto work = stagedOnCuda(OpType::_ALLGATHER_BASE, "ringx:_all_gather_base", output, input,
                                [&](auto& o, auto& i) { return _allgather_base(o, i, opts); })) {
     return work;  // CUDA tensors: cuda_staging.h
@@ -548,6 +648,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allgather_into_tensor_coales
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   checkOpen("allgather_into_tensor_coalesced");
+  if (outputs.size() == 1 && inputs.size() == 1) {
+    if (auto work =
+            ringOnCuda(OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced",
+                       CollectiveKind::kAllgather, outputs[0], inputs[0], nullptr, opts.timeout)) {
+      return work;  // the device ring: cuda_staging.h
+    }
+  }
   if (auto work = stagedOnCuda(
           OpType::ALLGATHER_COALESCED, "ringx:all_gather_into_tensor_coalesced", outputs, inputs,
           [&](auto& o, auto& i) { return allgather_into_tensor_coalesced(o, i, opts); })) {

@@ -91,6 +91,8 @@ class Group {
   // The timeout of collectives issued from now on (torch's ProcessGroup.set_timeout).
   void setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
   const algorithms::Tuning& tuning() const { return options_.tuning; }
+  // The group's store, its keys scoped to this instance of the group (generation.h).
+  Store& store() const { return *options_.store; }
   // The host of every rank (the same on every rank of the group).
   const bootstrap::HostLayout& hosts() const { return context_->hosts(); }
 

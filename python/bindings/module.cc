@@ -73,6 +73,9 @@ PYBIND11_MODULE(_C, m) {
           "communication thread.")
       .def("transports", &ProcessGroupRingx::transports,
            "The transport to each rank of the group: 'shm', 'tcp', or 'self'.")
+      .def("cuda_transport", &ProcessGroupRingx::cudaTransport,
+           "What the group's collectives on CUDA tensors use within its host: ('cuda-ipc', '') "
+           "for the device ring, or ('', why not).")
       .def(
           "traffic",
           [](const ProcessGroupRingx& self) {

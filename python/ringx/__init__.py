@@ -9,6 +9,8 @@ reduce_scatter, all_to_all, send/recv, barrier, ...) then runs on ringx. Extras:
 
     ringx.broadcast_coalesced(tensors, src, group=None, bucket_bytes=...)
     ringx.transports(group=None)      # "shm" / "tcp" / "self" to each rank
+    ringx.transports(group, device="cuda")  # "cuda-ipc" (device ring) or "staged:shm" ...
+    ringx.cuda_ring(group=None)       # the group's device ring for CUDA tensors, or why none
     ringx.traffic(group=None)         # bytes sent/received over each connection
     ringx.calls(group=None)           # collectives run on the caller's thread / in place / comm thread
     ringx.features()                  # torch built against, CUDA, torch-release-dependent parts
@@ -32,7 +34,7 @@ _torch_check.check(torch)  # an ImportError naming both versions, before _C can 
 from . import _C  # noqa: E402
 from ._C import ProcessGroupRingx
 
-__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "dump_flight_recorder",
+__all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "cuda_ring", "dump_flight_recorder",
            "features", "nccl", "transports", "traffic", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
@@ -120,11 +122,30 @@ def features():
     return out
 
 
-def transports(group=None):
+def transports(group=None, device="cpu"):
     """The transport this rank uses to each rank of `group` (None = the default group), a
     ringx group: "shm" (shared memory, same host), "tcp", "self", or "none" (not connected:
-    ringx connects to a peer the first time a collective or point-to-point call needs it)."""
-    return _require_ringx_group(group, "transports").transports()
+    ringx connects to a peer the first time a collective or point-to-point call needs it).
+
+    device="cuda": what collectives on CUDA tensors use to each rank: "cuda-ipc" where the
+    device ring runs them (ranks of one host, GPU memory read directly over CUDA IPC; set up on
+    the group's first allreduce, all-gather or reduce-scatter of CUDA tensors), else "staged:"
+    and the host transport the tensors are staged over ("staged:shm", "staged:tcp"). Why a
+    group has no device ring: ringx.cuda_ring(group)."""
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"ringx.transports: device must be 'cpu' or 'cuda', not {device!r}")
+    pg = _require_ringx_group(group, "transports")
+    if device == "cpu":
+        return pg.transports()
+    ring, _ = pg.cuda_transport()
+    return ["self" if t == "self" else ring or f"staged:{t}" for t in pg.transports()]
+
+
+def cuda_ring(group=None):
+    """The device ring of `group` (None = the default group) for its collectives on CUDA
+    tensors: {"transport": "cuda-ipc" or None, "why": why there is none ("" when there is)}."""
+    ring, why = _require_ringx_group(group, "cuda_ring").cuda_transport()
+    return {"transport": ring or None, "why": why}
 
 
 def traffic(group=None):
