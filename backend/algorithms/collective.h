@@ -119,6 +119,14 @@ class Collective {
   // set by the algorithm, and the peers this rank exchanged headers with.
   void setAlgorithm(const char* name) { algorithm_ = name; }
   const char* algorithm() const { return algorithm_; }
+  // When a device ran the collective's own work (a CUDA stream's kernel, on the host's steady
+  // clock in ns), for its trace: 0, 0 when it ran on the host.
+  void setDeviceSpan(int64_t beginNs, int64_t endNs) {
+    deviceBeginNs_ = beginNs;
+    deviceEndNs_ = endNs;
+  }
+  int64_t deviceBeginNs() const { return deviceBeginNs_; }
+  int64_t deviceEndNs() const { return deviceEndNs_; }
   std::vector<int> peers() const;
 
  private:
@@ -147,6 +155,7 @@ class Collective {
   // Outermost only, by group rank: a header went to or came from this peer (any view).
   std::vector<char> touched_;
   const char* algorithm_ = "none";
+  int64_t deviceBeginNs_ = 0, deviceEndNs_ = 0;
 };
 
 }  // namespace ringx::algorithms

@@ -16,6 +16,7 @@
 #include "backend/device/cuda/ipc_ring.h"
 #include "backend/device/cuda/reduce_kernels.h"
 #include "backend/device/stream_ordering.h"
+#include "trace/record/recorder.h"
 #endif
 
 #include "base/error.h"
@@ -149,6 +150,37 @@ class RingCudaWork : public ::c10d::Work {
   std::shared_ptr<device::DeviceEvent> end_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   c10::DeviceIndex device_;
+};
+
+// Where a CUDA event falls on the host's steady clock (trace::nowNs), for the trace: CUDA
+// gives the time between two events, so each device has a reference event recorded on an idle
+// stream of its own (it completes at once) at a known host time, renewed every few seconds so
+// that the float milliseconds between it and an event stay precise to a microsecond.
+class GpuClock {
+ public:
+  int64_t hostNs(const std::shared_ptr<device::DeviceEvent>& event, int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Reference& ref = references_[device];
+    const int64_t now = trace::nowNs();
+    if (!ref.stream || now - ref.hostNs > 5'000'000'000) {
+      if (!ref.stream) ref.stream = cuda::CudaStream::create(device, /*highPriority=*/false);
+      ref.event = ref.stream->recordTimed();
+      ref.event->synchronize();
+      ref.hostNs = trace::nowNs();
+    }
+    event->synchronize();
+    return ref.hostNs +
+           static_cast<int64_t>(cuda::CudaStream::elapsedMilliseconds(*ref.event, *event) * 1e6);
+  }
+
+ private:
+  struct Reference {
+    std::unique_ptr<cuda::CudaStream> stream;
+    std::shared_ptr<device::DeviceEvent> event;
+    int64_t hostNs = 0;
+  };
+  std::mutex mutex_;
+  std::unordered_map<int, Reference> references_;
 };
 
 class CudaCollectivesImpl : public CudaCollectives {
@@ -290,8 +322,10 @@ class CudaCollectivesImpl : public CudaCollectives {
     auto caller = cuda::CudaStream::borrow(callerStream.stream(), device);
     comm->wait(caller->record());
     ringInstance_->setStream(commStream.stream());
+    auto kernelBegin = comm->recordTimed();
     const uint64_t sequence = ring.start(call.op, in.data_ptr(), out.data_ptr(), call.count,
                                          call.dtype, call.reduceOp, title);
+    auto kernelEnd = comm->recordTimed();
     {
       c10::cuda::CUDAStreamGuard onComm(commStream);
       if (call.divideBy != 0) {
@@ -343,6 +377,7 @@ class CudaCollectivesImpl : public CudaCollectives {
   int ringDevice_ = -1;
   cuda::IpcRingInstance* ringInstance_ = nullptr;  // owned by ring_
   std::unique_ptr<device_ring::DeviceRing> ring_;
+  GpuClock clock_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@ using trace::Recorder;
 
 CollectiveTracer::CollectiveTracer(const std::string& groupName, int groupRank, int groupSize)
     : track_(Recorder::instance().intern(std::string(trace::track::kCommPrefix) + groupName)),
+      deviceTrack_(Recorder::instance().intern(trace::track::kCudaComm)),
       group_(Recorder::instance().intern(groupName)),
       groupRank_(groupRank),
       groupSize_(groupSize) {}
@@ -51,8 +52,10 @@ void CollectiveTracer::record(const CollectiveOutcome& outcome, const CallNote& 
                         kTransport = r.intern(trace::arg::kTransport),
                         kPeers = r.intern(trace::arg::kPeers),
                         kEnqueue = r.intern(trace::arg::kEnqueueNs),
-                        kError = r.intern(trace::arg::kError);
-  trace::Arg args[Recorder::kMaxArgs];
+                        kError = r.intern(trace::arg::kError),
+                        kGpuBegin = r.intern(trace::arg::kGpuBeginNs),
+                        kGpuEnd = r.intern(trace::arg::kGpuEndNs);
+  trace::Arg args[Recorder::kMaxArgs + 2];  // the recorder keeps the first kMaxArgs
   uint32_t n = 0;
   args[n++] = trace::intArg(kBytes, static_cast<int64_t>(note.bytes));
   args[n++] = trace::intArg(kSeq, static_cast<int64_t>(outcome.seq));
@@ -69,7 +72,19 @@ void CollectiveTracer::record(const CollectiveOutcome& outcome, const CallNote& 
   args[n++] = trace::stringArg(kPeers, peersId(outcome.peers));
   if (note.enqueueNs > 0) args[n++] = trace::intArg(kEnqueue, note.enqueueNs);
   if (error != nullptr) args[n++] = trace::stringArg(kError, r.intern(error));
+  const bool onDevice = outcome.deviceEndNs > 0;
+  if (onDevice) {
+    args[n++] = trace::intArg(kGpuBegin, outcome.deviceBeginNs);
+    args[n++] = trace::intArg(kGpuEnd, outcome.deviceEndNs);
+  }
   r.span(trace::Category::kCollective, track_, idOf(outcome.op), startNs, endNs, args, n);
+  if (onDevice) {
+    trace::Arg device[] = {trace::intArg(kSeq, static_cast<int64_t>(outcome.seq)),
+                           trace::stringArg(kGroup, group_),
+                           trace::intArg(kBytes, static_cast<int64_t>(note.bytes))};
+    r.span(trace::Category::kDevice, deviceTrack_, idOf(outcome.op), outcome.deviceBeginNs,
+           outcome.deviceEndNs, device, 3);
+  }
 }
 
 }  // namespace ringx

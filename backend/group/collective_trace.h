@@ -3,6 +3,9 @@
 // communication thread started and finished it, and what it was (op, bytes,
 // sequence number, algorithm, transports, peers, the error if it failed).
 // Readers derive bandwidth from bytes and duration; nothing is stored twice.
+// A collective whose work ran on a device (CUDA tensors on the device ring) also
+// carries when the device ran it, and gets a second span for that on the rank's
+// "cuda:comm" track (Category::kDevice, same name, seq and group).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,8 @@ struct CollectiveOutcome {
   const char* algorithm = "none";
   std::vector<int> peers;
   const char* transport = nullptr;  // "shm", "tcp", "shm+tcp"; nullptr when no peer was involved
+  int64_t deviceBeginNs = 0;        // when a device ran it (steady ns); 0 when the host did
+  int64_t deviceEndNs = 0;
 };
 
 class CollectiveTracer {
@@ -47,7 +52,7 @@ class CollectiveTracer {
   uint32_t idOf(const char* text);  // static strings, cached by address
   uint32_t peersId(const std::vector<int>& peers);
 
-  uint32_t track_, group_;
+  uint32_t track_, deviceTrack_, group_;
   int groupRank_, groupSize_;
   std::vector<std::pair<const char*, uint32_t>> staticIds_;
   std::vector<int> lastPeers_;

@@ -321,6 +321,8 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
         transport::Context& context;
         ~Fill() {
           out.algorithm = c.algorithm();
+          out.deviceBeginNs = c.deviceBeginNs();
+          out.deviceEndNs = c.deviceEndNs();
           out.peers = c.peers();
           bool shm = false, tcp = false;
           for (int p : out.peers) {

@@ -107,6 +107,70 @@ TEST(TraceSession, RanksRecordFilesManifestAndAlignedClocks) {
   std::filesystem::remove_all(dir);
 }
 
+// A collective whose work a device ran (the CUDA path's watch sets its device span): the
+// collective's span carries the GPU times, and a device span on the rank's cuda:comm track
+// shows them, named and numbered as the collective.
+TEST(TraceSession, DeviceTimeOfACollectiveIsOnTheCudaCommLane) {
+  char pattern[] = "/tmp/ringx-trace-device-XXXXXX";
+  const std::string dir = ::mkdtemp(pattern);
+  auto errors = testing::runProcesses(2, [&](int rank, std::shared_ptr<Store> store) {
+    GroupOptions options;
+    options.rank = rank;
+    options.size = 2;
+    options.store = std::move(store);
+    options.timeout = std::chrono::seconds(30);
+    options.name = "world";
+    Group group(options);
+    TraceConfig config;
+    config.dir = dir;
+    group.startTracing(config);
+    for (int i = 0; i < 3; ++i) {
+      group.noteCall(CallNote{trace::nowNs(), 4096});
+      group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
+                [&](Collective& c) {
+                  c.setAlgorithm("ring (cuda-ipc)");
+                  const int64_t now = trace::nowNs();
+                  if (i != 1) c.setDeviceSpan(now + 1000 * (i + 1), now + 5000 * (i + 1));
+                });
+    }
+    TraceSession::stop();
+  });
+  for (auto& e : errors) ASSERT_EQ(e, "");
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    trace::RankTrace t = trace::readTraceFile(trace::rankFileName(dir, rank));
+    std::vector<int64_t> collectiveSeqs, deviceSeqs;
+    for (const trace::Event& e : t.events) {
+      if (e.category == trace::Category::kCollective) {
+        const int64_t seq = t.intArg(e, trace::arg::kSeq);
+        collectiveSeqs.push_back(seq);
+        EXPECT_EQ(t.stringArg(e, trace::arg::kAlgorithm), "ring (cuda-ipc)");
+        const int64_t begin = t.intArg(e, trace::arg::kGpuBeginNs, -1);
+        const int64_t end = t.intArg(e, trace::arg::kGpuEndNs, -1);
+        if (seq == 1) {  // ran on the host: no device times
+          EXPECT_EQ(begin, -1);
+          continue;
+        }
+        EXPECT_EQ(end - begin, 4000 * (seq + 1));
+        for (const trace::Event& d : t.events) {
+          if (d.category != trace::Category::kDevice || t.intArg(d, trace::arg::kSeq) != seq) {
+            continue;
+          }
+          EXPECT_EQ(t.str(d.track), "cuda:comm");
+          EXPECT_EQ(t.str(d.name), "allreduce");
+          EXPECT_EQ(t.stringArg(d, trace::arg::kGroup), "world");
+          EXPECT_EQ(d.beginNs, begin);
+          EXPECT_EQ(d.endNs, end);
+          deviceSeqs.push_back(seq);
+        }
+      }
+    }
+    EXPECT_EQ(collectiveSeqs, (std::vector<int64_t>{0, 1, 2}));
+    EXPECT_EQ(deviceSeqs, (std::vector<int64_t>{0, 2}));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // RINGX_TRACE_LISTEN: rank 0's directory lists every rank; a client streams
 // another rank's collectives while the job runs.
 TEST(TraceSession, LiveDirectoryAndStreamsOfEveryRank) {

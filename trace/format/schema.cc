@@ -16,6 +16,8 @@ const char* categoryName(Category category) {
       return "step";
     case Category::kUser:
       return "user";
+    case Category::kDevice:
+      return "device";
   }
   return "unknown";
 }

@@ -27,7 +27,8 @@
 
 namespace ringx::trace {
 
-inline constexpr uint32_t kSchemaVersion = 3;  // 2: DDP bucket names; 3: FSDP unit names
+// 2: DDP bucket names; 3: FSDP unit names; 4: device spans (a collective's GPU time)
+inline constexpr uint32_t kSchemaVersion = 4;
 
 // The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
@@ -57,8 +58,9 @@ enum class Category : uint8_t {
   kMemory = 4,      // counters: RSS, bucket/shard/gradient bytes
   kStep = 5,        // training-step markers
   kUser = 6,        // ringx.trace.span() and friends from user code
+  kDevice = 7,      // work on a device's stream: a collective's kernel on cuda:comm
 };
-inline constexpr int kCategoryCount = 6;
+inline constexpr int kCategoryCount = 7;
 
 enum class ArgType : uint8_t {
   kInt = 1,     // int64, zigzag varint on the wire
@@ -108,10 +110,15 @@ inline constexpr const char* kExposedNs = "exposed_ns";     // comm time after b
 inline constexpr const char* kPhase = "phase";            // forward | backward
 inline constexpr const char* kPrefetched = "prefetched";  // 1: issued ahead of need
 inline constexpr const char* kIssueNs = "issue_ns";       // the collective was issued
+// Collectives on CUDA tensors: when the communication stream ran the collective's device work
+// (CUDA events, on the host's steady clock).
+inline constexpr const char* kGpuBeginNs = "gpu_begin_ns";
+inline constexpr const char* kGpuEndNs = "gpu_end_ns";
 // The arguments above that are steady-clock times (like beginNs, so readers align
 // them with the event), as opposed to durations such as exposed_ns.
 inline constexpr const char* kSteadyTimes[] = {kEnqueueNs,   kFirstGradNs, kReadyNs,    kLaunchNs,
-                                               kWireStartNs, kWireEndNs,   kCopyBackNs, kIssueNs};
+                                               kWireStartNs, kWireEndNs,   kCopyBackNs, kIssueNs,
+                                               kGpuBeginNs,  kGpuEndNs};
 bool isSteadyTime(std::string_view key);
 }  // namespace arg
 
@@ -126,6 +133,9 @@ inline constexpr const char* kFsdpUnitPrefix = "fsdp:";        // + unit module 
 inline constexpr const char* kSteps = "steps";
 inline constexpr const char* kMemory = "memory";
 inline constexpr const char* kUser = "user";
+// The device work of this rank's collectives on CUDA tensors (Category::kDevice spans, named
+// as the collective, with its seq and group), beside the comm: track of their host side.
+inline constexpr const char* kCudaComm = "cuda:comm";
 }  // namespace track
 
 // Well-known counter names.

@@ -19,7 +19,9 @@ int kindOf(TrackKind kind) {
     case TrackKind::kOther:
       return AggregateLanes::kCompute;
     default:
-      return -1;  // engine phases, buckets, steps: they contain compute and comm
+      // Engine phases, buckets, steps: they contain compute and comm. Device lanes: the GPU
+      // side of collectives the comm lanes already count.
+      return -1;
   }
 }
 

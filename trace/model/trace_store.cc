@@ -55,6 +55,7 @@ ArgValue ArgValue::ofString(uint32_t key, uint32_t id) {
 TrackKind classifyTrack(std::string_view name) {
   if (name == "compute") return TrackKind::kCompute;
   if (startsWith(name, "comm:")) return TrackKind::kComm;
+  if (startsWith(name, "cuda:")) return TrackKind::kDevice;
   if (name == "steps") return TrackKind::kSteps;
   if (name == "ddp") return TrackKind::kDdp;
   if (startsWith(name, "ddp:bucket")) return TrackKind::kDdpBucket;
@@ -320,6 +321,7 @@ int trackOrder(TrackKind kind) {
     case TrackKind::kCompute:
       return 1;
     case TrackKind::kComm:
+    case TrackKind::kDevice:  // the GPU side of the collectives, right below their host side
       return 2;
     case TrackKind::kDdp:
       return 3;

@@ -112,6 +112,7 @@ struct Instant {
 enum class TrackKind : uint8_t {
   kCompute,
   kComm,       // "comm:<group>"
+  kDevice,     // "cuda:comm": what a device's stream ran for the collectives (their GPU time)
   kSteps,      // "steps"
   kDdp,        // "ddp": forward / backward / optimizer
   kDdpBucket,  // "ddp:bucket<N>"

@@ -343,14 +343,17 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
                            counters::kFsdpShardedBytes,
                            counters::kFsdpUnshardedBytes,
                            counters::kFsdpGradBytes,
-                           counters::kFsdpPeakBytes}) {
+                           counters::kFsdpPeakBytes,
+                           arg::kGpuBeginNs,
+                           arg::kGpuEndNs,
+                           track::kCudaComm}) {
     fingerprint += name;
     fingerprint += ',';
   }
   fingerprint.append(kMagic, sizeof(kMagic));
   fingerprint += std::to_string(kMaxRecordBytes);
-  EXPECT_EQ(kSchemaVersion, 3u);
-  EXPECT_EQ(fnv1a(fingerprint), 0x04c28066ebf12becull)
+  EXPECT_EQ(kSchemaVersion, 4u);
+  EXPECT_EQ(fnv1a(fingerprint), 0x4f57f6643e066bf6ull)
       << "the trace schema changed: bump kSchemaVersion and update this test (fingerprint 0x"
       << std::hex << fnv1a(fingerprint) << ")";
 }

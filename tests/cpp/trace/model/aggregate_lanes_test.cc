@@ -38,6 +38,36 @@ TEST(AggregateLanes, GroupsRanksByHostAndMeasuresHowBusyEachGroupWas) {
   EXPECT_NEAR(shares[0], 1.0, 0.02);
 }
 
+// The GPU side of collectives on CUDA tensors (a "cuda:comm" lane of device spans that carry the
+// collective's seq and group): a lane of its own right below the comm lanes, and not counted
+// again, as compute or as comm, in the aggregate lanes.
+TEST(AggregateLanes, DeviceLanesOfCollectivesAreNeitherComputeNorCountedTwice) {
+  TraceStore store;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    store.rank(rank).host = "host0";
+    testing::addSpan(store, rank, "compute", "user", "matmul", 0, 5 * kMs);
+    testing::addSpan(store, rank, "comm:world", "collective", "allreduce", 6 * kMs, 8 * kMs,
+                     {{"seq", 0}, {"bytes", 1 << 20}, {"group_size", 2}}, {{"group", "world"}});
+    // The kernel ran later than the host side's span (queued behind other device work).
+    testing::addSpan(store, rank, "cuda:comm", "device", "allreduce", 9 * kMs, 10 * kMs,
+                     {{"seq", 0}, {"bytes", 1 << 20}}, {{"group", "world"}});
+  }
+  store.finalize();
+  const RankData& rank = *store.findRank(0);
+  std::vector<std::string> lanes;
+  for (const Track& t : rank.tracks) lanes.push_back(std::string(store.str(t.name)));
+  EXPECT_EQ(lanes, (std::vector<std::string>{"compute", "comm:world", "cuda:comm"}));
+  EXPECT_EQ(rank.tracks[2].kind, TrackKind::kDevice);
+  const AggregateLanes aggregate(store);
+  float share[1];
+  aggregate.busyShares(0, AggregateLanes::kCompute, 9 * kMs, 10 * kMs, 1, share);
+  EXPECT_NEAR(share[0], 0.0, 0.01);
+  aggregate.busyShares(0, AggregateLanes::kComm, 9 * kMs, 10 * kMs, 1, share);
+  EXPECT_NEAR(share[0], 0.0, 0.01);
+  aggregate.busyShares(0, AggregateLanes::kComm, 6 * kMs, 8 * kMs, 1, share);
+  EXPECT_NEAR(share[0], 1.0, 0.02);
+}
+
 TEST(AggregateLanes, StragglerMarksGoToTheGroupOfTheLastArrival) {
   TraceStore store;
   testing::fillHostsStore(store, 5, 8, /*straggler=*/13);
