@@ -183,29 +183,39 @@ void DeviceRing::finish(uint64_t sequence, Deadline deadline) {
   while (!instance_->finished(sequence)) {
     bool failed = false;
     for (uint32_t ch = 0; ch < geometry_.channels; ++ch) failed |= stateOf(ch) == kFailed;
-    if (!failed && blamed < 0) {
-      for (int peer = 0; peer < size_; ++peer) {
-        if (peer != rank_ && !processRuns(pids_[peer])) {
-          blamed = peer;
-          detail = strCat("rank ", peer, " (pid ", pids_[peer], ") died");
-          break;
+    if (!failed) {
+      // Only a peer a channel waits for now can stop it: one that left after doing its part
+      // (its slots stay readable) is no failure, and one that a further rank waits for is
+      // that rank's to find (its abort then reaches this one, naming the same peer).
+      int waitedOn = -1, dead = -1;
+      for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
+        if (stateOf(ch) != kRunning) continue;
+        const uint64_t peer = __atomic_load_n(&status.channel[ch].waitingOn, __ATOMIC_ACQUIRE);
+        if (peer >= static_cast<uint64_t>(size_) || static_cast<int>(peer) == rank_) continue;
+        waitedOn = static_cast<int>(peer);
+        if (dead < 0 && !processRuns(pids_[waitedOn])) dead = waitedOn;
+      }
+      int blameNow = -1;
+      if (dead >= 0) {
+        blameNow = dead;
+        if (blamed < 0) detail = strCat("rank ", dead, " (pid ", pids_[dead], ") died");
+      } else if (Clock::now() >= deadline) {
+        // On a ring of two or a stuck neighbour, the waited-for peer is the one that stopped;
+        // further away, it aborts soon with its own blame. With no wait to blame (the device
+        // has not run the collective), every wait stops.
+        blameNow = waitedOn >= 0 ? waitedOn : rank_;
+        if (blamed < 0) {
+          detail = waitedOn >= 0 ? strCat("rank ", waitedOn,
+                                          " stopped taking part: the deadline passed while "
+                                          "waiting for it")
+                                 : std::string("the deadline passed before the collective ran");
         }
       }
-      if (blamed < 0 && Clock::now() >= deadline) {
-        // Blame the peer a channel is stuck on (on a ring of two or a stuck neighbour, the
-        // one that stopped; further away, it aborts soon with its own blame).
-        for (uint32_t ch = 0; ch < geometry_.channels && blamed < 0; ++ch) {
-          if (stateOf(ch) == kRunning) {
-            blamed =
-                static_cast<int>(__atomic_load_n(&status.channel[ch].waitingOn, __ATOMIC_ACQUIRE));
-          }
-        }
-        if (blamed < 0 || blamed == rank_) blamed = ringMod(rank_ + 1, size_);
-        detail = strCat("rank ", blamed,
-                        " stopped taking part: the deadline passed while waiting for it");
-      }
-      if (blamed >= 0) {
-        __atomic_store_n(&control->stop.value, static_cast<uint64_t>(1 + blamed), __ATOMIC_RELEASE);
+      if (blameNow >= 0 && blameNow != blamed) {
+        // A second peer to blame: stop every wait (the stop word names one rank).
+        const int word = blamed < 0 ? blameNow : rank_;
+        if (blamed < 0) blamed = blameNow;
+        __atomic_store_n(&control->stop.value, static_cast<uint64_t>(1 + word), __ATOMIC_RELEASE);
       }
     }
     // Poll fast while the collective is young (small ones end in microseconds), then back off:
@@ -218,18 +228,22 @@ void DeviceRing::finish(uint64_t sequence, Deadline deadline) {
   for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
     if (stateOf(ch) == kFinished) continue;
     const ChannelStatus& s = status.channel[ch];
-    const int peer = static_cast<int>(__atomic_load_n(&s.failedPeer, __ATOMIC_ACQUIRE));
+    int peer = static_cast<int>(__atomic_load_n(&s.failedPeer, __ATOMIC_ACQUIRE));
     const uint64_t cause = __atomic_load_n(&s.cause, __ATOMIC_ACQUIRE);
-    if (detail.empty() || peer != blamed) {
+    if (cause == kCauseHost && !detail.empty()) {
+      peer = blamed;  // this host stopped it: its own finding says why
+    } else if (detail.empty() || peer != blamed) {
       detail = strCat(describe(peer), cause == kCausePeerAborted
                                           ? " (another rank of the ring gave up on it)"
                                       : cause == kCauseBroken ? " (in an earlier collective)"
                                                               : "");
     }
     finished_.store(sequence);
+    const uint64_t waited = __atomic_load_n(&s.waitingOn, __ATOMIC_ACQUIRE);
     failWith(sequence, peer,
-             strCat(detail, "; channel ", ch, " was waiting for rank ",
-                    __atomic_load_n(&s.waitingOn, __ATOMIC_ACQUIRE)));
+             waited < static_cast<uint64_t>(size_)
+                 ? strCat(detail, "; channel ", ch, " was waiting for rank ", waited)
+                 : detail);
   }
   finished_.store(sequence);
 }

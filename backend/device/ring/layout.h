@@ -101,7 +101,9 @@ RINGX_HD char* oneShotArea(char* region, const Geometry& g, uint64_t index, int 
 // channel in one of kJobSlots slots (its sequence number modulo kJobSlots), so that a kernel
 // queued behind another on a stream writes its own: the host lets at most kJobSlots
 // collectives be outstanding. `state`: running, finished or failed; `waitingOn`/`waitingFor`:
-// the rank and counter value a channel last had to wait for (what a timeout's error names).
+// the rank and counter value a channel waits for now (kNotWaiting between waits; a failed
+// channel keeps the wait it gave up on): the host blames a dead or stuck peer only when a
+// channel waits for it, so a peer that left after doing its part stops no one.
 // Every field is a 64-bit word, written and read with the counters' atomic accessors.
 constexpr int kJobSlots = 16;
 
@@ -113,6 +115,8 @@ struct alignas(64) ChannelStatus {
   uint64_t cause;
 };
 enum : uint64_t { kRunning = 0, kFinished = 1, kFailed = 2 };
+// waitingOn while the channel is not waiting for anyone.
+constexpr uint64_t kNotWaiting = ~uint64_t{0};
 enum : uint64_t {
   kCauseHost = 1,         // the host asked the kernels to stop (a dead peer, a deadline)
   kCausePeerAborted = 2,  // the awaited peer had given up

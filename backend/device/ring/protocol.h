@@ -28,7 +28,8 @@
 // area alternates between two halves; a rank reuses a half only after every rank finished
 // reading it (`oneDone`).
 //
-// Failure. Every wait also watches the host's stop word and the awaited peer's `aborted` word.
+// Failure. Every wait also watches the host's stop word (for the rank it waits for) and the
+// awaited peer's `aborted` word.
 // A channel that gives up marks its region aborted, naming the rank to blame (the dead or stuck
 // peer the host found, or the one the aborted peer blamed), so the error reaches every rank of
 // the ring with the same name in it.
@@ -166,7 +167,13 @@ RINGX_HD bool awaitCounter(Exec& ex, const RingJob& job, int ch, int peer, const
         ex.store(&status.waitingFor, target);
         noted = true;
       }
+      // The host's stop names the rank it blames: it ends waits for that rank (or, naming
+      // this rank, every wait); a wait for another rank goes on until that rank aborts too.
       uint64_t blame = ex.load(&job.control->stop.value), cause = kCauseHost;
+      if (blame != 0 && blame - 1 != static_cast<uint64_t>(peer) &&
+          blame - 1 != static_cast<uint64_t>(job.rank)) {
+        blame = 0;
+      }
       if (blame == 0) {
         blame = ex.load(&header(job.regions[peer])->aborted.value);
         cause = kCausePeerAborted;
@@ -181,6 +188,7 @@ RINGX_HD bool awaitCounter(Exec& ex, const RingJob& job, int ch, int peer, const
       }
       ex.pause();
     }
+    if (ok && noted) ex.store(&status.waitingOn, kNotWaiting);
   }
   return ex.agree(ok) != 0;
 }
