@@ -342,8 +342,11 @@ class CudaCollectivesImpl : public CudaCollectives {
         c10::ListType::create(c10::TensorType::get()),
         std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
     device_ring::DeviceRing* watched = &ring;
-    auto watch = enqueueWatch(
-        [watched, sequence, timeout] { watched->finish(sequence, Clock::now() + timeout); });
+    GpuClock* clock = &clock_;
+    auto watch = enqueueWatch([=] {
+      watched->finish(sequence, Clock::now() + timeout);
+      return DeviceSpan{clock->hostNs(kernelBegin, device), clock->hostNs(kernelEnd, device)};
+    });
     watch->getFuture()->addCallback(
         [future, outputs, commStream](c10::ivalue::Future& done) mutable {
           c10::cuda::CUDAStreamGuard guard(commStream);

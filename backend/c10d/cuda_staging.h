@@ -105,9 +105,14 @@ class CudaCollectives {
     double divideBy = 0;
   };
   // Watches a started ring collective to its end on the communication thread: `watch` is
-  // called there (through the group's order, records and errors) and the returned Work is
-  // that job's.
-  using EnqueueWatch = std::function<c10::intrusive_ptr<::c10d::Work>(std::function<void()> watch)>;
+  // called there (through the group's order, records and errors) and returns when the device
+  // ran the collective's kernel (steady ns, trace::nowNs's clock: the trace's device span);
+  // the returned Work is that job's.
+  struct DeviceSpan {
+    int64_t beginNs = 0, endNs = 0;
+  };
+  using EnqueueWatch =
+      std::function<c10::intrusive_ptr<::c10d::Work>(std::function<DeviceSpan()> watch)>;
   // Runs `call` on `ring` stream-ordered, as above, and returns its Work: wait() makes the
   // caller's current stream wait for it; its Future completes once the watch has.
   virtual c10::intrusive_ptr<::c10d::Work> runOnRing(device_ring::DeviceRing& ring,

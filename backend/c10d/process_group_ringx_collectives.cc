@@ -187,21 +187,37 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::ringOnCuda(
   const auto timeout = callTimeout(requestedTimeout);
   const ReduceOp op = reduce.op;
   std::vector<at::Tensor> outputs = {output};
-  return cuda_->runOnRing(*ring, call, type, title, outputs, timeout,
-                          [&](std::function<void()> watch) {
-                            // The watch must queue (not run on this thread: it waits for the
-                            // kernel).
-                            stagingForCuda = true;
-                            struct Reset {
-                              ~Reset() { stagingForCuda = false; }
-                            } reset;
-                            return enqueue(type, title, outputs, /*asyncOp=*/true, [=, this] {
-                              group_->run(kind, dtype, op, -1, timeout, [&](Collective& c) {
-                                c.setAlgorithm(algorithm);
-                                watch();
-                              });
-                            });
-                          });
+  // The watch queues (it must not run on this thread: it waits for the kernel). The ring's
+  // collectives must each be watched to their end, in order, even when the group refuses to
+  // run one (it failed earlier): else the ring's later ones wait for a status slot forever.
+  using Watch = std::function<CudaCollectives::DeviceSpan()>;
+  auto enqueueWatch = [&](Watch watch) {
+    stagingForCuda = true;
+    struct Reset {
+      ~Reset() { stagingForCuda = false; }
+    } reset;
+    return enqueue(type, title, outputs, /*asyncOp=*/true, [=, this] {
+      bool watched = false;
+      try {
+        group_->run(kind, dtype, op, -1, timeout, [&](Collective& c) {
+          c.setAlgorithm(algorithm);
+          watched = true;
+          const CudaCollectives::DeviceSpan span = watch();
+          c.setDeviceSpan(span.beginNs, span.endNs);
+        });
+      } catch (...) {
+        if (!watched) {
+          try {
+            watch();
+          } catch (...) {
+            // The group's error is the one to report.
+          }
+        }
+        throw;
+      }
+    });
+  };
+  return cuda_->runOnRing(*ring, call, type, title, outputs, timeout, enqueueWatch);
 }
 
 std::pair<std::string, std::string> ProcessGroupRingx::cudaTransport() const {

@@ -134,8 +134,18 @@ uint64_t DeviceRing::start(RingOp op, const void* input, void* output, uint64_t 
       "ringx: a one-shot allreduce takes at most ", geometry_.oneShotBytes, " bytes, not ",
       count * elementSize(dtype));
   // The status slot of collective `sequence_ + 1` is free once the one kJobSlots before it has
-  // been watched to its end (by finish(), maybe on another thread).
-  while (sequence_ + 1 > finished_.load() + kJobSlots) {
+  // been watched to its end (by finish(), maybe on another thread). A broken ring refuses.
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!broken_.empty()) {
+        throw PeerError(
+            strCat("ringx: ", what,
+                   " cannot run: the device ring cannot be used again since: ", broken_),
+            -1);
+      }
+    }
+    if (sequence_ + 1 <= finished_.load() + kJobSlots) break;
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   RingJob job{};
