@@ -10,6 +10,8 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/figures.h"
@@ -360,7 +362,10 @@ void TimelinePanel::drawAggregateRow(const TraceStore& store, const Row& row, Vi
 
 // Each flow is a line from its start to its end, on the first row of each
 // end's track, with a head at the end. Flows are sorted by start; those that
-// start after the view cannot reach into it.
+// start after the view cannot reach into it. Unless every arrow is asked for,
+// only those of the focus are drawn: flows with an end on the hovered or the
+// selected event, and, through shared ends, the rest of their chain (a
+// collective's arrows run from each arriving rank to the next).
 void TimelinePanel::drawFlows(const TraceStore& store, ViewState& view, ImDrawList* draw) {
   flowsDrawn_ = 0;
   if (store.flows().empty()) return;
@@ -378,9 +383,15 @@ void TimelinePanel::drawFlows(const TraceStore& store, ViewState& view, ImDrawLi
     return true;
   };
   const int64_t t0 = view.time.t0, t1 = view.time.t1;
+  std::vector<const Flow*> inView;
   for (const Flow& flow : store.flows()) {
     if (flow.from.time > t1) break;
     if (std::max(flow.from.time, flow.to.time) < t0) continue;
+    inView.push_back(&flow);
+  }
+  if (!view.settings.allFlows) inView = focusFlows(store, view, inView);
+  for (const Flow* f : inView) {
+    const Flow& flow = *f;
     float ya = 0, yb = 0;
     if (!yOf(flow.from, &ya) || !yOf(flow.to, &yb)) continue;
     if (std::max(ya, yb) < rowsY0_ || std::min(ya, yb) > rowsY1_) continue;
@@ -398,6 +409,74 @@ void TimelinePanel::drawFlows(const TraceStore& store, ViewState& view, ImDrawLi
     }
     if (++flowsDrawn_ >= kMaxFlowsPerFrame) break;
   }
+}
+
+std::vector<const Flow*> TimelinePanel::focusFlows(const TraceStore& store, const ViewState& view,
+                                                   const std::vector<const Flow*>& flows) const {
+  // The focus events' extents: a flow end on one of them belongs to it.
+  struct Extent {
+    int32_t rank;
+    uint32_t track;
+    int64_t begin, end;
+  };
+  std::vector<Extent> focus;
+  auto add = [&](const EventRef& e) {
+    if (!e.valid()) return;
+    const RankData* rank = store.findRank(e.rank);
+    if (!rank || e.track >= int32_t(rank->tracks.size())) return;
+    const Track& track = rank->tracks[size_t(e.track)];
+    if (e.level < 0) {
+      if (e.index >= int64_t(track.instants.size())) return;
+      const int64_t t = track.instants[size_t(e.index)].time;
+      focus.push_back({e.rank, track.name, t, t});
+      return;
+    }
+    if (e.level >= int32_t(track.levels.size()) ||
+        e.index >= int64_t(track.levels[size_t(e.level)].size()))
+      return;
+    const Span& s = track.levels[size_t(e.level)][size_t(e.index)];
+    focus.push_back({e.rank, track.name, s.begin, s.end});
+  };
+  if (!hover_.folded) add(hovered_);
+  add(view.selection.event);
+  if (focus.empty()) return {};
+  auto onFocus = [&](const FlowEnd& end) {
+    for (const Extent& f : focus)
+      if (end.rank == f.rank && end.track == f.track && end.time >= f.begin && end.time <= f.end)
+        return true;
+    return false;
+  };
+  // A chain's arrows share their ends exactly: walk them from the focus.
+  auto keyOf = [](const FlowEnd& end) {
+    return std::tuple<int32_t, uint32_t, int64_t>(end.rank, end.track, end.time);
+  };
+  std::map<std::tuple<int32_t, uint32_t, int64_t>, std::vector<size_t>> atEnd;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    atEnd[keyOf(flows[i]->from)].push_back(i);
+    atEnd[keyOf(flows[i]->to)].push_back(i);
+  }
+  std::vector<char> taken(flows.size(), 0);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    if (onFocus(flows[i]->from) || onFocus(flows[i]->to)) {
+      taken[i] = 1;
+      todo.push_back(i);
+    }
+  }
+  while (!todo.empty()) {
+    const Flow* f = flows[todo.back()];
+    todo.pop_back();
+    for (const FlowEnd* end : {&f->from, &f->to})
+      for (size_t j : atEnd[keyOf(*end)])
+        if (!taken[j]) {
+          taken[j] = 1;
+          todo.push_back(j);
+        }
+  }
+  std::vector<const Flow*> out;
+  for (size_t i = 0; i < flows.size(); ++i)
+    if (taken[i]) out.push_back(flows[i]);
+  return out;
 }
 
 // The search box's current match: a thick outline in its own colour around the

@@ -102,6 +102,9 @@ class TimelinePanel {
   void drawInstants(const TraceStore& store, const RankData& rank, int32_t trackIndex,
                     ViewState& view, ImDrawList* draw, float y0, float y1);
   void drawFlows(const TraceStore& store, ViewState& view, ImDrawList* draw);
+  // Of `flows`, those of the hovered or selected event and their chains (drawFlows).
+  std::vector<const Flow*> focusFlows(const TraceStore& store, const ViewState& view,
+                                      const std::vector<const Flow*>& flows) const;
   void drawSearchHit(const TraceStore& store, const ViewState& view, ImDrawList* draw);
   void handleInput(const TraceStore& store, ViewState& view);
   void tooltip(const TraceStore& store) const;

@@ -27,6 +27,10 @@ struct ViewerSettings {
   // Above this many ranks, ranks are grouped into aggregate lanes (per host)
   // that expand on a click (aggregate_lanes.h).
   size_t aggregateAboveRanks = kAggregateAboveRanks;
+  // Flow arrows (collectives' arrival chains, profiler launches): every one in view, or (the
+  // default, as Perfetto does) only those of the hovered or selected event, following a chain
+  // through every rank it joins. Every arrow at once buries an FSDP timeline under lines.
+  bool allFlows = false;
 };
 
 // The visible time range [t0, t1] in aligned ns, mapped onto [x0, x0 + width].

@@ -95,6 +95,11 @@ void ViewerUi::follow(const TraceStore& store, ViewState& view) {
 
 void ViewerUi::toolRow(const TraceStore& store, ViewState& view, const LiveSource* live) {
   search_.draw(store, view);
+  ImGui::SameLine(0, 30);
+  ImGui::Checkbox("All arrows", &view.settings.allFlows);
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("draw every flow arrow in view; off: only the hovered or selected event's");
+  }
   if (!live) return;
   ImGui::SameLine(0, 30);
   bool follow = view.settings.followLive;

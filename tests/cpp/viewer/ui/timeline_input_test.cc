@@ -191,6 +191,7 @@ TEST_F(TimelineInput, AFlowIsAnArrowFromItsStartRowToItsEndRow) {
   flow.name = store.strings().intern("launch");
   store.addFlow(flow);
   store.finalize();
+  view.settings.allFlows = true;
   frame();
   EXPECT_EQ(timeline().flowsDrawn(), 1u);
   const auto* from = timeline().findRow(store, 0, "comm:world");
@@ -207,6 +208,34 @@ TEST_F(TimelineInput, AFlowIsAnArrowFromItsStartRowToItsEndRow) {
   view.time.show(20 * kMs, 30 * kMs, 0.0);
   frame();
   EXPECT_EQ(timeline().flowsDrawn(), 0u);
+}
+
+// By default only the focus's arrows are drawn: those with an end on the selected (or hovered)
+// event, and the rest of their chain through shared ends; "All arrows" draws every one.
+TEST_F(TimelineInput, ArrowsAreDrawnForTheSelectedEventsChainUnlessAllAreAsked) {
+  const uint32_t comm = store.strings().intern("comm:world"), ddp = store.strings().intern("ddp");
+  const uint32_t name = store.strings().intern("allreduce");
+  store.addFlow(Flow{FlowEnd{0, comm, 5 * kMs}, FlowEnd{1, ddp, 8 * kMs}, name});
+  store.addFlow(Flow{FlowEnd{1, ddp, 8 * kMs}, FlowEnd{0, ddp, 9 * kMs}, name});  // its chain
+  store.addFlow(Flow{FlowEnd{1, comm, 15 * kMs}, FlowEnd{0, comm, 16 * kMs}, name});
+  store.finalize();
+  frame();
+  EXPECT_EQ(timeline().flowsDrawn(), 0u);  // nothing hovered or selected
+  // Select rank 0's allreduce at 5 ms.
+  const RankData& rank0 = *store.findRank(0);
+  const int track = rank0.findTrack(comm);
+  ASSERT_GE(track, 0);
+  const auto& level = rank0.tracks[size_t(track)].levels[0];
+  int64_t index = -1;
+  for (size_t i = 0; i < level.size(); ++i)
+    if (level[i].begin <= 5 * kMs && level[i].end >= 5 * kMs) index = int64_t(i);
+  ASSERT_GE(index, 0);
+  view.selection.event = EventRef{0, track, 0, index};
+  frame();
+  EXPECT_EQ(timeline().flowsDrawn(), 2u);
+  view.settings.allFlows = true;
+  frame();
+  EXPECT_EQ(timeline().flowsDrawn(), 3u);
 }
 
 TEST(TimelineLevelOfDetail, AMillionNarrowEventsDrawAsFewFoldedBlocks) {
