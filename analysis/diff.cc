@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <tuple>
 
@@ -15,8 +17,34 @@
 namespace ringx::analysis {
 namespace {
 
+// A figure's samples within one run: its mean and spread.
+struct Spread {
+  double sum = 0, sumSquares = 0;
+  uint64_t n = 0;
+  void add(double x) {
+    sum += x;
+    sumSquares += x * x;
+    ++n;
+  }
+  double variance() const {
+    if (n < 2) return 0;
+    const double mean = sum / double(n);
+    return std::max(0.0, sumSquares / double(n) - mean * mean);
+  }
+};
+
+// A row's noise (diff.h): the pooled spread of A's and B's samples, at least the floor.
+constexpr double kFloorNs = 1000, kFloorShare = 0.01, kUnknownShare = 0.05;
+int64_t noiseOf(const Spread* a, const Spread* b, int64_t aNs, int64_t bNs) {
+  const double larger = double(std::max(std::llabs(aNs), std::llabs(bNs)));
+  double noise = a && b ? std::sqrt((a->variance() + b->variance()) / 2) : kUnknownShare * larger;
+  noise = std::max(noise, kFloorNs + kFloorShare * larger);
+  return std::llround(noise);
+}
+
 DiffRow makeRow(DiffKind kind, std::string name, int64_t a, int64_t b, int64_t aTime = -1,
-                int64_t bTime = -1) {
+                int64_t bTime = -1, const Spread* aSpread = nullptr,
+                const Spread* bSpread = nullptr) {
   DiffRow r;
   r.kind = kind;
   r.name = std::move(name);
@@ -25,6 +53,8 @@ DiffRow makeRow(DiffKind kind, std::string name, int64_t a, int64_t b, int64_t a
   r.deltaNs = b - a;
   r.aTimeNs = aTime;
   r.bTimeNs = bTime;
+  r.noiseNs = noiseOf(aSpread, bSpread, a, b);
+  r.score = double(r.deltaNs) / double(r.noiseNs);
   return r;
 }
 
@@ -59,12 +89,16 @@ std::map<int64_t, StepTime> stepTimes(const std::vector<Iteration>& iterations) 
 template <typename Iteration>
 void diffSteps(const std::vector<Iteration>& a, const std::vector<Iteration>& b, RunDiff& d) {
   const auto stepsA = stepTimes(a), stepsB = stepTimes(b);
+  Spread spreadA, spreadB;  // step times within each run
+  for (const auto& [step, s] : stepsA) spreadA.add(double(meanOf(s.total, s.ranks)));
+  for (const auto& [step, s] : stepsB) spreadB.add(double(meanOf(s.total, s.ranks)));
   for (const auto& [step, sa] : stepsA) {
     auto found = stepsB.find(step);
     if (found == stepsB.end()) continue;
     const StepTime& sb = found->second;
     d.rows.push_back(makeRow(DiffKind::kStep, strCat("step ", step), meanOf(sa.total, sa.ranks),
-                             meanOf(sb.total, sb.ranks), sa.beginNs, sb.beginNs));
+                             meanOf(sb.total, sb.ranks), sa.beginNs, sb.beginNs, &spreadA,
+                             &spreadB));
     // Averaged rows point at the last step both runs recorded: past warm-up.
     d.exampleStep = step;
     d.exampleStepBeginA = sa.beginNs;
@@ -107,6 +141,22 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
     phases(fsdpA, fsdpB);
   }
 
+  // Each bucket figure's samples (every iteration of every rank) in each run.
+  struct BucketSpreads {
+    Spread wire, exposed, launchDelay;
+  };
+  auto bucketSpreads = [](const DdpAnalysis& ddp) {
+    std::map<int64_t, BucketSpreads> out;
+    for (const DdpIteration& it : ddp.iterations)
+      for (const DdpBucketSample& sample : it.buckets) {
+        BucketSpreads& s = out[sample.bucket];
+        s.wire.add(double(sample.wireNs));
+        s.exposed.add(double(sample.exposedNs));
+        s.launchDelay.add(double(sample.launchDelayNs));
+      }
+    return out;
+  };
+  const auto spreadsA = bucketSpreads(ddpA), spreadsB = bucketSpreads(ddpB);
   std::map<int64_t, const DdpBucketAverage*> bucketsB;
   for (const auto& bucket : ddpB.buckets) bucketsB[bucket.bucket] = &bucket;
   for (const auto& x : ddpA.buckets) {
@@ -116,12 +166,18 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
     const std::string name = strCat("bucket ", x.bucket);
     const int64_t atA = bucketBegin(ddpA, d.exampleStep, x.bucket);
     const int64_t atB = bucketBegin(ddpB, d.exampleStep, x.bucket);
-    d.rows.push_back(
-        makeRow(DiffKind::kBucket, name + " wire", x.wireMeanNs, y.wireMeanNs, atA, atB));
-    d.rows.push_back(
-        makeRow(DiffKind::kBucket, name + " exposed", x.exposedMeanNs, y.exposedMeanNs, atA, atB));
+    const auto sa = spreadsA.find(x.bucket), sb = spreadsB.find(x.bucket);
+    const bool sampled = sa != spreadsA.end() && sb != spreadsB.end();
+    d.rows.push_back(makeRow(DiffKind::kBucket, name + " wire", x.wireMeanNs, y.wireMeanNs, atA,
+                             atB, sampled ? &sa->second.wire : nullptr,
+                             sampled ? &sb->second.wire : nullptr));
+    d.rows.push_back(makeRow(DiffKind::kBucket, name + " exposed", x.exposedMeanNs, y.exposedMeanNs,
+                             atA, atB, sampled ? &sa->second.exposed : nullptr,
+                             sampled ? &sb->second.exposed : nullptr));
     d.rows.push_back(makeRow(DiffKind::kBucket, name + " wait to launch", x.launchDelayMeanNs,
-                             y.launchDelayMeanNs, atA, atB));
+                             y.launchDelayMeanNs, atA, atB,
+                             sampled ? &sa->second.launchDelay : nullptr,
+                             sampled ? &sb->second.launchDelay : nullptr));
   }
 
   std::map<std::string, const FsdpUnitAnalysis*> unitsB;
@@ -143,9 +199,19 @@ void diffEngines(const TraceStore& a, const TraceStore& b, RunDiff& d) {
   }
 }
 
+// The durations of each run's collectives of one op, size and group: a collective's noise.
+using CollectiveClass = std::tuple<std::string, int64_t, std::string>;
+std::map<CollectiveClass, Spread> collectiveSpreads(const std::vector<CollectiveRow>& rows) {
+  std::map<CollectiveClass, Spread> out;
+  for (const CollectiveRow& row : rows)
+    out[{row.op, row.bytes, row.group}].add(double(meanDuration(row)));
+  return out;
+}
+
 void diffCollectives(const TraceStore& a, const TraceStore& b, RunDiff& d) {
   const std::vector<CollectiveRow> rowsA = matchCollectives(a);
   const std::vector<CollectiveRow> rowsB = matchCollectives(b);
+  const auto spreadsA = collectiveSpreads(rowsA), spreadsB = collectiveSpreads(rowsB);
   std::map<std::pair<std::string, int64_t>, const CollectiveRow*> byKey;
   for (const CollectiveRow& row : rowsB) byKey[{row.group, row.seq}] = &row;
   uint64_t matchedInB = 0;
@@ -171,8 +237,9 @@ void diffCollectives(const TraceStore& a, const TraceStore& b, RunDiff& d) {
     std::string name = strCat(x.op, " seq ", x.seq, " (group ", x.group);
     if (x.bytes >= 0) name += strCat(", ", formatBytes(x.bytes));
     name += ")";
-    d.rows.push_back(
-        makeRow(DiffKind::kCollective, std::move(name), da, db, x.firstBeginNs, y.firstBeginNs));
+    d.rows.push_back(makeRow(DiffKind::kCollective, std::move(name), da, db, x.firstBeginNs,
+                             y.firstBeginNs, &spreadsA.at({x.op, x.bytes, x.group}),
+                             &spreadsB.at({y.op, y.bytes, y.group})));
   }
   d.onlyInB = rowsB.size() - matchedInB;
 }
@@ -206,9 +273,12 @@ RunDiff diffRuns(const TraceStore& a, const TraceStore& b) {
   RunDiff d;
   diffEngines(a, b, d);
   diffCollectives(a, b, d);
-  // Largest regression first; ties in a stable, readable order.
-  std::stable_sort(d.rows.begin(), d.rows.end(),
-                   [](const DiffRow& x, const DiffRow& y) { return x.deltaNs > y.deltaNs; });
+  // The regression that stands out most from its own noise first, then by size; ties in a
+  // stable, readable order.
+  std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
+    if (x.score != y.score) return x.score > y.score;
+    return x.deltaNs > y.deltaNs;
+  });
   return d;
 }
 
@@ -249,18 +319,20 @@ std::string formatDiff(const RunDiff& d, const std::string& aName, const std::st
       if (keep(*it)) rows.push_back(&*it);
     if (rows.empty()) return;
     out += strCat("\n", title, "\n");
-    std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s\n", "kind", "what", "A", "B",
-                  "B - A", "B/A");
+    std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s %12s %8s\n", "kind", "what",
+                  "A", "B", "B - A", "B/A", "noise", "/ noise");
     out += line;
     for (const DiffRow* r : rows) {
-      std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s\n", diffKindName(r->kind),
-                    r->name.c_str(), formatDuration(r->aNs).c_str(), formatDuration(r->bNs).c_str(),
-                    formatSignedDuration(r->deltaNs).c_str(), formatRatio(r->aNs, r->bNs).c_str());
+      std::snprintf(line, sizeof line, "  %-10s %-44s %12s %12s %12s %8s %12s %8.1f\n",
+                    diffKindName(r->kind), r->name.c_str(), formatDuration(r->aNs).c_str(),
+                    formatDuration(r->bNs).c_str(), formatSignedDuration(r->deltaNs).c_str(),
+                    formatRatio(r->aNs, r->bNs).c_str(), formatDuration(r->noiseNs).c_str(),
+                    r->score);
       out += line;
     }
   };
-  table("Largest regressions (B slower than A), largest first", d.rows.begin(), d.rows.end(),
-        [](const DiffRow& r) { return r.deltaNs > 0; });
+  table("Largest regressions (B slower than A), furthest above their noise first", d.rows.begin(),
+        d.rows.end(), [](const DiffRow& r) { return r.deltaNs > 0; });
   table("Largest improvements (B faster than A)", d.rows.rbegin(), d.rows.rend(),
         [](const DiffRow& r) { return r.deltaNs < 0; });
   if (d.rows.empty())

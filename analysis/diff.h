@@ -9,7 +9,16 @@
 //  - DDP buckets by index and FSDP units by module path.
 // Each matched item gives one row per figure (a collective's duration, a
 // bucket's wire or exposed time, a unit's gather wait, a step's time) with
-// both values and B - A; rows are ranked by B - A, largest regression first.
+// both values and B - A. Rows are ranked by B - A weighed against that
+// figure's own spread within the runs (its noise): a change every iteration
+// shows ranks above a one-off stall of the same size or larger, whose own
+// run's spread it inflates. The noise of a row is the pooled standard deviation
+// of its figure's samples in A and in B: a collective's, over the collectives
+// of its op, size and group; a step's, over the steps; a DDP bucket figure's,
+// over the bucket's iterations and ranks. FSDP units keep only means, so a
+// unit's noise is taken as 5% of its larger value. Every noise is at least
+// 1 us + 1% of the larger value, so a figure that never varied still needs a
+// real change to rank high.
 // Durations of a collective are the mean over the ranks that recorded it in
 // that run; engine figures are the analyses' means (analysis/figures.h).
 #pragma once
@@ -31,6 +40,8 @@ struct DiffRow {
   int64_t aNs = 0;
   int64_t bNs = 0;
   int64_t deltaNs = 0;  // bNs - aNs: positive is a regression
+  int64_t noiseNs = 0;  // the figure's spread within the runs (see above)
+  double score = 0;     // deltaNs / noiseNs: what the rows are ranked by
   // Where it happened in each run (aligned ns), for jumping both timelines
   // there. A row that averages over iterations points at an example: phases
   // and buckets at the last step both runs recorded (a bucket: its span on the
@@ -57,7 +68,7 @@ struct RunDiff {
   std::string firstMismatch;     // "seq 12 of group world: allreduce in A, broadcast in B"
   int64_t collectiveTotalA = 0;  // summed durations of the matched collectives
   int64_t collectiveTotalB = 0;
-  std::vector<DiffRow> rows;  // every compared figure, largest B - A first
+  std::vector<DiffRow> rows;  // every compared figure, highest score first
 };
 
 RunDiff diffRuns(const model::TraceStore& a, const model::TraceStore& b);

@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
 
   std::string diffA, diffB;
   size_t diffTop = 15;
-  CLI::App* diffCommand =
-      app.add_subcommand("diff", "two runs side by side, largest regressions first");
+  CLI::App* diffCommand = app.add_subcommand(
+      "diff", "two runs side by side, the regressions furthest above their noise first");
   diffCommand->footer(
       "Collectives are matched by (group, seq), iterations by step, DDP buckets by index\n"
       "and FSDP units by module path; the step-time breakdown is printed side by side.");

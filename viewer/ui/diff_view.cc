@@ -167,7 +167,8 @@ void DiffView::rankedRows(ViewState& viewA, ViewState& viewB) {
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed, 40);
   ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed, 80);
-  ImGui::TableSetupColumn("what (largest regression first)", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("what (furthest above its noise first)",
+                          ImGuiTableColumnFlags_WidthStretch);
   for (const char* h : {"A", "B", "B - A", "B/A"})
     ImGui::TableSetupColumn(h, ImGuiTableColumnFlags_WidthFixed, 100);
   ImGui::TableHeadersRow();

@@ -2,7 +2,8 @@
 // own timeline (A above B; each keeps its own time axis, since two runs never
 // share a clock), and below them what analysis::diffRuns ranks: the step-time
 // breakdown side by side, then every compared figure (a collective by
-// (group, seq), a step, a DDP bucket, an FSDP unit), largest regression first.
+// (group, seq), a step, a DDP bucket, an FSDP unit), the regression furthest above its
+// noise first (analysis/diff.h).
 //
 // A click on a row (or --diff-row K) shows both runs there: each timeline puts
 // the row's place in its run (DiffRow::aTimeNs / bTimeNs) in the middle third
