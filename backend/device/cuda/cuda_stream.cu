@@ -8,31 +8,11 @@
 #include <string>
 #include <utility>
 
+#include "backend/device/cuda/cuda_check.h"
 #include "base/error.h"
 
 namespace ringx::cuda {
 namespace {
-
-void check(cudaError_t error, const char* what) {
-  if (error != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky state of a non-fatal error
-    throw Error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(error));
-  }
-}
-
-// Switches the calling thread to `device` for the scope, as c10::cuda::CUDAGuard does: events
-// and streams must be used on the device they were made on.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~DeviceGuard() { cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
 
 class CudaEvent : public device::DeviceEvent {
  public:

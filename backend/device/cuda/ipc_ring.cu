@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/device/cuda/cuda_check.h"
 #include "backend/device/ring/protocol.h"
 #include "backend/reduce/element_ops.h"
 #include "backend/reduce/reduce.h"
@@ -31,12 +32,6 @@ using device_ring::RingJob;
 constexpr int kRingThreads = 512;
 constexpr size_t kPack = 16;
 constexpr size_t kBusIdBytes = 32;  // a PCI bus id ("0000:c1:00.0") with room to spare
-
-void check(cudaError_t error, const char* what) {
-  if (error != cudaSuccess) {
-    RINGX_THROW(Error, "ringx: the device ring's ", what, " failed: ", cudaGetErrorString(error));
-  }
-}
 
 template <typename T>
 struct alignas(kPack) RingPack {
@@ -155,13 +150,15 @@ __global__ void __launch_bounds__(kRingThreads) ringKernel(RingJob job) {
 class CudaIpcInstance : public IpcRingInstance {
  public:
   CudaIpcInstance(int device, void* stream) : device_(device), stream_(stream) {
-    check(cudaSetDevice(device_), "cudaSetDevice");
+    DeviceGuard guard(device_);
     void* host = nullptr;
-    check(cudaHostAlloc(&host, sizeof(HostControl), cudaHostAllocMapped), "pinned control words");
+    check(cudaHostAlloc(&host, sizeof(HostControl), cudaHostAllocMapped),
+          "cudaHostAlloc (the device ring's control words)");
     std::memset(host, 0, sizeof(HostControl));
     hostControl_ = static_cast<HostControl*>(host);
     void* mapped = nullptr;
-    check(cudaHostGetDevicePointer(&mapped, host, 0), "mapping the control words");
+    check(cudaHostGetDevicePointer(&mapped, host, 0),
+          "cudaHostGetDevicePointer (the device ring's control words)");
     kernelControl_ = static_cast<HostControl*>(mapped);
     for (auto& event : done_) {
       check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
@@ -171,12 +168,16 @@ class CudaIpcInstance : public IpcRingInstance {
     busId_ = bus;
   }
   ~CudaIpcInstance() override {
-    cudaSetDevice(device_);
-    if (launched_ > 0) cudaEventSynchronize(done_[launched_ % device_ring::kJobSlots]);
-    for (void* p : opened_) cudaIpcCloseMemHandle(p);
-    if (region_ != nullptr) cudaFree(region_);
-    for (auto& event : done_) cudaEventDestroy(event);
-    cudaFreeHost(hostControl_);
+    try {
+      DeviceGuard guard(device_);
+      if (launched_ > 0) cudaEventSynchronize(done_[launched_ % device_ring::kJobSlots]);
+      for (void* p : opened_) cudaIpcCloseMemHandle(p);
+      if (region_ != nullptr) cudaFree(region_);
+      for (auto& event : done_) cudaEventDestroy(event);
+      cudaFreeHost(hostControl_);
+    } catch (const std::exception&) {
+      // CUDA is gone (the process is exiting): it frees what this held.
+    }
   }
 
   const char* name() const override { return "cuda-ipc"; }
@@ -185,10 +186,11 @@ class CudaIpcInstance : public IpcRingInstance {
   // Handle bytes: this device's PCI bus id (what names a GPU across processes, whose device
   // indices differ with CUDA_VISIBLE_DEVICES), then the IPC handle.
   std::vector<uint8_t> createRegion(size_t bytes, const RegionHeader& head) override {
-    check(cudaSetDevice(device_), "cudaSetDevice");
-    check(cudaMalloc(&region_, bytes), "region allocation");
-    check(cudaMemset(region_, 0, bytes), "region clearing");
-    check(cudaMemcpy(region_, &head, sizeof(head), cudaMemcpyHostToDevice), "region header");
+    DeviceGuard guard(device_);
+    check(cudaMalloc(&region_, bytes), "cudaMalloc (the device ring's region)");
+    check(cudaMemset(region_, 0, bytes), "cudaMemset (the device ring's region)");
+    check(cudaMemcpy(region_, &head, sizeof(head), cudaMemcpyHostToDevice),
+          "cudaMemcpy (the device ring's region header)");
     cudaIpcMemHandle_t handle;
     check(cudaIpcGetMemHandle(&handle, region_), "cudaIpcGetMemHandle");
     std::vector<uint8_t> out(kBusIdBytes + sizeof(handle), 0);
@@ -213,9 +215,9 @@ class CudaIpcInstance : public IpcRingInstance {
     cudaIpcMemHandle_t handle;
     std::memcpy(&handle, bytes.data() + kBusIdBytes, sizeof(handle));
     void* p = nullptr;
-    check(cudaSetDevice(device_), "cudaSetDevice");
+    DeviceGuard guard(device_);
     check(cudaIpcOpenMemHandle(&p, handle, cudaIpcMemLazyEnablePeerAccess),
-          "cudaIpcOpenMemHandle (mapping a peer's region)");
+          "cudaIpcOpenMemHandle (mapping a peer's device ring region)");
     opened_.push_back(p);
     return static_cast<char*>(p);
   }
@@ -225,7 +227,7 @@ class CudaIpcInstance : public IpcRingInstance {
   HostControl* kernelControl() override { return kernelControl_; }
 
   void launch(const RingJob& job) override {
-    check(cudaSetDevice(device_), "cudaSetDevice");
+    DeviceGuard guard(device_);
     auto stream = static_cast<cudaStream_t>(stream_);
     const bool known =
         reduce::visitElementOp(job.reduceOp, job.dtype, [&]<typename T, typename Op>() {
@@ -233,7 +235,7 @@ class CudaIpcInstance : public IpcRingInstance {
         });
     RINGX_CHECK(known, "ringx: no device ring kernel for ", reduceOpName(job.reduceOp), " on ",
                 dataTypeName(job.dtype));
-    check(cudaGetLastError(), "kernel launch");
+    check(cudaGetLastError(), "launching the device ring's kernel");
     // The job's end, in the slot its status uses (free again: DeviceRing keeps at most
     // kJobSlots jobs outstanding).
     check(cudaEventRecord(done_[job.sequence % device_ring::kJobSlots], stream), "cudaEventRecord");
@@ -243,12 +245,14 @@ class CudaIpcInstance : public IpcRingInstance {
   bool finished(uint64_t sequence) override {
     const cudaError_t state = cudaEventQuery(done_[sequence % device_ring::kJobSlots]);
     if (state == cudaErrorNotReady) return false;
-    check(state, "kernel");  // a fault in the kernel is sticky: nothing more will run
+    check(state,
+          "the device ring's kernel");  // a fault in the kernel is sticky: nothing more will run
     return true;
   }
   void join() override {
     if (launched_ > 0) {
-      check(cudaEventSynchronize(done_[launched_ % device_ring::kJobSlots]), "kernel");
+      check(cudaEventSynchronize(done_[launched_ % device_ring::kJobSlots]),
+            "the device ring's kernel");
     }
   }
 
