@@ -118,6 +118,19 @@ class CudaStagedWork : public ::c10d::Work {
   c10::DeviceIndex device_;
 };
 
+// A CUDA collective's future, settled from its host part's end: failed with its error, or
+// completed with the outputs on the communication stream (the future records its event there,
+// after the collective's device work).
+void settle(c10::ivalue::Future& future, const std::vector<at::Tensor>& outputs,
+            const c10::cuda::CUDAStream& commStream, std::exception_ptr error) {
+  c10::cuda::CUDAStreamGuard guard(commStream);
+  if (error) {
+    future.setError(error);
+  } else {
+    future.markCompleted(c10::IValue(outputs));
+  }
+}
+
 // The Work of a device-ring collective: wait() orders the caller's current stream after the
 // kernel (and what follows it on the communication stream); a failure the watch already found
 // is raised at once.
@@ -238,12 +251,7 @@ class CudaCollectivesImpl : public CudaCollectives {
             std::exception_ptr error = done.hasError() ? done.exception_ptr() : nullptr;
             finished(error);
             pairs.reset();  // the host is done with the stand-ins
-            c10::cuda::CUDAStreamGuard guard(commStream);
-            if (error) {
-              future->setError(error);
-            } else {
-              future->markCompleted(c10::IValue(outputs));  // records an event on commStream
-            }
+            settle(*future, outputs, commStream, error);
           });
     };
     auto ordered = device::OrderedCollective::enqueueStaged(*caller, *comm, copyIn, hostPart,
@@ -255,8 +263,8 @@ class CudaCollectivesImpl : public CudaCollectives {
   }
 
  public:
-  device_ring::DeviceRing* ring(Store& store, int rank, int size, bool oneHost, int device,
-                                std::string* why) override {
+  device_ring::DeviceRing* ring(Store& store, int rank, int size, bool oneHost,
+                                int device) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!ringTried_) {
       ringTried_ = true;
@@ -283,12 +291,7 @@ class CudaCollectivesImpl : public CudaCollectives {
         }
       }
     }
-    if (ring_ && device != ringDevice_) {
-      if (why) *why = strCat("the device ring is on cuda:", ringDevice_, ", not cuda:", device);
-      return nullptr;
-    }
-    if (!ring_ && why) *why = ringWhy_;
-    return ring_.get();
+    return ring_ && device == ringDevice_ ? ring_.get() : nullptr;
   }
 
   std::pair<std::string, std::string> ringTransport() override {
@@ -347,15 +350,9 @@ class CudaCollectivesImpl : public CudaCollectives {
       watched->finish(sequence, Clock::now() + timeout);
       return DeviceSpan{clock->hostNs(kernelBegin, device), clock->hostNs(kernelEnd, device)};
     });
-    watch->getFuture()->addCallback(
-        [future, outputs, commStream](c10::ivalue::Future& done) mutable {
-          c10::cuda::CUDAStreamGuard guard(commStream);
-          if (done.hasError()) {
-            future->setError(done.exception_ptr());
-          } else {
-            future->markCompleted(c10::IValue(outputs));
-          }
-        });
+    watch->getFuture()->addCallback([future, outputs, commStream](c10::ivalue::Future& done) {
+      settle(*future, outputs, commStream, done.hasError() ? done.exception_ptr() : nullptr);
+    });
     return c10::make_intrusive<RingCudaWork>(rank_, type, title, std::move(outputs), std::move(end),
                                              std::move(future), device);
   }

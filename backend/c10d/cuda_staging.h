@@ -88,10 +88,11 @@ class CudaCollectives {
 
   // The group's device ring on `device` for its CUDA collectives, made on the first call (a
   // collective: every rank of the group must make its first eligible CUDA collective the same
-  // one), or null when there is none; then `why` says why (one host's ranks only, 2 to 16 of
-  // them, RINGX_DEVICE_RING=0 turns it off, or what the set-up found).
-  virtual device_ring::DeviceRing* ring(Store& store, int rank, int size, bool oneHost, int device,
-                                        std::string* why) = 0;
+  // one), or null when there is none (ringTransport() says why: one host's ranks only, 2 to 16
+  // of them, RINGX_DEVICE_RING=0 turns it off, or what the set-up found), or when it is on
+  // another device.
+  virtual device_ring::DeviceRing* ring(Store& store, int rank, int size, bool oneHost,
+                                        int device) = 0;
 
   // A collective the device ring runs: `op` with `count` as in device_ring::RingJob, over
   // `input` and `output` (CUDA tensors of one device, contiguous or not; the same tensor for an

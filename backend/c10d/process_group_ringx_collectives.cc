@@ -177,9 +177,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::ringOnCuda(
     return {};
   }
   std::call_once(cudaOnce_, [&] { cuda_ = CudaCollectives::create(rank_); });
-  device_ring::DeviceRing* ring =
-      cuda_->ring(group_->store(), rank_, size_, group_->hosts().hosts() <= 1,
-                  output.device().index(), nullptr);
+  device_ring::DeviceRing* ring = cuda_->ring(
+      group_->store(), rank_, size_, group_->hosts().hosts() <= 1, output.device().index());
   if (ring == nullptr) return {};
   if (call.op == device_ring::RingOp::kAllreduce) call.op = ring->allreduceKind(call.count, dtype);
   const char* algorithm =
