@@ -75,7 +75,6 @@ class DeviceRing {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const Geometry& geometry() const { return geometry_; }
-  const char* instanceName() const { return instance_->name(); }
 
   // The collectives, in place or not, each run to its end (start + finish). `count` as in
   // RingJob: allreduce the buffer's elements, reduce-scatter the output's, all-gather the
@@ -103,9 +102,6 @@ class DeviceRing {
   uint64_t start(RingOp op, const void* input, void* output, uint64_t count, DataType dtype,
                  ReduceOp reduceOp, const std::string& what);
   void finish(uint64_t sequence, Deadline deadline);
-
-  // Collectives started so far.
-  uint64_t collectives() const { return sequence_; }
 
  private:
   [[noreturn]] void failWith(uint64_t sequence, int blamed, const std::string& detail);
