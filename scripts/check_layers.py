@@ -33,7 +33,7 @@ LAYERS = {
     "trace/read": ["trace/format"],
     "trace/export": ["trace/read"],
     "trace/model": ["trace/read"],
-    "analysis": ["trace/model", "analysis/figures"],
+    "analysis": ["trace/model", "analysis/figures", "analysis/replay"],
     "tools/ringx_trace": ["analysis", "trace/export"],
     "viewer/ui": ["analysis"],
     "viewer/app": ["viewer/ui"],
@@ -54,13 +54,16 @@ LAYERS = {
     "backend/group": ["backend/algorithms", "backend/device", "trace/record"],
     "backend/c10d": ["backend/group"],
     "engines/common": ["backend/c10d"],
-    "engines/ddp": ["engines/common"],
+    "engines/ddp": ["engines/common", "analysis/replay"],  # bucket plans, bucket_cap_mb="auto"
     "engines/fsdp": ["engines/common"],
     "python/bindings": ["engines/ddp", "engines/fsdp", "analysis/figures",
                         "backend/transport/nccl"],  # ringx.nccl()
     # The figures are analysis's, but torch-free and dependency-free: the engines' Python face
     # reports them too (ringx.analysis, last_iteration()).
     "analysis/figures": ["base"],
+    # The replay model of a step (bucket plans, the collective cost model, the DDP replay):
+    # torch-free and trace-free, so the DDP engine plans its buckets with it and "auto" replays.
+    "analysis/replay": ["analysis/figures"],
 }
 # Files that belong to a folder of their own in the map (the figures live in analysis/).
 FILE_UNITS = {"analysis/figures.h": "analysis/figures", "analysis/figures.cc": "analysis/figures"}

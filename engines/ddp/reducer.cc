@@ -83,6 +83,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
     TORCH_CHECK(p.is_floating_point() || p.is_complex(), "ringx.ddp: parameter '", names_[i],
                 "' has dtype ", p.scalar_type(), "; gradients need a floating-point dtype");
     layouts_.push_back({p.numel() * static_cast<int64_t>(p.element_size()), groupOf(p)});
+    facts_.push_back({layouts_.back().bytes, layouts_.back().group});
   }
   self_ = std::make_shared<Reducer*>(this);
   buildBuckets(reverseOrder(params_.size()));
@@ -150,6 +151,14 @@ void Reducer::buildBuckets(const std::vector<size_t>& order) {
   }
   buckets_ = std::move(buckets);
   recordBucketBytes(bucketBytesHeld());
+  PlanRecord plan;
+  plan.step = iteration_;
+  plan.bucketCapBytes = options_.bucketCapBytes;
+  plan.firstBucketBytes = options_.firstBucketBytes;
+  plan.gradientAsBucketView = options_.gradientAsBucketView;
+  plan.worldSize = worldSize_;
+  plan.buckets = buckets_.size();
+  recordBucketPlan(plan);
 }
 
 bool Reducer::tracksUsage() const {
@@ -326,6 +335,7 @@ void Reducer::markParamReady(size_t param, bool fromHook) {
   Bucket& bucket = buckets_[where.bucket];
   const int64_t now = trace::nowNs();
   if (bucket.timing.firstGradNs == 0) bucket.timing.firstGradNs = now;
+  if (gradSampled(current_.iteration)) current_.grads.push_back({param, where.bucket, now});
   copyGradIntoBucket(param);
   if (--bucket.pending == 0) {
     bucket.timing.readyNs = trace::nowNs();
@@ -464,7 +474,7 @@ void Reducer::finalizeBackward() {
   current_.finalizeEndNs = trace::nowNs();
   for (const Bucket& bucket : buckets_) current_.buckets.push_back(bucket.timing);
   last_ = current_;
-  recordIteration(last_);
+  recordIteration(last_, facts_);
 }
 
 void Reducer::finalizeBucket(Bucket& bucket, const std::vector<bool>& globallyUsed) {

@@ -37,11 +37,18 @@
 #include <string>
 #include <vector>
 
+#include "analysis/replay/bucket_plan.h"
 #include "backend/c10d/torch_compat.h"
-#include "engines/ddp/bucket_plan.h"
 #include "engines/ddp/timing.h"
 
 namespace ringx::ddp {
+
+using replay::assignBuckets;
+using replay::BucketLimits;
+using replay::BucketSpec;
+using replay::completeOrder;
+using replay::ParamLayout;
+using replay::reverseOrder;
 
 struct ReducerOptions {
   int64_t bucketCapBytes = 25ll << 20;
@@ -122,6 +129,7 @@ class Reducer {
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
   std::vector<ParamLayout> layouts_;
+  std::vector<ParamFacts> facts_;  // the same, for the trace's gradient readiness
   c10::intrusive_ptr<::c10d::ProcessGroup> processGroup_;
   ReducerOptions options_;
   int worldSize_ = 1;

@@ -1,7 +1,10 @@
 #include "engines/ddp/timing.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "trace/format/schema.h"
 #include "trace/record/recorder.h"
@@ -18,6 +21,7 @@ struct Names {
   uint32_t ddpTrack, forward, backward, optimizer, rebuild, bucket, memoryTrack, bucketBytes;
   uint32_t step, bucketIndex, bytes, params, firstGrad, ready, launch, wireStart, wireEnd, copyBack,
       exposed, seq, buckets;
+  uint32_t grad, plan, computeEnd, param, paramGroup, capBytes, firstBytes, view, groupSize, reason;
   Names() {
     Recorder& r = Recorder::instance();
     ddpTrack = r.intern(trace::track::kDdp);
@@ -41,6 +45,16 @@ struct Names {
     exposed = r.intern(trace::arg::kExposedNs);
     seq = r.intern(trace::arg::kSeq);
     buckets = r.intern("buckets");
+    grad = r.intern("grad");
+    plan = r.intern("bucket_plan");
+    computeEnd = r.intern(trace::arg::kComputeEndNs);
+    param = r.intern(trace::arg::kParam);
+    paramGroup = r.intern(trace::arg::kParamGroup);
+    capBytes = r.intern(trace::arg::kBucketCapBytes);
+    firstBytes = r.intern(trace::arg::kFirstBucketBytes);
+    view = r.intern(trace::arg::kBucketView);
+    groupSize = r.intern(trace::arg::kGroupSize);
+    reason = r.intern(trace::arg::kReason);
   }
 };
 
@@ -68,15 +82,37 @@ void phase(uint32_t name, int64_t beginNs, int64_t endNs, int64_t step) {
   Recorder::instance().span(Category::kDdp, n.ddpTrack, name, beginNs, endNs, args, 1);
 }
 
+// A string's id, interned once (bucketing groups: a handful per model).
+uint32_t internedGroup(const std::string& group) {
+  static std::mutex mutex;
+  static std::map<std::string, uint32_t> ids;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [at, fresh] = ids.emplace(group, 0);
+  if (fresh) at->second = Recorder::instance().intern(group);
+  return at->second;
+}
+
 }  // namespace
 
-void recordIteration(const IterationTiming& it) {
+void recordIteration(const IterationTiming& it, const std::vector<ParamFacts>& params) {
   if (!Recorder::enabled()) return;
   const Names& n = names();
   phase(n.optimizer, it.previousFinalizeEndNs, it.forwardBeginNs, it.iteration - 1);
   phase(n.forward, it.forwardBeginNs, it.forwardEndNs, it.iteration);
-  phase(n.backward, it.backwardBeginNs ? it.backwardBeginNs : it.forwardEndNs, it.finalizeEndNs,
-        it.iteration);
+  const int64_t backwardBegin = it.backwardBeginNs ? it.backwardBeginNs : it.forwardEndNs;
+  if (backwardBegin > 0 && it.finalizeEndNs >= backwardBegin) {
+    trace::Arg args[] = {intArg(n.step, it.iteration), intArg(n.computeEnd, it.backwardEndNs)};
+    Recorder::instance().span(Category::kDdp, n.ddpTrack, n.backward, backwardBegin,
+                              it.finalizeEndNs, args, 2);
+  }
+  for (const GradReady& g : it.grads) {
+    if (g.param >= params.size()) continue;
+    trace::Arg args[] = {intArg(n.step, it.iteration),
+                         intArg(n.param, static_cast<int64_t>(g.param)),
+                         intArg(n.bytes, params[g.param].bytes),
+                         trace::stringArg(n.paramGroup, internedGroup(params[g.param].group))};
+    Recorder::instance().instant(Category::kDdp, bucketTrack(g.bucket), n.grad, g.ns, args, 4);
+  }
   for (const BucketTiming& b : it.buckets) {
     if (b.launchNs == 0) continue;
     trace::Arg args[] = {
@@ -105,6 +141,21 @@ void recordBucketRebuild(int64_t beginNs, int64_t endNs, int64_t step, size_t bu
   const Names& n = names();
   trace::Arg args[] = {intArg(n.step, step), intArg(n.buckets, static_cast<int64_t>(bucketCount))};
   Recorder::instance().span(Category::kDdp, n.ddpTrack, n.rebuild, beginNs, endNs, args, 2);
+}
+
+void recordBucketPlan(const PlanRecord& p) {
+  if (!Recorder::enabled()) return;
+  const Names& n = names();
+  std::vector<trace::Arg> args = {intArg(n.step, p.step),
+                                  intArg(n.capBytes, p.bucketCapBytes),
+                                  intArg(n.firstBytes, p.firstBucketBytes),
+                                  intArg(n.view, p.gradientAsBucketView ? 1 : 0),
+                                  intArg(n.groupSize, p.worldSize),
+                                  intArg(n.buckets, static_cast<int64_t>(p.buckets))};
+  if (!p.reason.empty())
+    args.push_back(trace::stringArg(n.reason, Recorder::instance().intern(p.reason)));
+  Recorder::instance().instant(Category::kDdp, n.ddpTrack, n.plan, trace::nowNs(), args.data(),
+                               static_cast<uint32_t>(args.size()));
 }
 
 void recordBucketBytes(int64_t bytes) {

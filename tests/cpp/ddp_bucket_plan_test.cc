@@ -9,7 +9,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "engines/ddp/bucket_plan.h"
+#include "analysis/replay/bucket_plan.h"
 #include "engines/ddp/timing.h"
 #include "trace/format/codec.h"
 #include "trace/record/file_sink.h"
@@ -17,6 +17,8 @@
 
 namespace ringx::ddp {
 namespace {
+
+using namespace replay;
 
 constexpr int64_t kMiB = 1 << 20;
 
@@ -87,7 +89,7 @@ TEST(BucketPlan, AnOrderThatIsNotAPermutationIsRejected) {
   EXPECT_THROW(assignBuckets(params, {0, 1, 7}, {}), std::invalid_argument);
 }
 
-TEST(DdpTiming, AnIterationBecomesPhaseSpansAndOneSpanPerBucket) {
+TEST(DdpTiming, AnIterationBecomesPhaseSpansOneSpanPerBucketAndGradientInstants) {
   char path[] = "/tmp/ringx-ddp-timing-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
@@ -121,17 +123,32 @@ TEST(DdpTiming, AnIterationBecomesPhaseSpansAndOneSpanPerBucket) {
     t.seq = 10 + b;
     it.buckets.push_back(t);
   }
-  recordIteration(it);
+  // Gradient readiness of a sampled step: parameter 2 (bucket 0) then 0 (bucket 1).
+  it.grads = {{2, 0, 410}, {0, 1, 505}};
+  const std::vector<ParamFacts> facts = {
+      {64, "float32@cpu"}, {8, "float32@cpu"}, {128, "bfloat16@cpu"}};
+  recordIteration(it, facts);
+  PlanRecord plan;
+  plan.step = 4;
+  plan.bucketCapBytes = 4 << 20;
+  plan.firstBucketBytes = 1 << 20;
+  plan.gradientAsBucketView = true;
+  plan.worldSize = 3;
+  plan.buckets = 2;
+  plan.reason = "chosen";
+  recordBucketPlan(plan);
   recorder.stop();
 
   trace::RankTrace t = trace::readTraceFile(path);
   std::remove(path);
   std::map<std::string, const trace::Event*> byName;
-  std::vector<const trace::Event*> buckets;
+  std::vector<const trace::Event*> buckets, grads;
   for (const trace::Event& e : t.events) {
     if (e.category != trace::Category::kDdp) continue;
     if (t.str(e.name) == "bucket") {
       buckets.push_back(&e);
+    } else if (t.str(e.name) == "grad") {
+      grads.push_back(&e);
     } else {
       byName[std::string(t.str(e.name))] = &e;
       EXPECT_EQ(t.str(e.track), "ddp");
@@ -143,6 +160,23 @@ TEST(DdpTiming, AnIterationBecomesPhaseSpansAndOneSpanPerBucket) {
   EXPECT_EQ(byName["forward"]->endNs, 300);
   EXPECT_EQ(byName["backward"]->beginNs, 350);
   EXPECT_EQ(byName["backward"]->endNs, 900);
+  EXPECT_EQ(t.findArg(*byName["backward"], "compute_end_ns")->intValue, 700);
+  ASSERT_EQ(grads.size(), 2u);
+  EXPECT_EQ(grads[0]->kind, trace::EventKind::kInstant);
+  EXPECT_EQ(grads[0]->beginNs, 410);
+  EXPECT_EQ(t.str(grads[0]->track), "ddp:bucket0");
+  EXPECT_EQ(t.findArg(*grads[0], "param")->intValue, 2);
+  EXPECT_EQ(t.findArg(*grads[0], "bytes")->intValue, 128);
+  EXPECT_EQ(t.str(t.findArg(*grads[0], "param_group")->stringId), "bfloat16@cpu");
+  EXPECT_EQ(t.str(grads[1]->track), "ddp:bucket1");
+  EXPECT_EQ(t.findArg(*grads[1], "bytes")->intValue, 64);
+  ASSERT_EQ(byName.count("bucket_plan"), 1u);
+  const trace::Event& planEvent = *byName["bucket_plan"];
+  EXPECT_EQ(t.findArg(planEvent, "bucket_cap_bytes")->intValue, 4 << 20);
+  EXPECT_EQ(t.findArg(planEvent, "first_bucket_bytes")->intValue, 1 << 20);
+  EXPECT_EQ(t.findArg(planEvent, "gradient_as_bucket_view")->intValue, 1);
+  EXPECT_EQ(t.findArg(planEvent, "group_size")->intValue, 3);
+  EXPECT_EQ(t.str(t.findArg(planEvent, "reason")->stringId), "chosen");
   ASSERT_EQ(buckets.size(), 2u);
   for (size_t b = 0; b < 2; ++b) {
     const trace::Event& e = *buckets[b];

@@ -27,8 +27,9 @@
 
 namespace ringx::trace {
 
-// 2: DDP bucket names; 3: FSDP unit names; 4: device spans (a collective's GPU time)
-inline constexpr uint32_t kSchemaVersion = 4;
+// 2: DDP bucket names; 3: FSDP unit names; 4: device spans (a collective's GPU time);
+// 5: DDP gradient readiness, bucket plans and backward's compute end (the what-if replay's input)
+inline constexpr uint32_t kSchemaVersion = 5;
 
 // The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
@@ -106,6 +107,18 @@ inline constexpr const char* kWireStartNs = "wire_start_ns";
 inline constexpr const char* kWireEndNs = "wire_end_ns";
 inline constexpr const char* kCopyBackNs = "copy_back_ns";  // copy-back began
 inline constexpr const char* kExposedNs = "exposed_ns";     // comm time after backward compute
+// DDP's backward span: when autograd finished computing (the rest is waiting and copy-back).
+inline constexpr const char* kComputeEndNs = "compute_end_ns";
+// DDP gradient readiness ("grad" instants on a bucket's track, on sampled steps): the
+// parameter's index in registration order, its bytes, and its bucketing group ("float32@cpu").
+inline constexpr const char* kParam = "param";
+inline constexpr const char* kParamGroup = "param_group";
+// DDP bucket plans ("bucket_plan" instants on "ddp" whenever buckets are built): the limits,
+// gradient_as_bucket_view (0/1) and, for bucket_cap_mb="auto", why this plan was chosen.
+inline constexpr const char* kBucketCapBytes = "bucket_cap_bytes";
+inline constexpr const char* kFirstBucketBytes = "first_bucket_bytes";
+inline constexpr const char* kBucketView = "gradient_as_bucket_view";
+inline constexpr const char* kReason = "reason";
 // FSDP units (exposed_ns on an all_gather: how long compute waited for it).
 inline constexpr const char* kPhase = "phase";            // forward | backward
 inline constexpr const char* kPrefetched = "prefetched";  // 1: issued ahead of need
@@ -116,9 +129,9 @@ inline constexpr const char* kGpuBeginNs = "gpu_begin_ns";
 inline constexpr const char* kGpuEndNs = "gpu_end_ns";
 // The arguments above that are steady-clock times (like beginNs, so readers align
 // them with the event), as opposed to durations such as exposed_ns.
-inline constexpr const char* kSteadyTimes[] = {kEnqueueNs,   kFirstGradNs, kReadyNs,    kLaunchNs,
-                                               kWireStartNs, kWireEndNs,   kCopyBackNs, kIssueNs,
-                                               kGpuBeginNs,  kGpuEndNs};
+inline constexpr const char* kSteadyTimes[] = {kEnqueueNs,   kFirstGradNs, kReadyNs,     kLaunchNs,
+                                               kWireStartNs, kWireEndNs,   kCopyBackNs,  kIssueNs,
+                                               kGpuBeginNs,  kGpuEndNs,    kComputeEndNs};
 bool isSteadyTime(std::string_view key);
 }  // namespace arg
 

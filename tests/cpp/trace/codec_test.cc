@@ -346,13 +346,20 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
                            counters::kFsdpPeakBytes,
                            arg::kGpuBeginNs,
                            arg::kGpuEndNs,
-                           track::kCudaComm}) {
+                           track::kCudaComm,
+                           arg::kComputeEndNs,
+                           arg::kParam,
+                           arg::kParamGroup,
+                           arg::kBucketCapBytes,
+                           arg::kFirstBucketBytes,
+                           arg::kBucketView,
+                           arg::kReason}) {
     fingerprint += name;
     fingerprint += ',';
   }
   fingerprint.append(kMagic, sizeof(kMagic));
   fingerprint += std::to_string(kMaxRecordBytes);
-  EXPECT_EQ(kSchemaVersion, 4u);
+  EXPECT_EQ(kSchemaVersion, 5u);
   EXPECT_EQ(fnv1a(fingerprint), 0x4f57f6643e066bf6ull)
       << "the trace schema changed: bump kSchemaVersion and update this test (fingerprint 0x"
       << std::hex << fnv1a(fingerprint) << ")";

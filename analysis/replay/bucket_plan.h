@@ -16,7 +16,8 @@
 // every rank builds the same buckets). The same function does both: it is given
 // the order to walk.
 //
-// Nothing here depends on torch, so the plan is unit-tested on its own.
+// Nothing here depends on torch or on traces: the engine plans its buckets with it, and the
+// replay (ddp_replay.h) plans the buckets of a what-if the same way.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace ringx::ddp {
+namespace ringx::replay {
 
 // What bucketing needs to know of one parameter.
 struct ParamLayout {
@@ -62,4 +63,4 @@ std::vector<size_t> reverseOrder(size_t count);
 // not seen, in reverse registration order.
 std::vector<size_t> completeOrder(const std::vector<size_t>& readyOrder, size_t count);
 
-}  // namespace ringx::ddp
+}  // namespace ringx::replay

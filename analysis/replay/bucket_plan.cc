@@ -1,9 +1,9 @@
-#include "engines/ddp/bucket_plan.h"
+#include "analysis/replay/bucket_plan.h"
 
 #include <map>
 #include <stdexcept>
 
-namespace ringx::ddp {
+namespace ringx::replay {
 
 std::vector<size_t> reverseOrder(size_t count) {
   std::vector<size_t> order(count);
@@ -80,4 +80,4 @@ std::vector<BucketSpec> assignBuckets(const std::vector<ParamLayout>& params,
   return buckets;
 }
 
-}  // namespace ringx::ddp
+}  // namespace ringx::replay
