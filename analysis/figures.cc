@@ -46,6 +46,12 @@ double busBandwidthFactor(std::string_view op, int64_t groupSize) {
   return 1;
 }
 
+int64_t ringSteps(std::string_view op, int64_t groupSize) {
+  if (groupSize < 2) return 0;
+  const bool twoPhases = startsWith(op, "allreduce") || startsWith(op, "all_reduce");
+  return (twoPhases ? 2 : 1) * (groupSize - 1);
+}
+
 double busBandwidthGBps(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize) {
   if (bytes <= 0 || durationNs <= 0) return 0;
   return static_cast<double>(bytes) / static_cast<double>(durationNs) *

@@ -52,6 +52,11 @@ std::string sizeClassLabel(int sizeClass);
 
 // The bus bandwidth factor of `op` in a group of `groupSize` ranks.
 double busBandwidthFactor(std::string_view op, int64_t groupSize);
+// The steps of `op` on a ring of `groupSize` ranks, which the same op classes set: allreduce
+// 2(n-1) (reduce-scatter, then all-gather), all_gather and reduce_scatter n-1, the rest n-1 (a
+// pipeline's hops). 0 for one rank. The replay's cost model (analysis/replay/cost_model.h) uses
+// it with the factor above as the bytes each rank sends.
+int64_t ringSteps(std::string_view op, int64_t groupSize);
 // GB/s; 0 when bytes or duration is not positive.
 double busBandwidthGBps(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize);
 

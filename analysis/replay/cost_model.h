@@ -1,0 +1,63 @@
+// How long a collective takes, as the ring algorithm spends it: a fixed cost per ring step (the
+// latency of one hop and the per-message work around it) plus the bytes each rank sends over its
+// link, at that link's rate. This is the alpha-beta model that NCCL's tuner and the replay
+// simulators (dPRO, Lumos) use; its two constants are fitted from the collectives a trace
+// recorded, so a what-if on the same wire needs no benchmark.
+//
+// Ring steps and bytes sent per rank follow the algorithm: allreduce = reduce-scatter +
+// all-gather, 2(n-1) steps sending 2(n-1)/n of the buffer; all_gather and reduce_scatter n-1
+// steps and (n-1)/n; anything else (broadcast's pipeline) n-1 steps and the whole buffer. The
+// byte share is analysis/figures.h's bus bandwidth factor, the one definition of it.
+//
+// No torch and no trace model here: the DDP engine links this (bucket_cap_mb="auto").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ringx::replay {
+
+// A wire: per ring step, and per byte one rank sends on it. Both >= 0.
+struct LinkCost {
+  double stepNs = 0;
+  double nsPerByte = 0;
+  // "12.0 us/step, 3.10 GB/s"
+  std::string describe() const;
+};
+
+// What a collective does on a ring of `ranks`.
+struct RingShape {
+  int64_t steps = 0;
+  double bytesSent = 0;  // by each rank
+};
+RingShape ringShape(std::string_view op, int64_t bytes, int64_t ranks);
+
+// The modelled duration of `op` moving `bytes` (as nccl-tests counts them) on `ranks` ranks; 0
+// for one rank or fewer.
+int64_t collectiveNs(const LinkCost& link, std::string_view op, int64_t bytes, int64_t ranks);
+
+// One collective that was recorded: its duration, ideally without waiting for a late peer
+// (the fit's caller takes the last arrival's time).
+struct CostSample {
+  std::string op;
+  int64_t bytes = 0;
+  int64_t ranks = 0;
+  int64_t durationNs = 0;
+};
+
+// The LinkCost that best predicts the samples, in relative error (a 64 KiB collective counts as
+// much as a 64 MiB one): weighted least squares of duration on (steps, bytesSent), with both
+// constants kept >= 0. Samples of one shape only cannot separate the two: the step cost is then
+// 0 and every nanosecond is put on the bytes. `ok` is false when no sample has a duration.
+struct LinkFit {
+  LinkCost link;
+  bool ok = false;
+  bool separated = false;  // two or more shapes: both constants were fitted
+  size_t samples = 0;
+  double medianErrorShare = 0;  // the fit's median |predicted - recorded| / recorded
+};
+LinkFit fitLinkCost(const std::vector<CostSample>& samples);
+
+}  // namespace ringx::replay

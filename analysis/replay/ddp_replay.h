@@ -1,0 +1,115 @@
+// A replay of a DDP training step: what the step would take with one thing changed.
+//
+// The model is the step's dependency graph, with every duration taken from a recording:
+//
+//   forward ─> (loss) ─> backward compute ──────────────────────────> compute end ─┐
+//                          │ gradient p ready at its recorded offset                 │
+//                          v                                                         v
+//              bucket k ready = its last gradient ─> launch (in bucket order) ─> allreduce k
+//              (one ring for the whole group: a collective starts when every rank has
+//               launched it and the previous one is done; its time is the cost model's)
+//                                                                                    │
+//              finalize: after compute end, wait for each bucket, copy it back <─────┘
+//              ─> optimizer ─> the next step's forward
+//
+// Gradient readiness is per parameter (the engine records it on sampled steps), so buckets
+// of any cap can be re-planned with the engine's own rule (bucket_plan.h) and their ready
+// times follow. Filling a bucket slot (copy and scale, or with gradient_as_bucket_view a
+// scale in place: the same memory traffic) runs in the gradient's hook, so it is inside the
+// recorded offsets whatever the plan; the view saves the copy back in finalize. Ranks keep
+// their own compute; the ring couples them, so several steps are replayed and the step time
+// is the period they settle into.
+//
+// The replay answers "what if" by changing the model (DdpWhatIf) and running it again; the
+// unchanged model reproduces the recorded step, which is how its error is known
+// (bench/whatif.py runs the alternatives for real). Nothing here reads traces or needs
+// torch: analysis/whatif.h builds the model from a trace, the engine from its own timings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/replay/bucket_plan.h"
+#include "analysis/replay/cost_model.h"
+
+namespace ringx::replay {
+
+// One rank's typical step (medians over the recorded steps), in ns.
+struct DdpRankProfile {
+  int32_t rank = 0;
+  int64_t forwardNs = 0;
+  int64_t toBackwardNs = 0;          // forward end to backward begin (the loss, zero_grad)
+  int64_t backwardComputeNs = 0;     // backward begin to autograd done (copies included)
+  std::vector<int64_t> gradReadyNs;  // per parameter: offset from backward begin; -1: unknown
+  int64_t optimizerNs = 0;           // finalize end to the next forward
+};
+
+struct DdpModel {
+  std::vector<ParamLayout> params;  // registration order
+  std::vector<DdpRankProfile> ranks;
+  // The recorded plan: which buckets the recorded offsets were measured with.
+  BucketLimits limits;
+  bool gradientAsBucketView = false;
+  int64_t worldSize = 1;
+  // The order buckets are built in (the engine's rebuild order: gradients as they became ready).
+  std::vector<size_t> order;
+  LinkCost link;
+  // One pass over a gradient (filling its slot, copying it back); < 0: unknown (the recording
+  // had gradient_as_bucket_view on, so it timed no copy back).
+  double copyNsPerByte = 0;
+  // What every bucket costs besides its wire time: launching it on the autograd thread and
+  // waiting for it in finalize.
+  int64_t perBucketNs = 0;
+};
+
+// One change to replay; unset fields keep the recorded value.
+struct DdpWhatIf {
+  std::string label;  // "bucket_cap_mb=4"; empty: the recorded step
+  std::optional<int64_t> bucketCapBytes;
+  std::optional<int64_t> firstBucketBytes;
+  std::optional<bool> gradientAsBucketView;
+  std::optional<int64_t> worldSize;
+  std::optional<LinkCost> link;
+  bool commFree = false;     // communication takes no time: the step's floor from compute
+  bool computeFree = false;  // compute takes no time: the step's floor from communication
+};
+
+// A stretch of the critical path: what the step was waiting on, at times from the step's start.
+struct PathSegment {
+  enum class Kind { kForward, kBackward, kAllreduce, kCopyBack, kOptimizer };
+  Kind kind = Kind::kForward;
+  int32_t rank = 0;     // whose compute it was (the allreduce: the rank that launched last)
+  int64_t bucket = -1;  // kAllreduce, kCopyBack
+  int64_t beginNs = 0;
+  int64_t endNs = 0;
+};
+const char* pathKindName(PathSegment::Kind kind);
+
+struct ReplayedBucket {
+  int64_t bytes = 0;
+  size_t params = 0;
+  int64_t readyNs = 0;  // the last rank's, from the step's start
+  int64_t startNs = 0;  // on the ring
+  int64_t endNs = 0;
+};
+
+struct DdpReplay {
+  int64_t stepNs = 0;
+  // Communication after backward's compute ended, on the slowest rank: what the step waits for.
+  int64_t exposedCommNs = 0;
+  int64_t commNs = 0;  // every bucket's allreduce, summed
+  std::vector<ReplayedBucket> buckets;
+  std::vector<PathSegment> criticalPath;  // in time order, from the step's start
+  int32_t slowestRank = 0;
+};
+
+// Throws std::invalid_argument when the model cannot answer `change` (no parameters or ranks;
+// gradient_as_bucket_view turned off on a recording that timed no copy).
+DdpReplay replayDdp(const DdpModel& model, const DdpWhatIf& change = {});
+
+// The bucket plan `change` makes, in launch order (for the table and the engine's "auto").
+std::vector<BucketSpec> plannedBuckets(const DdpModel& model, const DdpWhatIf& change);
+
+}  // namespace ringx::replay
