@@ -6,8 +6,72 @@ shared by `ringx-trace summary`, ringx-viewer, the engines and the benchmarks:
     hidden_share([(wire_ns, exposed_ns), ...]) 1 - sum(min(exposed, wire)) / sum(wire)
 
 ringx.ddp's last_iteration() carries its iteration's "hidden_share" computed the same way.
+
+And what a recorded ringx.ddp job would do with one thing changed (`ringx-trace whatif`'s report,
+as a dict):
+
+    whatif(trace_dir, bucket_cap_mb=[4, 8, 16], gradient_as_bucket_view=True, world_size=[8],
+           link=["1.8:25"], bounds=True)
+        -> {"recorded_step_ns", "replayed_step_ns", "baseline_error", "wire", "rows": [
+              {"change", "predicted_step_ns", "change_share", "exposed_comm_ns", "buckets",
+               "critical_path", "error"}, ...], "best_plan"}
 """
+
+import json
+import os
+import shutil
+import subprocess
 
 from ._C.analysis import bus_bandwidth_factor, bus_bandwidth_gbps, hidden_share
 
-__all__ = ["bus_bandwidth_factor", "bus_bandwidth_gbps", "hidden_share"]
+__all__ = ["bus_bandwidth_factor", "bus_bandwidth_gbps", "hidden_share", "whatif"]
+
+
+def _ringx_trace():
+    """The ringx-trace program: $RINGX_TRACE_BIN, else on PATH, else beside this package in a
+    `make` build (build/python/ringx -> build/bin)."""
+    explicit = os.environ.get("RINGX_TRACE_BIN")
+    if explicit:
+        return explicit
+    found = shutil.which("ringx-trace")
+    if found:
+        return found
+    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bin",
+                          "ringx-trace")
+    if os.path.exists(beside):
+        return os.path.normpath(beside)
+    raise RuntimeError("ringx.analysis.whatif needs the ringx-trace program, which `make` builds "
+                       "(build/bin/ringx-trace); put it on PATH or set RINGX_TRACE_BIN")
+
+
+def _listed(values):
+    if values is None:
+        return None
+    if isinstance(values, (int, float)):
+        values = [values]
+    return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
+def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_bucket_view=None,
+           world_size=None, link=None, bounds=True):
+    """Replays the DDP step recorded in `trace_dir` unchanged and with each change asked (a
+    number or a list for bucket_cap_mb, first_bucket_mb and world_size; link: "GBPS[:US_PER_STEP]"
+    strings), as `ringx-trace whatif TRACE --json`. With nothing asked: bucket caps from a
+    quarter to four times the recorded one and 25 MB, the other gradient_as_bucket_view, and
+    the bounds. Raises RuntimeError with ringx-trace's message when the trace cannot answer."""
+    command = [_ringx_trace(), "whatif", os.fspath(trace_dir), "--json"]
+    for flag, values in (("--bucket-cap-mb", bucket_cap_mb), ("--first-bucket-mb", first_bucket_mb),
+                         ("--world-size", world_size)):
+        text = _listed(values)
+        if text:
+            command += [flag, text]
+    if gradient_as_bucket_view is not None:
+        command += ["--gradient-as-bucket-view", "on" if gradient_as_bucket_view else "off"]
+    for wire in ([link] if isinstance(link, str) else (link or [])):
+        command += ["--link", wire]
+    if not bounds:
+        command.append("--no-bounds")
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip() or f"ringx-trace whatif failed ({done.returncode})")
+    return json.loads(done.stdout)

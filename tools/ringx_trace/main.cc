@@ -4,6 +4,7 @@
 //   ringx-trace summary TRACE...           collective timings, busbw, skew, engines
 //   ringx-trace diff A B                   two runs aligned by step and collective
 //   ringx-trace why DUMP_DIR               which collective hung, which ranks
+//   ringx-trace whatif TRACE [changes]     a DDP step replayed with one thing changed
 //
 // The command line is CLI11's, as ringx-viewer's and the C++ samples' are.
 // Exit status: 0 on success, 1 when the input cannot be read or the output not
@@ -20,6 +21,7 @@
 #include "analysis/diff.h"
 #include "analysis/hang_report.h"
 #include "analysis/summary.h"
+#include "analysis/whatif.h"
 #include "base/command_line.h"
 #include "tools/ringx_trace/summary_text.h"
 #include "trace/export/chrome_export.h"
@@ -112,6 +114,35 @@ int runWhy(const std::string& dir) {
   return 0;
 }
 
+// --link GBPS[:US_PER_STEP]: a wire of that bandwidth per link and latency per ring step.
+bool parseLink(const std::string& text, ringx::replay::LinkCost* out) {
+  try {
+    size_t used = 0;
+    const size_t colon = text.find(':');
+    const double gbps = std::stod(text.substr(0, colon), &used);
+    if (used != (colon == std::string::npos ? text.size() : colon) || gbps <= 0) return false;
+    double stepUs = 0;
+    if (colon != std::string::npos) {
+      stepUs = std::stod(text.substr(colon + 1), &used);
+      if (used != text.size() - colon - 1 || stepUs < 0) return false;
+    }
+    *out = {stepUs * 1e3, 1.0 / gbps};
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+int runWhatIf(const std::string& input, const ringx::analysis::WhatIfQuestions& questions,
+              bool json) {
+  using namespace ringx;
+  model::TraceStore store;
+  loadRun(store, {input});
+  const analysis::WhatIfReport report = analysis::whatIf(store, questions);
+  std::cout << (json ? analysis::whatIfJson(report) : analysis::formatWhatIf(report, input));
+  return 0;
+}
+
 // ringx errors end in " [file.cc:line]" for bug reports; a command-line user
 // wants the message alone.
 std::string withoutSourceLocation(std::string message) {
@@ -191,14 +222,53 @@ int main(int argc, char** argv) {
       "and the ranks that never arrived, are stuck or failed in it. Tracing need not be on.");
   whyCommand->add_option("DUMP_DIR", dumpDir, "the dump directory")->required();
 
+  std::string whatIfInput, whatIfView;
+  std::vector<std::string> whatIfLinks;
+  ringx::analysis::WhatIfQuestions whatIfQuestions;
+  bool whatIfJsonOut = false, whatIfNoBounds = false;
+  CLI::App* whatIfCommand = app.add_subcommand(
+      "whatif", "a DDP step replayed with one thing changed: bucket caps, the wire, world size");
+  whatIfCommand->footer(
+      "Builds the replay model of a ringx.ddp step from the trace (per-parameter gradient\n"
+      "readiness, each rank's compute, the wire's cost fitted from the buckets' allreduce)\n"
+      "and replays it unchanged, then once per change. Without changes it asks bucket caps\n"
+      "from a quarter to four times the recorded one and torch's 25 MB, the other\n"
+      "gradient_as_bucket_view, and the two bounds: communication free, compute free.\n"
+      "Predictions scale the recorded step by the replay's ratio; the replay's error on the\n"
+      "recorded step is printed. bench/whatif.py checks predictions against real runs.");
+  whatIfCommand->add_option("TRACE", whatIfInput, "a trace directory of a ringx.ddp job")
+      ->required();
+  whatIfCommand
+      ->add_option("--bucket-cap-mb", whatIfQuestions.bucketCapMb, "bucket caps, MB: 4,8,16")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  whatIfCommand
+      ->add_option("--first-bucket-mb", whatIfQuestions.firstBucketMb, "first-bucket caps, MB")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  whatIfCommand->add_option("--gradient-as-bucket-view", whatIfView, "on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  whatIfCommand
+      ->add_option("--world-size", whatIfQuestions.worldSizes,
+                   "world sizes: the ring's cost at that many ranks, compute unchanged")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  whatIfCommand->add_option("--link", whatIfLinks,
+                            "a wire as GBPS[:US_PER_STEP] (bandwidth per link, latency per ring "
+                            "step); repeatable");
+  whatIfCommand->add_flag("--no-bounds", whatIfNoBounds,
+                          "leave out the communication-free and compute-free rows");
+  whatIfCommand->add_flag("--json", whatIfJsonOut, "the report as JSON (ringx.analysis.whatif)");
+
   // An unknown first word would otherwise read as "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const CLI::App* command : app.get_subcommands({})) known |= command->get_name() == argv[1];
     if (!known) {
-      std::cerr << "ringx-trace: unknown command '" << argv[1]
-                << "' (commands: export, summary, diff, why)\nrun 'ringx-trace --help' for the "
-                   "options\n";
+      std::cerr
+          << "ringx-trace: unknown command '" << argv[1]
+          << "' (commands: export, summary, diff, why, whatif)\nrun 'ringx-trace --help' for the "
+             "options\n";
       return 2;
     }
   }
@@ -207,6 +277,21 @@ int main(int argc, char** argv) {
     if (*exportCommand) return runExport(exportInput, exportOutput);
     if (*summaryCommand) return runSummary(summaryInputs, summaryThreads, summaryFormat);
     if (*diffCommand) return runDiff(diffA, diffB, diffTop);
+    if (*whatIfCommand) {
+      if (!whatIfView.empty()) whatIfQuestions.gradientAsBucketView = whatIfView == "on";
+      for (const std::string& text : whatIfLinks) {
+        ringx::replay::LinkCost link;
+        if (!parseLink(text, &link)) {
+          std::cerr << "ringx-trace: --link " << text
+                    << " is not GBPS[:US_PER_STEP] (for example 1.8:25: 1.8 GB/s per link, 25 "
+                       "us per ring step)\n";
+          return 2;
+        }
+        whatIfQuestions.links.push_back(link);
+      }
+      whatIfQuestions.bounds = !whatIfNoBounds;
+      return runWhatIf(whatIfInput, whatIfQuestions, whatIfJsonOut);
+    }
     return runWhy(dumpDir);
   } catch (const std::exception& e) {
     std::cerr << "ringx-trace: " << withoutSourceLocation(e.what()) << "\n";

@@ -1,0 +1,527 @@
+// The DDP replay model built from a trace, and the what-if report (see whatif.h).
+#include "analysis/whatif.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "analysis/store_reading.h"
+#include "base/format.h"
+#include "base/json_text.h"
+
+namespace ringx::analysis {
+using namespace store_reading;
+
+namespace {
+
+int64_t medianOf(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::vector<double> d(v.begin(), v.end());
+  return static_cast<int64_t>(std::llround(median(d)));
+}
+
+struct StepPhases {
+  int64_t forwardBegin = 0, forwardEnd = 0, backwardBegin = 0, computeEnd = 0, finalizeEnd = 0;
+  int64_t optimizer = -1;
+};
+
+struct GradSample {
+  int64_t step = 0;
+  int64_t param = 0;
+  int64_t bytes = 0;
+  uint32_t group = 0;
+  int64_t time = 0;
+};
+
+struct BucketSample {
+  int64_t step = 0, bucket = 0, bytes = 0, wire = 0, copyBack = -1;
+};
+
+struct Plan {
+  int64_t step = -1, cap = 0, first = 0, view = 0, world = 0;
+};
+
+// What one rank recorded.
+struct RankRecord {
+  int32_t rank = 0;
+  std::map<int64_t, StepPhases> steps;
+  std::vector<GradSample> grads;
+  std::vector<BucketSample> buckets;
+  Plan plan;  // the last one
+};
+
+RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
+  const StringPool& pool = store.strings();
+  const Keys keys(pool);
+  const uint32_t forward = pool.find("forward"), backward = pool.find("backward"),
+                 optimizer = pool.find("optimizer"), bucket = pool.find("bucket"),
+                 grad = pool.find("grad"), plan = pool.find("bucket_plan");
+  const uint32_t computeEnd = pool.find(targ::kComputeEndNs), param = pool.find(targ::kParam),
+                 paramGroup = pool.find(targ::kParamGroup), cap = pool.find(targ::kBucketCapBytes),
+                 first = pool.find(targ::kFirstBucketBytes), view = pool.find(targ::kBucketView);
+  RankRecord r;
+  r.rank = rank.rank;
+  for (const Track& track : rank.tracks) {
+    if (track.kind == TrackKind::kDdp) {
+      forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
+        if (s.name == 0) return;
+        const ArgRange a(rank, s);
+        const int64_t step = a.integer(keys.step, -1);
+        if (step < 0) return;
+        if (s.name == forward) {
+          r.steps[step].forwardBegin = s.begin;
+          r.steps[step].forwardEnd = s.end;
+        } else if (s.name == backward) {
+          StepPhases& p = r.steps[step];
+          p.backwardBegin = s.begin;
+          p.finalizeEnd = s.end;
+          p.computeEnd = a.integer(computeEnd, 0);
+        } else if (s.name == optimizer) {
+          r.steps[step].optimizer = s.duration();
+        }
+      });
+      for (const Instant& i : track.instants) {
+        if (plan == 0 || i.name != plan) continue;
+        const ArgRange a(rank, i.firstArg, i.argCount);
+        const int64_t step = a.integer(keys.step, 0);
+        if (step < r.plan.step) continue;
+        r.plan = {step, a.integer(cap, 0), a.integer(first, 0), a.integer(view, 0),
+                  a.integer(keys.groupSize, 0)};
+      }
+    } else if (track.kind == TrackKind::kDdpBucket) {
+      forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
+        if (bucket == 0 || s.name != bucket) return;
+        const ArgRange a(rank, s);
+        BucketSample b;
+        b.step = a.integer(keys.step, -1);
+        b.bucket = a.integer(keys.bucket, -1);
+        b.bytes = a.integer(keys.bytes, 0);
+        const int64_t ws = a.integer(keys.wireStart, 0), we = a.integer(keys.wireEnd, 0);
+        b.wire = ws > 0 && we >= ws ? we - ws : -1;
+        const int64_t cb = a.integer(keys.copyBack, 0);
+        if (cb > 0 && s.end >= cb) b.copyBack = s.end - cb;
+        r.buckets.push_back(b);
+      });
+      for (const Instant& i : track.instants) {
+        if (grad == 0 || i.name != grad) continue;
+        const ArgRange a(rank, i.firstArg, i.argCount);
+        GradSample g;
+        g.step = a.integer(keys.step, -1);
+        g.param = a.integer(param, -1);
+        g.bytes = a.integer(keys.bytes, 0);
+        g.group = a.string(paramGroup);
+        g.time = i.time;
+        if (g.step >= 0 && g.param >= 0) r.grads.push_back(g);
+      }
+    }
+  }
+  return r;
+}
+
+// A step is usable when it has every phase and runs under the recorded plan.
+bool complete(const StepPhases& p) {
+  return p.forwardBegin > 0 && p.backwardBegin > 0 && p.computeEnd >= p.backwardBegin &&
+         p.finalizeEnd >= p.computeEnd;
+}
+
+}  // namespace
+
+DdpModelSource ddpModelOf(const model::TraceStore& store) {
+  std::vector<RankRecord> records;
+  for (const RankData& rank : store.ranks()) {
+    RankRecord r = readRank(store, rank);
+    if (!r.steps.empty()) records.push_back(std::move(r));
+  }
+  if (records.empty()) {
+    throw std::runtime_error(
+        "no ringx.ddp iterations in this trace: what-if replays a job trained "
+        "with ringx.ddp.DistributedDataParallel and traced (RINGX_TRACE_DIR)");
+  }
+  DdpModelSource src;
+  replay::DdpModel& m = src.model;
+  const Plan& plan = records.front().plan;
+  if (plan.step < 0) {
+    throw std::runtime_error(
+        "this trace has no bucket_plan event (recorded before trace schema "
+        "5): record it again with this ringx to ask what-if questions");
+  }
+  src.planStep = plan.step;
+  m.limits.bucketBytes = plan.cap;
+  m.limits.firstBucketBytes = plan.first;
+  m.gradientAsBucketView = plan.view != 0;
+  m.worldSize = plan.world > 0 ? plan.world : static_cast<int64_t>(records.size());
+
+  // Parameters: bytes and group from any rank's grad instants.
+  int64_t paramCount = 0;
+  for (const RankRecord& r : records) {
+    for (const GradSample& g : r.grads) paramCount = std::max(paramCount, g.param + 1);
+  }
+  if (paramCount == 0) {
+    throw std::runtime_error(
+        "this trace has no gradient readiness (\"grad\" events): record it "
+        "again with this ringx to ask what-if questions");
+  }
+  m.params.assign(static_cast<size_t>(paramCount), replay::ParamLayout{});
+  for (const RankRecord& r : records) {
+    for (const GradSample& g : r.grads) {
+      replay::ParamLayout& p = m.params[static_cast<size_t>(g.param)];
+      p.bytes = g.bytes;
+      p.group = std::string(store.str(g.group));
+    }
+  }
+
+  src.steps = UINT64_MAX;
+  src.gradSteps = UINT64_MAX;
+  std::vector<int64_t> periods;  // the slowest rank's step, per step
+  std::map<int64_t, int64_t> periodByStep;
+  for (const RankRecord& r : records) {
+    replay::DdpRankProfile prof;
+    prof.rank = r.rank;
+    std::vector<int64_t> fwd, toBwd, compute, opt, period;
+    std::vector<std::vector<int64_t>> ready(m.params.size());
+    std::map<int64_t, const StepPhases*> used;
+    for (const auto& [step, p] : r.steps) {
+      if (step < plan.step || !complete(p)) continue;
+      used[step] = &p;
+      fwd.push_back(p.forwardEnd - p.forwardBegin);
+      toBwd.push_back(std::max<int64_t>(0, p.backwardBegin - p.forwardEnd));
+      compute.push_back(p.computeEnd - p.backwardBegin);
+      // The engine records the optimizer after a backward with that backward's step.
+      if (p.optimizer >= 0) opt.push_back(p.optimizer);
+      auto next = r.steps.find(step + 1);
+      if (next != r.steps.end() && next->second.forwardBegin > p.forwardBegin) {
+        int64_t& slowest = periodByStep[step];
+        slowest = std::max(slowest, next->second.forwardBegin - p.forwardBegin);
+      }
+    }
+    std::map<int64_t, bool> gradStep;
+    for (const GradSample& g : r.grads) {
+      auto at = used.find(g.step);
+      if (at == used.end()) continue;
+      ready[static_cast<size_t>(g.param)].push_back(g.time - at->second->backwardBegin);
+      gradStep[g.step] = true;
+    }
+    if (used.empty()) {
+      throw std::runtime_error("rank " + std::to_string(r.rank) +
+                               " has no complete DDP step after " + "step " +
+                               std::to_string(plan.step) + " (its buckets' last plan)");
+    }
+    prof.forwardNs = medianOf(fwd);
+    prof.toBackwardNs = medianOf(toBwd);
+    prof.backwardComputeNs = medianOf(compute);
+    prof.optimizerNs = medianOf(opt);
+    for (auto& v : ready) prof.gradReadyNs.push_back(v.empty() ? -1 : medianOf(v));
+    src.steps = std::min<uint64_t>(src.steps, used.size());
+    src.gradSteps = std::min<uint64_t>(src.gradSteps, gradStep.size());
+    m.ranks.push_back(std::move(prof));
+  }
+  if (src.gradSteps == 0) {
+    throw std::runtime_error("no step after the bucket rebuild (step " + std::to_string(plan.step) +
+                             ") recorded gradient readiness on every rank; run more steps");
+  }
+  for (const auto& [step, ns] : periodByStep) periods.push_back(ns);
+  src.recordedStepNs = medianOf(periods);
+
+  // The build order: rank 0's (the lowest rank's) gradients of its first sampled step, as the
+  // engine's rebuild uses the first iteration's order.
+  {
+    const RankRecord& r = records.front();
+    int64_t firstStep = INT64_MAX;
+    for (const GradSample& g : r.grads) firstStep = std::min(firstStep, g.step);
+    std::vector<std::pair<int64_t, size_t>> seen;
+    for (const GradSample& g : r.grads) {
+      if (g.step == firstStep) seen.emplace_back(g.time, static_cast<size_t>(g.param));
+    }
+    std::stable_sort(seen.begin(), seen.end());
+    for (const auto& [t, p] : seen) m.order.push_back(p);
+    m.order = replay::completeOrder(m.order, m.params.size());
+  }
+
+  // The wire: per (step, bucket) the last arrival's time (the shortest), then per bucket the
+  // median over steps, one sample per bucket for the fit.
+  std::map<std::pair<int64_t, int64_t>, int64_t> shortest;
+  std::map<int64_t, int64_t> bucketBytes;
+  double copyNs = 0, copyBytes = 0;
+  for (const RankRecord& r : records) {
+    for (const BucketSample& b : r.buckets) {
+      if (b.step < plan.step || b.wire < 0 || b.bucket < 0) continue;
+      auto [at, fresh] = shortest.emplace(std::make_pair(b.bucket, b.step), b.wire);
+      if (!fresh) at->second = std::min(at->second, b.wire);
+      bucketBytes[b.bucket] = b.bytes;
+      if (b.copyBack >= 0) {
+        copyNs += static_cast<double>(b.copyBack);
+        copyBytes += static_cast<double>(b.bytes);
+      }
+    }
+  }
+  std::map<int64_t, std::vector<int64_t>> perBucket;
+  for (const auto& [key, ns] : shortest) perBucket[key.first].push_back(ns);
+  std::vector<replay::CostSample> samples;
+  for (const auto& [bucket, times] : perBucket) {
+    samples.push_back({"allreduce", bucketBytes[bucket], m.worldSize, medianOf(times)});
+  }
+  src.wire = replay::fitLinkCost(samples);
+  m.link = src.wire.link;
+  m.copyNsPerByte = m.gradientAsBucketView || copyBytes <= 0 ? -1 : copyNs / copyBytes;
+  return src;
+}
+
+namespace {
+
+std::string mb(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+replay::DdpWhatIf capChange(double capMb) {
+  replay::DdpWhatIf c;
+  c.label = "bucket_cap_mb=" + mb(capMb);
+  c.bucketCapBytes = static_cast<int64_t>(capMb * 1024 * 1024);
+  return c;
+}
+
+}  // namespace
+
+WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
+  WhatIfReport report;
+  report.source = ddpModelOf(store);
+  const replay::DdpModel& m = report.source.model;
+  report.baseline = replay::replayDdp(m);
+  const double recorded = static_cast<double>(report.source.recordedStepNs);
+  report.baselineErrorShare =
+      recorded > 0 ? static_cast<double>(report.baseline.stepNs) / recorded - 1 : 0;
+
+  std::vector<replay::DdpWhatIf> changes;
+  std::vector<bool> planChange;
+  auto ask = [&](replay::DdpWhatIf c, bool plan) {
+    changes.push_back(std::move(c));
+    planChange.push_back(plan);
+  };
+  std::vector<double> caps = q.bucketCapMb;
+  std::optional<bool> view = q.gradientAsBucketView;
+  if (q.defaults()) {
+    const double recordedMb = static_cast<double>(m.limits.bucketBytes) / (1024.0 * 1024.0);
+    for (double f : {0.25, 0.5, 2.0, 4.0}) caps.push_back(std::round(recordedMb * f * 1000) / 1000);
+    caps.push_back(25);
+    view = !m.gradientAsBucketView;
+  }
+  std::sort(caps.begin(), caps.end());
+  caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+  for (double cap : caps) {
+    if (cap > 0) ask(capChange(cap), true);
+  }
+  for (double first : q.firstBucketMb) {
+    replay::DdpWhatIf c;
+    c.label = "first_bucket_mb=" + mb(first);
+    c.firstBucketBytes = static_cast<int64_t>(first * 1024 * 1024);
+    ask(c, true);
+  }
+  if (view) {
+    replay::DdpWhatIf c;
+    c.label = std::string("gradient_as_bucket_view=") + (*view ? "True" : "False");
+    c.gradientAsBucketView = *view;
+    ask(c, true);
+  }
+  for (int64_t n : q.worldSizes) {
+    replay::DdpWhatIf c;
+    c.label = "world_size=" + std::to_string(n);
+    c.worldSize = n;
+    ask(c, false);
+  }
+  for (const replay::LinkCost& l : q.links) {
+    replay::DdpWhatIf c;
+    c.label = "link " + l.describe();
+    c.link = l;
+    ask(c, false);
+  }
+  if (q.bounds) {
+    replay::DdpWhatIf comm;
+    comm.label = "communication free";
+    comm.commFree = true;
+    ask(comm, false);
+    replay::DdpWhatIf compute;
+    compute.label = "compute free";
+    compute.computeFree = true;
+    ask(compute, false);
+  }
+  int64_t best = report.baseline.stepNs;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    WhatIfRow row;
+    row.change = changes[i];
+    try {
+      row.replay = replay::replayDdp(m, row.change);
+      row.predictedStepNs = report.baseline.stepNs > 0
+                                ? static_cast<int64_t>(std::llround(
+                                      recorded * static_cast<double>(row.replay.stepNs) /
+                                      static_cast<double>(report.baseline.stepNs)))
+                                : row.replay.stepNs;
+      // The change against the replayed baseline: the model's own error cancels.
+      row.changeShare = report.baseline.stepNs > 0
+                            ? static_cast<double>(row.replay.stepNs) / report.baseline.stepNs - 1
+                            : 0;
+    } catch (const std::invalid_argument& e) {
+      row.error = e.what();
+    }
+    if (planChange[i] && row.error.empty() && row.replay.stepNs < best) {
+      best = row.replay.stepNs;
+      report.bestPlanRow = static_cast<int64_t>(report.rows.size());
+    }
+    report.rows.push_back(std::move(row));
+  }
+  return report;
+}
+
+namespace {
+
+std::string percent(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", share * 100);
+  return text;
+}
+
+std::string padRight(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+std::string padLeft(const std::string& text, size_t width) {
+  return text.size() < width ? std::string(width - text.size(), ' ') + text : text;
+}
+
+}  // namespace
+
+std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
+  const replay::DdpModel& m = r.source.model;
+  std::string out = "what if: " + source + "\n";
+  out += "DDP, " + std::to_string(m.ranks.size()) + " ranks, " + std::to_string(m.params.size()) +
+         " parameters; recorded plan: bucket_cap_mb=" +
+         mb(static_cast<double>(m.limits.bucketBytes) / (1024.0 * 1024.0)) + ", first bucket " +
+         formatBytes(m.limits.firstBucketBytes) +
+         ", gradient_as_bucket_view=" + (m.gradientAsBucketView ? "True" : "False") + ", " +
+         std::to_string(r.baseline.buckets.size()) + " buckets\n";
+  out += "model from " + std::to_string(r.source.steps) + " steps (" +
+         std::to_string(r.source.gradSteps) + " with gradient readiness) from step " +
+         std::to_string(r.source.planStep) + "; wire " + m.link.describe() + " (fit of " +
+         std::to_string(r.source.wire.samples) + " buckets, median error " +
+         percent(r.source.wire.medianErrorShare).substr(1) + ")\n";
+  out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
+         formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
+         "); predictions below scale the recorded step by the replay's ratio\n\n";
+  const size_t w = 34;
+  out += padRight("change", w) + padLeft("predicted", 12) + padLeft("vs recorded", 13) +
+         padLeft("exposed comm", 14) + padLeft("buckets", 9) + "\n";
+  out += padRight("as recorded", w) + padLeft(formatDuration(r.source.recordedStepNs), 12) +
+         padLeft("", 13) + padLeft(formatDuration(r.baseline.exposedCommNs), 14) +
+         padLeft(std::to_string(r.baseline.buckets.size()), 9) + "\n";
+  for (const WhatIfRow& row : r.rows) {
+    if (!row.error.empty()) {
+      out += padRight(row.change.label, w) + "  cannot predict: " + row.error + "\n";
+      continue;
+    }
+    out += padRight(row.change.label, w) + padLeft(formatDuration(row.predictedStepNs), 12) +
+           padLeft(percent(row.changeShare), 13) +
+           padLeft(formatDuration(row.replay.exposedCommNs), 14) +
+           padLeft(std::to_string(row.replay.buckets.size()), 9) + "\n";
+  }
+  if (r.bestPlanRow >= 0) {
+    const WhatIfRow& best = r.rows[static_cast<size_t>(r.bestPlanRow)];
+    out += "\nfastest plan: " + best.change.label + " (" + percent(best.changeShare) + ")\n";
+  } else {
+    out += "\nno plan asked about is faster than the recorded one\n";
+  }
+  // The recorded step's critical path, coarsely: where the slowest rank's step goes.
+  out +=
+      "critical path of the recorded step (rank " + std::to_string(r.baseline.slowestRank) + "):";
+  for (const replay::PathSegment& s : r.baseline.criticalPath) {
+    out += std::string(" ") + replay::pathKindName(s.kind);
+    if (s.bucket >= 0) out += " " + std::to_string(s.bucket);
+    if (s.kind != replay::PathSegment::Kind::kAllreduce || s.rank != r.baseline.slowestRank) {
+      out += "@" + std::to_string(s.rank);
+    }
+    out += " " + formatDuration(s.endNs - s.beginNs) + ",";
+  }
+  if (out.back() == ',') out.pop_back();
+  out += "\n";
+  return out;
+}
+
+namespace {
+
+void jsonReplay(std::string& out, const replay::DdpReplay& r) {
+  out += "\"step_ns\":" + std::to_string(r.stepNs) +
+         ",\"exposed_comm_ns\":" + std::to_string(r.exposedCommNs) +
+         ",\"comm_ns\":" + std::to_string(r.commNs) +
+         ",\"buckets\":" + std::to_string(r.buckets.size()) +
+         ",\"slowest_rank\":" + std::to_string(r.slowestRank) + ",\"bucket_bytes\":[";
+  for (size_t i = 0; i < r.buckets.size(); ++i) {
+    out += (i ? "," : "") + std::to_string(r.buckets[i].bytes);
+  }
+  out += "],\"critical_path\":[";
+  for (size_t i = 0; i < r.criticalPath.size(); ++i) {
+    const replay::PathSegment& s = r.criticalPath[i];
+    out += std::string(i ? "," : "") + "{\"kind\":";
+    appendJsonString(out, replay::pathKindName(s.kind));
+    out += ",\"rank\":" + std::to_string(s.rank) + ",\"bucket\":" + std::to_string(s.bucket) +
+           ",\"begin_ns\":" + std::to_string(s.beginNs) + ",\"end_ns\":" + std::to_string(s.endNs) +
+           "}";
+  }
+  out += "]";
+}
+
+std::string number(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+}  // namespace
+
+std::string whatIfJson(const WhatIfReport& r) {
+  const replay::DdpModel& m = r.source.model;
+  std::string out = "{\"engine\":\"ddp\",\"ranks\":" + std::to_string(m.ranks.size()) +
+                    ",\"world_size\":" + std::to_string(m.worldSize) +
+                    ",\"parameters\":" + std::to_string(m.params.size()) +
+                    ",\"bucket_cap_bytes\":" + std::to_string(m.limits.bucketBytes) +
+                    ",\"first_bucket_bytes\":" + std::to_string(m.limits.firstBucketBytes) +
+                    ",\"gradient_as_bucket_view\":" + (m.gradientAsBucketView ? "true" : "false") +
+                    ",\"steps\":" + std::to_string(r.source.steps) +
+                    ",\"recorded_step_ns\":" + std::to_string(r.source.recordedStepNs) +
+                    ",\"replayed_step_ns\":" + std::to_string(r.baseline.stepNs) +
+                    ",\"baseline_error\":" + number(r.baselineErrorShare) +
+                    ",\"wire\":{\"step_ns\":" + number(m.link.stepNs) +
+                    ",\"ns_per_byte\":" + number(m.link.nsPerByte) +
+                    ",\"samples\":" + std::to_string(r.source.wire.samples) +
+                    ",\"median_error\":" + number(r.source.wire.medianErrorShare) +
+                    "},\"copy_ns_per_byte\":" + number(m.copyNsPerByte) + ",\"baseline\":{";
+  jsonReplay(out, r.baseline);
+  out += "},\"rows\":[";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const WhatIfRow& row = r.rows[i];
+    out += std::string(i ? "," : "") + "{\"change\":";
+    appendJsonString(out, row.change.label);
+    out += ",\"predicted_step_ns\":" + std::to_string(row.predictedStepNs) +
+           ",\"change_share\":" + number(row.changeShare) + ",\"error\":";
+    if (row.error.empty()) {
+      out += "null,";
+    } else {
+      appendJsonString(out, row.error);
+      out += ",";
+    }
+    jsonReplay(out, row.replay);
+    out += "}";
+  }
+  out += "],\"best_plan\":";
+  if (r.bestPlanRow >= 0) {
+    appendJsonString(out, r.rows[static_cast<size_t>(r.bestPlanRow)].change.label);
+  } else {
+    out += "null";
+  }
+  out += "}\n";
+  return out;
+}
+
+}  // namespace ringx::analysis

@@ -1,0 +1,145 @@
+// What-if from a trace (analysis/whatif.h): a two-rank DDP job written event by event as the
+// engine records it, with timings that follow the replay's own model, so the model read back
+// must be exactly the one that made them and its answers are known.
+#include "analysis/whatif.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/cpp/trace/trace_fixture.h"
+#include "trace/format/schema.h"
+#include "trace/model/loader.h"
+
+namespace ringx::analysis {
+namespace {
+
+namespace fx = ringx::trace::fixture;
+namespace targ = trace::arg;
+using trace::Category;
+
+// Per step from S: forward 100, loss 10, backward compute 450 with gradient hooks at 100, 200,
+// 300, 400 for parameters 3, 2, 1, 0 (1000 bytes each; each fills its slot in 50 ns), one
+// bucket each, allreduce 100 ns, copy back 50 ns per bucket, optimizer 50: 810 ns a step (the
+// replay test's fourBuckets() worked out by hand). Rank 1 arrives at each allreduce 60 ns
+// early and so waits: its wire times are 160, the last arrival's (rank 0's) 100.
+void writeJob(const fx::TempDir& dir, bool withGrads = true, bool withPlan = true) {
+  for (int rank = 0; rank < 2; ++rank) {
+    fx::RankStream s(rank, 2);
+    if (withPlan) {
+      s.instant(Category::kDdp, "ddp", "bucket_plan", 5000,
+                {{targ::kStep, 1},
+                 {targ::kBucketCapBytes, 1000},
+                 {targ::kFirstBucketBytes, 1000},
+                 {targ::kBucketView, 0},
+                 {targ::kGroupSize, 2},
+                 {"buckets", 4}});
+    }
+    for (int64_t step = 0; step < 7; ++step) {
+      const int64_t S = 10000 + step * 810;
+      if (step > 0) {
+        s.span(Category::kDdp, "ddp", "optimizer", S - 50, S, {{targ::kStep, step - 1}});
+      }
+      s.span(Category::kDdp, "ddp", "forward", S, S + 100, {{targ::kStep, step}});
+      s.span(Category::kDdp, "ddp", "backward", S + 110, S + 760,
+             {{targ::kStep, step}, {targ::kComputeEndNs, S + 560}});
+      for (int64_t k = 0; k < 4; ++k) {
+        const std::string track = "ddp:bucket" + std::to_string(k);
+        if (withGrads) {
+          s.instant(Category::kDdp, track, "grad", S + 110 + 100 * (k + 1),
+                    {{targ::kStep, step},
+                     {targ::kParam, 3 - k},
+                     {targ::kBytes, 1000},
+                     {targ::kParamGroup, "float32@cpu"}});
+        }
+        const int64_t wireEnd = S + 360 + 100 * k;
+        const int64_t wireStart = wireEnd - (rank == 0 ? 100 : 160);
+        s.span(Category::kDdp, track, "bucket", S + 210 + 100 * k, S + 610 + 50 * k,
+               {{targ::kBucket, k},
+                {targ::kStep, step},
+                {targ::kBytes, 1000},
+                {targ::kParams, 1},
+                {targ::kWireStartNs, wireStart},
+                {targ::kWireEndNs, wireEnd},
+                {targ::kCopyBackNs, S + 560 + 50 * k}});
+      }
+    }
+    s.writeTo(dir.file("rank-" + std::to_string(rank) + ".ringx"));
+  }
+}
+
+TEST(WhatIf, TheModelReadBackIsTheOneThatMadeTheTrace) {
+  fx::TempDir dir;
+  writeJob(dir);
+  model::TraceStore store;
+  model::loadTraces(store, {dir.path()});
+  const DdpModelSource src = ddpModelOf(store);
+  const replay::DdpModel& m = src.model;
+  EXPECT_EQ(src.recordedStepNs, 810);
+  EXPECT_EQ(src.planStep, 1);
+  EXPECT_EQ(src.steps, 6u);  // steps 1..6: step 0 ran under the plan before the rebuild
+  EXPECT_EQ(m.worldSize, 2);
+  EXPECT_EQ(m.limits.bucketBytes, 1000);
+  ASSERT_EQ(m.params.size(), 4u);
+  EXPECT_EQ(m.params[0].bytes, 1000);
+  EXPECT_EQ(m.params[0].group, "float32@cpu");
+  EXPECT_EQ(m.order, (std::vector<size_t>{3, 2, 1, 0}));
+  ASSERT_EQ(m.ranks.size(), 2u);
+  const replay::DdpRankProfile& r = m.ranks[1];
+  EXPECT_EQ(r.forwardNs, 100);
+  EXPECT_EQ(r.toBackwardNs, 10);
+  EXPECT_EQ(r.backwardComputeNs, 450);
+  EXPECT_EQ(r.optimizerNs, 50);
+  EXPECT_EQ(r.gradReadyNs, (std::vector<int64_t>{400, 300, 200, 100}));
+  // The last arrival's wire time: 100 ns for 1000 bytes at 2 ranks is 0.1 ns per byte sent.
+  EXPECT_NEAR(m.link.nsPerByte, 0.1, 1e-9);
+  EXPECT_NEAR(m.copyNsPerByte, 0.05, 1e-9);
+}
+
+TEST(WhatIf, ReplaysTheRecordedStepAndAnswersWithTheWorkedOutNumbers) {
+  fx::TempDir dir;
+  writeJob(dir);
+  model::TraceStore store;
+  model::loadTraces(store, {dir.path()});
+  WhatIfQuestions q;
+  q.bucketCapMb = {4000.0 / (1024 * 1024)};  // one bucket of all four: 1210 (replay_test)
+  q.gradientAsBucketView = true;             // no copy back: 710
+  const WhatIfReport report = whatIf(store, q);
+  EXPECT_EQ(report.baseline.stepNs, 810);
+  EXPECT_NEAR(report.baselineErrorShare, 0, 1e-9);
+  ASSERT_EQ(report.rows.size(), 4u);  // the cap, the view, the two bounds
+  EXPECT_EQ(report.rows[0].predictedStepNs, 1210);
+  EXPECT_EQ(report.rows[1].change.label, "gradient_as_bucket_view=True");
+  EXPECT_EQ(report.rows[1].predictedStepNs, 710);
+  EXPECT_EQ(report.bestPlanRow, 1);
+  EXPECT_EQ(report.rows[2].change.label, "communication free");
+  EXPECT_EQ(report.rows[3].predictedStepNs, 400);  // compute free: the four allreduces
+
+  const std::string text = formatWhatIf(report, dir.path());
+  EXPECT_NE(text.find("fastest plan: gradient_as_bucket_view=True"), std::string::npos) << text;
+  const std::string json = whatIfJson(report);
+  EXPECT_NE(json.find("\"recorded_step_ns\":810"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"best_plan\":\"gradient_as_bucket_view=True\""), std::string::npos);
+}
+
+TEST(WhatIf, ATraceWithoutWhatTheModelNeedsSaysWhat) {
+  for (int variant = 0; variant < 2; ++variant) {
+    fx::TempDir dir;
+    writeJob(dir, /*withGrads=*/variant == 1, /*withPlan=*/variant == 0);
+    model::TraceStore store;
+    model::loadTraces(store, {dir.path()});
+    try {
+      ddpModelOf(store);
+      FAIL() << "a model was built without " << (variant ? "a plan" : "gradient readiness");
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(variant ? "bucket_plan" : "gradient readiness"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  model::TraceStore empty;
+  EXPECT_THROW(ddpModelOf(empty), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace ringx::analysis

@@ -1,0 +1,96 @@
+"""What-if on a real traced ringx.ddp job: the trace carries what the replay needs (gradient
+readiness per parameter, the bucket plan, backward's compute end), `ringx-trace whatif` and
+ringx.analysis.whatif() answer from it, and bad input gets a message saying what is wrong.
+
+Nothing here times anything: the assertions are properties the model guarantees whatever the
+machine's speed (a change is never faster than its bound), and the counts the engine records.
+bench/whatif.py checks the predictions against real runs."""
+
+import functools
+import subprocess
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from harness import run_ranks
+from test_trace import RINGX_TRACE, ringx_trace
+
+import ringx
+
+
+def _train(rank, world, trace_dir, steps=20):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 8))
+    ddp = ringx.ddp.DistributedDataParallel(model, bucket_cap_mb=0.1)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    ringx.trace.start(dir=trace_dir)
+    for step in range(steps):
+        x = torch.randn(16, 64, generator=torch.Generator().manual_seed(step + rank))
+        opt.zero_grad()
+        ddp(x).square().mean().backward()
+        opt.step()
+    ringx.trace.stop()
+    return len(list(model.parameters()))
+
+
+@pytest.fixture(scope="module")
+def ddp_trace(tmp_path_factory):
+    trace_dir = tmp_path_factory.mktemp("whatif") / "trace"
+    params = run_ranks(functools.partial(_train, trace_dir=str(trace_dir)), world_size=2)
+    return trace_dir, params[0]
+
+
+def test_the_report_answers_every_question_within_its_bounds(ddp_trace):
+    trace_dir, params = ddp_trace
+    report = ringx.analysis.whatif(trace_dir, bucket_cap_mb=[0.05, 0.4, 25],
+                                   gradient_as_bucket_view=True, world_size=[4, 8],
+                                   link=["0.5:40"])
+    assert report["engine"] == "ddp" and report["ranks"] == 2 and report["world_size"] == 2
+    assert report["parameters"] == params
+    assert report["recorded_step_ns"] > 0 and report["replayed_step_ns"] > 0
+    assert report["steps"] >= 15  # every step after the rebuild
+    rows = {row["change"]: row for row in report["rows"]}
+    assert list(rows) == ["bucket_cap_mb=0.05", "bucket_cap_mb=0.4", "bucket_cap_mb=25",
+                          "gradient_as_bucket_view=True", "world_size=4", "world_size=8",
+                          "link 40.0 us/step, 0.50 GB/s", "communication free", "compute free"]
+    for row in report["rows"]:
+        assert row["error"] is None, row
+        assert row["predicted_step_ns"] > 0
+        # The bounds: no change beats free communication or free compute.
+        assert rows["communication free"]["step_ns"] <= row["step_ns"], row["change"]
+        assert rows["compute free"]["step_ns"] <= row["step_ns"], row["change"]
+    # A larger cap never makes more buckets; 25 MB holds all 6 parameters' 0.3 MB in one.
+    assert rows["bucket_cap_mb=0.05"]["buckets"] >= rows["bucket_cap_mb=0.4"]["buckets"]
+    assert rows["bucket_cap_mb=25"]["buckets"] == 1
+    # More ranks: the ring has more steps and the same compute, so the step cannot shrink.
+    assert rows["world_size=8"]["step_ns"] >= rows["world_size=4"]["step_ns"]
+    path = report["baseline"]["critical_path"]
+    assert path and path[-1]["kind"] == "optimizer"
+    assert all(a["end_ns"] <= b["begin_ns"] + 1 for a, b in zip(path, path[1:]))
+
+
+def test_the_cli_prints_the_table_and_rejects_bad_input(ddp_trace, tmp_path):
+    trace_dir, _ = ddp_trace
+    text = ringx_trace("whatif", str(trace_dir), "--bucket-cap-mb", "1,4").stdout
+    assert "recorded step" in text and "bucket_cap_mb=4" in text and "critical path" in text
+    bad_link = ringx_trace("whatif", str(trace_dir), "--link", "fast", check=False)
+    assert bad_link.returncode == 2 and "GBPS[:US_PER_STEP]" in bad_link.stderr
+    bad_cap = ringx_trace("whatif", str(trace_dir), "--bucket-cap-mb", "-1", check=False)
+    assert bad_cap.returncode == 2
+    # A job without ringx.ddp: the message says what what-if needs.
+    plain = tmp_path / "plain"
+    run_ranks(functools.partial(_allreduce_traced, trace_dir=str(plain)), world_size=2)
+    none = ringx_trace("whatif", str(plain), check=False)
+    assert none.returncode == 1 and "ringx.ddp" in none.stderr
+    with pytest.raises(RuntimeError, match="ringx.ddp"):
+        ringx.analysis.whatif(plain)
+
+
+def _allreduce_traced(rank, world, trace_dir):
+    ringx.trace.start(dir=trace_dir)
+    dist.all_reduce(torch.ones(1000))
+    ringx.trace.stop()
+    return True
