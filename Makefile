@@ -55,6 +55,7 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/vs_openmpi.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/ddp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/fsdp.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/whatif.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/faults.py
 	@$(BUILD_DIR)/bin/bench_trace_record

@@ -31,15 +31,16 @@ import docs_table
 from bench_ranks import run_ranks, timed_rounds
 
 
-def mlp():
+def mlp(width=512, depth=6):
     layers = []
-    for _ in range(6):
-        layers += [nn.Linear(512, 512), nn.ReLU()]
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
     return nn.Sequential(*layers[:-1])
 
 
-def mlp_batch(generator):
-    return torch.randn(64, 512, generator=generator), torch.randn(64, 512, generator=generator)
+def mlp_batch(generator, rows=64, width=512):
+    return (torch.randn(rows, width, generator=generator),
+            torch.randn(rows, width, generator=generator))
 
 
 class SmallConvNet(nn.Module):

@@ -2,7 +2,7 @@
 """What-if predictions checked against real runs: ringx-trace whatif's predicted step time beside
 the step time of the same change run for real, on the same machine, in alternating rounds.
 
-    PYTHONPATH=build/python .venv/bin/python bench/whatif.py [--world-sizes 2,3] [--rounds 3]
+    PYTHONPATH=build/python .venv/bin/python bench/whatif.py [--world-sizes 2,3] [--rounds 3] [--docs]
 
 For each DDP sample model of bench/ddp.py, and a communication-bound one (wide layers, tiny
 batch), and each world size, every rank holds one ringx group
@@ -19,6 +19,7 @@ Goals (issue 33): median |error| <= 5% and every case <= 10%.
 
 import argparse
 import datetime
+import functools
 import os
 import statistics
 import sys
@@ -28,24 +29,15 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+import docs_table
 from bench_ranks import run_ranks
-from ddp import MODELS
+from ddp import MODELS, mlp, mlp_batch
 
 
-def wide_mlp():
-    """Communication-bound: 8 layers of 1024x1024 (32 MiB of gradients) on 4 samples a step, so
-    that the bucket plan decides how much of the allreduce hides behind backward."""
-    layers = []
-    for _ in range(8):
-        layers += [nn.Linear(1024, 1024), nn.ReLU()]
-    return nn.Sequential(*layers[:-1])
-
-
-def wide_batch(generator):
-    return torch.randn(4, 1024, generator=generator), torch.randn(4, 1024, generator=generator)
-
-
-MODELS = dict(MODELS, **{"mlp 8x1024, batch 4": (wide_mlp, wide_batch)})
+# Communication-bound: 8 layers of 1024x1024 (32 MiB of gradients) on 4 samples a step, so that
+# the bucket plan decides how much of the allreduce hides behind backward.
+MODELS = dict(MODELS, **{"mlp 8x1024, batch 4": (functools.partial(mlp, 1024, 8),
+                                                 functools.partial(mlp_batch, rows=4, width=1024))})
 BASE = ("bucket_cap_mb=25", 25.0, False)
 ALTERNATIVES = [(f"bucket_cap_mb={cap:g}", cap, False) for cap in (0.25, 0.5, 1, 2, 4, 8, 16)]
 ALTERNATIVES.append(("gradient_as_bucket_view=True", 25.0, True))
@@ -114,14 +106,25 @@ def main():
     parser.add_argument("--steps", type=int, default=30,
                         help="steps per run (the first 16 record gradient readiness)")
     parser.add_argument("--quick", action="store_true", help="one round of 20 steps")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps = 1, 20
-    errors = []
+    if args.docs:
+        docs_table.require("whatif")
+    tables = {}
     for world in [int(w) for w in args.world_sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as root:
             run_ranks(worker, world, root, args.rounds, args.steps, name="whatif")
-            table = analyse(root, args.rounds)
+            tables[world] = analyse(root, args.rounds)
+    with docs_table.table(args.docs, "whatif"):
+        report(tables, args)
+    return 0
+
+
+def report(tables, args):
+    errors = []
+    for world, table in tables.items():
         for model_name, result in table.items():
             print(f"\n{model_name}, {world} ranks: predicted from the {BASE[0]} run's trace (its "
                   f"replay's own error {result['base_error'] * 100:+.1f}%), medians of "
@@ -136,7 +139,6 @@ def main():
     print(f"\nDDP: {len(errors)} cases, median |error| {median * 100:.1f}% (goal <= 5%), worst "
           f"{worst * 100:.1f}% (goal <= 10%)")
     print("FSDP: not modelled yet (ringx-trace whatif replays DDP steps only)")
-    return 0
 
 
 if __name__ == "__main__":

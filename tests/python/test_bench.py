@@ -105,6 +105,12 @@ def test_ddp_bench_runs():
     assert "ringx.ddp" in out and "torch DDP" in out
 
 
+def test_whatif_bench_puts_predicted_beside_measured():
+    out = run_bench("whatif.py", "--quick", "--world-sizes", "2")
+    assert "predicted" in out and "measured" in out and "median |error|" in out, out
+    assert out.count("bucket_cap_mb=0.25") == 3  # one row per model
+
+
 def test_fault_bench_puts_gloo_beside_ringx():
     import netns_hosts  # noqa: E402  (beside this file)
     out = run_bench("faults.py", "--quick")
