@@ -271,7 +271,8 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
 
 namespace {
 
-std::string mb(double v) {
+// Six significant digits, no trailing zeros: "25", "0.0999994" (the table and the JSON).
+std::string shortNumber(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", v);
   return text;
@@ -279,7 +280,7 @@ std::string mb(double v) {
 
 replay::DdpWhatIf capChange(double capMb) {
   replay::DdpWhatIf c;
-  c.label = "bucket_cap_mb=" + mb(capMb);
+  c.label = "bucket_cap_mb=" + shortNumber(capMb);
   c.bucketCapBytes = static_cast<int64_t>(capMb * 1024 * 1024);
   return c;
 }
@@ -316,7 +317,7 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   }
   for (double first : q.firstBucketMb) {
     replay::DdpWhatIf c;
-    c.label = "first_bucket_mb=" + mb(first);
+    c.label = "first_bucket_mb=" + shortNumber(first);
     c.firstBucketBytes = static_cast<int64_t>(first * 1024 * 1024);
     ask(c, true);
   }
@@ -399,8 +400,8 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
   std::string out = "what if: " + source + "\n";
   out += "DDP, " + std::to_string(m.ranks.size()) + " ranks, " + std::to_string(m.params.size()) +
          " parameters; recorded plan: bucket_cap_mb=" +
-         mb(static_cast<double>(m.limits.bucketBytes) / (1024.0 * 1024.0)) + ", first bucket " +
-         formatBytes(m.limits.firstBucketBytes) +
+         shortNumber(static_cast<double>(m.limits.bucketBytes) / (1024.0 * 1024.0)) +
+         ", first bucket " + formatBytes(m.limits.firstBucketBytes) +
          ", gradient_as_bucket_view=" + (m.gradientAsBucketView ? "True" : "False") + ", " +
          std::to_string(r.baseline.buckets.size()) + " buckets\n";
   out += "model from " + std::to_string(r.source.steps) + " steps (" +
@@ -472,12 +473,6 @@ void jsonReplay(std::string& out, const replay::DdpReplay& r) {
   out += "]";
 }
 
-std::string number(double v) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%.6g", v);
-  return text;
-}
-
 }  // namespace
 
 std::string whatIfJson(const WhatIfReport& r) {
@@ -491,12 +486,12 @@ std::string whatIfJson(const WhatIfReport& r) {
                     ",\"steps\":" + std::to_string(r.source.steps) +
                     ",\"recorded_step_ns\":" + std::to_string(r.source.recordedStepNs) +
                     ",\"replayed_step_ns\":" + std::to_string(r.baseline.stepNs) +
-                    ",\"baseline_error\":" + number(r.baselineErrorShare) +
-                    ",\"wire\":{\"step_ns\":" + number(m.link.stepNs) +
-                    ",\"ns_per_byte\":" + number(m.link.nsPerByte) +
+                    ",\"baseline_error\":" + shortNumber(r.baselineErrorShare) +
+                    ",\"wire\":{\"step_ns\":" + shortNumber(m.link.stepNs) +
+                    ",\"ns_per_byte\":" + shortNumber(m.link.nsPerByte) +
                     ",\"samples\":" + std::to_string(r.source.wire.samples) +
-                    ",\"median_error\":" + number(r.source.wire.medianErrorShare) +
-                    "},\"copy_ns_per_byte\":" + number(m.copyNsPerByte) + ",\"baseline\":{";
+                    ",\"median_error\":" + shortNumber(r.source.wire.medianErrorShare) +
+                    "},\"copy_ns_per_byte\":" + shortNumber(m.copyNsPerByte) + ",\"baseline\":{";
   jsonReplay(out, r.baseline);
   out += "},\"rows\":[";
   for (size_t i = 0; i < r.rows.size(); ++i) {
@@ -504,7 +499,7 @@ std::string whatIfJson(const WhatIfReport& r) {
     out += std::string(i ? "," : "") + "{\"change\":";
     appendJsonString(out, row.change.label);
     out += ",\"predicted_step_ns\":" + std::to_string(row.predictedStepNs) +
-           ",\"change_share\":" + number(row.changeShare) + ",\"error\":";
+           ",\"change_share\":" + shortNumber(row.changeShare) + ",\"error\":";
     if (row.error.empty()) {
       out += "null,";
     } else {

@@ -112,7 +112,6 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
                                std::llround(static_cast<double>(plan[k].bytes) * copyNsPerByte));
     if (change.computeFree) copyBack[k] = 0;
   }
-  const int64_t perBucket = change.computeFree || change.commFree ? 0 : m.perBucketNs;
   auto compute = [&](int64_t ns) { return change.computeFree ? int64_t{0} : ns; };
 
   // Per step and rank: when it starts, and the times the last step's critical path needs.
@@ -132,12 +131,10 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
         int64_t t = backwardBegin[r];
         for (size_t q : plan[k].params) t = std::max(t, backwardBegin[r] + offsets[r].ready[q]);
         ready[r][k] = t;
-        // In bucket order, each launch costing the autograd thread perBucket.
-        previous = std::max(previous, t) + perBucket;
+        // In bucket order: a bucket launches once it and every bucket before it are ready.
+        previous = std::max(previous, t);
         launch[r][k] = previous;
       }
-      // The launches' cost lands on compute: autograd ran them inline.
-      computeEnd[r] += perBucket * static_cast<int64_t>(nb);
     }
     // The ring: collective k starts when every rank launched it and k-1 is done.
     std::vector<int64_t> ringStart(nb), ringEnd(nb);
@@ -155,11 +152,13 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
       ringEnd[k] = ringStart[k] + wire[k];
       previousEnd = ringEnd[k];
     }
-    // Finalize on each rank: after its compute, wait for each bucket and copy it back.
+    // Finalize on each rank: after its compute, wait for each bucket and copy it back (the
+    // copy-backs' ends stay for the critical path).
     std::vector<int64_t> finalizeEnd(nr);
+    std::vector<std::vector<int64_t>> copyEnds(nr, std::vector<int64_t>(nb));
     for (size_t r = 0; r < nr; ++r) {
       int64_t t = computeEnd[r];
-      for (size_t k = 0; k < nb; ++k) t = std::max(t, ringEnd[k]) + copyBack[k];
+      for (size_t k = 0; k < nb; ++k) copyEnds[r][k] = t = std::max(t, ringEnd[k]) + copyBack[k];
       finalizeEnd[r] = t;
       next[r] = t + compute(m.ranks[r].optimizerNs);
     }
@@ -191,17 +190,13 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
       add(K::kOptimizer, slow, -1, finalizeEnd[slow], next[slow]);
       // Finalize, backwards: each copy-back follows the later of the previous one and its
       // bucket's end; where the bucket's end decided, the ring is on the path.
-      std::vector<int64_t> copyEnds(nb);
-      {
-        int64_t c = computeEnd[slow];
-        for (size_t k = 0; k < nb; ++k) copyEnds[k] = c = std::max(c, ringEnd[k]) + copyBack[k];
-      }
+      const std::vector<int64_t>& copyEnd = copyEnds[slow];
       size_t k = nb;
       size_t onRing = nb;  // the bucket where the path leaves finalize for the ring
       while (k > 0) {
         --k;
-        add(K::kCopyBack, slow, static_cast<int64_t>(k), copyEnds[k] - copyBack[k], copyEnds[k]);
-        const int64_t before = k ? copyEnds[k - 1] : computeEnd[slow];
+        add(K::kCopyBack, slow, static_cast<int64_t>(k), copyEnd[k] - copyBack[k], copyEnd[k]);
+        const int64_t before = k ? copyEnd[k - 1] : computeEnd[slow];
         if (ringEnd[k] >= before && ringEnd[k] > computeEnd[slow]) {
           onRing = k;
           break;

@@ -59,9 +59,6 @@ struct DdpModel {
   // One pass over a gradient (filling its slot, copying it back); < 0: unknown (the recording
   // had gradient_as_bucket_view on, so it timed no copy back).
   double copyNsPerByte = 0;
-  // What every bucket costs besides its wire time: launching it on the autograd thread and
-  // waiting for it in finalize.
-  int64_t perBucketNs = 0;
 };
 
 // One change to replay; unset fields keep the recorded value.

@@ -75,11 +75,13 @@ uint32_t bucketTrack(size_t index) {
   return ids[index];
 }
 
-void phase(uint32_t name, int64_t beginNs, int64_t endNs, int64_t step) {
+// A phase span on "ddp" with its step, and `extra` when given (the backward's compute end).
+void phase(uint32_t name, int64_t beginNs, int64_t endNs, int64_t step,
+           const trace::Arg* extra = nullptr) {
   if (beginNs <= 0 || endNs < beginNs) return;
   const Names& n = names();
-  trace::Arg args[] = {intArg(n.step, step)};
-  Recorder::instance().span(Category::kDdp, n.ddpTrack, name, beginNs, endNs, args, 1);
+  trace::Arg args[] = {intArg(n.step, step), extra ? *extra : trace::Arg{}};
+  Recorder::instance().span(Category::kDdp, n.ddpTrack, name, beginNs, endNs, args, extra ? 2 : 1);
 }
 
 // A string's id, interned once (bucketing groups: a handful per model).
@@ -99,12 +101,9 @@ void recordIteration(const IterationTiming& it, const std::vector<ParamFacts>& p
   const Names& n = names();
   phase(n.optimizer, it.previousFinalizeEndNs, it.forwardBeginNs, it.iteration - 1);
   phase(n.forward, it.forwardBeginNs, it.forwardEndNs, it.iteration);
-  const int64_t backwardBegin = it.backwardBeginNs ? it.backwardBeginNs : it.forwardEndNs;
-  if (backwardBegin > 0 && it.finalizeEndNs >= backwardBegin) {
-    trace::Arg args[] = {intArg(n.step, it.iteration), intArg(n.computeEnd, it.backwardEndNs)};
-    Recorder::instance().span(Category::kDdp, n.ddpTrack, n.backward, backwardBegin,
-                              it.finalizeEndNs, args, 2);
-  }
+  const trace::Arg computeEnd = intArg(n.computeEnd, it.backwardEndNs);
+  phase(n.backward, it.backwardBeginNs ? it.backwardBeginNs : it.forwardEndNs, it.finalizeEndNs,
+        it.iteration, &computeEnd);
   for (const GradReady& g : it.grads) {
     if (g.param >= params.size()) continue;
     trace::Arg args[] = {intArg(n.step, it.iteration),
