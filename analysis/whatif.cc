@@ -17,12 +17,6 @@ using namespace store_reading;
 
 namespace {
 
-int64_t medianOf(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::vector<double> d(v.begin(), v.end());
-  return static_cast<int64_t>(std::llround(median(d)));
-}
-
 struct StepPhases {
   int64_t forwardBegin = 0, forwardEnd = 0, backwardBegin = 0, computeEnd = 0, finalizeEnd = 0;
   int64_t optimizer = -1;
@@ -121,12 +115,6 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
   return r;
 }
 
-// A step is usable when it has every phase and runs under the recorded plan.
-bool complete(const StepPhases& p) {
-  return p.forwardBegin > 0 && p.backwardBegin > 0 && p.computeEnd >= p.backwardBegin &&
-         p.finalizeEnd >= p.computeEnd;
-}
-
 }  // namespace
 
 DdpModelSource ddpModelOf(const model::TraceStore& store) {
@@ -140,19 +128,17 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
         "no ringx.ddp iterations in this trace: what-if replays a job trained "
         "with ringx.ddp.DistributedDataParallel and traced (RINGX_TRACE_DIR)");
   }
-  DdpModelSource src;
-  replay::DdpModel& m = src.model;
   const Plan& plan = records.front().plan;
   if (plan.step < 0) {
     throw std::runtime_error(
         "this trace has no bucket_plan event (recorded before trace schema "
         "5): record it again with this ringx to ask what-if questions");
   }
-  src.planStep = plan.step;
-  m.limits.bucketBytes = plan.cap;
-  m.limits.firstBucketBytes = plan.first;
-  m.gradientAsBucketView = plan.view != 0;
-  m.worldSize = plan.world > 0 ? plan.world : static_cast<int64_t>(records.size());
+  replay::DdpRecording rec;
+  rec.limits.bucketBytes = plan.cap;
+  rec.limits.firstBucketBytes = plan.first;
+  rec.gradientAsBucketView = plan.view != 0;
+  rec.worldSize = plan.world > 0 ? plan.world : static_cast<int64_t>(records.size());
 
   // Parameters: bytes and group from any rank's grad instants.
   int64_t paramCount = 0;
@@ -164,108 +150,43 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
         "this trace has no gradient readiness (\"grad\" events): record it "
         "again with this ringx to ask what-if questions");
   }
-  m.params.assign(static_cast<size_t>(paramCount), replay::ParamLayout{});
+  rec.params.assign(static_cast<size_t>(paramCount), replay::ParamLayout{});
   for (const RankRecord& r : records) {
     for (const GradSample& g : r.grads) {
-      replay::ParamLayout& p = m.params[static_cast<size_t>(g.param)];
+      replay::ParamLayout& p = rec.params[static_cast<size_t>(g.param)];
       p.bytes = g.bytes;
       p.group = std::string(store.str(g.group));
     }
   }
-
-  src.steps = UINT64_MAX;
-  src.gradSteps = UINT64_MAX;
-  std::vector<int64_t> periods;  // the slowest rank's step, per step
-  std::map<int64_t, int64_t> periodByStep;
+  // Each rank's steps under the recorded plan, with their gradients and buckets.
   for (const RankRecord& r : records) {
-    replay::DdpRankProfile prof;
-    prof.rank = r.rank;
-    std::vector<int64_t> fwd, toBwd, compute, opt, period;
-    std::vector<std::vector<int64_t>> ready(m.params.size());
-    std::map<int64_t, const StepPhases*> used;
+    std::map<int64_t, replay::DdpStepRecord> steps;
     for (const auto& [step, p] : r.steps) {
-      if (step < plan.step || !complete(p)) continue;
-      used[step] = &p;
-      fwd.push_back(p.forwardEnd - p.forwardBegin);
-      toBwd.push_back(std::max<int64_t>(0, p.backwardBegin - p.forwardEnd));
-      compute.push_back(p.computeEnd - p.backwardBegin);
-      // The engine records the optimizer after a backward with that backward's step.
-      if (p.optimizer >= 0) opt.push_back(p.optimizer);
-      auto next = r.steps.find(step + 1);
-      if (next != r.steps.end() && next->second.forwardBegin > p.forwardBegin) {
-        int64_t& slowest = periodByStep[step];
-        slowest = std::max(slowest, next->second.forwardBegin - p.forwardBegin);
-      }
+      if (step < plan.step) continue;
+      replay::DdpStepRecord& s = steps[step];
+      s.step = step;
+      s.forwardBeginNs = p.forwardBegin;
+      s.forwardEndNs = p.forwardEnd;
+      s.backwardBeginNs = p.backwardBegin;
+      s.computeEndNs = p.computeEnd;
+      s.finalizeEndNs = p.finalizeEnd;
+      s.optimizerNs = p.optimizer;
     }
-    std::map<int64_t, bool> gradStep;
     for (const GradSample& g : r.grads) {
-      auto at = used.find(g.step);
-      if (at == used.end()) continue;
-      ready[static_cast<size_t>(g.param)].push_back(g.time - at->second->backwardBegin);
-      gradStep[g.step] = true;
+      auto at = steps.find(g.step);
+      if (at != steps.end()) at->second.grads.emplace_back(static_cast<size_t>(g.param), g.time);
     }
-    if (used.empty()) {
-      throw std::runtime_error("rank " + std::to_string(r.rank) +
-                               " has no complete DDP step after " + "step " +
-                               std::to_string(plan.step) + " (its buckets' last plan)");
-    }
-    prof.forwardNs = medianOf(fwd);
-    prof.toBackwardNs = medianOf(toBwd);
-    prof.backwardComputeNs = medianOf(compute);
-    prof.optimizerNs = medianOf(opt);
-    for (auto& v : ready) prof.gradReadyNs.push_back(v.empty() ? -1 : medianOf(v));
-    src.steps = std::min<uint64_t>(src.steps, used.size());
-    src.gradSteps = std::min<uint64_t>(src.gradSteps, gradStep.size());
-    m.ranks.push_back(std::move(prof));
-  }
-  if (src.gradSteps == 0) {
-    throw std::runtime_error("no step after the bucket rebuild (step " + std::to_string(plan.step) +
-                             ") recorded gradient readiness on every rank; run more steps");
-  }
-  for (const auto& [step, ns] : periodByStep) periods.push_back(ns);
-  src.recordedStepNs = medianOf(periods);
-
-  // The build order: rank 0's (the lowest rank's) gradients of its first sampled step, as the
-  // engine's rebuild uses the first iteration's order.
-  {
-    const RankRecord& r = records.front();
-    int64_t firstStep = INT64_MAX;
-    for (const GradSample& g : r.grads) firstStep = std::min(firstStep, g.step);
-    std::vector<std::pair<int64_t, size_t>> seen;
-    for (const GradSample& g : r.grads) {
-      if (g.step == firstStep) seen.emplace_back(g.time, static_cast<size_t>(g.param));
-    }
-    std::stable_sort(seen.begin(), seen.end());
-    for (const auto& [t, p] : seen) m.order.push_back(p);
-    m.order = replay::completeOrder(m.order, m.params.size());
-  }
-
-  // The wire: per (step, bucket) the last arrival's time (the shortest), then per bucket the
-  // median over steps, one sample per bucket for the fit.
-  std::map<std::pair<int64_t, int64_t>, int64_t> shortest;
-  std::map<int64_t, int64_t> bucketBytes;
-  double copyNs = 0, copyBytes = 0;
-  for (const RankRecord& r : records) {
     for (const BucketSample& b : r.buckets) {
-      if (b.step < plan.step || b.wire < 0 || b.bucket < 0) continue;
-      auto [at, fresh] = shortest.emplace(std::make_pair(b.bucket, b.step), b.wire);
-      if (!fresh) at->second = std::min(at->second, b.wire);
-      bucketBytes[b.bucket] = b.bytes;
-      if (b.copyBack >= 0) {
-        copyNs += static_cast<double>(b.copyBack);
-        copyBytes += static_cast<double>(b.bytes);
-      }
+      auto at = steps.find(b.step);
+      if (at != steps.end()) at->second.buckets.push_back({b.bucket, b.bytes, b.wire, b.copyBack});
     }
+    replay::DdpRankRecord& out = rec.ranks.emplace_back();
+    out.rank = r.rank;
+    for (auto& [step, s] : steps) out.steps.push_back(std::move(s));
   }
-  std::map<int64_t, std::vector<int64_t>> perBucket;
-  for (const auto& [key, ns] : shortest) perBucket[key.first].push_back(ns);
-  std::vector<replay::CostSample> samples;
-  for (const auto& [bucket, times] : perBucket) {
-    samples.push_back({"allreduce", bucketBytes[bucket], m.worldSize, medianOf(times)});
-  }
-  src.wire = replay::fitLinkCost(samples);
-  m.link = src.wire.link;
-  m.copyNsPerByte = m.gradientAsBucketView || copyBytes <= 0 ? -1 : copyNs / copyBytes;
+  DdpModelSource src;
+  static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(rec);
+  src.planStep = plan.step;
   return src;
 }
 

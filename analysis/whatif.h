@@ -1,20 +1,13 @@
 // What-if questions about a recorded DDP job: the replay model of its step (replay/ddp_replay.h)
 // built from the trace, replayed unchanged (its error against the recorded step says how far to
-// trust it) and with one thing changed per row. `ringx-trace whatif`, ringx.analysis.whatif()
-// (through the CLI's --json) and the viewer's "What if" panel all print this report.
+// trust it) and with one thing changed per row. `ringx-trace whatif` and ringx.analysis.whatif()
+// (through the CLI's --json) print this report.
 //
-// From the trace:
-//   - per rank, the medians over the steps after the last bucket plan (the rebuild) of forward,
-//     forward end to backward begin, backward's compute (the backward span's compute_end_ns),
-//     and the optimizer span (finalize end to the next forward);
-//   - per parameter, its gradient's ready offset from backward begin (the "grad" instants of
-//     sampled steps; median), bytes and bucketing group;
-//   - the bucket plan ("bucket_plan" instant): limits, gradient_as_bucket_view, world size;
-//   - the wire: each bucket's allreduce time as its last-arriving rank saw it (the others'
-//     include waiting for it), median over steps, fitted to the ring cost model;
-//   - one gradient pass per byte: the buckets' copy-back time over their bytes.
-// The recorded step is the median, over steps, of forward begin to the next forward begin
-// (slowest rank).
+// From the trace: each rank's forward/backward/optimizer spans (the backward's compute_end_ns),
+// the "grad" instants of sampled steps, the buckets' wire and copy-back times, all from the
+// steps after the last "bucket_plan" instant (the rebuild), and that plan's limits,
+// gradient_as_bucket_view and world size. What the model takes from them, and how, is
+// replay/ddp_fit.h's: the engine's bucket_cap_mb="auto" fits the same way.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/replay/ddp_replay.h"
+#include "analysis/replay/ddp_fit.h"
 #include "trace/model/trace_store.h"
 
 namespace ringx::analysis {
@@ -30,13 +23,8 @@ namespace ringx::analysis {
 // The DDP model of a trace, and what it was built from. Throws std::runtime_error saying what
 // is missing when the trace cannot give one (no ringx.ddp iterations, no gradient readiness:
 // a trace recorded before schema 5).
-struct DdpModelSource {
-  replay::DdpModel model;
-  replay::LinkFit wire;
-  int64_t recordedStepNs = 0;
-  uint64_t steps = 0;      // steps the medians are over (per rank, the fewest)
-  uint64_t gradSteps = 0;  // of those, steps with gradient readiness
-  int64_t planStep = 0;    // the first step under the recorded plan
+struct DdpModelSource : replay::DdpFit {
+  int64_t planStep = 0;  // the first step under the recorded plan
 };
 DdpModelSource ddpModelOf(const model::TraceStore& store);
 
