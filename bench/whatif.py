@@ -41,6 +41,8 @@ MODELS = dict(MODELS, **{"mlp 8x1024, batch 4": (functools.partial(mlp, 1024, 8)
 BASE = ("bucket_cap_mb=25", 25.0, False)
 ALTERNATIVES = [(f"bucket_cap_mb={cap:g}", cap, False) for cap in (0.25, 0.5, 1, 2, 4, 8, 16)]
 ALTERNATIVES.append(("gradient_as_bucket_view=True", 25.0, True))
+# Not predicted: ringx.ddp choosing its own cap, measured beside the best fixed cap of the sweep.
+AUTO = ("bucket_cap_mb=auto", "auto", False)
 
 
 def worker(rank, world, init, root, rounds, steps, results):
@@ -50,10 +52,11 @@ def worker(rank, world, init, root, rounds, steps, results):
     dist.init_process_group("ringx", init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
     generator = torch.Generator().manual_seed(rank)
+    chosen = {}
     for model_name, (make_model, make_batch) in MODELS.items():
         x, y = make_batch(generator)
         for r in range(rounds):
-            configs = [BASE] + ALTERNATIVES
+            configs = [BASE] + ALTERNATIVES + [AUTO]
             if r % 2:
                 configs.reverse()  # alternate the order: no configuration always runs first
             for label, cap, view in configs:
@@ -67,13 +70,23 @@ def worker(rank, world, init, root, rounds, steps, results):
                     nn.functional.mse_loss(ddp(x), y).backward()
                     opt.step()
                 ringx.trace.stop()
+                if cap == "auto":
+                    chosen.setdefault(model_name, []).append(ddp.auto_choice())
                 del ddp, opt
-    results[rank] = {"done": True}
+    results[rank] = chosen
     dist.destroy_process_group()
 
 
+def measured_step(root, model_name, label, r):
+    """A run's step as its trace records it (after its last bucket plan)."""
+    from ringx.analysis import whatif
+    return whatif(os.path.join(root, model_name, label, f"round{r}"), bounds=False)[
+        "recorded_step_ns"]
+
+
 def analyse(root, rounds):
-    """{model: [(label, predicted_ns, measured_ns, error)]} from the traces under root."""
+    """{model: {"base_error", "rows": [(label, predicted_ns, measured_ns)], "measured": {label:
+    ns}}} from the traces under root."""
     from ringx.analysis import whatif
 
     caps = [cap for label, cap, view in ALTERNATIVES if not view]
@@ -89,10 +102,12 @@ def analyse(root, rounds):
             rows = {row["change"]: row for row in base["rows"]}
             for label, _, _ in ALTERNATIVES:
                 predicted[label].append(rows[label]["predicted_step_ns"])
-                own = whatif(os.path.join(root, model_name, label, f"round{r}"), bounds=False)
-                measured[label].append(own["recorded_step_ns"])
+                measured[label].append(measured_step(root, model_name, label, r))
         table[model_name] = {
             "base_error": statistics.median(base_error),
+            "measured": {label: statistics.median(measured_step(root, model_name, label, r)
+                                                  for r in range(rounds))
+                         for label in (BASE[0], AUTO[0])},
             "rows": [(label, statistics.median(predicted[label]), statistics.median(measured[label]))
                      for label, _, _ in ALTERNATIVES]}
     return table
@@ -115,8 +130,10 @@ def main():
     tables = {}
     for world in [int(w) for w in args.world_sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as root:
-            run_ranks(worker, world, root, args.rounds, args.steps, name="whatif")
+            chosen = run_ranks(worker, world, root, args.rounds, args.steps, name="whatif")
             tables[world] = analyse(root, args.rounds)
+            for model_name, reasons in chosen.items():
+                tables[world][model_name]["auto"] = reasons
     with docs_table.table(args.docs, "whatif"):
         report(tables, args)
     return 0
@@ -134,6 +151,16 @@ def report(tables, args):
                 error = pred / meas - 1
                 errors.append(abs(error))
                 print(f"  {label:30s} {pred / 1e6:9.2f} ms {meas / 1e6:9.2f} ms {error * 100:+7.1f}%")
+            # bucket_cap_mb="auto" beside the sweep's best fixed cap and torch's default, measured.
+            fixed = {label: meas for label, _, meas in result["rows"] if label.startswith("bucket")}
+            fixed[BASE[0]] = result["measured"][BASE[0]]
+            best = min(fixed, key=fixed.get)
+            auto = result["measured"][AUTO[0]]
+            picks = sorted({reason.split(" ")[0] for reason in result["auto"]})
+            print(f"  auto chose {', '.join(picks)}: {auto / 1e6:.2f} ms, {auto / fixed[best]:.2f}x "
+                  f"the best fixed cap ({best}, {fixed[best] / 1e6:.2f} ms), "
+                  f"{auto / fixed[BASE[0]]:.2f}x {BASE[0]} (goal: within noise of the best, "
+                  "never above the default)")
     median = statistics.median(errors)
     worst = max(errors)
     print(f"\nDDP: {len(errors)} cases, median |error| {median * 100:.1f}% (goal <= 5%), worst "

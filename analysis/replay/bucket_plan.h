@@ -40,6 +40,13 @@ struct BucketLimits {
   int64_t bucketBytes = 25 << 20;
 };
 
+// The limits of bucket_cap_mb = capBytes / 2^20: the first bucket is 1 MiB, or the cap when
+// that is smaller (torch's DDP's rule).
+inline BucketLimits limitsForCap(int64_t capBytes) {
+  capBytes = capBytes < 1 ? 1 : capBytes;
+  return {capBytes < (int64_t{1} << 20) ? capBytes : int64_t{1} << 20, capBytes};
+}
+
 // One bucket: the parameter indices it holds, in the order they are laid out in
 // the flat buffer.
 struct BucketSpec {

@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
+#include <string>
+
+#include "base/format.h"
 
 namespace ringx::replay {
 namespace {
@@ -22,13 +26,8 @@ struct Choice {
 Choice choose(const DdpModel& m, const DdpWhatIf& c) {
   Choice x;
   x.limits = m.limits;
-  if (c.bucketCapBytes) x.limits.bucketBytes = std::max<int64_t>(1, *c.bucketCapBytes);
-  if (c.firstBucketBytes) {
-    x.limits.firstBucketBytes = std::max<int64_t>(1, *c.firstBucketBytes);
-  } else if (c.bucketCapBytes) {
-    // The engine's rule: the first bucket is 1 MiB, or the cap when that is smaller.
-    x.limits.firstBucketBytes = std::min<int64_t>(int64_t{1} << 20, x.limits.bucketBytes);
-  }
+  if (c.bucketCapBytes) x.limits = limitsForCap(*c.bucketCapBytes);  // the engine's rule
+  if (c.firstBucketBytes) x.limits.firstBucketBytes = std::max<int64_t>(1, *c.firstBucketBytes);
   x.view = c.gradientAsBucketView.value_or(m.gradientAsBucketView);
   x.worldSize = c.worldSize.value_or(m.worldSize);
   x.link = c.link.value_or(m.link);
@@ -227,6 +226,44 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
     start = next;
   }
   return out;
+}
+
+namespace {
+
+std::string capText(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
+CapChoice chooseBucketCap(const DdpModel& m, const std::vector<int64_t>& candidates,
+                          int64_t defaultCap, double margin) {
+  auto replayCap = [&](int64_t cap) {
+    DdpWhatIf c;
+    c.bucketCapBytes = cap;
+    return replayDdp(m, c);
+  };
+  const DdpReplay atDefault = replayCap(defaultCap);
+  CapChoice best{defaultCap, atDefault.stepNs, atDefault.stepNs, atDefault.buckets.size(), ""};
+  const double bar = static_cast<double>(atDefault.stepNs) * (1 - margin);
+  for (int64_t cap : candidates) {
+    if (cap <= 0 || cap == defaultCap) continue;
+    const DdpReplay r = replayCap(cap);
+    if (static_cast<double>(r.stepNs) < bar && r.stepNs < best.predictedNs) {
+      best = {cap, r.stepNs, atDefault.stepNs, r.buckets.size(), ""};
+    }
+  }
+  best.reason = "bucket_cap_mb=" + capText(best.capBytes) + " (" + std::to_string(best.buckets) +
+                (best.buckets == 1 ? " bucket" : " buckets") +
+                "): " + formatDuration(best.predictedNs) + " a step predicted, against " +
+                formatDuration(best.defaultNs) + " at " + capText(defaultCap);
+  if (best.capBytes == defaultCap) {
+    best.reason +=
+        " (no cap predicted more than " + std::to_string(std::lround(margin * 100)) + "% faster)";
+  }
+  return best;
 }
 
 }  // namespace ringx::replay

@@ -41,9 +41,16 @@ Engine::Engine(const NamedTensors& parameters, const NamedTensors& buffers,
     names.push_back(name);
   }
   ReducerOptions reducerOptions;
-  reducerOptions.bucketCapBytes = static_cast<int64_t>(options_.bucket_cap_mb() * 1024 * 1024);
-  reducerOptions.bucketCapBytes = std::max<int64_t>(reducerOptions.bucketCapBytes, 1);
-  reducerOptions.firstBucketBytes = std::min<int64_t>(1 << 20, reducerOptions.bucketCapBytes);
+  const replay::BucketLimits limits =
+      replay::limitsForCap(static_cast<int64_t>(options_.bucket_cap_mb() * 1024 * 1024));
+  reducerOptions.bucketCapBytes = limits.bucketBytes;
+  reducerOptions.firstBucketBytes = limits.firstBucketBytes;
+  reducerOptions.autoBucketCap = options_.auto_bucket_cap();
+  TORCH_CHECK(
+      !options_.auto_bucket_cap() || !options_.find_unused_parameters() || options_.static_graph(),
+      "ringx.ddp: bucket_cap_mb=\"auto\" rebuilds the buckets after timing a few steps, "
+      "which find_unused_parameters=True turns off (as it turns off the rebuild in "
+      "gradient-ready order); pass static_graph=True as well, or a fixed bucket_cap_mb");
   reducerOptions.findUnusedParameters = options_.find_unused_parameters();
   reducerOptions.gradientAsBucketView = options_.gradient_as_bucket_view();
   reducerOptions.staticGraph = options_.static_graph();

@@ -31,6 +31,9 @@ namespace ringx::ddp {
 // ringx.ddp implements, with the same defaults.
 struct Options {
   TORCH_ARG(double, bucket_cap_mb) = 25;
+  // bucket_cap_mb="auto": start at bucket_cap_mb, then choose the cap the replay of the first
+  // steps after the rebuild predicts fastest (Reducer::autoChoice() says what and why).
+  TORCH_ARG(bool, auto_bucket_cap) = false;
   TORCH_ARG(bool, find_unused_parameters) = false;
   TORCH_ARG(bool, gradient_as_bucket_view) = false;
   TORCH_ARG(bool, broadcast_buffers) = true;

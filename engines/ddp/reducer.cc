@@ -7,6 +7,9 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <sstream>
 #include <unordered_set>
 
@@ -158,6 +161,7 @@ void Reducer::buildBuckets(const std::vector<size_t>& order) {
   plan.gradientAsBucketView = options_.gradientAsBucketView;
   plan.worldSize = worldSize_;
   plan.buckets = buckets_.size();
+  plan.reason = autoReason_;
   recordBucketPlan(plan);
 }
 
@@ -218,7 +222,12 @@ void Reducer::prepareForForward() {
                 "them. If some parameters go unused, pass find_unused_parameters=True (the "
                 "engine then finds them by walking the autograd graph from the outputs).");
   }
+  if (!autoSamples_.empty() && autoSamples_.back().step == last_.iteration &&
+      last_.finalizeEndNs > 0) {
+    autoSamples_.back().optimizerNs = trace::nowNs() - last_.finalizeEndNs;
+  }
   rebuildBucketsIfDue();
+  chooseBucketCapIfDue();
   current_ = IterationTiming{};
   current_.iteration = iteration_++;
   current_.forwardBeginNs = trace::nowNs();
@@ -475,6 +484,113 @@ void Reducer::finalizeBackward() {
   for (const Bucket& bucket : buckets_) current_.buckets.push_back(bucket.timing);
   last_ = current_;
   recordIteration(last_, facts_);
+  keepAutoSample();
+}
+
+void Reducer::keepAutoSample() {
+  if (!options_.autoBucketCap || autoChosen_ || !rebuilt_ || !gradSampled(last_.iteration)) return;
+  replay::DdpStepRecord s;
+  s.step = last_.iteration;
+  s.forwardBeginNs = last_.forwardBeginNs;
+  s.forwardEndNs = last_.forwardEndNs;
+  s.backwardBeginNs = last_.backwardBeginNs ? last_.backwardBeginNs : last_.forwardEndNs;
+  s.computeEndNs = last_.backwardEndNs;
+  s.finalizeEndNs = last_.finalizeEndNs;
+  for (const GradReady& g : last_.grads) s.grads.emplace_back(g.param, g.ns);
+  for (const BucketTiming& b : last_.buckets) {
+    s.buckets.push_back(
+        {static_cast<int64_t>(b.index), b.bytes,
+         b.wireEndNs >= b.wireStartNs && b.wireStartNs > 0 ? b.wireEndNs - b.wireStartNs : -1,
+         b.copyBackEndNs >= b.copyBackBeginNs && b.copyBackBeginNs > 0
+             ? b.copyBackEndNs - b.copyBackBeginNs
+             : -1});
+  }
+  autoSamples_.push_back(std::move(s));
+}
+
+void Reducer::chooseBucketCapIfDue() {
+  if (!options_.autoBucketCap || autoChosen_ || autoSamples_.size() < kAutoSteps) return;
+  autoChosen_ = true;
+  const int64_t begin = trace::nowNs();
+  // Each bucket's wire time as the last rank to arrive saw it (the others waited for it):
+  // the shortest over the ranks, as the what-if analysis takes it from a trace.
+  const size_t nb = buckets_.size();
+  at::Tensor wires = at::full({static_cast<int64_t>(autoSamples_.size() * nb)},
+                              std::numeric_limits<double>::infinity(), at::kDouble);
+  double* w = wires.data_ptr<double>();
+  for (size_t i = 0; i < autoSamples_.size(); ++i) {
+    for (const replay::DdpStepRecord::Bucket& b : autoSamples_[i].buckets) {
+      if (b.wireNs >= 0 && static_cast<size_t>(b.index) < nb) w[i * nb + b.index] = b.wireNs;
+    }
+  }
+  std::vector<at::Tensor> wireTensors{wires};
+  ::c10d::AllreduceOptions minimum;
+  minimum.reduceOp = ::c10d::ReduceOp::MIN;
+  processGroup_->allreduce(wireTensors, minimum)->wait();
+
+  // Rank 0 replays its own steps with those wire times and chooses; every rank builds its pick.
+  at::Tensor choice = at::zeros({2}, at::kLong);
+  std::string reason;
+  if (processGroup_->getRank() == 0) {
+    const int64_t defaultCap = options_.bucketCapBytes;
+    int64_t cap = defaultCap;
+    try {
+      replay::DdpRecording rec;
+      rec.params = layouts_;
+      rec.limits = {options_.firstBucketBytes, options_.bucketCapBytes};
+      rec.gradientAsBucketView = options_.gradientAsBucketView;
+      rec.worldSize = worldSize_;
+      rec.ranks.push_back({0, autoSamples_});
+      for (size_t i = 0; i < autoSamples_.size(); ++i) {
+        for (replay::DdpStepRecord::Bucket& b : rec.ranks[0].steps[i].buckets) {
+          const double shortest = static_cast<size_t>(b.index) < nb ? w[i * nb + b.index] : -1;
+          b.wireNs = std::isfinite(shortest) ? static_cast<int64_t>(shortest) : -1;
+        }
+      }
+      const replay::DdpFit fit = replay::fitDdpModel(rec);
+      std::vector<int64_t> candidates;
+      for (int64_t kib : {256, 512, 1024, 2048, 4096, 8192, 16384, 25600, 51200, 102400}) {
+        candidates.push_back(kib << 10);
+      }
+      // 3%: what the replay's own error on a recorded step leaves it unable to tell apart.
+      const replay::CapChoice c = replay::chooseBucketCap(fit.model, candidates, defaultCap, 0.03);
+      cap = c.capBytes;
+      reason = c.reason + " (the replay of steps " + std::to_string(autoSamples_.front().step) +
+               "-" + std::to_string(autoSamples_.back().step) + " on rank 0)";
+    } catch (const std::exception& e) {
+      reason = "bucket_cap_mb kept: the replay could not be fitted (" + std::string(e.what()) + ")";
+    }
+    choice.data_ptr<int64_t>()[0] = cap;
+    choice.data_ptr<int64_t>()[1] = static_cast<int64_t>(reason.size());
+  }
+  ::c10d::BroadcastOptions fromZero;
+  fromZero.rootRank = 0;
+  std::vector<at::Tensor> choiceTensors{choice};
+  processGroup_->broadcast(choiceTensors, fromZero)->wait();
+  at::Tensor text = at::zeros({choice.data_ptr<int64_t>()[1]}, at::kByte);
+  std::copy(reason.begin(), reason.end(), text.data_ptr<uint8_t>());
+  std::vector<at::Tensor> textTensors{text};
+  if (text.numel() > 0) processGroup_->broadcast(textTensors, fromZero)->wait();
+  autoReason_.assign(reinterpret_cast<const char*>(text.data_ptr<uint8_t>()), text.numel());
+  autoSamples_.clear();
+
+  // Rebuild in the order the buckets are in now (every rank's is the same).
+  const replay::BucketLimits limits = replay::limitsForCap(choice.data_ptr<int64_t>()[0]);
+  options_.bucketCapBytes = limits.bucketBytes;
+  options_.firstBucketBytes = limits.firstBucketBytes;
+  std::vector<size_t> order;
+  for (const Bucket& b : buckets_)
+    order.insert(order.end(), b.spec.params.begin(), b.spec.params.end());
+  buildBuckets(order);
+  recordBucketRebuild(begin, trace::nowNs(), iteration_, buckets_.size());
+  if (processGroup_->getRank() == 0) {
+    std::fprintf(stderr, "ringx.ddp: bucket_cap_mb=\"auto\": %s\n", autoReason_.c_str());
+  }
+}
+
+std::string Reducer::autoChoice() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return autoReason_;
 }
 
 void Reducer::finalizeBucket(Bucket& bucket, const std::vector<bool>& globallyUsed) {

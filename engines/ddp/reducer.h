@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "analysis/replay/bucket_plan.h"
+#include "analysis/replay/ddp_fit.h"
 #include "backend/c10d/torch_compat.h"
 #include "engines/ddp/timing.h"
 
@@ -56,6 +57,9 @@ struct ReducerOptions {
   bool findUnusedParameters = false;
   bool gradientAsBucketView = false;
   bool staticGraph = false;
+  // Time kAutoSteps steps after the rebuild, then rebuild once more with the bucket cap the
+  // replay (analysis/replay) predicts fastest; rank 0 chooses, every rank builds the same.
+  bool autoBucketCap = false;
 };
 
 class Reducer {
@@ -90,6 +94,10 @@ class Reducer {
   // Parameters no rank used in the last iteration (find_unused_parameters / static_graph).
   std::vector<size_t> globallyUnusedParameters() const;
   const std::vector<std::string>& parameterNames() const { return names_; }
+  // bucket_cap_mb="auto": what was chosen and why (empty until the choice, kAutoSteps steps
+  // after the rebuild).
+  std::string autoChoice() const;
+  static constexpr size_t kAutoSteps = 5;
 
  private:
   struct Bucket {
@@ -125,6 +133,8 @@ class Reducer {
   bool tracksUsage() const;
   std::string pendingParameterNames() const;
   void resetIterationState();
+  void keepAutoSample();
+  void chooseBucketCapIfDue();
 
   std::vector<at::Tensor> params_;
   std::vector<std::string> names_;
@@ -165,6 +175,10 @@ class Reducer {
   std::vector<size_t> readyOrder_;
   bool rebuilt_ = false;
   bool rebuildDue_ = false;
+  // bucket_cap_mb="auto": the steps timed since the rebuild, and the choice once made.
+  std::vector<replay::DdpStepRecord> autoSamples_;
+  bool autoChosen_ = false;
+  std::string autoReason_;  // also the reason of the bucket plan built next
   // static_graph: what the first iteration found unused here, and used anywhere.
   bool staticUnusedKnown_ = false;
   std::vector<size_t> staticLocallyUnused_;

@@ -62,9 +62,10 @@ void registerDdpBindings(py::module& parent) {
       .def(py::init([](const NamedTensors& parameters, const NamedTensors& buffers,
                        c10::intrusive_ptr<::c10d::ProcessGroup> processGroup, double bucketCapMb,
                        bool findUnusedParameters, bool gradientAsBucketView, bool broadcastBuffers,
-                       bool staticGraph) {
+                       bool staticGraph, bool autoBucketCap) {
              Options options;
              options.bucket_cap_mb(bucketCapMb)
+                 .auto_bucket_cap(autoBucketCap)
                  .find_unused_parameters(findUnusedParameters)
                  .gradient_as_bucket_view(gradientAsBucketView)
                  .broadcast_buffers(broadcastBuffers)
@@ -74,7 +75,9 @@ void registerDdpBindings(py::module& parent) {
            py::arg("parameters"), py::arg("buffers"), py::arg("process_group"),
            py::arg("bucket_cap_mb"), py::arg("find_unused_parameters"),
            py::arg("gradient_as_bucket_view"), py::arg("broadcast_buffers"),
-           py::arg("static_graph"), py::call_guard<py::gil_scoped_release>())
+           py::arg("static_graph"), py::arg("auto_bucket_cap") = false,
+           py::call_guard<py::gil_scoped_release>())
+      .def("auto_choice", [](Engine& e) { return e.reducer().autoChoice(); })
       .def("before_forward", &Engine::beforeForward, py::call_guard<py::gil_scoped_release>())
       .def("after_forward", &Engine::afterForward, py::arg("outputs"),
            py::call_guard<py::gil_scoped_release>())

@@ -185,5 +185,25 @@ TEST(ReplayDdp, TheCriticalPathTilesTheStepAndFollowsTheStraggler) {
   EXPECT_TRUE(slowBackward);
 }
 
+TEST(ReplayDdp, AutoChoosesTheCapTheReplayFindsFastestAndKeepsTheDefaultWithinTheMargin) {
+  DdpModel m = fourBuckets();
+  m.link = {200, 0.1};  // 200 ns a ring step: an allreduce of 1000 bytes takes 500 ns
+  // Cap 1000, four buckets: the ring runs 260..2260, the last copy back ends at 2310: 2360.
+  // Cap 2000, two buckets of 600 ns: 360..960, 960..1560; copies of 100: 1710.
+  // Cap 4000, one bucket of 800 ns from 560: 1360; its copy of 200: 1610.
+  const CapChoice c = chooseBucketCap(m, {2000, 4000}, 1000, 0.02);
+  EXPECT_EQ(c.capBytes, 4000);
+  EXPECT_EQ(c.predictedNs, 1610);
+  EXPECT_EQ(c.defaultNs, 2360);
+  EXPECT_EQ(c.buckets, 1u);
+  EXPECT_NE(c.reason.find("(1 bucket)"), std::string::npos) << c.reason;
+  // Nothing is 50% faster than the default: it stays, and the reason says so.
+  const CapChoice kept = chooseBucketCap(m, {2000, 4000}, 1000, 0.5);
+  EXPECT_EQ(kept.capBytes, 1000);
+  EXPECT_EQ(kept.predictedNs, 2360);
+  EXPECT_NE(kept.reason.find("no cap predicted more than 50% faster"), std::string::npos)
+      << kept.reason;
+}
+
 }  // namespace
 }  // namespace ringx::replay

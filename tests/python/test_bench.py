@@ -108,7 +108,9 @@ def test_ddp_bench_runs():
 def test_whatif_bench_puts_predicted_beside_measured():
     out = run_bench("whatif.py", "--quick", "--world-sizes", "2")
     assert "predicted" in out and "measured" in out and "median |error|" in out, out
-    assert out.count("bucket_cap_mb=0.25") == 3  # one row per model
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("  bucket_cap_mb=")]
+    assert rows.count("bucket_cap_mb=0.25") == 3  # one row per model
+    assert out.count("auto chose bucket_cap_mb=") == 3
 
 
 def test_fault_bench_puts_gloo_beside_ringx():

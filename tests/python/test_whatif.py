@@ -98,3 +98,55 @@ def _allreduce_traced(rank, world, trace_dir):
     dist.all_reduce(torch.ones(1000))
     ringx.trace.stop()
     return True
+
+
+def _train_auto(rank, world, trace_dir, cap):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 8))
+    ddp = ringx.ddp.DistributedDataParallel(model, bucket_cap_mb=cap)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    ringx.trace.start(dir=trace_dir)
+    choices = []
+    for step in range(10):
+        x = torch.randn(16, 64, generator=torch.Generator().manual_seed(step + rank))
+        opt.zero_grad()
+        ddp(x).square().mean().backward()
+        opt.step()
+        choices.append(ddp.auto_choice())
+    ringx.trace.stop()
+    # As bytes: a tensor sent back from a rank process travels as a shared-memory handle that
+    # dies with the process.
+    weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().tobytes()
+    return choices, ddp.bucket_assignment(), weights
+
+
+def test_auto_bucket_cap_chooses_once_the_same_on_every_rank(tmp_path):
+    auto = run_ranks(functools.partial(_train_auto, trace_dir=str(tmp_path / "auto"), cap="auto"),
+                     world_size=2)
+    fixed = run_ranks(functools.partial(_train_auto, trace_dir=str(tmp_path / "fixed"), cap=25),
+                      world_size=2)
+    for rank in (0, 1):
+        choices, assignment, weights = auto[rank]
+        # Iterations 1-5 (after the rebuild) are timed; the choice is made as iteration 6 starts.
+        assert choices[:6] == [None] * 6, choices
+        assert choices[6] and choices[6].startswith("bucket_cap_mb="), choices[6]
+        assert "predicted" in choices[6] and "steps 1-5 on rank 0" in choices[6]
+        assert choices[6:] == [choices[6]] * 4  # chosen once
+        assert choices[6] == auto[0][0][6] and assignment == auto[0][1]  # every rank the same
+        # Re-bucketing changes where gradients sit, not what they average to (2 ranks: a + b).
+        assert weights == fixed[rank][2]
+        assert fixed[rank][0] == [None] * 10  # no choice without "auto"
+    # The trace's last bucket plan is the chosen one, so what-if models the run after it.
+    chosen_mb = float(auto[0][0][6].split()[0].split("=")[1])
+    report = ringx.analysis.whatif(tmp_path / "auto", bounds=False)
+    assert report["bucket_cap_bytes"] == int(chosen_mb * 1024 * 1024)
+
+
+def test_auto_bucket_cap_rejects_what_it_cannot_do():
+    model = nn.Linear(4, 4)
+    with pytest.raises(ValueError, match='positive or "auto"'):
+        ringx.ddp.DistributedDataParallel(model, bucket_cap_mb="fast")
+    with pytest.raises(ValueError, match="find_unused_parameters"):
+        ringx.ddp.DistributedDataParallel(model, bucket_cap_mb="auto",
+                                          find_unused_parameters=True)
