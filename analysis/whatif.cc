@@ -17,11 +17,6 @@ using namespace store_reading;
 
 namespace {
 
-struct StepPhases {
-  int64_t forwardBegin = 0, forwardEnd = 0, backwardBegin = 0, computeEnd = 0, finalizeEnd = 0;
-  int64_t optimizer = -1;
-};
-
 struct GradSample {
   int64_t step = 0;
   int64_t param = 0;
@@ -30,20 +25,16 @@ struct GradSample {
   int64_t time = 0;
 };
 
-struct BucketSample {
-  int64_t step = 0, bucket = 0, bytes = 0, wire = 0, copyBack = -1;
-};
-
 struct Plan {
   int64_t step = -1, cap = 0, first = 0, view = 0, world = 0;
 };
 
-// What one rank recorded.
+// What one rank recorded: its steps as the replay's fit takes them, and its gradients again
+// for the parameters' bytes and groups.
 struct RankRecord {
   int32_t rank = 0;
-  std::map<int64_t, StepPhases> steps;
+  std::map<int64_t, replay::DdpStepRecord> steps;
   std::vector<GradSample> grads;
-  std::vector<BucketSample> buckets;
   Plan plan;  // the last one
 };
 
@@ -66,15 +57,15 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
         const int64_t step = a.integer(keys.step, -1);
         if (step < 0) return;
         if (s.name == forward) {
-          r.steps[step].forwardBegin = s.begin;
-          r.steps[step].forwardEnd = s.end;
+          r.steps[step].forwardBeginNs = s.begin;
+          r.steps[step].forwardEndNs = s.end;
         } else if (s.name == backward) {
-          StepPhases& p = r.steps[step];
-          p.backwardBegin = s.begin;
-          p.finalizeEnd = s.end;
-          p.computeEnd = a.integer(computeEnd, 0);
+          replay::DdpStepRecord& p = r.steps[step];
+          p.backwardBeginNs = s.begin;
+          p.finalizeEndNs = s.end;
+          p.computeEndNs = a.integer(computeEnd, 0);
         } else if (s.name == optimizer) {
-          r.steps[step].optimizer = s.duration();
+          r.steps[step].optimizerNs = s.duration();
         }
       });
       for (const Instant& i : track.instants) {
@@ -89,15 +80,16 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
       forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
         if (bucket == 0 || s.name != bucket) return;
         const ArgRange a(rank, s);
-        BucketSample b;
-        b.step = a.integer(keys.step, -1);
-        b.bucket = a.integer(keys.bucket, -1);
+        const int64_t step = a.integer(keys.step, -1);
+        if (step < 0) return;
+        replay::DdpStepRecord::Bucket b;
+        b.index = a.integer(keys.bucket, -1);
         b.bytes = a.integer(keys.bytes, 0);
         const int64_t ws = a.integer(keys.wireStart, 0), we = a.integer(keys.wireEnd, 0);
-        b.wire = ws > 0 && we >= ws ? we - ws : -1;
+        if (ws > 0 && we >= ws) b.wireNs = we - ws;
         const int64_t cb = a.integer(keys.copyBack, 0);
-        if (cb > 0 && s.end >= cb) b.copyBack = s.end - cb;
-        r.buckets.push_back(b);
+        if (cb > 0 && s.end >= cb) b.copyBackNs = s.end - cb;
+        r.steps[step].buckets.push_back(b);
       });
       for (const Instant& i : track.instants) {
         if (grad == 0 || i.name != grad) continue;
@@ -108,7 +100,9 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
         g.bytes = a.integer(keys.bytes, 0);
         g.group = a.string(paramGroup);
         g.time = i.time;
-        if (g.step >= 0 && g.param >= 0) r.grads.push_back(g);
+        if (g.step < 0 || g.param < 0) continue;
+        r.grads.push_back(g);
+        r.steps[g.step].grads.emplace_back(static_cast<size_t>(g.param), g.time);
       }
     }
   }
@@ -158,31 +152,15 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
       p.group = std::string(store.str(g.group));
     }
   }
-  // Each rank's steps under the recorded plan, with their gradients and buckets.
-  for (const RankRecord& r : records) {
-    std::map<int64_t, replay::DdpStepRecord> steps;
-    for (const auto& [step, p] : r.steps) {
-      if (step < plan.step) continue;
-      replay::DdpStepRecord& s = steps[step];
-      s.step = step;
-      s.forwardBeginNs = p.forwardBegin;
-      s.forwardEndNs = p.forwardEnd;
-      s.backwardBeginNs = p.backwardBegin;
-      s.computeEndNs = p.computeEnd;
-      s.finalizeEndNs = p.finalizeEnd;
-      s.optimizerNs = p.optimizer;
-    }
-    for (const GradSample& g : r.grads) {
-      auto at = steps.find(g.step);
-      if (at != steps.end()) at->second.grads.emplace_back(static_cast<size_t>(g.param), g.time);
-    }
-    for (const BucketSample& b : r.buckets) {
-      auto at = steps.find(b.step);
-      if (at != steps.end()) at->second.buckets.push_back({b.bucket, b.bytes, b.wire, b.copyBack});
-    }
+  // Each rank's steps under the recorded plan.
+  for (RankRecord& r : records) {
     replay::DdpRankRecord& out = rec.ranks.emplace_back();
     out.rank = r.rank;
-    for (auto& [step, s] : steps) out.steps.push_back(std::move(s));
+    for (auto& [step, s] : r.steps) {
+      if (step < plan.step) continue;
+      s.step = step;
+      out.steps.push_back(std::move(s));
+    }
   }
   DdpModelSource src;
   static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(rec);
