@@ -12,12 +12,6 @@
 namespace ringx::replay {
 namespace {
 
-int64_t medianOf(const std::vector<int64_t>& v) {
-  if (v.empty()) return 0;
-  std::vector<double> d(v.begin(), v.end());
-  return static_cast<int64_t>(std::llround(analysis::median(d)));
-}
-
 bool complete(const DdpStepRecord& s) {
   return s.forwardBeginNs > 0 && s.backwardBeginNs > 0 && s.computeEndNs >= s.backwardBeginNs &&
          s.finalizeEndNs >= s.computeEndNs;
@@ -38,7 +32,7 @@ DdpFit fitDdpModel(const DdpRecording& rec) {
 
   fit.steps = UINT64_MAX;
   fit.gradSteps = UINT64_MAX;
-  std::map<int64_t, int64_t> periodByStep;  // the slowest rank's step
+  RecordedSteps recorded;
   for (const DdpRankRecord& r : rec.ranks) {
     DdpRankProfile prof;
     prof.rank = r.rank;
@@ -53,10 +47,8 @@ DdpFit fitDdpModel(const DdpRecording& rec) {
       toBwd.push_back(std::max<int64_t>(0, s.backwardBeginNs - s.forwardEndNs));
       compute.push_back(s.computeEndNs - s.backwardBeginNs);
       if (s.optimizerNs >= 0) opt.push_back(s.optimizerNs);
-      if (i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1 &&
-          r.steps[i + 1].forwardBeginNs > s.forwardBeginNs) {
-        int64_t& slowest = periodByStep[s.step];
-        slowest = std::max(slowest, r.steps[i + 1].forwardBeginNs - s.forwardBeginNs);
+      if (i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1) {
+        recorded.add(s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
       }
       bool any = false;
       for (const auto& [param, ns] : s.grads) {
@@ -70,11 +62,11 @@ DdpFit fitDdpModel(const DdpRecording& rec) {
       throw std::runtime_error("rank " + std::to_string(r.rank) +
                                " has no complete DDP step under the recorded bucket plan");
     }
-    prof.forwardNs = medianOf(fwd);
-    prof.toBackwardNs = medianOf(toBwd);
-    prof.backwardComputeNs = medianOf(compute);
-    prof.optimizerNs = medianOf(opt);
-    for (const auto& v : ready) prof.gradReadyNs.push_back(v.empty() ? -1 : medianOf(v));
+    prof.forwardNs = medianNs(fwd);
+    prof.toBackwardNs = medianNs(toBwd);
+    prof.backwardComputeNs = medianNs(compute);
+    prof.optimizerNs = medianNs(opt);
+    for (const auto& v : ready) prof.gradReadyNs.push_back(v.empty() ? -1 : medianNs(v));
     fit.steps = std::min(fit.steps, used);
     fit.gradSteps = std::min(fit.gradSteps, withGrads);
     m.ranks.push_back(std::move(prof));
@@ -84,9 +76,7 @@ DdpFit fitDdpModel(const DdpRecording& rec) {
         "no step under the recorded bucket plan recorded gradient readiness on every rank; "
         "run more steps");
   }
-  std::vector<int64_t> periods;
-  for (const auto& [step, ns] : periodByStep) periods.push_back(ns);
-  fit.recordedStepNs = medianOf(periods);
+  fit.recordedStepNs = recorded.medianNs();
 
   // The build order: the lowest rank's first step with gradient readiness, by hook time.
   for (const DdpStepRecord& s : rec.ranks.front().steps) {
@@ -121,7 +111,7 @@ DdpFit fitDdpModel(const DdpRecording& rec) {
   for (const auto& [key, ns] : shortest) perBucket[key.first].push_back(ns);
   std::vector<CostSample> samples;
   for (const auto& [bucket, times] : perBucket) {
-    samples.push_back({"allreduce", bucketBytes[bucket], m.worldSize, medianOf(times)});
+    samples.push_back({"allreduce", bucketBytes[bucket], m.worldSize, medianNs(times)});
   }
   fit.wire = fitLinkCost(samples);
   m.link = fit.wire.link;

@@ -62,22 +62,6 @@ Offsets offsetsFor(const DdpModel& m, const DdpRankProfile& r, bool computeFree)
 
 }  // namespace
 
-const char* pathKindName(PathSegment::Kind kind) {
-  switch (kind) {
-    case PathSegment::Kind::kForward:
-      return "forward";
-    case PathSegment::Kind::kBackward:
-      return "backward";
-    case PathSegment::Kind::kAllreduce:
-      return "allreduce";
-    case PathSegment::Kind::kCopyBack:
-      return "copy back";
-    case PathSegment::Kind::kOptimizer:
-      return "optimizer";
-  }
-  return "?";
-}
-
 std::vector<BucketSpec> plannedBuckets(const DdpModel& m, const DdpWhatIf& change) {
   const Choice x = choose(m, change);
   std::vector<size_t> order = completeOrder(m.order, m.params.size());

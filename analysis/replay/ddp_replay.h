@@ -33,6 +33,7 @@
 
 #include "analysis/replay/bucket_plan.h"
 #include "analysis/replay/cost_model.h"
+#include "analysis/replay/step.h"
 
 namespace ringx::replay {
 
@@ -72,17 +73,6 @@ struct DdpWhatIf {
   bool commFree = false;     // communication takes no time: the step's floor from compute
   bool computeFree = false;  // compute takes no time: the step's floor from communication
 };
-
-// A stretch of the critical path: what the step was waiting on, at times from the step's start.
-struct PathSegment {
-  enum class Kind { kForward, kBackward, kAllreduce, kCopyBack, kOptimizer };
-  Kind kind = Kind::kForward;
-  int32_t rank = 0;     // whose compute it was (the allreduce: the rank that launched last)
-  int64_t bucket = -1;  // kAllreduce, kCopyBack
-  int64_t beginNs = 0;
-  int64_t endNs = 0;
-};
-const char* pathKindName(PathSegment::Kind kind);
 
 struct ReplayedBucket {
   int64_t bytes = 0;
