@@ -43,6 +43,14 @@ void Engine::preForward(size_t u) {
     std::fill(preBackwardDone_.begin(), preBackwardDone_.end(), 0);
     std::fill(postBackwardDone_.begin(), postBackwardDone_.end(), 0);
     forwardBeginNs_ = trace::nowNs();
+    ScheduleConfig config;
+    config.shardingStrategy = shardingStrategyName(options_.sharding_strategy());
+    config.backwardPrefetch = backwardPrefetchName(options_.backward_prefetch());
+    config.forwardPrefetch = options_.forward_prefetch();
+    config.limitAllGathers = options_.limit_all_gathers();
+    config.gatherLane = static_cast<bool>(units_.front()->groups().gatherLane);
+    config.shardSize = units_.front()->groups().shardFactor();
+    recordConfig(config, forwardBeginNs_, step_);
   }
   if (std::find(forwardOrder_.begin(), forwardOrder_.end(), u) == forwardOrder_.end()) {
     forwardOrder_.push_back(u);

@@ -16,7 +16,8 @@ using trace::Recorder;
 // Interned once: the ids are process-wide and survive stop()/start().
 struct Names {
   uint32_t fsdpTrack, memoryTrack, allGather, step, bytes, phase, forward, backward, prefetched,
-      issue, wireStart, wireEnd, exposed, launch, sharded, unsharded, grads, peak;
+      issue, wireStart, wireEnd, exposed, launch, sharded, unsharded, grads, peak, config, strategy,
+      backwardPrefetch, forwardPrefetch, limiter, gatherLane, groupSize;
   Names() {
     Recorder& r = Recorder::instance();
     fsdpTrack = r.intern(trace::track::kFsdp);
@@ -37,6 +38,13 @@ struct Names {
     unsharded = r.intern(trace::counters::kFsdpUnshardedBytes);
     grads = r.intern(trace::counters::kFsdpGradBytes);
     peak = r.intern(trace::counters::kFsdpPeakBytes);
+    config = r.intern("fsdp_config");
+    strategy = r.intern(trace::arg::kShardingStrategy);
+    backwardPrefetch = r.intern(trace::arg::kBackwardPrefetch);
+    forwardPrefetch = r.intern(trace::arg::kForwardPrefetch);
+    limiter = r.intern(trace::arg::kLimitAllGathers);
+    gatherLane = r.intern(trace::arg::kGatherLane);
+    groupSize = r.intern(trace::arg::kGroupSize);
   }
 };
 
@@ -130,6 +138,22 @@ void recordMemory(const MemoryCounters& m) {
             static_cast<double>(m.unshardedBytes));
   r.counter(Category::kMemory, n.memoryTrack, n.grads, now, static_cast<double>(m.gradBytes));
   r.counter(Category::kMemory, n.memoryTrack, n.peak, now, static_cast<double>(m.peakBytes));
+}
+
+void recordConfig(const ScheduleConfig& c, int64_t atNs, int64_t step) {
+  if (!Recorder::enabled()) return;
+  const Names& n = names();
+  trace::Arg args[] = {
+      intArg(n.step, step),
+      trace::stringArg(n.strategy, internName(c.shardingStrategy)),
+      trace::stringArg(n.backwardPrefetch, internName(c.backwardPrefetch)),
+      intArg(n.forwardPrefetch, c.forwardPrefetch ? 1 : 0),
+      intArg(n.limiter, c.limitAllGathers ? 1 : 0),
+      intArg(n.gatherLane, c.gatherLane ? 1 : 0),
+      intArg(n.groupSize, c.shardSize),
+  };
+  Recorder::instance().instant(Category::kFsdp, n.fsdpTrack, n.config, atNs, args,
+                               static_cast<uint32_t>(sizeof(args) / sizeof(args[0])));
 }
 
 }  // namespace ringx::fsdp

@@ -6,6 +6,7 @@
 //                   wire start/end, exposed_ns = how long compute waited for it,
 //                   prefetched 0|1), forward and backward compute, reshard,
 //                   reduce_scatter and allreduce (hybrid and NO_SHARD)
+//   fsdp_config     an instant on "fsdp" as each iteration begins: the schedule options
 //   memory          fsdp.sharded_bytes, fsdp.unsharded_bytes, fsdp.grad_bytes,
 //                   fsdp.peak_bytes: exactly what the engine holds, sampled at
 //                   every change (the recorder adds the process RSS)
@@ -43,6 +44,17 @@ struct ReduceTiming {
   int64_t doneNs = 0;  // the result was accumulated into the sharded gradient
 };
 
+// The schedule options an iteration ran with ("fsdp_config" on "fsdp": what a replay of the
+// trace needs to know).
+struct ScheduleConfig {
+  const char* shardingStrategy = "FULL_SHARD";  // PyTorch's names
+  const char* backwardPrefetch = "BACKWARD_PRE";
+  bool forwardPrefetch = false;
+  bool limitAllGathers = true;
+  bool gatherLane = false;
+  int64_t shardSize = 1;
+};
+
 struct MemoryCounters {
   int64_t shardedBytes = 0;    // parameter shards (fp32 masters) and their low-precision copies
   int64_t unshardedBytes = 0;  // gathered parameters alive now
@@ -61,5 +73,6 @@ void recordUnitSpan(const std::string& unitName, const char* name, int64_t begin
 // forward / backward / optimizer on the "fsdp" track.
 void recordPhase(const char* name, int64_t beginNs, int64_t endNs, int64_t step);
 void recordMemory(const MemoryCounters& memory);
+void recordConfig(const ScheduleConfig& config, int64_t atNs, int64_t step);
 
 }  // namespace ringx::fsdp

@@ -60,6 +60,18 @@ BackwardPrefetch parseBackwardPrefetch(const std::string& name) {
               "'; use BACKWARD_PRE, BACKWARD_POST or None");
 }
 
+const char* backwardPrefetchName(BackwardPrefetch prefetch) {
+  switch (prefetch) {
+    case BackwardPrefetch::kNone:
+      return "NONE";
+    case BackwardPrefetch::kBackwardPre:
+      return "BACKWARD_PRE";
+    case BackwardPrefetch::kBackwardPost:
+      return "BACKWARD_POST";
+  }
+  return "?";
+}
+
 const char* shardingStrategyName(ShardingStrategy strategy) {
   switch (strategy) {
     case ShardingStrategy::kFullShard:

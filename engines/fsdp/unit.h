@@ -54,6 +54,7 @@ ShardingStrategy parseShardingStrategy(const std::string& name);
 // "BACKWARD_PRE", "BACKWARD_POST", "NONE".
 BackwardPrefetch parseBackwardPrefetch(const std::string& name);
 const char* shardingStrategyName(ShardingStrategy strategy);
+const char* backwardPrefetchName(BackwardPrefetch prefetch);
 
 // torch.distributed.fsdp.FullyShardedDataParallel's arguments that ringx.fsdp
 // implements, with the same defaults.

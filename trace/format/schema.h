@@ -29,7 +29,8 @@ namespace ringx::trace {
 
 // 2: DDP bucket names; 3: FSDP unit names; 4: device spans (a collective's GPU time);
 // 5: DDP gradient readiness, bucket plans and backward's compute end (the what-if replay's input)
-inline constexpr uint32_t kSchemaVersion = 5;
+// 6: FSDP's schedule options ("fsdp_config" instants: the FSDP what-if replay's input)
+inline constexpr uint32_t kSchemaVersion = 6;
 
 // The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
@@ -123,6 +124,14 @@ inline constexpr const char* kReason = "reason";
 inline constexpr const char* kPhase = "phase";            // forward | backward
 inline constexpr const char* kPrefetched = "prefetched";  // 1: issued ahead of need
 inline constexpr const char* kIssueNs = "issue_ns";       // the collective was issued
+// FSDP's schedule ("fsdp_config" instants on "fsdp", one per iteration as forward begins):
+// the options by PyTorch's names, gather_lane (0/1: gathers on a group of their own) and the
+// shard group's size (group_size).
+inline constexpr const char* kShardingStrategy = "sharding_strategy";
+inline constexpr const char* kBackwardPrefetch = "backward_prefetch";
+inline constexpr const char* kForwardPrefetch = "forward_prefetch";
+inline constexpr const char* kLimitAllGathers = "limit_all_gathers";
+inline constexpr const char* kGatherLane = "gather_lane";
 // Collectives on CUDA tensors: when the communication stream ran the collective's device work
 // (CUDA events, on the host's steady clock).
 inline constexpr const char* kGpuBeginNs = "gpu_begin_ns";

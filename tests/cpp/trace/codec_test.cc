@@ -353,14 +353,19 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
                            arg::kBucketCapBytes,
                            arg::kFirstBucketBytes,
                            arg::kBucketView,
-                           arg::kReason}) {
+                           arg::kReason,
+                           arg::kShardingStrategy,
+                           arg::kBackwardPrefetch,
+                           arg::kForwardPrefetch,
+                           arg::kLimitAllGathers,
+                           arg::kGatherLane}) {
     fingerprint += name;
     fingerprint += ',';
   }
   fingerprint.append(kMagic, sizeof(kMagic));
   fingerprint += std::to_string(kMaxRecordBytes);
-  EXPECT_EQ(kSchemaVersion, 5u);
-  EXPECT_EQ(fnv1a(fingerprint), 0x85eb0c595779df0cull)
+  EXPECT_EQ(kSchemaVersion, 6u);
+  EXPECT_EQ(fnv1a(fingerprint), 0xa6c3cfbb509354fdull)
       << "the trace schema changed: bump kSchemaVersion and update this test (fingerprint 0x"
       << std::hex << fnv1a(fingerprint) << ")";
 }
