@@ -1,0 +1,269 @@
+// The FSDP replay model fitted from recorded steps (see fsdp_fit.h for what comes from where).
+#include "analysis/replay/fsdp_fit.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace ringx::replay {
+namespace {
+
+struct TimedHook {
+  int64_t time = 0;
+  FsdpHook hook;
+};
+
+// A step's hooks in time order: a span's begin opens its unit, its end closes it. At one
+// instant, an enclosing span opens before and closes after the spans inside it.
+std::vector<TimedHook> hooksOf(const std::vector<FsdpStepRecord::Span>& spans) {
+  std::vector<std::tuple<int64_t, int, int64_t, size_t, bool>> keyed;  // time, close, order
+  for (const FsdpStepRecord::Span& s : spans) {
+    const int64_t length = s.endNs - s.beginNs;
+    keyed.emplace_back(s.beginNs, 0, -length, s.unit, true);
+    keyed.emplace_back(s.endNs, 1, length, s.unit, false);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<TimedHook> out;
+  for (const auto& [time, close, order, unit, open] : keyed) out.push_back({time, {unit, open}});
+  return out;
+}
+
+bool sameOrder(const std::vector<TimedHook>& a, const std::vector<FsdpHook>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].hook.unit != b[i].unit || a[i].hook.open != b[i].open) return false;
+  }
+  return true;
+}
+
+struct Interval {
+  int64_t begin = 0, end = 0;
+};
+
+int64_t overlap(const std::vector<Interval>& busy, int64_t begin, int64_t end) {
+  int64_t total = 0;
+  for (const Interval& i : busy)
+    total += std::max<int64_t>(0, std::min(end, i.end) - std::max(begin, i.begin));
+  return total;
+}
+
+// The compute before each hook: the time since the previous one (the first: since `from`)
+// less the engine's non-compute time in it.
+std::vector<int64_t> gaps(const std::vector<TimedHook>& hooks, int64_t from,
+                          const std::vector<Interval>& busy) {
+  std::vector<int64_t> out;
+  int64_t previous = from;
+  for (const TimedHook& h : hooks) {
+    out.push_back(std::max<int64_t>(0, h.time - previous - overlap(busy, previous, h.time)));
+    previous = h.time;
+  }
+  return out;
+}
+
+bool complete(const FsdpStepRecord& s) {
+  return s.forwardBeginNs > 0 && s.forwardEndNs >= s.forwardBeginNs &&
+         s.backwardBeginNs >= s.forwardEndNs && s.backwardEndNs >= s.backwardBeginNs &&
+         !s.forward.empty() && !s.backward.empty();
+}
+
+// What the engine spent not computing in a step: waiting for gathers, freeing, waiting for
+// reductions (after each post-backward with the limiter; after the last hook always).
+std::vector<Interval> busyOf(const FsdpStepRecord& s, const std::vector<TimedHook>& backward,
+                             bool limiter) {
+  std::vector<Interval> busy;
+  for (const FsdpStepRecord::Gather& g : s.gathers) {
+    if (g.exposedNs > 0 && g.readyNs > 0) busy.push_back({g.readyNs - g.exposedNs, g.readyNs});
+  }
+  for (const FsdpStepRecord::Span& r : s.reshards) busy.push_back({r.beginNs, r.endNs});
+  for (size_t i = 0; i < backward.size(); ++i) {
+    const bool last = i + 1 == backward.size();
+    if (backward[i].hook.open || (!limiter && !last)) continue;
+    const int64_t closed = backward[i].time;
+    const int64_t until = last ? s.backwardEndNs : backward[i + 1].time;
+    int64_t from = closed;  // after this unit's free
+    for (const FsdpStepRecord::Span& r : s.reshards) {
+      if (r.unit == backward[i].hook.unit && r.beginNs >= closed && r.beginNs <= until) {
+        from = std::max(from, r.endNs);
+      }
+    }
+    // The limiter keeps the unit's own reduction in flight; the end waits for every one.
+    int64_t done = from;
+    for (const FsdpStepRecord::Reduction& r : s.reductions) {
+      if (!last && r.unit == backward[i].hook.unit) continue;
+      if (r.launchNs <= closed && r.doneNs > from && r.doneNs <= until) {
+        done = std::max(done, r.doneNs);
+      }
+    }
+    if (done > from) busy.push_back({from, done});
+  }
+  return busy;
+}
+
+}  // namespace
+
+FsdpFit fitFsdpModel(const FsdpRecording& rec) {
+  if (rec.units.empty() || rec.ranks.empty()) {
+    throw std::runtime_error("no FSDP units or no ranks were recorded: nothing to model");
+  }
+  // The reference order: the lowest rank's first complete step.
+  const FsdpStepRecord* reference = nullptr;
+  for (const FsdpStepRecord& s : rec.ranks.front().steps) {
+    if (complete(s)) {
+      reference = &s;
+      break;
+    }
+  }
+  if (!reference) {
+    throw std::runtime_error("rank " + std::to_string(rec.ranks.front().rank) +
+                             " has no complete FSDP step (forward, backward and unit spans)");
+  }
+  const std::vector<TimedHook> refForward = hooksOf(reference->forward);
+  const std::vector<TimedHook> refBackward = hooksOf(reference->backward);
+  // The root first: the unit that opens first; the others keep their order.
+  const size_t n = rec.units.size();
+  std::vector<size_t> index(n);
+  const size_t root = refForward.front().hook.unit;
+  for (size_t u = 0, next = 1; u < n; ++u) index[u] = u == root ? 0 : next++;
+
+  FsdpFit fit;
+  FsdpModel& m = fit.model;
+  m.runtime = rec.runtime;
+  m.worldSize = rec.worldSize;
+  m.units.resize(n);
+  for (size_t u = 0; u < n; ++u) m.units[index[u]].name = rec.units[u];
+  for (const TimedHook& h : refForward) m.forward.push_back({index[h.hook.unit], h.hook.open});
+  for (const TimedHook& h : refBackward) m.backward.push_back({index[h.hook.unit], h.hook.open});
+  std::vector<FsdpHook> origForward, origBackward;
+  for (const TimedHook& h : refForward) origForward.push_back(h.hook);
+  for (const TimedHook& h : refBackward) origBackward.push_back(h.hook);
+
+  fit.steps = UINT64_MAX;
+  RecordedSteps recorded;
+  std::map<std::tuple<int, size_t, int64_t>, int64_t> shortest;  // (kind, unit, step) -> ns
+  std::map<std::pair<int, size_t>, int64_t> bytesOf;             // (kind, unit) -> bytes
+  std::map<int64_t, std::vector<FsdpRankProfile>> byStep;        // step -> the ranks' profiles
+  for (const FsdpRankRecord& r : rec.ranks) {
+    FsdpRankProfile p;
+    p.rank = r.rank;
+    std::vector<std::vector<int64_t>> fwd(m.forward.size()), bwd(m.backward.size());
+    std::vector<int64_t> toBackward, finalize, optimizer;
+    std::vector<std::vector<int64_t>> reshard(n);
+    uint64_t used = 0;
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      const FsdpStepRecord& s = r.steps[i];
+      if (i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1) {
+        recorded.add(s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
+      }
+      for (const FsdpStepRecord::Gather& g : s.gathers) {
+        int64_t& b = bytesOf[{0, g.unit}];
+        b = std::max(b, g.bytes);
+        if (g.wireNs > 0) {
+          auto [at, fresh] = shortest.emplace(std::make_tuple(0, g.unit, s.step), g.wireNs);
+          if (!fresh) at->second = std::min(at->second, g.wireNs);
+        }
+      }
+      for (const FsdpStepRecord::Reduction& x : s.reductions) {
+        const int kind = x.allreduce ? 2 : 1;
+        int64_t& b = bytesOf[{kind, x.unit}];
+        b = std::max(b, x.bytes);
+        if (x.wireNs > 0) {
+          auto [at, fresh] = shortest.emplace(std::make_tuple(kind, x.unit, s.step), x.wireNs);
+          if (!fresh) at->second = std::min(at->second, x.wireNs);
+        }
+      }
+      if (!complete(s)) continue;
+      const std::vector<TimedHook> forward = hooksOf(s.forward), backward = hooksOf(s.backward);
+      if (!sameOrder(forward, origForward) || !sameOrder(backward, origBackward)) continue;
+      ++used;
+      const std::vector<Interval> busy = busyOf(s, backward, rec.runtime.limitAllGathers);
+      FsdpRankProfile one;
+      one.rank = r.rank;
+      one.forwardGapNs = gaps(forward, s.forwardBeginNs, busy);
+      one.backwardGapNs = gaps(backward, s.backwardBeginNs, busy);
+      const std::vector<int64_t>& f = one.forwardGapNs;
+      const std::vector<int64_t>& b = one.backwardGapNs;
+      for (size_t k = 0; k < f.size(); ++k) fwd[k].push_back(f[k]);
+      for (size_t k = 0; k < b.size(); ++k) bwd[k].push_back(b[k]);
+      const int64_t forwardTail =
+          std::max<int64_t>(0, s.forwardEndNs - forward.back().time -
+                                   overlap(busy, forward.back().time, s.forwardEndNs));
+      toBackward.push_back(forwardTail + (s.backwardBeginNs - s.forwardEndNs));
+      finalize.push_back(
+          std::max<int64_t>(0, s.backwardEndNs - backward.back().time -
+                                   overlap(busy, backward.back().time, s.backwardEndNs)));
+      if (s.optimizerNs >= 0) optimizer.push_back(s.optimizerNs);
+      std::vector<std::vector<int64_t>> frees(n);
+      for (const FsdpStepRecord::Span& x : s.reshards) {
+        reshard[x.unit].push_back(x.endNs - x.beginNs);
+        frees[x.unit].push_back(x.endNs - x.beginNs);
+      }
+      one.toBackwardNs = toBackward.back();
+      one.finalizeNs = finalize.back();
+      one.optimizerNs = s.optimizerNs;  // < 0: the rank's median, below
+      one.reshardNs.assign(n, 0);
+      for (size_t u = 0; u < n; ++u) one.reshardNs[index[u]] = medianNs(frees[u]);
+      std::vector<FsdpRankProfile>& ranks = byStep[s.step];
+      ranks.resize(rec.ranks.size());
+      ranks[static_cast<size_t>(&r - rec.ranks.data())] = std::move(one);
+    }
+    if (used == 0) {
+      throw std::runtime_error("rank " + std::to_string(r.rank) +
+                               " has no complete FSDP step with the other ranks' hook order");
+    }
+    fit.steps = std::min(fit.steps, used);
+    for (const auto& v : fwd) p.forwardGapNs.push_back(medianNs(v));
+    for (const auto& v : bwd) p.backwardGapNs.push_back(medianNs(v));
+    p.toBackwardNs = medianNs(toBackward);
+    p.finalizeNs = medianNs(finalize);
+    p.optimizerNs = medianNs(optimizer);
+    p.reshardNs.assign(n, 0);
+    for (size_t u = 0; u < n; ++u) p.reshardNs[index[u]] = medianNs(reshard[u]);
+    m.ranks.push_back(std::move(p));
+  }
+  fit.recordedStepNs = recorded.medianNs();
+  // The steps every rank has, in order, for the replay to run as they ran.
+  for (auto& [step, ranks] : byStep) {
+    bool all = true;
+    for (const FsdpRankProfile& p : ranks) all = all && !p.forwardGapNs.empty();
+    if (!all) continue;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i].optimizerNs < 0) ranks[i].optimizerNs = m.ranks[i].optimizerNs;
+    }
+    m.samples.push_back(std::move(ranks));
+  }
+
+  // Bytes: what the unit gathers and reduces (a unit never gathered gathers what it reduces:
+  // the same parameters, in the same dtype without mixed precision).
+  for (size_t u = 0; u < n; ++u) {
+    FsdpUnitModel& unit = m.units[index[u]];
+    auto find = [&](int kind) {
+      auto it = bytesOf.find({kind, u});
+      return it == bytesOf.end() ? int64_t{0} : it->second;
+    };
+    unit.gradBytes = std::max(find(1), find(2));
+    unit.paramBytes = find(0) > 0 ? find(0) : unit.gradBytes;
+  }
+
+  // The wire, per kind: the median over steps of each (kind, unit)'s shortest time.
+  std::map<std::pair<int, size_t>, std::vector<int64_t>> perUnit;
+  for (const auto& [key, ns] : shortest)
+    perUnit[{std::get<0>(key), std::get<1>(key)}].push_back(ns);
+  const char* ops[] = {"all_gather", "reduce_scatter", "allreduce"};
+  std::vector<CostSample> byKind[3], all;
+  for (const auto& [key, times] : perUnit) {
+    const CostSample c{ops[key.first], bytesOf[key], m.worldSize, medianNs(times)};
+    byKind[key.first].push_back(c);
+    all.push_back(c);
+  }
+  fit.all = fitLinkCost(all);
+  fit.gather = fitLinkCost(byKind[0]);
+  fit.reduceScatter = fitLinkCost(byKind[1]);
+  fit.allreduce = fitLinkCost(byKind[2]);
+  m.gather = fit.gather.ok ? fit.gather.link : fit.all.link;
+  m.reduceScatter = fit.reduceScatter.ok ? fit.reduceScatter.link : fit.all.link;
+  m.allreduce = fit.allreduce.ok ? fit.allreduce.link : fit.all.link;
+  return fit;
+}
+
+}  // namespace ringx::replay

@@ -1,0 +1,73 @@
+// The FSDP replay model (fsdp_replay.h) fitted from recorded steps:
+//
+//   - the hook order: each unit's forward and backward compute spans open and close its
+//     hooks; the order is the first complete step's on the lowest rank, and only steps of
+//     every rank with that order are used;
+//   - per rank, the medians over those steps of the compute between hooks: the time between
+//     them less what the engine spent not computing in it: waiting for a gather (its
+//     exposed_ns), freeing parameters (reshard spans), and waiting for reductions (with the
+//     rate limiter, after each post-backward; at the end, always): from the post-backward (and
+//     its reshard) to the reductions' done time;
+//   - per unit, the gathered bytes (the all_gather's) and the reduction's input bytes (a unit
+//     never gathered, as under NO_SHARD, gathers what it reduces);
+//   - per collective kind, the ring cost fitted (cost_model.h) to the shortest wire time of
+//     any rank per (unit, step): the last arrival's;
+//   - the recorded step: per step the slowest rank's forward begin to its next, median.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/replay/fsdp_replay.h"
+
+namespace ringx::replay {
+
+// One rank's step. Times are one clock's ns (0: not recorded); units index
+// FsdpRecording::units.
+struct FsdpStepRecord {
+  int64_t step = 0;
+  int64_t forwardBeginNs = 0, forwardEndNs = 0, backwardBeginNs = 0, backwardEndNs = 0;
+  int64_t optimizerNs = -1;  // after this step's backward; -1: not recorded
+  struct Span {
+    size_t unit = 0;
+    int64_t beginNs = 0, endNs = 0;
+  };
+  std::vector<Span> forward, backward, reshards;  // the units' compute spans, their frees
+  struct Gather {
+    size_t unit = 0;
+    int64_t bytes = 0, readyNs = 0, exposedNs = 0, wireNs = -1;
+  };
+  std::vector<Gather> gathers;
+  struct Reduction {
+    size_t unit = 0;
+    bool allreduce = false;  // NO_SHARD's (else a reduce_scatter)
+    int64_t bytes = 0, launchNs = 0, doneNs = 0, wireNs = -1;
+  };
+  std::vector<Reduction> reductions;
+};
+
+struct FsdpRankRecord {
+  int32_t rank = 0;
+  std::vector<FsdpStepRecord> steps;  // ascending
+};
+
+struct FsdpRecording {
+  std::vector<std::string> units;  // names
+  FsdpRuntime runtime;             // the options the steps ran with
+  int64_t worldSize = 1;
+  std::vector<FsdpRankRecord> ranks;  // ascending
+};
+
+struct FsdpFit {
+  FsdpModel model;  // units reordered: the root (the first to open) is [0]
+  LinkFit gather, reduceScatter, allreduce, all;
+  int64_t recordedStepNs = 0;
+  uint64_t steps = 0;  // steps the medians are over (the fewest of any rank)
+};
+
+// Throws std::runtime_error saying what is missing: no units, a rank without a complete step
+// of the common hook order.
+FsdpFit fitFsdpModel(const FsdpRecording& recording);
+
+}  // namespace ringx::replay

@@ -1,0 +1,559 @@
+// The FSDP step replay (see fsdp_replay.h for the model and why it is built this way).
+#include "analysis/replay/fsdp_replay.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+namespace ringx::replay {
+
+const char* fsdpShardingName(FsdpSharding s) {
+  switch (s) {
+    case FsdpSharding::kFullShard:
+      return "FULL_SHARD";
+    case FsdpSharding::kShardGradOp:
+      return "SHARD_GRAD_OP";
+    case FsdpSharding::kNoShard:
+      return "NO_SHARD";
+  }
+  return "?";
+}
+
+const char* fsdpBackwardPrefetchName(FsdpBackwardPrefetch p) {
+  switch (p) {
+    case FsdpBackwardPrefetch::kNone:
+      return "NONE";
+    case FsdpBackwardPrefetch::kBackwardPre:
+      return "BACKWARD_PRE";
+    case FsdpBackwardPrefetch::kBackwardPost:
+      return "BACKWARD_POST";
+  }
+  return "?";
+}
+
+bool parseFsdpSharding(std::string_view name, FsdpSharding* out) {
+  for (FsdpSharding s :
+       {FsdpSharding::kFullShard, FsdpSharding::kShardGradOp, FsdpSharding::kNoShard}) {
+    if (name == fsdpShardingName(s)) {
+      *out = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parseFsdpBackwardPrefetch(std::string_view name, FsdpBackwardPrefetch* out) {
+  for (FsdpBackwardPrefetch p : {FsdpBackwardPrefetch::kNone, FsdpBackwardPrefetch::kBackwardPre,
+                                 FsdpBackwardPrefetch::kBackwardPost}) {
+    if (name == fsdpBackwardPrefetchName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+// Which kept hook of a merged model each recorded hook's gap goes to: kNone folds it forward
+// into the next kept hook.
+std::vector<FsdpHook> keepHooks(const std::vector<FsdpHook>& hooks,
+                                const std::vector<size_t>& group, const std::vector<int64_t>& gaps,
+                                std::vector<int64_t>* keptGaps, int64_t* tail) {
+  // A group's first open and last close in this order are its hooks; the members' others go.
+  std::map<size_t, size_t> firstOpen, lastClose;
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const size_t g = group[hooks[i].unit];
+    if (hooks[i].open && !firstOpen.count(g)) firstOpen[g] = i;
+    if (!hooks[i].open) lastClose[g] = i;
+  }
+  std::vector<FsdpHook> out;
+  keptGaps->clear();
+  int64_t carried = 0;
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const size_t g = group[hooks[i].unit];
+    carried += i < gaps.size() ? gaps[i] : 0;
+    const bool keep = hooks[i].open ? firstOpen[g] == i : lastClose[g] == i;
+    if (!keep) continue;
+    out.push_back({g, hooks[i].open});
+    keptGaps->push_back(carried);
+    carried = 0;
+  }
+  *tail += carried;
+  return out;
+}
+
+}  // namespace
+
+FsdpModel mergeUnits(const FsdpModel& m, int64_t k) {
+  if (k <= 1) return m;
+  const size_t n = m.units.size();
+  // Nesting from the forward hooks: a unit's parent is the one open when it opened.
+  std::vector<size_t> parent(n, kNone), firstSeen;
+  std::vector<char> hasChildren(n, 0), seen(n, 0);
+  std::vector<size_t> stack;
+  for (const FsdpHook& h : m.forward) {
+    if (h.open) {
+      if (!stack.empty()) {
+        parent[h.unit] = stack.back();
+        hasChildren[stack.back()] = 1;
+      }
+      stack.push_back(h.unit);
+      if (!seen[h.unit]) firstSeen.push_back(h.unit);
+      seen[h.unit] = 1;
+    } else if (!stack.empty()) {
+      stack.pop_back();
+    }
+  }
+  // Runs of consecutive sibling leaves, cut into groups of k.
+  std::vector<size_t> leader(n);
+  for (size_t u = 0; u < n; ++u) leader[u] = u;
+  std::map<size_t, std::vector<std::vector<size_t>>> runs;  // parent -> runs of leaves
+  std::map<size_t, size_t> lastChild;                       // parent -> its last child seen
+  for (size_t u : firstSeen) {
+    const size_t p = parent[u];
+    if (p == kNone) continue;
+    auto& r = runs[p];
+    const bool leaf = !hasChildren[u];
+    const bool continues = leaf && lastChild.count(p) && !hasChildren[lastChild[p]] && !r.empty();
+    if (leaf && !continues) r.emplace_back();
+    if (leaf) r.back().push_back(u);
+    lastChild[p] = u;
+  }
+  for (auto& [p, list] : runs) {
+    for (const std::vector<size_t>& run : list) {
+      for (size_t i = 0; i < run.size(); ++i) leader[run[i]] = run[i - i % static_cast<size_t>(k)];
+    }
+  }
+  // New indices: the root first, then leaders in index order.
+  std::vector<size_t> group(n);
+  FsdpModel out = m;
+  out.units.clear();
+  std::vector<size_t> index(n, kNone);
+  for (size_t u = 0; u < n; ++u) {
+    if (leader[u] != u) continue;
+    index[u] = out.units.size();
+    out.units.push_back({m.units[u].name, 0, 0});
+  }
+  for (size_t u = 0; u < n; ++u) {
+    group[u] = index[leader[u]];
+    FsdpUnitModel& g = out.units[group[u]];
+    if (leader[u] != u) g.name += "+" + m.units[u].name;
+    g.paramBytes += m.units[u].paramBytes;
+    g.gradBytes += m.units[u].gradBytes;
+  }
+  auto merge = [&](const FsdpRankProfile& p, FsdpRankProfile* q) {
+    int64_t forwardTail = 0, backwardTail = 0;
+    out.forward = keepHooks(m.forward, group, p.forwardGapNs, &q->forwardGapNs, &forwardTail);
+    out.backward = keepHooks(m.backward, group, p.backwardGapNs, &q->backwardGapNs, &backwardTail);
+    q->toBackwardNs = p.toBackwardNs + forwardTail;
+    q->finalizeNs = p.finalizeNs + backwardTail;
+    q->reshardNs.assign(out.units.size(), 0);
+    for (size_t u = 0; u < n && u < p.reshardNs.size(); ++u) {
+      q->reshardNs[group[u]] += p.reshardNs[u];
+    }
+  };
+  for (size_t r = 0; r < m.ranks.size(); ++r) merge(m.ranks[r], &out.ranks[r]);
+  for (size_t k = 0; k < m.samples.size(); ++k) {
+    for (size_t r = 0; r < m.samples[k].size(); ++r) merge(m.samples[k][r], &out.samples[k][r]);
+  }
+  return out;
+}
+
+namespace {
+
+// Without recorded steps, the typical one is replayed this often, as in the DDP replay: the
+// ranks settle into one period.
+constexpr size_t kSteps = 4;
+
+using Kind = PathSegment::Kind;
+
+struct Collective {
+  Kind kind = Kind::kAllGather;
+  int64_t bytes = 0;
+  size_t lane = 0;
+  size_t unit = 0;
+  size_t step = 0;
+  int64_t ns = 0;
+};
+
+// One operation of the step's program. Compute durations are per rank: `slot` indexes the
+// rank's duration table (see Program::durations).
+struct Op {
+  enum class Type { kCompute, kIssue, kWait, kStepBegin } type = Type::kCompute;
+  Kind kind = Kind::kForward;  // compute: forward, backward or optimizer
+  size_t slot = 0;             // compute
+  size_t collective = 0;       // issue, wait
+  size_t step = 0;             // compute: whose durations
+};
+
+// The engine's schedule as a program (see engines/fsdp/engine.cc, which this follows hook by
+// hook). Compute slots: forward gaps, then backward gaps, then to-backward, finalize,
+// optimizer, then one reshard per unit.
+class Program {
+ public:
+  Program(const FsdpModel& m, const FsdpRuntime& rt, size_t steps) : m_(m), rt_(rt) {
+    const size_t nf = m.forward.size(), nb = m.backward.size();
+    toBackward_ = nf + nb;
+    finalize_ = toBackward_ + 1;
+    optimizer_ = finalize_ + 1;
+    reshard_ = optimizer_ + 1;
+    state_.assign(m.units.size(), State::kSharded);
+    gather_.assign(m.units.size(), kNone);
+    // The forward order of units (their first pre-forward): prefetch targets.
+    for (const FsdpHook& h : m.forward) {
+      if (h.open && std::find(order_.begin(), order_.end(), h.unit) == order_.end()) {
+        order_.push_back(h.unit);
+      }
+    }
+    // NO_SHARD keeps every parameter in place; the others start sharded but for the root,
+    // which stays gathered from one step to the next only within a step.
+    if (rt.sharding == FsdpSharding::kNoShard) state_.assign(m.units.size(), State::kUnsharded);
+    for (step_ = 0; step_ < steps; ++step_) step();
+  }
+
+  std::vector<Op> ops;
+  std::vector<Collective> collectives;
+  size_t slots() const { return reshard_ + m_.units.size(); }
+  // Per rank: every slot's duration.
+  std::vector<int64_t> durations(const FsdpRankProfile& p) const {
+    std::vector<int64_t> d(slots(), 0);
+    for (size_t i = 0; i < p.forwardGapNs.size() && i < m_.forward.size(); ++i)
+      d[i] = p.forwardGapNs[i];
+    for (size_t i = 0; i < p.backwardGapNs.size() && i < m_.backward.size(); ++i) {
+      d[m_.forward.size() + i] = p.backwardGapNs[i];
+    }
+    d[toBackward_] = p.toBackwardNs;
+    d[finalize_] = p.finalizeNs;
+    d[optimizer_] = p.optimizerNs;
+    for (size_t u = 0; u < p.reshardNs.size() && u < m_.units.size(); ++u)
+      d[reshard_ + u] = p.reshardNs[u];
+    return d;
+  }
+
+ private:
+  enum class State { kSharded, kGathering, kUnsharded };
+
+  void compute(Kind kind, size_t slot) {
+    ops.push_back({Op::Type::kCompute, kind, slot, 0, step_});
+  }
+  size_t issue(Kind kind, int64_t bytes, size_t lane, size_t unit) {
+    collectives.push_back({kind, bytes, lane, unit, step_, 0});
+    ops.push_back({Op::Type::kIssue, kind, 0, collectives.size() - 1});
+    return collectives.size() - 1;
+  }
+  void wait(size_t c) { ops.push_back({Op::Type::kWait, collectives[c].kind, 0, c}); }
+
+  bool gathers() const { return rt_.sharding != FsdpSharding::kNoShard; }
+  size_t gatherLane() const { return rt_.gatherLane ? 1 : 0; }
+
+  void beginUnshard(size_t u) {
+    if (!gathers() || state_[u] != State::kSharded || m_.units[u].paramBytes <= 0) return;
+    gather_[u] = issue(Kind::kAllGather, m_.units[u].paramBytes, gatherLane(), u);
+    state_[u] = State::kGathering;
+  }
+  void finishUnshard(size_t u) {
+    if (state_[u] == State::kGathering) wait(gather_[u]);
+    if (state_[u] != State::kSharded || m_.units[u].paramBytes > 0) state_[u] = State::kUnsharded;
+  }
+  void reshard(size_t u, Kind kind) {
+    if (!gathers()) return;
+    if (state_[u] == State::kGathering) wait(gather_[u]);
+    if (state_[u] == State::kSharded) return;
+    state_[u] = State::kSharded;
+    compute(kind, reshard_ + u);
+  }
+  size_t gatheredNonRoot() const {
+    size_t n = 0;
+    for (size_t u = 1; u < state_.size(); ++u) {
+      n += state_[u] != State::kSharded && m_.units[u].paramBytes > 0;
+    }
+    return n;
+  }
+  void prefetch(size_t target) {
+    if (target == kNone || !gathers() || state_[target] != State::kSharded) return;
+    if (m_.units[target].paramBytes <= 0) return;
+    if (rt_.limitAllGathers && target != 0 && gatheredNonRoot() >= 2) return;
+    beginUnshard(target);
+  }
+  // The unit whose backward comes next: the one before u in forward order whose
+  // pre-backward has not run.
+  size_t backwardTarget(size_t u) const {
+    auto it = std::find(order_.begin(), order_.end(), u);
+    if (it == order_.end()) return kNone;
+    while (it != order_.begin()) {
+      --it;
+      if (!preBackwardDone_[*it]) return *it;
+    }
+    return kNone;
+  }
+  void retire(size_t keep) {
+    size_t inFlight = 0;
+    for (size_t c : launched_) inFlight += !retired_[c];
+    for (size_t c : launched_) {
+      if (inFlight <= keep) return;
+      if (retired_[c]) continue;
+      wait(c);
+      retired_[c] = 1;
+      --inFlight;
+    }
+  }
+
+  void step() {
+    ops.push_back({Op::Type::kStepBegin, Kind::kForward, 0, 0});
+    const size_t nf = m_.forward.size();
+    for (size_t i = 0; i < nf; ++i) {
+      compute(Kind::kForward, i);
+      const size_t u = m_.forward[i].unit;
+      if (m_.forward[i].open) {
+        beginUnshard(u);
+        finishUnshard(u);
+        if (rt_.forwardPrefetch) {
+          auto it = std::find(order_.begin(), order_.end(), u);
+          if (it != order_.end() && it + 1 != order_.end()) prefetch(*(it + 1));
+        }
+      } else if (u != 0 && rt_.sharding == FsdpSharding::kFullShard) {
+        reshard(u, Kind::kForward);  // reshard_after_forward
+      }
+    }
+    compute(Kind::kBackward, toBackward_);
+    preBackwardDone_.assign(m_.units.size(), 0);
+    launched_.clear();
+    for (size_t i = 0; i < m_.backward.size(); ++i) {
+      compute(Kind::kBackward, nf + i);
+      const size_t u = m_.backward[i].unit;
+      if (m_.backward[i].open) {
+        preBackwardDone_[u] = 1;
+        beginUnshard(u);
+        finishUnshard(u);
+        if (rt_.backwardPrefetch == FsdpBackwardPrefetch::kBackwardPre) prefetch(backwardTarget(u));
+        continue;
+      }
+      if (m_.units[u].gradBytes > 0) {
+        const bool noShard = rt_.sharding == FsdpSharding::kNoShard;
+        const size_t c =
+            issue(noShard ? Kind::kAllreduce : Kind::kReduceScatter, m_.units[u].gradBytes, 0, u);
+        launched_.push_back(c);
+        if (retired_.size() < collectives.size()) retired_.resize(collectives.size(), 0);
+      }
+      reshard(u, Kind::kBackward);
+      if (rt_.backwardPrefetch == FsdpBackwardPrefetch::kBackwardPost) prefetch(backwardTarget(u));
+      if (rt_.limitAllGathers) retire(1);
+    }
+    retire(0);
+    for (size_t u = 0; u < m_.units.size(); ++u) reshard(u, Kind::kBackward);
+    compute(Kind::kBackward, finalize_);
+    compute(Kind::kOptimizer, optimizer_);
+  }
+
+  const FsdpModel& m_;
+  const FsdpRuntime rt_;
+  size_t toBackward_ = 0, finalize_ = 0, optimizer_ = 0, reshard_ = 0, step_ = 0;
+  std::vector<State> state_;
+  std::vector<size_t> gather_;
+  std::vector<size_t> order_;
+  std::vector<char> preBackwardDone_;
+  std::vector<size_t> launched_;
+  std::vector<char> retired_;
+};
+
+}  // namespace
+
+FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
+  if (recorded.units.empty() || recorded.ranks.empty() || recorded.forward.empty()) {
+    throw std::invalid_argument(
+        "the FSDP model has no units, ranks or hooks: the trace holds no complete ringx.fsdp "
+        "iteration");
+  }
+  if (change.mergeUnits < 1) {
+    throw std::invalid_argument("unit boundaries: merge at least 1 unit into one");
+  }
+  const FsdpModel m = mergeUnits(recorded, change.mergeUnits);
+  FsdpRuntime rt = m.runtime;
+  if (change.sharding) rt.sharding = *change.sharding;
+  if (change.backwardPrefetch) rt.backwardPrefetch = *change.backwardPrefetch;
+  if (change.forwardPrefetch) rt.forwardPrefetch = *change.forwardPrefetch;
+  if (change.limitAllGathers) rt.limitAllGathers = *change.limitAllGathers;
+  // ringx.fsdp gives gathers their own group for the sharded strategies only.
+  if (rt.sharding == FsdpSharding::kNoShard) rt.gatherLane = false;
+  const int64_t world = change.worldSize.value_or(m.worldSize);
+
+  // The steps: the recorded ones, each rank with its own compute of that step, so that the
+  // ranks' step-to-step jitter meets at the collectives as it did; else the typical step.
+  const size_t nr = m.ranks.size();
+  const bool recordedSteps = m.samples.size() >= 2;
+  const size_t steps = recordedSteps ? m.samples.size() : kSteps;
+  Program program(m, rt, steps);
+  for (Collective& c : program.collectives) {
+    if (change.commFree) continue;
+    const LinkCost& link = change.link                  ? *change.link
+                           : c.kind == Kind::kAllGather ? m.gather
+                           : c.kind == Kind::kAllreduce ? m.allreduce
+                                                        : m.reduceScatter;
+    const char* op = c.kind == Kind::kAllGather   ? "all_gather"
+                     : c.kind == Kind::kAllreduce ? "allreduce"
+                                                  : "reduce_scatter";
+    c.ns = collectiveNs(link, op, c.bytes, world);
+  }
+  // dur[r][step][slot]
+  std::vector<std::vector<std::vector<int64_t>>> dur(nr);
+  for (size_t r = 0; r < nr; ++r) {
+    for (size_t k = 0; k < steps; ++k) {
+      const FsdpRankProfile& p =
+          recordedSteps && r < m.samples[k].size() ? m.samples[k][r] : m.ranks[r];
+      dur[r].push_back(program.durations(p));
+      if (change.computeFree) std::fill(dur[r].back().begin(), dur[r].back().end(), 0);
+    }
+  }
+
+  // Run the program on every rank at once: a rank runs until it waits for a collective whose
+  // end is not known; a collective's end is known once every rank issued it and its group's
+  // previous one ended.
+  const size_t nc = program.collectives.size();
+  std::vector<size_t> pc(nr, 0);
+  std::vector<int64_t> t(nr, 0);
+  std::vector<std::vector<int64_t>> issued(nc, std::vector<int64_t>(nr, -1));
+  std::vector<int64_t> startAt(nc, -1), endAt(nc, -1);
+  std::vector<int32_t> lastIssuer(nc, 0);
+  std::map<size_t, std::vector<size_t>> lanes;  // lane -> its collectives in issue order
+  for (size_t c = 0; c < nc; ++c) lanes[program.collectives[c].lane].push_back(c);
+  std::map<size_t, size_t> laneNext;
+  std::map<size_t, int64_t> laneFree;
+  std::vector<std::vector<int64_t>> stepBegin(nr);
+  struct Interval {
+    Kind kind;
+    int64_t unit, begin, end;
+  };
+  std::vector<std::vector<Interval>> timeline(nr);  // per rank: compute and waits
+  const std::vector<Op>& ops = program.ops;
+  for (;;) {
+    bool progress = false;
+    for (size_t r = 0; r < nr; ++r) {
+      while (pc[r] < ops.size()) {
+        const Op& op = ops[pc[r]];
+        if (op.type == Op::Type::kCompute) {
+          const int64_t d = dur[r][op.step][op.slot];
+          if (d > 0) timeline[r].push_back({op.kind, -1, t[r], t[r] + d});
+          t[r] += d;
+        } else if (op.type == Op::Type::kIssue) {
+          issued[op.collective][r] = t[r];
+        } else if (op.type == Op::Type::kWait) {
+          if (endAt[op.collective] < 0) break;
+          if (endAt[op.collective] > t[r]) {
+            timeline[r].push_back({op.kind,
+                                   static_cast<int64_t>(program.collectives[op.collective].unit),
+                                   t[r], endAt[op.collective]});
+            t[r] = endAt[op.collective];
+          }
+        } else {
+          stepBegin[r].push_back(t[r]);
+        }
+        ++pc[r];
+        progress = true;
+      }
+    }
+    for (auto& [lane, list] : lanes) {
+      size_t& next = laneNext[lane];
+      while (next < list.size()) {
+        const size_t c = list[next];
+        int64_t arrive = -1;
+        for (size_t r = 0; r < nr; ++r) {
+          if (issued[c][r] < 0) {
+            arrive = -1;
+            break;
+          }
+          if (issued[c][r] >= arrive) {
+            arrive = issued[c][r];
+            lastIssuer[c] = m.ranks[r].rank;
+          }
+        }
+        if (arrive < 0) break;
+        startAt[c] = std::max(arrive, laneFree[lane]);
+        endAt[c] = startAt[c] + program.collectives[c].ns;
+        laneFree[lane] = endAt[c];
+        ++next;
+        progress = true;
+      }
+    }
+    bool done = true;
+    for (size_t r = 0; r < nr; ++r) done = done && pc[r] == ops.size();
+    if (done) break;
+    if (!progress) throw std::logic_error("FSDP replay: the schedule deadlocked (a bug)");
+  }
+  for (size_t r = 0; r < nr; ++r) stepBegin[r].push_back(t[r]);  // where a next step would begin
+
+  // The step time as the recording defines it: per step, the slowest rank's begin to its next;
+  // the median over the steps after the first (which every rank begins at 0, unlike any
+  // recorded one).
+  auto period = [&](size_t r, size_t k) { return stepBegin[r][k + 1] - stepBegin[r][k]; };
+  std::vector<int64_t> periods;
+  for (size_t k = 1; k < steps; ++k) {
+    int64_t slowest = 0;
+    for (size_t r = 0; r < nr; ++r) slowest = std::max(slowest, period(r, k));
+    periods.push_back(slowest);
+  }
+  FsdpReplay out;
+  out.units = m.units.size();
+  out.stepNs = medianNs(periods);
+  // The typical step (the one at the median) and its slowest rank: the longest period; of
+  // equal ones the last to start, then the one that waited least (the others waited for it).
+  size_t typical = 1;
+  for (size_t k = 1; k < steps; ++k) {
+    int64_t slowest = 0;
+    for (size_t r = 0; r < nr; ++r) slowest = std::max(slowest, period(r, k));
+    if (slowest == out.stepNs) {
+      typical = k;
+      break;
+    }
+  }
+  auto waited = [&](size_t r) {
+    int64_t w = 0;
+    for (const Interval& i : timeline[r]) {
+      if (i.unit >= 0 && i.begin >= stepBegin[r][typical] && i.begin < stepBegin[r][typical + 1]) {
+        w += i.end - i.begin;
+      }
+    }
+    return w;
+  };
+  auto key = [&](size_t x) {
+    return std::make_tuple(period(x, typical), stepBegin[x][typical], -waited(x));
+  };
+  size_t slow = 0;
+  for (size_t r = 1; r < nr; ++r) {
+    if (key(r) > key(slow)) slow = r;
+  }
+  const int64_t origin = stepBegin[slow][typical], until = stepBegin[slow][typical + 1];
+  out.slowestRank = m.ranks[slow].rank;
+  for (const Interval& i : timeline[slow]) {
+    if (i.begin < origin || i.begin >= until) continue;
+    const bool wait = i.unit >= 0;
+    if (wait) out.exposedCommNs += i.end - i.begin;
+    PathSegment seg{i.kind, out.slowestRank, i.unit, i.begin - origin, i.end - origin};
+    // Consecutive compute of one kind is one stretch.
+    if (!wait && !out.criticalPath.empty() && out.criticalPath.back().kind == seg.kind &&
+        out.criticalPath.back().bucket < 0 && out.criticalPath.back().endNs == seg.beginNs) {
+      out.criticalPath.back().endNs = seg.endNs;
+    } else {
+      out.criticalPath.push_back(seg);
+    }
+  }
+  for (size_t c = 0; c < nc; ++c) {
+    const Collective& x = program.collectives[c];
+    if (x.step != typical) continue;
+    out.commNs += x.ns;
+    out.gathers += x.kind == Kind::kAllGather;
+    // A wait is on the path because of the rank that issued the collective last.
+    for (PathSegment& seg : out.criticalPath) {
+      if (seg.bucket == static_cast<int64_t>(x.unit) && seg.kind == x.kind &&
+          endAt[c] - origin == seg.endNs) {
+        seg.rank = lastIssuer[c];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ringx::replay
