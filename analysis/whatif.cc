@@ -9,11 +9,13 @@
 #include <unordered_map>
 
 #include "analysis/store_reading.h"
+#include "analysis/whatif_text.h"
 #include "base/format.h"
 #include "base/json_text.h"
 
 namespace ringx::analysis {
 using namespace store_reading;
+using namespace whatif_text;
 
 namespace {
 
@@ -170,13 +172,6 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
 
 namespace {
 
-// Six significant digits, no trailing zeros: "25", "0.0999994" (the table and the JSON).
-std::string shortNumber(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", v);
-  return text;
-}
-
 replay::DdpWhatIf capChange(double capMb) {
   replay::DdpWhatIf c;
   c.label = "bucket_cap_mb=" + shortNumber(capMb);
@@ -191,9 +186,7 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   report.source = ddpModelOf(store);
   const replay::DdpModel& m = report.source.model;
   report.baseline = replay::replayDdp(m);
-  const double recorded = static_cast<double>(report.source.recordedStepNs);
-  report.baselineErrorShare =
-      recorded > 0 ? static_cast<double>(report.baseline.stepNs) / recorded - 1 : 0;
+  report.baselineErrorShare = shareOf(report.baseline.stepNs, report.source.recordedStepNs);
 
   std::vector<replay::DdpWhatIf> changes;
   std::vector<bool> planChange;
@@ -254,15 +247,10 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
     row.change = changes[i];
     try {
       row.replay = replay::replayDdp(m, row.change);
-      row.predictedStepNs = report.baseline.stepNs > 0
-                                ? static_cast<int64_t>(std::llround(
-                                      recorded * static_cast<double>(row.replay.stepNs) /
-                                      static_cast<double>(report.baseline.stepNs)))
-                                : row.replay.stepNs;
+      row.predictedStepNs =
+          scaledPrediction(report.source.recordedStepNs, report.baseline.stepNs, row.replay.stepNs);
       // The change against the replayed baseline: the model's own error cancels.
-      row.changeShare = report.baseline.stepNs > 0
-                            ? static_cast<double>(row.replay.stepNs) / report.baseline.stepNs - 1
-                            : 0;
+      row.changeShare = shareOf(row.replay.stepNs, report.baseline.stepNs);
     } catch (const std::invalid_argument& e) {
       row.error = e.what();
     }
@@ -275,24 +263,7 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   return report;
 }
 
-namespace {
-
-std::string percent(double share) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.1f%%", share * 100);
-  return text;
-}
-
-std::string padRight(std::string text, size_t width) {
-  if (text.size() < width) text.append(width - text.size(), ' ');
-  return text;
-}
-
-std::string padLeft(const std::string& text, size_t width) {
-  return text.size() < width ? std::string(width - text.size(), ' ') + text : text;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
   const replay::DdpModel& m = r.source.model;
@@ -360,16 +331,8 @@ void jsonReplay(std::string& out, const replay::DdpReplay& r) {
   for (size_t i = 0; i < r.buckets.size(); ++i) {
     out += (i ? "," : "") + std::to_string(r.buckets[i].bytes);
   }
-  out += "],\"critical_path\":[";
-  for (size_t i = 0; i < r.criticalPath.size(); ++i) {
-    const replay::PathSegment& s = r.criticalPath[i];
-    out += std::string(i ? "," : "") + "{\"kind\":";
-    appendJsonString(out, replay::pathKindName(s.kind));
-    out += ",\"rank\":" + std::to_string(s.rank) + ",\"bucket\":" + std::to_string(s.bucket) +
-           ",\"begin_ns\":" + std::to_string(s.beginNs) + ",\"end_ns\":" + std::to_string(s.endNs) +
-           "}";
-  }
-  out += "]";
+  out += "],\"critical_path\":";
+  appendPathJson(out, r.criticalPath);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/replay/ddp_fit.h"
+#include "analysis/replay/fsdp_fit.h"
 #include "trace/model/trace_store.h"
 
 namespace ringx::analysis {
@@ -37,9 +38,17 @@ struct WhatIfQuestions {
   std::vector<int64_t> worldSizes;
   std::vector<replay::LinkCost> links;
   bool bounds = true;  // communication and compute infinitely fast
+  // FSDP (PyTorch's names): sharding strategies, backward prefetch modes, forward prefetch and
+  // the rate limiter on or off, and unit boundaries (every k consecutive units merged).
+  std::vector<std::string> shardingStrategies;
+  std::vector<std::string> backwardPrefetch;
+  std::optional<bool> forwardPrefetch;
+  std::optional<bool> limitAllGathers;
+  std::vector<int64_t> mergeUnits;
   bool defaults() const {
     return bucketCapMb.empty() && firstBucketMb.empty() && !gradientAsBucketView &&
-           worldSizes.empty() && links.empty();
+           worldSizes.empty() && links.empty() && shardingStrategies.empty() &&
+           backwardPrefetch.empty() && !forwardPrefetch && !limitAllGathers && mergeUnits.empty();
   }
 };
 
@@ -72,5 +81,43 @@ std::string formatWhatIf(const WhatIfReport& report, const std::string& source);
 // "baseline_error", "wire": {...}, "rows": [{"change", "predicted_step_ns", "change_share",
 // "exposed_comm_ns", "buckets", "error", "critical_path": [...]}], "best_plan": label or null}.
 std::string whatIfJson(const WhatIfReport& report);
+
+// ---- FSDP ------------------------------------------------------------------------------
+// The same questions of a ringx.fsdp job (replay/fsdp_replay.h), from its units' spans (all
+// gathers, compute, frees, reductions) and the "fsdp_config" instants, over the steps since
+// the options last changed.
+
+// Which engine a trace's job trained with: "ddp", "fsdp", or "" for neither.
+std::string whatIfEngine(const model::TraceStore& store);
+
+struct FsdpModelSource : replay::FsdpFit {
+  int64_t firstStep = 0;  // the first step the model is fitted from
+};
+// Throws std::runtime_error saying what is missing (no ringx.fsdp iterations, no fsdp_config:
+// a trace recorded before schema 6).
+FsdpModelSource fsdpModelOf(const model::TraceStore& store);
+
+struct FsdpWhatIfRow {
+  replay::FsdpWhatIf change;
+  replay::FsdpReplay replay;
+  int64_t predictedStepNs = 0;  // as WhatIfRow's
+  double changeShare = 0;
+  std::string error;
+};
+
+struct FsdpWhatIfReport {
+  FsdpModelSource source;
+  replay::FsdpReplay baseline;
+  double baselineErrorShare = 0;
+  std::vector<FsdpWhatIfRow> rows;
+  int64_t bestRow = -1;  // the fastest change of the schedule (not the bounds, world or wire)
+};
+
+// Empty questions ask the default set: every other sharding strategy, the other backward
+// prefetch modes, forward prefetch and the limiter flipped, units merged in twos, the bounds.
+FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestions& questions = {});
+std::string formatFsdpWhatIf(const FsdpWhatIfReport& report, const std::string& source);
+// As whatIfJson, with "engine":"fsdp", "units" and per row "units" and "gathers".
+std::string fsdpWhatIfJson(const FsdpWhatIfReport& report);
 
 }  // namespace ringx::analysis

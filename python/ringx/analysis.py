@@ -53,20 +53,34 @@ def _listed(values):
 
 
 def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_bucket_view=None,
-           world_size=None, link=None, bounds=True):
-    """Replays the DDP step recorded in `trace_dir` unchanged and with each change asked (a
-    number or a list for bucket_cap_mb, first_bucket_mb and world_size; link: "GBPS[:US_PER_STEP]"
-    strings), as `ringx-trace whatif TRACE --json`. With nothing asked: bucket caps from a
-    quarter to four times the recorded one and 25 MB, the other gradient_as_bucket_view, and
-    the bounds. Raises RuntimeError with ringx-trace's message when the trace cannot answer."""
+           world_size=None, link=None, bounds=True, sharding_strategy=None, backward_prefetch=None,
+           forward_prefetch=None, limit_all_gathers=None, merge_units=None):
+    """Replays the DDP or FSDP step recorded in `trace_dir` unchanged and with each change asked,
+    as `ringx-trace whatif TRACE --json`. DDP: bucket_cap_mb, first_bucket_mb (a number or a
+    list), gradient_as_bucket_view; with nothing asked, bucket caps from a quarter to four times
+    the recorded one and 25 MB, and the other gradient_as_bucket_view. FSDP: sharding_strategy and
+    backward_prefetch (a name or a list of PyTorch's names; None is "NONE" in a list),
+    forward_prefetch and limit_all_gathers (True/False), merge_units (k: every k consecutive
+    units as one; a number or a list); with nothing asked, every other choice of each. Both:
+    world_size (a number or a list), link ("GBPS[:US_PER_STEP]" strings) and the bounds.
+    Raises RuntimeError with ringx-trace's message when the trace cannot answer."""
     command = [_ringx_trace(), "whatif", os.fspath(trace_dir), "--json"]
     for flag, values in (("--bucket-cap-mb", bucket_cap_mb), ("--first-bucket-mb", first_bucket_mb),
-                         ("--world-size", world_size)):
+                         ("--world-size", world_size), ("--merge-units", merge_units)):
         text = _listed(values)
         if text:
             command += [flag, text]
-    if gradient_as_bucket_view is not None:
-        command += ["--gradient-as-bucket-view", "on" if gradient_as_bucket_view else "off"]
+    for flag, names in (("--sharding-strategy", sharding_strategy),
+                        ("--backward-prefetch", backward_prefetch)):
+        if names is None:
+            continue
+        names = [names] if isinstance(names, str) else names
+        command += [flag, ",".join("NONE" if n is None else getattr(n, "name", n) for n in names)]
+    for flag, value in (("--gradient-as-bucket-view", gradient_as_bucket_view),
+                        ("--forward-prefetch", forward_prefetch),
+                        ("--limit-all-gathers", limit_all_gathers)):
+        if value is not None:
+            command += [flag, "on" if value else "off"]
     for wire in ([link] if isinstance(link, str) else (link or [])):
         command += ["--link", wire]
     if not bounds:

@@ -4,7 +4,7 @@
 //   ringx-trace summary TRACE...           collective timings, busbw, skew, engines
 //   ringx-trace diff A B                   two runs aligned by step and collective
 //   ringx-trace why DUMP_DIR               which collective hung, which ranks
-//   ringx-trace whatif TRACE [changes]     a DDP step replayed with one thing changed
+//   ringx-trace whatif TRACE [changes]     a DDP or FSDP step replayed with one thing changed
 //
 // The command line is CLI11's, as ringx-viewer's and the C++ samples' are.
 // Exit status: 0 on success, 1 when the input cannot be read or the output not
@@ -138,6 +138,29 @@ int runWhatIf(const std::string& input, const ringx::analysis::WhatIfQuestions& 
   using namespace ringx;
   model::TraceStore store;
   loadRun(store, {input});
+  const std::string engine = analysis::whatIfEngine(store);
+  const bool asksDdp = !questions.bucketCapMb.empty() || !questions.firstBucketMb.empty() ||
+                       questions.gradientAsBucketView;
+  const bool asksFsdp = !questions.shardingStrategies.empty() ||
+                        !questions.backwardPrefetch.empty() || questions.forwardPrefetch ||
+                        questions.limitAllGathers || !questions.mergeUnits.empty();
+  if (engine == "fsdp") {
+    if (asksDdp) {
+      throw std::invalid_argument(
+          "this trace is of a ringx.fsdp job: bucket caps and gradient_as_bucket_view are DDP's; "
+          "ask --sharding-strategy, --backward-prefetch, --forward-prefetch, "
+          "--limit-all-gathers or --merge-units");
+    }
+    const analysis::FsdpWhatIfReport report = analysis::fsdpWhatIf(store, questions);
+    std::cout << (json ? analysis::fsdpWhatIfJson(report)
+                       : analysis::formatFsdpWhatIf(report, input));
+    return 0;
+  }
+  if (asksFsdp) {
+    throw std::invalid_argument(
+        "this trace is not of a ringx.fsdp job: the sharding, prefetch, limiter and unit "
+        "questions are FSDP's");
+  }
   const analysis::WhatIfReport report = analysis::whatIf(store, questions);
   std::cout << (json ? analysis::whatIfJson(report) : analysis::formatWhatIf(report, input));
   return 0;
@@ -222,12 +245,14 @@ int main(int argc, char** argv) {
       "and the ranks that never arrived, are stuck or failed in it. Tracing need not be on.");
   whyCommand->add_option("DUMP_DIR", dumpDir, "the dump directory")->required();
 
-  std::string whatIfInput, whatIfView;
+  std::string whatIfInput, whatIfView, whatIfForwardPrefetch, whatIfLimiter;
   std::vector<std::string> whatIfLinks;
   ringx::analysis::WhatIfQuestions whatIfQuestions;
   bool whatIfJsonOut = false, whatIfNoBounds = false;
   CLI::App* whatIfCommand = app.add_subcommand(
-      "whatif", "a DDP step replayed with one thing changed: bucket caps, the wire, world size");
+      "whatif",
+      "a DDP or FSDP step replayed with one thing changed: bucket caps; sharding, prefetch, "
+      "limiter, unit boundaries; the wire, world size");
   whatIfCommand->footer(
       "Builds the replay model of a ringx.ddp step from the trace (per-parameter gradient\n"
       "readiness, each rank's compute, the wire's cost fitted from the buckets' allreduce)\n"
@@ -235,8 +260,13 @@ int main(int argc, char** argv) {
       "from a quarter to four times the recorded one and torch's 25 MB, the other\n"
       "gradient_as_bucket_view, and the two bounds: communication free, compute free.\n"
       "Predictions scale the recorded step by the replay's ratio; the replay's error on the\n"
-      "recorded step is printed. bench/whatif.py checks predictions against real runs.");
-  whatIfCommand->add_option("TRACE", whatIfInput, "a trace directory of a ringx.ddp job")
+      "recorded step is printed. bench/whatif.py checks predictions against real runs.\n"
+      "A ringx.fsdp trace is replayed with the engine's schedule (gathers, prefetches, frees,\n"
+      "reductions, the rate limiter) over each rank's compute between the units' hooks;\n"
+      "without changes it asks the other sharding strategies and backward prefetch modes,\n"
+      "forward_prefetch and limit_all_gathers flipped, units merged in twos, and the bounds.");
+  whatIfCommand
+      ->add_option("TRACE", whatIfInput, "a trace directory of a ringx.ddp or ringx.fsdp job")
       ->required();
   whatIfCommand
       ->add_option("--bucket-cap-mb", whatIfQuestions.bucketCapMb, "bucket caps, MB: 4,8,16")
@@ -256,6 +286,25 @@ int main(int argc, char** argv) {
   whatIfCommand->add_option("--link", whatIfLinks,
                             "a wire as GBPS[:US_PER_STEP] (bandwidth per link, latency per ring "
                             "step); repeatable");
+  whatIfCommand
+      ->add_option("--sharding-strategy", whatIfQuestions.shardingStrategies,
+                   "FSDP: FULL_SHARD,SHARD_GRAD_OP,NO_SHARD")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"}));
+  whatIfCommand
+      ->add_option("--backward-prefetch", whatIfQuestions.backwardPrefetch,
+                   "FSDP: BACKWARD_PRE,BACKWARD_POST,NONE")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NONE"}));
+  whatIfCommand->add_option("--forward-prefetch", whatIfForwardPrefetch, "FSDP: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  whatIfCommand->add_option("--limit-all-gathers", whatIfLimiter, "FSDP: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  whatIfCommand
+      ->add_option("--merge-units", whatIfQuestions.mergeUnits,
+                   "FSDP unit boundaries: every K consecutive sibling units as one: 2,4")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   whatIfCommand->add_flag("--no-bounds", whatIfNoBounds,
                           "leave out the communication-free and compute-free rows");
   whatIfCommand->add_flag("--json", whatIfJsonOut, "the report as JSON (ringx.analysis.whatif)");
@@ -279,6 +328,10 @@ int main(int argc, char** argv) {
     if (*diffCommand) return runDiff(diffA, diffB, diffTop);
     if (*whatIfCommand) {
       if (!whatIfView.empty()) whatIfQuestions.gradientAsBucketView = whatIfView == "on";
+      if (!whatIfForwardPrefetch.empty()) {
+        whatIfQuestions.forwardPrefetch = whatIfForwardPrefetch == "on";
+      }
+      if (!whatIfLimiter.empty()) whatIfQuestions.limitAllGathers = whatIfLimiter == "on";
       for (const std::string& text : whatIfLinks) {
         ringx::replay::LinkCost link;
         if (!parseLink(text, &link)) {
@@ -293,6 +346,9 @@ int main(int argc, char** argv) {
       return runWhatIf(whatIfInput, whatIfQuestions, whatIfJsonOut);
     }
     return runWhy(dumpDir);
+  } catch (const std::invalid_argument& e) {  // a question that does not fit the trace
+    std::cerr << "ringx-trace: " << withoutSourceLocation(e.what()) << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "ringx-trace: " << withoutSourceLocation(e.what()) << "\n";
     return 1;
