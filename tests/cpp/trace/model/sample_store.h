@@ -12,23 +12,42 @@ namespace ringx::model::testing {
 
 inline constexpr int64_t kMs = 1000000;
 
-inline void addSpan(TraceStore& store, int32_t rank, const std::string& track,
-                    const std::string& category, const std::string& name, int64_t begin,
-                    int64_t end, std::vector<std::pair<std::string, int64_t>> intArgs = {},
-                    std::vector<std::pair<std::string, std::string>> stringArgs = {}) {
-  RankData& r = store.rank(rank);
+using IntArgs = std::vector<std::pair<std::string, int64_t>>;
+using StringArgs = std::vector<std::pair<std::string, std::string>>;
+
+// An event's name, category and arguments, added to the store for `rank`.
+template <typename Event>
+Event namedEvent(TraceStore& store, RankData& rank, const std::string& category,
+                 const std::string& name, const IntArgs& intArgs, const StringArgs& stringArgs) {
   std::vector<ArgValue> args;
   for (auto& [k, v] : intArgs) args.push_back(ArgValue::ofInt(store.strings().intern(k), v));
   for (auto& [k, v] : stringArgs)
     args.push_back(ArgValue::ofString(store.strings().intern(k), store.strings().intern(v)));
-  Span s;
+  Event e;
+  e.name = store.strings().intern(name);
+  e.category = store.category(category);
+  e.firstArg = store.addArgs(rank, args.data(), args.size());
+  e.argCount = uint16_t(args.size());
+  return e;
+}
+
+inline void addSpan(TraceStore& store, int32_t rank, const std::string& track,
+                    const std::string& category, const std::string& name, int64_t begin,
+                    int64_t end, IntArgs intArgs = {}, StringArgs stringArgs = {}) {
+  RankData& r = store.rank(rank);
+  Span s = namedEvent<Span>(store, r, category, name, intArgs, stringArgs);
   s.begin = begin;
   s.end = end;
-  s.name = store.strings().intern(name);
-  s.category = store.category(category);
-  s.firstArg = store.addArgs(r, args.data(), args.size());
-  s.argCount = uint16_t(args.size());
   store.addSpan(r, store.track(r, track), s);
+}
+
+inline void addInstant(TraceStore& store, int32_t rank, const std::string& track,
+                       const std::string& category, const std::string& name, int64_t time,
+                       IntArgs intArgs = {}, StringArgs stringArgs = {}) {
+  RankData& r = store.rank(rank);
+  Instant i = namedEvent<Instant>(store, r, category, name, intArgs, stringArgs);
+  i.time = time;
+  store.addInstant(r, store.track(r, track), i);
 }
 
 // A job of `hosts` x `perHost` ranks (hosts "host0", ...; one host name when
