@@ -96,13 +96,13 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
       ->type_name("DIR")
       ->needs(attach);
   app.add_option("--panel", o.panel, "the panel to show first")
-      ->type_name("stats|collectives|ddp|fsdp|memory|live")
+      ->type_name("stats|collectives|ddp|fsdp|whatif|memory|live")
       ->check(CLI::Validator(
           [](std::string& name) {
             PanelId id;
             return parsePanelName(name, &id) ? std::string()
                                              : "expects one of stats, collectives, ddp, fsdp, "
-                                               "memory, live; got '" +
+                                               "whatif, memory, live; got '" +
                                                    name + "'";
           },
           "", "panel name"));

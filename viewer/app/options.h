@@ -27,7 +27,7 @@ struct AppOptions {
   int frames = -1;      // render this many frames, then exit (screenshot if asked)
   double seconds = -1;  // ... or this long (attached: let data arrive)
   std::string screenshot;
-  std::string panel;  // stats, collectives, ddp, fsdp, memory, live
+  std::string panel;  // stats, collectives, ddp, fsdp, whatif, memory, live
   bool printStats = false;
   // Zoom the timeline to [zoomBegin, zoomEnd] ns from the trace's start (for
   // screenshots and the benchmark's zoomed-in figure); negative: all of it.

@@ -249,6 +249,7 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
       drawInstants(store, rank, row.track, view, draw, row.y0 + 1, row.y1 - 1);
     draw->PopClipRect();
   }
+  drawBands(view, draw);
   drawFlows(store, view, draw);
   drawSearchHit(store, view, draw);
   draw->PopClipRect();
@@ -477,6 +478,59 @@ std::vector<const Flow*> TimelinePanel::focusFlows(const TraceStore& store, cons
   for (size_t i = 0; i < flows.size(); ++i)
     if (taken[i]) out.push_back(flows[i]);
   return out;
+}
+
+// Each band covers its rank's rows, from the header to the last track (or, when
+// the rank is folded into an aggregate lane, that lane's rows): a tint, so the
+// events under it stay readable, and a solid outline, its label in the header
+// when it fits. Under the flows and the search match.
+void TimelinePanel::drawBands(const ViewState& view, ImDrawList* draw) {
+  bandsDrawn_ = 0;
+  if (view.bands.empty()) return;
+  std::unordered_map<int32_t, std::pair<float, float>> extent;  // rank -> rows' y0, y1
+  auto widen = [&](int32_t key, const Row& row) {
+    auto [it, fresh] = extent.emplace(key, std::pair{row.y0, row.y1});
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, row.y0);
+      it->second.second = std::max(it->second.second, row.y1);
+    }
+  };
+  for (const Row& row : rows_) {
+    if (row.aggregate == Aggregate::kNone) widen(row.rank, row);
+  }
+  for (const RankBand& band : view.bands) {
+    auto it = extent.find(band.rank);
+    std::pair<float, float> ys;
+    if (it != extent.end()) {
+      ys = it->second;
+    } else {
+      const int group = lanes_ ? lanes_->groupOf(band.rank) : -1;
+      if (group < 0) continue;
+      bool any = false;
+      for (const Row& row : rows_) {
+        if (row.group != group) continue;
+        ys = any ? std::pair{std::min(ys.first, row.y0), std::max(ys.second, row.y1)}
+                 : std::pair{row.y0, row.y1};
+        any = true;
+      }
+      if (!any) continue;
+    }
+    if (ys.second < rowsY0_ || ys.first > rowsY1_) continue;
+    float x0 = view.time.toX(band.beginNs, plotX0_, plotWidth_);
+    float x1 = view.time.toX(band.endNs, plotX0_, plotWidth_);
+    if (x1 < plotX0_ || x0 > plotX0_ + plotWidth_) continue;
+    // Whole pixels: the outline is then a crisp line of its colour.
+    x0 = std::round(std::max(x0, plotX0_));
+    x1 = std::round(std::min(std::max(x1, x0 + 2), plotX0_ + plotWidth_));
+    const ImU32 color = band.color | IM_COL32_A_MASK;
+    draw->AddRectFilled(ImVec2(x0, ys.first), ImVec2(x1, ys.second),
+                        (color & ~IM_COL32_A_MASK) | (ImU32(kBandFillAlpha) << IM_COL32_A_SHIFT));
+    draw->AddRect(ImVec2(x0, std::round(ys.first) + 1), ImVec2(x1, std::round(ys.second) - 1),
+                  color, 0, 0, 2.0f);
+    if (!band.label.empty() && ImGui::CalcTextSize(band.label.c_str()).x <= x1 - x0 - 6)
+      draw->AddText(ImVec2(x0 + 3, ys.first + 2), color, band.label.c_str());
+    ++bandsDrawn_;
+  }
 }
 
 // The search box's current match: a thick outline in its own colour around the

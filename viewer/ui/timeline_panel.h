@@ -8,8 +8,9 @@
 // A block is shaded by how much of its time its spans cover (the store keeps
 // busy-time prefix sums per level, so that is O(1) per block): a dense burst
 // looks nearly solid, a sparse run faint. Collectives are joined across ranks
-// by flow arrows (from the first rank to arrive to the last), and the search
-// box's match is outlined in its own colour.
+// by flow arrows (from the first rank to arrive to the last), the search box's
+// match is outlined in its own colour, and ViewState::bands (the What-if
+// panel's critical path) are tinted bands over their ranks' rows.
 //
 // Input (like Tracy and Perfetto): the mouse wheel zooms at the cursor, a left
 // drag pans time and scrolls the rows, W/S zoom and A/D pan, a click selects the
@@ -84,6 +85,10 @@ class TimelinePanel {
   bool searchHitDrawn() const { return searchHitDrawn_; }
   float searchHitX() const { return searchHitX_; }
   float searchHitY() const { return searchHitY_; }
+  // ViewState::bands drawn in the last frame (on screen, over a rank's rows or its lane).
+  size_t bandsDrawn() const { return bandsDrawn_; }
+  // A band's tint: its colour at this alpha, under its solid outline.
+  static constexpr int kBandFillAlpha = 48;
 
  private:
   struct Hover {
@@ -106,6 +111,7 @@ class TimelinePanel {
   std::vector<const Flow*> focusFlows(const TraceStore& store, const ViewState& view,
                                       const std::vector<const Flow*>& flows) const;
   void drawSearchHit(const TraceStore& store, const ViewState& view, ImDrawList* draw);
+  void drawBands(const ViewState& view, ImDrawList* draw);
   void handleInput(const TraceStore& store, ViewState& view);
   void tooltip(const TraceStore& store) const;
   void aggregateTooltip(const TraceStore& store) const;
@@ -129,6 +135,7 @@ class TimelinePanel {
   Hover hover_;
   bool searchHitDrawn_ = false;
   float searchHitX_ = 0, searchHitY_ = 0;
+  size_t bandsDrawn_ = 0;
   bool rowsHovered_ = false;
   bool rulerHovered_ = false;
   // Drag state: panning (from the rows) or selecting a range (from the ruler).

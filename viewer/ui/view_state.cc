@@ -17,6 +17,8 @@ const char* panelName(PanelId id) {
       return "memory";
     case PanelId::kLive:
       return "live";
+    case PanelId::kWhatIf:
+      return "whatif";
   }
   return "?";
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "trace/model/aggregate_lanes.h"
 
@@ -94,12 +95,22 @@ struct Selection {
   int64_t rangeEnd = 0;
 };
 
-// Panels below the timeline, in tab order; --panel NAME picks one.
-enum class PanelId { kStats, kCollectives, kDdp, kFsdp, kMemory, kLive };
+// Panels below the timeline; kAllPanels is the tab order. --panel NAME picks one.
+enum class PanelId { kStats, kCollectives, kDdp, kFsdp, kMemory, kLive, kWhatIf };
 inline constexpr PanelId kAllPanels[] = {PanelId::kStats, PanelId::kCollectives, PanelId::kDdp,
-                                         PanelId::kFsdp,  PanelId::kMemory,      PanelId::kLive};
+                                         PanelId::kFsdp,  PanelId::kWhatIf,      PanelId::kMemory,
+                                         PanelId::kLive};
 const char* panelName(PanelId id);  // "stats", "collectives", ...
 bool parsePanelName(const std::string& name, PanelId* out);
+
+// A stretch of time marked over one rank's rows of the timeline (the What-if panel's
+// critical path): a tinted band with an outline in `color`.
+struct RankBand {
+  int32_t rank = 0;
+  int64_t beginNs = 0, endNs = 0;
+  uint32_t color = 0;  // ImU32
+  std::string label;
+};
 
 // Shared by the panels during one frame.
 struct ViewState {
@@ -117,6 +128,8 @@ struct ViewState {
   bool revealSearchHit = false;
   // Aggregate lanes shown expanded into their ranks, by label (the host).
   std::set<std::string> expandedGroups;
+  // Drawn over the timeline's rows (the What-if panel's critical path; empty: none).
+  std::vector<RankBand> bands;
 };
 
 }  // namespace ringx::viewer

@@ -36,6 +36,7 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
   const TimeView before = view.time;
   followTurnedOn_ = false;
   toolRow(store, view, live);
+  whatIf_.prepare(store, view, live != nullptr);  // its critical path goes on the timeline
   const float timelineHeight = (ImGui::GetContentRegionAvail().y) * timelineShare_;
   ImGui::BeginChild("##timeline", ImVec2(0, timelineHeight), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
@@ -49,7 +50,8 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
 
   if (ImGui::BeginTabBar("##panels")) {
     for (PanelId id : kAllPanels) {
-      static const char* kTitles[] = {"Statistics", "Collectives", "DDP", "FSDP", "Memory", "Live"};
+      static const char* kTitles[] = {"Statistics", "Collectives", "DDP",    "FSDP",
+                                      "Memory",     "Live",        "What if"};  // by PanelId
       ImGuiTabItemFlags flags = 0;
       if ((firstFrame_ || view.panelRequested) && id == view.panel)
         flags |= ImGuiTabItemFlags_SetSelected;
@@ -67,6 +69,9 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
             break;
           case PanelId::kFsdp:
             fsdp_.draw(store, view);
+            break;
+          case PanelId::kWhatIf:
+            whatIf_.draw(store, view);
             break;
           case PanelId::kMemory:
             memory_.draw(store, view);

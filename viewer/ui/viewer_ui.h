@@ -1,7 +1,7 @@
 // The whole window: a menu bar (File: open a trace, attach to a job, recent
 // files, save what a live job sent), a tool row (the search box; while
 // attached, Follow and its window), the timeline, and a tab bar of panels below
-// it (statistics, collectives, DDP, FSDP, memory, live). The UI never loads or
+// it (statistics, collectives, DDP, FSDP, what if, memory, live). The UI never loads or
 // connects itself: it returns what the user asked for in UiActions and the app
 // does it, so panels stay testable without I/O.
 //
@@ -23,6 +23,7 @@
 #include "viewer/ui/stats_panel.h"
 #include "viewer/ui/timeline_panel.h"
 #include "viewer/ui/view_state.h"
+#include "viewer/ui/whatif_panel.h"
 
 namespace ringx::viewer {
 // The viewer draws the trace model (trace/model/); its names are used unqualified here.
@@ -57,6 +58,7 @@ class ViewerUi {
   CollectivesPanel& collectives() { return collectives_; }
   DdpPanel& ddp() { return ddp_; }
   FsdpPanel& fsdp() { return fsdp_; }
+  WhatIfPanel& whatIf() { return whatIf_; }
   SearchBar& search() { return search_; }
   const TimelinePanel& timeline() const { return timeline_; }
 
@@ -73,6 +75,7 @@ class ViewerUi {
   CollectivesPanel collectives_;
   DdpPanel ddp_;
   FsdpPanel fsdp_;
+  WhatIfPanel whatIf_;
   SearchBar search_;
   float timelineShare_ = 0.58f;
   std::string message_;

@@ -2,12 +2,14 @@
 // Xvfb) renders each panel; the pixels read back must not be blank, and known
 // content must be where the layout says: a known event's colour inside its row,
 // the DDP breakdown's colours, the FSDP wait bars, the memory peak mark, folded
-// blocks shaded by how busy they are, the --search match outlined.
+// blocks shaded by how busy they are, the --search match outlined, the What-if
+// panel's table, its critical path over the ranks it names and a row's predicted step.
 // Run by ctest through xvfb-run (CMakeLists.txt); each test also writes its PNG
 // to $RINGX_SCREENSHOT_DIR (default: the working directory) for a person to look at.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -15,6 +17,7 @@
 #include "tests/cpp/trace/live_job.h"
 #include "tests/cpp/trace/model/sample_store.h"
 #include "tests/cpp/trace/trace_fixture.h"
+#include "tests/cpp/viewer/whatif_store.h"
 #include "viewer/app/app.h"
 #include "viewer/ui/style.h"
 
@@ -490,6 +493,75 @@ TEST_F(Screen, LivePanelShowsEveryRankConnectedAndTheTimelineTheirEvents) {
   EXPECT_TRUE(image.has(categoryColor("collective"), app.ui().timeline().plotX0(), row->y0 + 2,
                         app.ui().timeline().plotX0() + app.ui().timeline().plotWidth(),
                         row->y1 - 2));
+}
+
+TEST_F(Screen, WhatIfPanelDrawsItsTableThePathOverItsRanksAndARowsPredictedStep) {
+  // A DDP job that what-if replays (whatif_store.h): its path runs over rank 1's forward,
+  // backward and allreduces, then rank 0's last copy back and optimizer.
+  auto store = std::make_unique<TraceStore>();
+  testing::fillWhatIfStore(*store);
+  AppOptions options;
+  options.panel = "whatif";
+  App app(options, std::move(store));
+  const Image image = lastFrame(app, 3, "whatif");
+  WhatIfPanel& panel = app.ui().whatIf();
+  ASSERT_TRUE(panel.report().ok()) << panel.report().error;
+  const int rows = int(panel.report().rows.size());
+  ASSERT_GT(rows, 2);
+  // The table: the recorded plan's row and one per change, with text in them.
+  ASSERT_GT(panel.rowY(-1), 0.0f);
+  ASSERT_GT(panel.rowY(rows - 1), panel.rowY(-1));
+  EXPECT_GT(image.contentPixels(0, panel.rowY(-1) - 8, 700, panel.rowY(rows - 1) + 8), 2000u);
+  // The critical path over the timeline: each stretch's outline, in its kind's colour, at its
+  // left edge within the rows of the rank it names, and not within the other rank's rows.
+  const TimelinePanel& timeline = app.ui().timeline();
+  const std::vector<RankBand>& bands = app.view().bands;
+  ASSERT_EQ(bands.size(), panel.report().baseline.path.size());
+  EXPECT_EQ(timeline.bandsDrawn(), bands.size());
+  auto rowsOf = [&](int32_t rank) {
+    std::pair<float, float> ys{1e9f, -1e9f};
+    for (const auto& row : timeline.rows())
+      if (row.rank == rank) ys = {std::min(ys.first, row.y0), std::max(ys.second, row.y1)};
+    return ys;
+  };
+  auto xOf = [&](int64_t t) {
+    return app.view().time.toX(t, timeline.plotX0(), timeline.plotWidth());
+  };
+  std::set<int32_t> named;
+  for (const RankBand& band : bands) {
+    named.insert(band.rank);
+    const auto [y0, y1] = rowsOf(band.rank);
+    const auto [o0, o1] = rowsOf(1 - band.rank);
+    const float x = std::round(xOf(band.beginNs));
+    EXPECT_TRUE(image.has(band.color, x - 1, y0 + 4, x + 1, y1 - 4, 12)) << band.label;
+    EXPECT_FALSE(image.has(band.color, x - 1, o0 + 4, x + 1, o1 - 4, 12)) << band.label;
+  }
+  EXPECT_EQ(named, (std::set<int32_t>{0, 1}));
+  // No row chosen: only the recorded plan's predicted step.
+  for (const WhatIfPanel::Lane& lane : panel.lanes()) EXPECT_FALSE(lane.alternative);
+  // The fastest plan chosen: its predicted step under the recorded plan's, the ring's
+  // allreduces on the critical path in the path's colour.
+  const int best = [&] {
+    for (int i = 0; i < rows; ++i)
+      if (panel.report().rows[size_t(i)].best) return i;
+    return -1;
+  }();
+  ASSERT_GE(best, 0);
+  panel.select(best);
+  const Image chosen = lastFrame(app, 2, "whatif-row");
+  const WhatIfRowView& row = panel.report().rows[size_t(best)];
+  int checked = 0;
+  for (const WhatIfPanel::Lane& lane : panel.lanes()) {
+    if (!lane.alternative || lane.lane != PredictedItem::kRing) continue;
+    ASSERT_LT(lane.y1, 900.0f);
+    for (const PredictedItem& i : row.items) {
+      if (i.lane != PredictedItem::kRing || !i.onPath) continue;
+      const float x = panel.ganttX((i.beginNs + i.endNs) / 2), y = (lane.y0 + lane.y1) / 2;
+      EXPECT_TRUE(chosen.has(i.color, x - 1, y - 1, x + 1, y + 1, 12)) << i.index;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace
