@@ -50,7 +50,8 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank,
   const uint32_t strategy = pool.find(targ::kShardingStrategy),
                  backwardPrefetch = pool.find(targ::kBackwardPrefetch),
                  forwardPrefetch = pool.find(targ::kForwardPrefetch),
-                 limiter = pool.find(targ::kLimitAllGathers), lane = pool.find(targ::kGatherLane);
+                 limiter = pool.find(targ::kLimitAllGathers), lane = pool.find(targ::kGatherLane),
+                 issue = pool.find(targ::kIssueNs);
   const std::string_view prefix = trace::track::kFsdpUnitPrefix;
   RankRecord r;
   r.rank = rank.rank;
@@ -89,14 +90,13 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank,
       const int64_t step = a.integer(keys.step, -1);
       if (step < 0) return;
       replay::FsdpStepRecord& p = r.steps[step];
-      const int64_t ws = a.integer(keys.wireStart, 0), we = a.integer(keys.wireEnd, 0);
-      const int64_t wire = ws > 0 && we >= ws ? we - ws : -1;
+      const int64_t wireEnd = a.integer(keys.wireEnd, 0);
       if (s.name == allGather) {
-        p.gathers.push_back({unit, a.integer(keys.bytes, 0), s.end,
-                             std::max<int64_t>(0, a.integer(keys.exposed, 0)), wire});
+        p.gathers.push_back({unit, a.integer(keys.bytes, 0), a.integer(issue, s.begin), s.end,
+                             std::max<int64_t>(0, a.integer(keys.exposed, 0)), wireEnd});
       } else if (s.name == reduceScatter || s.name == allreduce) {
         p.reductions.push_back({unit, s.name == allreduce, a.integer(keys.bytes, 0),
-                                a.integer(keys.launch, s.begin), s.end, wire});
+                                a.integer(keys.launch, s.begin), s.end, wireEnd});
       } else if (s.name == forward) {
         p.forward.push_back({unit, s.begin, s.end});
       } else if (s.name == backward) {

@@ -140,9 +140,10 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
 
   fit.steps = UINT64_MAX;
   RecordedSteps recorded;
-  std::map<std::tuple<int, size_t, int64_t>, int64_t> shortest;  // (kind, unit, step) -> ns
-  std::map<std::pair<int, size_t>, int64_t> bytesOf;             // (kind, unit) -> bytes
-  std::map<int64_t, std::vector<FsdpRankProfile>> byStep;        // step -> the ranks' profiles
+  // (kind, unit, step, occurrence) -> ns: a unit gathers twice a step under FULL_SHARD
+  std::map<std::tuple<int, size_t, int64_t, int>, int64_t> shortest;
+  std::map<std::pair<int, size_t>, int64_t> bytesOf;       // (kind, unit) -> bytes
+  std::map<int64_t, std::vector<FsdpRankProfile>> byStep;  // step -> the ranks' profiles
   for (const FsdpRankRecord& r : rec.ranks) {
     FsdpRankProfile p;
     p.rank = r.rank;
@@ -155,22 +156,35 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       if (i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1) {
         recorded.add(s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
       }
+      // Each collective from when its group could start it on this rank to its wire end.
+      struct Issued {
+        int64_t issue, wireEnd;
+        int kind;
+        size_t unit;
+        int64_t bytes;
+      };
+      std::vector<Issued> issued;
       for (const FsdpStepRecord::Gather& g : s.gathers) {
-        int64_t& b = bytesOf[{0, g.unit}];
-        b = std::max(b, g.bytes);
-        if (g.wireNs > 0) {
-          auto [at, fresh] = shortest.emplace(std::make_tuple(0, g.unit, s.step), g.wireNs);
-          if (!fresh) at->second = std::min(at->second, g.wireNs);
-        }
+        issued.push_back({g.issueNs, g.wireEndNs, 0, g.unit, g.bytes});
       }
       for (const FsdpStepRecord::Reduction& x : s.reductions) {
-        const int kind = x.allreduce ? 2 : 1;
-        int64_t& b = bytesOf[{kind, x.unit}];
-        b = std::max(b, x.bytes);
-        if (x.wireNs > 0) {
-          auto [at, fresh] = shortest.emplace(std::make_tuple(kind, x.unit, s.step), x.wireNs);
-          if (!fresh) at->second = std::min(at->second, x.wireNs);
-        }
+        issued.push_back({x.launchNs, x.wireEndNs, x.allreduce ? 2 : 1, x.unit, x.bytes});
+      }
+      std::sort(issued.begin(), issued.end(),
+                [](const Issued& a, const Issued& b) { return a.issue < b.issue; });
+      std::map<int, int64_t> laneFree;             // lane -> the previous collective's wire end
+      std::map<std::pair<int, size_t>, int> seen;  // (kind, unit) -> occurrences so far
+      for (const Issued& c : issued) {
+        const int occurrence = seen[{c.kind, c.unit}]++;
+        int64_t& b = bytesOf[{c.kind, c.unit}];
+        b = std::max(b, c.bytes);
+        const int lane = c.kind == 0 && rec.runtime.gatherLane ? 1 : 0;
+        const int64_t start = std::max(c.issue, laneFree[lane]);
+        laneFree[lane] = std::max(laneFree[lane], c.wireEnd);
+        if (c.issue <= 0 || c.wireEnd <= start) continue;
+        auto [at, fresh] = shortest.emplace(std::make_tuple(c.kind, c.unit, s.step, occurrence),
+                                            c.wireEnd - start);
+        if (!fresh) at->second = std::min(at->second, c.wireEnd - start);
       }
       if (!complete(s)) continue;
       const std::vector<TimedHook> forward = hooksOf(s.forward), backward = hooksOf(s.backward);
@@ -222,13 +236,23 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     m.ranks.push_back(std::move(p));
   }
   fit.recordedStepNs = recorded.medianNs();
-  // The steps every rank has, in order, for the replay to run as they ran.
+  // The steps every rank has, in order, for the replay to run as they ran, with their
+  // collectives' times.
+  static const PathSegment::Kind kinds[] = {PathSegment::Kind::kAllGather,
+                                            PathSegment::Kind::kReduceScatter,
+                                            PathSegment::Kind::kAllreduce};
   for (auto& [step, ranks] : byStep) {
     bool all = true;
     for (const FsdpRankProfile& p : ranks) all = all && !p.forwardGapNs.empty();
     if (!all) continue;
     for (size_t i = 0; i < ranks.size(); ++i) {
       if (ranks[i].optimizerNs < 0) ranks[i].optimizerNs = m.ranks[i].optimizerNs;
+    }
+    for (auto it = shortest.lower_bound({0, 0, INT64_MIN, 0}); it != shortest.end(); ++it) {
+      const auto& [kind, unit, at, occurrence] = it->first;
+      if (at != step) continue;
+      m.recordedCollectives.push_back({kinds[kind], index[unit], m.samples.size(),
+                                       static_cast<size_t>(occurrence), it->second});
     }
     m.samples.push_back(std::move(ranks));
   }
@@ -247,8 +271,9 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
 
   // The wire, per kind: the median over steps of each (kind, unit)'s shortest time.
   std::map<std::pair<int, size_t>, std::vector<int64_t>> perUnit;
-  for (const auto& [key, ns] : shortest)
+  for (const auto& [key, ns] : shortest) {
     perUnit[{std::get<0>(key), std::get<1>(key)}].push_back(ns);
+  }
   const char* ops[] = {"all_gather", "reduce_scatter", "allreduce"};
   std::vector<CostSample> byKind[3], all;
   for (const auto& [key, times] : perUnit) {

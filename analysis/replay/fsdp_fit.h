@@ -10,8 +10,11 @@
 //     its reshard) to the reductions' done time;
 //   - per unit, the gathered bytes (the all_gather's) and the reduction's input bytes (a unit
 //     never gathered, as under NO_SHARD, gathers what it reduces);
-//   - per collective kind, the ring cost fitted (cost_model.h) to the shortest wire time of
-//     any rank per (unit, step): the last arrival's;
+//   - per collective kind, the ring cost fitted (cost_model.h) to the shortest time of any rank
+//     per (unit, step), from when the rank's group could start it (issued, and the group's
+//     previous collective on this rank done) to its wire end: the last arrival's, which waited
+//     for no one. It includes the time the group's thread took to start it: on a machine whose
+//     cores the ranks' compute keeps busy, that is part of every collective;
 //   - the recorded step: per step the slowest rank's forward begin to its next, median.
 #pragma once
 
@@ -36,13 +39,13 @@ struct FsdpStepRecord {
   std::vector<Span> forward, backward, reshards;  // the units' compute spans, their frees
   struct Gather {
     size_t unit = 0;
-    int64_t bytes = 0, readyNs = 0, exposedNs = 0, wireNs = -1;
+    int64_t bytes = 0, issueNs = 0, readyNs = 0, exposedNs = 0, wireEndNs = 0;
   };
   std::vector<Gather> gathers;
   struct Reduction {
     size_t unit = 0;
     bool allreduce = false;  // NO_SHARD's (else a reduce_scatter)
-    int64_t bytes = 0, launchNs = 0, doneNs = 0, wireNs = -1;
+    int64_t bytes = 0, launchNs = 0, doneNs = 0, wireEndNs = 0;
   };
   std::vector<Reduction> reductions;
 };

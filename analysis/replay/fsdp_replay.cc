@@ -387,8 +387,23 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   const bool recordedSteps = m.samples.size() >= 2;
   const size_t steps = recordedSteps ? m.samples.size() : kSteps;
   Program program(m, rt, steps);
+  // Recorded times for the recorded units' collectives, by (kind, unit, sample, occurrence);
+  // not for merged units, another wire or another world size.
+  std::map<std::tuple<int, size_t, size_t, size_t>, int64_t> recordedNs;
+  if (recordedSteps && change.mergeUnits <= 1 && !change.link && world == m.worldSize) {
+    for (const FsdpModel::RecordedCollective& c : m.recordedCollectives) {
+      recordedNs[{static_cast<int>(c.kind), c.unit, c.sample, c.occurrence}] = c.ns;
+    }
+  }
+  std::map<std::tuple<int, size_t, size_t>, size_t> occurrences;
   for (Collective& c : program.collectives) {
     if (change.commFree) continue;
+    const size_t occurrence = occurrences[{static_cast<int>(c.kind), c.unit, c.step}]++;
+    auto found = recordedNs.find({static_cast<int>(c.kind), c.unit, c.step, occurrence});
+    if (found != recordedNs.end()) {
+      c.ns = found->second;
+      continue;
+    }
     const LinkCost& link = change.link                  ? *change.link
                            : c.kind == Kind::kAllGather ? m.gather
                            : c.kind == Kind::kAllreduce ? m.allreduce

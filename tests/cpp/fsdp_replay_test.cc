@@ -159,17 +159,18 @@ TEST(FitFsdp, GapsLeaveOutWaitsAndFrees) {
       s.forwardBeginNs = t;
       // The root's gather is waited for 100 ns, A's 50: compute is 10 before A.
       s.forward = {{0, t + 100, t + 900}, {1, t + 160, t + 800}};
-      s.gathers = {{0, 1000, t + 100, 100, 40}, {1, 2000, t + 160, 50, 45}};
+      // (unit, bytes, issue, ready, exposed, wire end): on the wire 40 and 45 ns after issue.
+      s.gathers = {{0, 1000, t, t + 100, 100, t + 40}, {1, 2000, t + 110, t + 160, 50, t + 155}};
       s.reshards = {{1, t + 800, t + 820}};  // A freed after forward: 20 ns
       s.forwardEndNs = t + 900;
       s.backwardBeginNs = t + 1000;
       s.backward = {{0, t + 1000, t + 3000}, {1, t + 1100, t + 2000}};
-      s.gathers.push_back({1, 2000, t + 1100, 60, 45});
+      s.gathers.push_back({1, 2000, t + 1040, t + 1100, 60, t + 1085});
       s.reshards.push_back({1, t + 2000, t + 2010});
       // A's reduce-scatter done at 2400 (the limiter does not wait for it: it is the only
       // one); the root's launched at 3000, done 3200: the end waits for both.
-      s.reductions = {{1, false, 2000, t + 2000, t + 2400, 90},
-                      {0, false, 1000, t + 3000, t + 3200, 50}};
+      s.reductions = {{1, false, 2000, t + 2000, t + 2400, t + 2090},
+                      {0, false, 1000, t + 3000, t + 3200, t + 3050}};
       s.backwardEndNs = t + 3300;
       s.optimizerNs = 6700;
       rr.steps.push_back(s);

@@ -23,7 +23,8 @@ using trace::Category;
 // 900-1000, A prefetched 1000-1100 (used at 1600), B's backward 1000-1600, A's 1600-2200, the
 // root's 890-2210; reduce-scatters on the wire B 1600-1700, A 2200-2300, root 2300-2350
 // (done when the engine retired them: 2200, 2300, 2350); backward ends 2355, the optimizer
-// takes 50. Rank 1's wire times are 30 ns longer (it arrived first and waited).
+// takes 50. Rank 1 issues every collective 30 ns earlier and waits for rank 0: its times from
+// issue to wire end are 30 ns longer than the last arrival's.
 void writeJob(const fx::TempDir& dir, bool withConfig = true) {
   for (int rank = 0; rank < 2; ++rank) {
     fx::RankStream s(rank, 2);
@@ -52,7 +53,7 @@ void writeJob(const fx::TempDir& dir, bool withConfig = true) {
                 {targ::kBytes, bytes},
                 {targ::kPhase, phase},
                 {targ::kPrefetched, prefetched},
-                {targ::kIssueNs, S + issue},
+                {targ::kIssueNs, S + issue - late},
                 {targ::kWireStartNs, S + wireEnd - wire - late},
                 {targ::kWireEndNs, S + wireEnd},
                 {targ::kExposedNs, exposed}});
@@ -77,7 +78,7 @@ void writeJob(const fx::TempDir& dir, bool withConfig = true) {
         s.span(Category::kFsdp, std::string("fsdp:") + unit, "reduce_scatter", S + launch, S + done,
                {{targ::kStep, step},
                 {targ::kBytes, bytes},
-                {targ::kLaunchNs, S + launch},
+                {targ::kLaunchNs, S + launch - late},
                 {targ::kWireStartNs, S + wireStart - late},
                 {targ::kWireEndNs, S + wireEnd}});
       };
