@@ -121,8 +121,9 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
   }
   if (records.empty()) {
     throw std::runtime_error(
-        "no ringx.ddp iterations in this trace: what-if replays a job trained "
-        "with ringx.ddp.DistributedDataParallel and traced (RINGX_TRACE_DIR)");
+        "no ringx.ddp (or ringx.fsdp) iterations in this trace: what-if replays a job trained "
+        "with ringx.ddp.DistributedDataParallel or ringx.fsdp.FullyShardedDataParallel and "
+        "traced (RINGX_TRACE_DIR)");
   }
   const Plan& plan = records.front().plan;
   if (plan.step < 0) {

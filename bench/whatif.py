@@ -14,6 +14,12 @@ predicts every alternative from that round's base trace, and each alternative's 
 its measured step (the same definition as the recorded one: the median over steps of forward
 begin to the next forward begin, slowest rank). Printed per alternative: the median over rounds
 of predicted and measured, and the error = predicted / measured - 1.
+
+FSDP: a transformer-like stack (bench/fsdp.py's blocks, grouped in pairs) under ringx.fsdp on the
+default ringx group (so gathers have their own lane), every block a unit; the base run is
+FULL_SHARD with the defaults, the alternatives are the other strategies, backward prefetch modes,
+forward prefetch, no rate limiter, and the pairs as units (auto_wrap_policy={Pair}: the replay's
+"units merged by 2"), each predicted from the base run's trace and run for real the same way.
 Goals (issue 33): median |error| <= 5% and every case <= 10%.
 """
 
@@ -32,6 +38,7 @@ import torch.nn as nn
 import docs_table
 from bench_ranks import run_ranks
 from ddp import MODELS, mlp, mlp_batch
+from fsdp import DIM, Block, Net
 
 
 # Communication-bound: 8 layers of 1024x1024 (32 MiB of gradients) on 4 samples a step, so that
@@ -45,7 +52,38 @@ ALTERNATIVES.append(("gradient_as_bucket_view=True", 25.0, True))
 AUTO = ("bucket_cap_mb=auto", "auto", False)
 
 
-def worker(rank, world, init, root, rounds, steps, results):
+class Pair(nn.Module):
+    """Two blocks: wrapping Pair instead of Block makes units of two blocks."""
+
+    def __init__(self, dim=DIM):
+        super().__init__()
+        self.first = Block(dim)
+        self.second = Block(dim)
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+def pair_net():
+    net = Net()
+    net.blocks = nn.Sequential(*[Pair() for _ in range(4)])  # 8 blocks in 4 pairs
+    return net
+
+
+FSDP_BATCH = 32  # rows per rank
+FSDP_BASE = ("FULL_SHARD, defaults", {}, Block)
+FSDP_ALTERNATIVES = [
+    ("sharding_strategy=SHARD_GRAD_OP", dict(sharding_strategy="SHARD_GRAD_OP"), Block),
+    ("sharding_strategy=NO_SHARD", dict(sharding_strategy="NO_SHARD"), Block),
+    ("backward_prefetch=BACKWARD_POST", dict(backward_prefetch="BACKWARD_POST"), Block),
+    ("backward_prefetch=NONE", dict(backward_prefetch=None), Block),
+    ("forward_prefetch=True", dict(forward_prefetch=True), Block),
+    ("limit_all_gathers=False", dict(limit_all_gathers=False), Block),
+    ("units merged by 2", {}, Pair),
+]
+
+
+def worker(rank, world, init, root, rounds, steps, engines, results):
     import ringx
     from ringx.ddp import DistributedDataParallel as RingxDDP
 
@@ -53,7 +91,9 @@ def worker(rank, world, init, root, rounds, steps, results):
                             timeout=datetime.timedelta(seconds=300))
     generator = torch.Generator().manual_seed(rank)
     chosen = {}
-    for model_name, (make_model, make_batch) in MODELS.items():
+    if "fsdp" in engines:
+        fsdp_runs(root, rounds, steps, generator)
+    for model_name, (make_model, make_batch) in (MODELS.items() if "ddp" in engines else ()):
         x, y = make_batch(generator)
         for r in range(rounds):
             configs = [BASE] + ALTERNATIVES + [AUTO]
@@ -75,6 +115,55 @@ def worker(rank, world, init, root, rounds, steps, results):
                 del ddp, opt
     results[rank] = chosen
     dist.destroy_process_group()
+
+
+def fsdp_runs(root, rounds, steps, generator):
+    """Every FSDP configuration for `steps` steps per round, alternating the order, each traced
+    into root/fsdp/<label>/round<r>."""
+    import ringx
+    from ringx.fsdp import FullyShardedDataParallel as FSDP
+
+    x = torch.randn(FSDP_BATCH, DIM, generator=generator)
+    y = torch.randn(FSDP_BATCH, DIM, generator=generator)
+    for r in range(rounds):
+        configs = [FSDP_BASE] + FSDP_ALTERNATIVES
+        if r % 2:
+            configs.reverse()
+        for label, kwargs, unit in configs:
+            torch.manual_seed(0)
+            model = FSDP(pair_net(), auto_wrap_policy={unit}, **kwargs)
+            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+            dist.barrier()
+            ringx.trace.start(dir=os.path.join(root, "fsdp", label, f"round{r}"))
+            for _ in range(steps):
+                opt.zero_grad(set_to_none=True)
+                nn.functional.mse_loss(model(x), y).backward()
+                opt.step()
+            ringx.trace.stop()
+            del model, opt
+
+
+def analyse_fsdp(root, rounds):
+    """{"base_error", "rows": [(label, predicted_ns, measured_ns)]} from the FSDP traces."""
+    from ringx.analysis import whatif
+
+    predicted = {label: [] for label, _, _ in FSDP_ALTERNATIVES}
+    measured = {label: [] for label, _, _ in FSDP_ALTERNATIVES}
+    base_error = []
+    for r in range(rounds):
+        base = whatif(os.path.join(root, "fsdp", FSDP_BASE[0], f"round{r}"),
+                      sharding_strategy=["SHARD_GRAD_OP", "NO_SHARD"],
+                      backward_prefetch=["BACKWARD_POST", "NONE"], forward_prefetch=True,
+                      limit_all_gathers=False, merge_units=2, bounds=False)
+        base_error.append(base["baseline_error"])
+        rows = {row["change"]: row for row in base["rows"]}
+        for label, _, _ in FSDP_ALTERNATIVES:
+            predicted[label].append(rows[label]["predicted_step_ns"])
+            measured[label].append(whatif(os.path.join(root, "fsdp", label, f"round{r}"),
+                                          bounds=False)["recorded_step_ns"])
+    return {"base_error": statistics.median(base_error),
+            "rows": [(label, statistics.median(predicted[label]), statistics.median(measured[label]))
+                     for label, _, _ in FSDP_ALTERNATIVES]}
 
 
 def measured_step(root, model_name, label, r):
@@ -120,6 +209,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30,
                         help="steps per run (the first 16 record gradient readiness)")
+    parser.add_argument("--engines", default="ddp,fsdp", help="ddp, fsdp or both")
+    parser.add_argument("--traces", help="keep the traces in this directory (default: deleted)")
     parser.add_argument("--quick", action="store_true", help="one round of 20 steps")
     parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
@@ -127,19 +218,25 @@ def main():
         args.rounds, args.steps = 1, 20
     if args.docs:
         docs_table.require("whatif")
-    tables = {}
+    engines = args.engines.split(",")
+    tables, fsdp_tables = {}, {}
     for world in [int(w) for w in args.world_sizes.split(",")]:
-        with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as root:
-            chosen = run_ranks(worker, world, root, args.rounds, args.steps, name="whatif")
-            tables[world] = analyse(root, args.rounds)
-            for model_name, reasons in chosen.items():
-                tables[world][model_name]["auto"] = reasons
+        with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as scratch:
+            root = os.path.join(args.traces, f"world{world}") if args.traces else scratch
+            chosen = run_ranks(worker, world, root, args.rounds, args.steps, engines,
+                               name="whatif")
+            if "ddp" in engines:
+                tables[world] = analyse(root, args.rounds)
+                for model_name, reasons in chosen.items():
+                    tables[world][model_name]["auto"] = reasons
+            if "fsdp" in engines:
+                fsdp_tables[world] = analyse_fsdp(root, args.rounds)
     with docs_table.table(args.docs, "whatif"):
-        report(tables, args)
+        report(tables, fsdp_tables, args)
     return 0
 
 
-def report(tables, args):
+def report(tables, fsdp_tables, args):
     errors = []
     for world, table in tables.items():
         for model_name, result in table.items():
@@ -161,11 +258,21 @@ def report(tables, args):
                   f"the best fixed cap ({best}, {fixed[best] / 1e6:.2f} ms), "
                   f"{auto / fixed[BASE[0]]:.2f}x {BASE[0]} (goal: within noise of the best, "
                   "never above the default)")
-    median = statistics.median(errors)
-    worst = max(errors)
-    print(f"\nDDP: {len(errors)} cases, median |error| {median * 100:.1f}% (goal <= 5%), worst "
-          f"{worst * 100:.1f}% (goal <= 10%)")
-    print("FSDP: not modelled yet (ringx-trace whatif replays DDP steps only)")
+    fsdp_errors = []
+    for world, result in fsdp_tables.items():
+        print(f"\nFSDP, {len(FSDP_ALTERNATIVES) and 8} blocks of d={DIM}, batch {FSDP_BATCH}, "
+              f"{world} ranks: predicted from the {FSDP_BASE[0]} run's trace (its replay's own "
+              f"error {result['base_error'] * 100:+.1f}%), medians of {args.rounds} rounds")
+        print(f"  {'change':34s} {'predicted':>11s} {'measured':>11s} {'error':>8s}")
+        for label, pred, meas in result["rows"]:
+            error = pred / meas - 1
+            fsdp_errors.append(abs(error))
+            print(f"  {label:34s} {pred / 1e6:9.2f} ms {meas / 1e6:9.2f} ms {error * 100:+7.1f}%")
+    for name, errs in (("DDP", errors), ("FSDP", fsdp_errors)):
+        if errs:
+            print(f"\n{name}: {len(errs)} cases, median |error| "
+                  f"{statistics.median(errs) * 100:.1f}% (goal <= 5%), worst "
+                  f"{max(errs) * 100:.1f}% (goal <= 10%)")
 
 
 if __name__ == "__main__":

@@ -111,6 +111,10 @@ def test_whatif_bench_puts_predicted_beside_measured():
     rows = [line.split()[0] for line in out.splitlines() if line.startswith("  bucket_cap_mb=")]
     assert rows.count("bucket_cap_mb=0.25") == 3  # one row per model
     assert out.count("auto chose bucket_cap_mb=") == 3
+    # FSDP: every alternative predicted and run, and the summary line.
+    for label in ("sharding_strategy=SHARD_GRAD_OP", "backward_prefetch=NONE", "units merged by 2"):
+        assert f"  {label} " in out, out
+    assert "FSDP: 7 cases, median |error|" in out, out
 
 
 def test_fault_bench_puts_gloo_beside_ringx():

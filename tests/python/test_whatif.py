@@ -1,6 +1,7 @@
-"""What-if on a real traced ringx.ddp job: the trace carries what the replay needs (gradient
-readiness per parameter, the bucket plan, backward's compute end), `ringx-trace whatif` and
-ringx.analysis.whatif() answer from it, and bad input gets a message saying what is wrong.
+"""What-if on real traced ringx.ddp and ringx.fsdp jobs: the trace carries what the replay needs
+(DDP: gradient readiness per parameter, the bucket plan, backward's compute end; FSDP: the
+units' spans and the schedule's options), `ringx-trace whatif` and ringx.analysis.whatif()
+answer from it, and bad input gets a message saying what is wrong.
 
 Nothing here times anything: the assertions are properties the model guarantees whatever the
 machine's speed (the recorded plan never beats its bounds, more ranks never shrink the step),
@@ -150,3 +151,78 @@ def test_auto_bucket_cap_rejects_what_it_cannot_do():
     with pytest.raises(ValueError, match="find_unused_parameters"):
         ringx.ddp.DistributedDataParallel(model, bucket_cap_mb="auto",
                                           find_unused_parameters=True)
+
+
+def _train_fsdp(rank, world, trace_dir, steps=12):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 8))
+    fsdp = ringx.fsdp.FullyShardedDataParallel(model, auto_wrap_policy={nn.Linear})
+    opt = torch.optim.SGD(fsdp.parameters(), lr=0.01)
+    ringx.trace.start(dir=trace_dir)
+    for step in range(steps):
+        x = torch.randn(16, 64, generator=torch.Generator().manual_seed(step + rank))
+        opt.zero_grad(set_to_none=True)
+        fsdp(x).square().mean().backward()
+        opt.step()
+    ringx.trace.stop()
+    return True
+
+
+@pytest.fixture(scope="module")
+def fsdp_trace(tmp_path_factory):
+    trace_dir = tmp_path_factory.mktemp("whatif_fsdp") / "trace"
+    run_ranks(functools.partial(_train_fsdp, trace_dir=str(trace_dir)), world_size=2)
+    return trace_dir
+
+
+def test_fsdp_report_answers_the_schedule_questions(fsdp_trace):
+    report = ringx.analysis.whatif(fsdp_trace)
+    assert report["engine"] == "fsdp" and report["ranks"] == 2 and report["world_size"] == 2
+    assert report["units"] == 5  # the root and four Linear layers
+    assert report["sharding_strategy"] == "FULL_SHARD"
+    assert report["backward_prefetch"] == "BACKWARD_PRE" and report["limit_all_gathers"]
+    assert report["steps"] == 12
+    rows = {row["change"]: row for row in report["rows"]}
+    assert list(rows) == ["sharding_strategy=SHARD_GRAD_OP", "sharding_strategy=NO_SHARD",
+                          "backward_prefetch=BACKWARD_POST", "backward_prefetch=NONE",
+                          "forward_prefetch=True", "limit_all_gathers=False", "units merged by 2",
+                          "communication free", "compute free"]
+    for row in report["rows"]:
+        assert row["error"] is None, row
+        assert row["predicted_step_ns"] > 0
+    base = report["baseline"]
+    # The schedule's counts: FULL_SHARD gathers the four layers twice (the root holds no
+    # parameters of its own: nothing to gather);
+    # SHARD_GRAD_OP keeps them from forward to backward; NO_SHARD gathers nothing; merging the
+    # four sibling layers in twos leaves three units.
+    assert base["gathers"] == 8
+    assert rows["sharding_strategy=SHARD_GRAD_OP"]["gathers"] == 4
+    assert rows["sharding_strategy=NO_SHARD"]["gathers"] == 0
+    assert rows["units merged by 2"]["units"] == 3
+    for bound in ("communication free", "compute free"):
+        assert rows[bound]["step_ns"] <= base["step_ns"]
+    wider = ringx.analysis.whatif(fsdp_trace, world_size=4)
+    assert [row["change"] for row in wider["rows"]] == ["world_size=4", "communication free",
+                                                        "compute free"]
+    assert wider["rows"][0]["step_ns"] >= wider["rows"][1]["step_ns"]
+    # The slowest rank's step is tiled by its compute and its waits.
+    path = base["critical_path"]
+    assert path[0]["begin_ns"] == 0 and path[-1]["kind"] == "optimizer"
+    assert all(a["end_ns"] == b["begin_ns"] for a, b in zip(path, path[1:]))
+    assert path[-1]["end_ns"] == base["step_ns"]
+    asked = ringx.analysis.whatif(fsdp_trace, sharding_strategy="NO_SHARD",
+                                  backward_prefetch=[None], merge_units=[2, 4], bounds=False)
+    assert [row["change"] for row in asked["rows"]] == [
+        "sharding_strategy=NO_SHARD", "backward_prefetch=NONE", "units merged by 2",
+        "units merged by 4"]
+
+
+def test_fsdp_cli_prints_the_table_and_refuses_ddp_questions(fsdp_trace):
+    text = ringx_trace("whatif", str(fsdp_trace), "--limit-all-gathers", "off").stdout
+    assert "FSDP, 2 ranks, 5 units" in text and "limit_all_gathers=False" in text
+    assert "the slowest rank's step" in text
+    wrong = ringx_trace("whatif", str(fsdp_trace), "--bucket-cap-mb", "4", check=False)
+    assert wrong.returncode == 2 and "ringx.fsdp" in wrong.stderr
+    bad = ringx_trace("whatif", str(fsdp_trace), "--sharding-strategy", "HALF", check=False)
+    assert bad.returncode == 2
