@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -59,6 +60,60 @@ std::vector<int64_t> gaps(const std::vector<TimedHook>& hooks, int64_t from,
     previous = h.time;
   }
   return out;
+}
+
+// How much of each gap's compute (the time between hooks outside `busy`) ran while one of
+// the rank's collectives was in flight (`flights`).
+std::vector<int64_t> gapOverlaps(const std::vector<TimedHook>& hooks, int64_t from,
+                                 const std::vector<Interval>& busy,
+                                 const std::vector<Interval>& flights) {
+  // The flights' union less the busy time, as disjoint intervals.
+  std::vector<Interval> merged;
+  std::vector<Interval> sorted = flights;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  for (const Interval& f : sorted) {
+    if (!merged.empty() && f.begin <= merged.back().end) {
+      merged.back().end = std::max(merged.back().end, f.end);
+    } else {
+      merged.push_back(f);
+    }
+  }
+  std::vector<int64_t> out;
+  int64_t previous = from;
+  for (const TimedHook& h : hooks) {
+    int64_t total = 0;
+    for (const Interval& f : merged) {
+      const int64_t b = std::max(previous, f.begin), e = std::min(h.time, f.end);
+      if (e > b) total += (e - b) - overlap(busy, b, e);
+    }
+    out.push_back(std::max<int64_t>(0, total));
+    previous = h.time;
+  }
+  return out;
+}
+
+// The contention constant: the slope of a gap's compute on its overlap, within each gap
+// (rank, direction, hook) across steps, pooled: compute that ran beside more communication
+// took longer by this much per ns of it. Clamped to [0, 4].
+double fitContention(const std::map<std::tuple<size_t, int, size_t>,
+                                    std::vector<std::pair<int64_t, int64_t>>>& samples) {
+  double num = 0, den = 0;
+  for (const auto& [gap, points] : samples) {
+    if (points.size() < 2) continue;
+    double d = 0, o = 0;
+    for (const auto& [ns, over] : points) {
+      d += static_cast<double>(ns);
+      o += static_cast<double>(over);
+    }
+    d /= static_cast<double>(points.size());
+    o /= static_cast<double>(points.size());
+    for (const auto& [ns, over] : points) {
+      num += (static_cast<double>(ns) - d) * (static_cast<double>(over) - o);
+      den += (static_cast<double>(over) - o) * (static_cast<double>(over) - o);
+    }
+  }
+  return den > 0 ? std::clamp(num / den, 0.0, 4.0) : 0;
 }
 
 bool complete(const FsdpStepRecord& s) {
@@ -142,8 +197,11 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   RecordedSteps recorded;
   // (kind, unit, step, occurrence) -> ns: a unit gathers twice a step under FULL_SHARD
   std::map<std::tuple<int, size_t, int64_t, int>, int64_t> shortest;
-  std::map<std::pair<int, size_t>, int64_t> bytesOf;       // (kind, unit) -> bytes
-  std::map<int64_t, std::vector<FsdpRankProfile>> byStep;  // step -> the ranks' profiles
+  std::map<std::pair<int, size_t>, int64_t> bytesOf;  // (kind, unit) -> bytes
+  std::map<int64_t, std::vector<FsdpRankProfile>> byStep;
+  // (rank, 0 forward | 1 backward, gap) -> (compute, overlap) per step
+  std::map<std::tuple<size_t, int, size_t>, std::vector<std::pair<int64_t, int64_t>>>
+      contention;  // step -> the ranks' profiles
   for (const FsdpRankRecord& r : rec.ranks) {
     FsdpRankProfile p;
     p.rank = r.rank;
@@ -174,6 +232,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
                 [](const Issued& a, const Issued& b) { return a.issue < b.issue; });
       std::map<int, int64_t> laneFree;             // lane -> the previous collective's wire end
       std::map<std::pair<int, size_t>, int> seen;  // (kind, unit) -> occurrences so far
+      std::vector<Interval> flights;
       for (const Issued& c : issued) {
         const int occurrence = seen[{c.kind, c.unit}]++;
         int64_t& b = bytesOf[{c.kind, c.unit}];
@@ -182,6 +241,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
         const int64_t start = std::max(c.issue, laneFree[lane]);
         laneFree[lane] = std::max(laneFree[lane], c.wireEnd);
         if (c.issue <= 0 || c.wireEnd <= start) continue;
+        flights.push_back({start, c.wireEnd});
         auto [at, fresh] = shortest.emplace(std::make_tuple(c.kind, c.unit, s.step, occurrence),
                                             c.wireEnd - start);
         if (!fresh) at->second = std::min(at->second, c.wireEnd - start);
@@ -195,8 +255,17 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       one.rank = r.rank;
       one.forwardGapNs = gaps(forward, s.forwardBeginNs, busy);
       one.backwardGapNs = gaps(backward, s.backwardBeginNs, busy);
+      one.forwardOverlapNs = gapOverlaps(forward, s.forwardBeginNs, busy, flights);
+      one.backwardOverlapNs = gapOverlaps(backward, s.backwardBeginNs, busy, flights);
       const std::vector<int64_t>& f = one.forwardGapNs;
       const std::vector<int64_t>& b = one.backwardGapNs;
+      const size_t rankIndex = static_cast<size_t>(&r - rec.ranks.data());
+      for (size_t k = 0; k < f.size(); ++k) {
+        contention[{rankIndex, 0, k}].emplace_back(f[k], one.forwardOverlapNs[k]);
+      }
+      for (size_t k = 0; k < b.size(); ++k) {
+        contention[{rankIndex, 1, k}].emplace_back(b[k], one.backwardOverlapNs[k]);
+      }
       for (size_t k = 0; k < f.size(); ++k) fwd[k].push_back(f[k]);
       for (size_t k = 0; k < b.size(); ++k) bwd[k].push_back(b[k]);
       const int64_t forwardTail =
@@ -236,6 +305,19 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     m.ranks.push_back(std::move(p));
   }
   fit.recordedStepNs = recorded.medianNs();
+  m.contention = fitContention(contention);
+  for (size_t i = 0; i < m.ranks.size(); ++i) {  // the typical step's overlaps: medians
+    for (int direction = 0; direction < 2; ++direction) {
+      std::vector<int64_t>& out =
+          direction ? m.ranks[i].backwardOverlapNs : m.ranks[i].forwardOverlapNs;
+      const size_t hooks = direction ? m.backward.size() : m.forward.size();
+      for (size_t k = 0; k < hooks; ++k) {
+        std::vector<int64_t> values;
+        for (const auto& [ns, over] : contention[{i, direction, k}]) values.push_back(over);
+        out.push_back(medianNs(values));
+      }
+    }
+  }
   // The steps every rank has, in order, for the replay to run as they ran, with their
   // collectives' times.
   static const PathSegment::Kind kinds[] = {PathSegment::Kind::kAllGather,
@@ -288,6 +370,31 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   m.gather = fit.gather.ok ? fit.gather.link : fit.all.link;
   m.reduceScatter = fit.reduceScatter.ok ? fit.reduceScatter.link : fit.all.link;
   m.allreduce = fit.allreduce.ok ? fit.allreduce.link : fit.all.link;
+  // The fits are of typical times (medians); the replay of the recorded schedule uses each
+  // collective's own, tails included. So that a change the fitted cost prices is compared
+  // like with like, each fitted cost is scaled to sum to the recorded times of the
+  // collectives it prices (a kind not recorded: by all of them, as its fit is all of them).
+  auto scale = [&](LinkCost* link, std::optional<PathSegment::Kind> kind) {
+    double recordedNs = 0, fittedNs = 0;
+    for (const FsdpModel::RecordedCollective& c : m.recordedCollectives) {
+      if (kind && c.kind != *kind) continue;
+      const char* op = c.kind == PathSegment::Kind::kAllGather       ? "all_gather"
+                       : c.kind == PathSegment::Kind::kReduceScatter ? "reduce_scatter"
+                                                                     : "allreduce";
+      const int64_t bytes = c.kind == PathSegment::Kind::kAllGather ? m.units[c.unit].paramBytes
+                                                                    : m.units[c.unit].gradBytes;
+      recordedNs += static_cast<double>(c.ns);
+      fittedNs += static_cast<double>(collectiveNs(*link, op, bytes, m.worldSize));
+    }
+    if (recordedNs <= 0 || fittedNs <= 0) return;
+    link->stepNs *= recordedNs / fittedNs;
+    link->nsPerByte *= recordedNs / fittedNs;
+  };
+  using K = PathSegment::Kind;
+  scale(&m.gather, fit.gather.ok ? std::optional<K>(K::kAllGather) : std::nullopt);
+  scale(&m.reduceScatter,
+        fit.reduceScatter.ok ? std::optional<K>(K::kReduceScatter) : std::nullopt);
+  scale(&m.allreduce, fit.allreduce.ok ? std::optional<K>(K::kAllreduce) : std::nullopt);
   return fit;
 }
 

@@ -146,7 +146,13 @@ FsdpModel mergeUnits(const FsdpModel& m, int64_t k) {
     g.gradBytes += m.units[u].gradBytes;
   }
   auto merge = [&](const FsdpRankProfile& p, FsdpRankProfile* q) {
-    int64_t forwardTail = 0, backwardTail = 0;
+    int64_t forwardTail = 0, backwardTail = 0, overlapTail = 0;
+    if (!p.forwardOverlapNs.empty()) {
+      keepHooks(m.forward, group, p.forwardOverlapNs, &q->forwardOverlapNs, &overlapTail);
+    }
+    if (!p.backwardOverlapNs.empty()) {
+      keepHooks(m.backward, group, p.backwardOverlapNs, &q->backwardOverlapNs, &overlapTail);
+    }
     out.forward = keepHooks(m.forward, group, p.forwardGapNs, &q->forwardGapNs, &forwardTail);
     out.backward = keepHooks(m.backward, group, p.backwardGapNs, &q->backwardGapNs, &backwardTail);
     q->toBackwardNs = p.toBackwardNs + forwardTail;
@@ -157,8 +163,8 @@ FsdpModel mergeUnits(const FsdpModel& m, int64_t k) {
     }
   };
   for (size_t r = 0; r < m.ranks.size(); ++r) merge(m.ranks[r], &out.ranks[r]);
-  for (size_t k = 0; k < m.samples.size(); ++k) {
-    for (size_t r = 0; r < m.samples[k].size(); ++r) merge(m.samples[k][r], &out.samples[k][r]);
+  for (size_t i = 0; i < m.samples.size(); ++i) {
+    for (size_t r = 0; r < m.samples[i].size(); ++r) merge(m.samples[i][r], &out.samples[i][r]);
   }
   return out;
 }
@@ -219,6 +225,15 @@ class Program {
   std::vector<Collective> collectives;
   size_t slots() const { return reshard_ + m_.units.size(); }
   // Per rank: every slot's duration.
+  // The compute's recorded overlap with the rank's collectives in flight (gaps only).
+  int64_t overlap(const FsdpRankProfile& p, size_t slot) const {
+    const size_t nf = m_.forward.size();
+    if (slot < nf) return slot < p.forwardOverlapNs.size() ? p.forwardOverlapNs[slot] : 0;
+    if (slot < toBackward_) {
+      return slot - nf < p.backwardOverlapNs.size() ? p.backwardOverlapNs[slot - nf] : 0;
+    }
+    return 0;
+  }
   std::vector<int64_t> durations(const FsdpRankProfile& p) const {
     std::vector<int64_t> d(slots(), 0);
     for (size_t i = 0; i < p.forwardGapNs.size() && i < m_.forward.size(); ++i)
@@ -426,78 +441,153 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
 
   // Run the program on every rank at once: a rank runs until it waits for a collective whose
   // end is not known; a collective's end is known once every rank issued it and its group's
-  // previous one ended.
+  // previous one ended. extra[r][op]: what contention adds to compute op `op` on rank r.
   const size_t nc = program.collectives.size();
-  std::vector<size_t> pc(nr, 0);
-  std::vector<int64_t> t(nr, 0);
-  std::vector<std::vector<int64_t>> issued(nc, std::vector<int64_t>(nr, -1));
-  std::vector<int64_t> startAt(nc, -1), endAt(nc, -1);
-  std::vector<int32_t> lastIssuer(nc, 0);
-  std::map<size_t, std::vector<size_t>> lanes;  // lane -> its collectives in issue order
-  for (size_t c = 0; c < nc; ++c) lanes[program.collectives[c].lane].push_back(c);
-  std::map<size_t, size_t> laneNext;
-  std::map<size_t, int64_t> laneFree;
-  std::vector<std::vector<int64_t>> stepBegin(nr);
+  const std::vector<Op>& ops = program.ops;
   struct Interval {
     Kind kind;
     int64_t unit, begin, end;
   };
-  std::vector<std::vector<Interval>> timeline(nr);  // per rank: compute and waits
-  const std::vector<Op>& ops = program.ops;
-  for (;;) {
-    bool progress = false;
+  struct Run {
+    std::vector<int64_t> t;
+    std::vector<std::vector<int64_t>> issued;
+    std::vector<int64_t> startAt, endAt, laneBefore;  // laneBefore: the lane's previous end
+    std::vector<int32_t> lastIssuer;
+    std::vector<std::vector<int64_t>> stepBegin;
+    std::vector<std::vector<Interval>> timeline;     // per rank: compute and waits
+    std::vector<std::vector<int64_t>> computeBegin;  // per rank and op (compute ops)
+  };
+  std::map<size_t, std::vector<size_t>> lanes;  // lane -> its collectives in issue order
+  for (size_t c = 0; c < nc; ++c) lanes[program.collectives[c].lane].push_back(c);
+  auto simulate = [&](const std::vector<std::vector<int64_t>>& extra) {
+    Run x;
+    std::vector<size_t> pc(nr, 0);
+    x.t.assign(nr, 0);
+    x.issued.assign(nc, std::vector<int64_t>(nr, -1));
+    x.startAt.assign(nc, -1);
+    x.endAt.assign(nc, -1);
+    x.laneBefore.assign(nc, 0);
+    x.lastIssuer.assign(nc, 0);
+    x.stepBegin.assign(nr, {});
+    x.timeline.assign(nr, {});
+    x.computeBegin.assign(nr, std::vector<int64_t>(ops.size(), 0));
+    std::map<size_t, size_t> laneNext;
+    std::map<size_t, int64_t> laneFree;
+    for (;;) {
+      bool progress = false;
+      for (size_t r = 0; r < nr; ++r) {
+        while (pc[r] < ops.size()) {
+          const Op& op = ops[pc[r]];
+          if (op.type == Op::Type::kCompute) {
+            const int64_t d = std::max<int64_t>(0, dur[r][op.step][op.slot] + extra[r][pc[r]]);
+            x.computeBegin[r][pc[r]] = x.t[r];
+            if (d > 0) x.timeline[r].push_back({op.kind, -1, x.t[r], x.t[r] + d});
+            x.t[r] += d;
+          } else if (op.type == Op::Type::kIssue) {
+            x.issued[op.collective][r] = x.t[r];
+          } else if (op.type == Op::Type::kWait) {
+            const int64_t end = x.endAt[op.collective];
+            if (end < 0) break;
+            if (end > x.t[r]) {
+              x.timeline[r].push_back(
+                  {op.kind, static_cast<int64_t>(program.collectives[op.collective].unit), x.t[r],
+                   end});
+              x.t[r] = end;
+            }
+          } else {
+            x.stepBegin[r].push_back(x.t[r]);
+          }
+          ++pc[r];
+          progress = true;
+        }
+      }
+      for (auto& [lane, list] : lanes) {
+        size_t& next = laneNext[lane];
+        while (next < list.size()) {
+          const size_t c = list[next];
+          int64_t arrive = -1;
+          for (size_t r = 0; r < nr; ++r) {
+            if (x.issued[c][r] < 0) {
+              arrive = -1;
+              break;
+            }
+            if (x.issued[c][r] >= arrive) {
+              arrive = x.issued[c][r];
+              x.lastIssuer[c] = m.ranks[r].rank;
+            }
+          }
+          if (arrive < 0) break;
+          x.laneBefore[c] = laneFree[lane];
+          x.startAt[c] = std::max(arrive, laneFree[lane]);
+          x.endAt[c] = x.startAt[c] + program.collectives[c].ns;
+          laneFree[lane] = x.endAt[c];
+          ++next;
+          progress = true;
+        }
+      }
+      bool done = true;
+      for (size_t r = 0; r < nr; ++r) done = done && pc[r] == ops.size();
+      if (done) break;
+      if (!progress) throw std::logic_error("FSDP replay: the schedule deadlocked (a bug)");
+    }
+    return x;
+  };
+
+  // Contention (fsdp_fit.h): compute is slower while the rank has a collective in flight, by
+  // `contention` ns per ns of overlap. The recorded gaps hold the recorded overlap's share;
+  // the replay takes it out and adds its own, found by running the schedule again with the
+  // overlaps of the run before (three runs: the schedule moves little after the second).
+  const double kappa = change.commFree || change.computeFree ? 0 : m.contention;
+  std::vector<std::vector<int64_t>> extra(nr, std::vector<int64_t>(ops.size(), 0));
+  Run run = simulate(extra);
+  for (int pass = 0; kappa > 0 && pass < 2; ++pass) {
     for (size_t r = 0; r < nr; ++r) {
-      while (pc[r] < ops.size()) {
-        const Op& op = ops[pc[r]];
-        if (op.type == Op::Type::kCompute) {
-          const int64_t d = dur[r][op.step][op.slot];
-          if (d > 0) timeline[r].push_back({op.kind, -1, t[r], t[r] + d});
-          t[r] += d;
-        } else if (op.type == Op::Type::kIssue) {
-          issued[op.collective][r] = t[r];
-        } else if (op.type == Op::Type::kWait) {
-          if (endAt[op.collective] < 0) break;
-          if (endAt[op.collective] > t[r]) {
-            timeline[r].push_back({op.kind,
-                                   static_cast<int64_t>(program.collectives[op.collective].unit),
-                                   t[r], endAt[op.collective]});
-            t[r] = endAt[op.collective];
-          }
+      // This rank's collectives in flight: from when its group could run them to their end.
+      std::vector<std::pair<int64_t, int64_t>> flight;
+      for (size_t c = 0; c < nc; ++c) {
+        const int64_t from = std::max(run.issued[c][r], run.laneBefore[c]);
+        if (run.endAt[c] > from) flight.emplace_back(from, run.endAt[c]);
+      }
+      std::sort(flight.begin(), flight.end());
+      std::vector<std::pair<int64_t, int64_t>> merged;
+      for (const auto& f : flight) {
+        if (!merged.empty() && f.first <= merged.back().second) {
+          merged.back().second = std::max(merged.back().second, f.second);
         } else {
-          stepBegin[r].push_back(t[r]);
+          merged.push_back(f);
         }
-        ++pc[r];
-        progress = true;
+      }
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const Op& op = ops[i];
+        if (op.type != Op::Type::kCompute) continue;
+        const int64_t recordedOverlap = program.overlap(
+            recordedSteps && r < m.samples[op.step].size() ? m.samples[op.step][r] : m.ranks[r],
+            op.slot);
+        const int64_t base = dur[r][op.step][op.slot] -
+                             static_cast<int64_t>(kappa * static_cast<double>(recordedOverlap));
+        // The op's span in the last run, stretched: its overlap with the flights.
+        const int64_t begin = run.computeBegin[r][i];
+        const int64_t end = begin + std::max<int64_t>(0, dur[r][op.step][op.slot] + extra[r][i]);
+        int64_t overlap = 0;
+        for (const auto& f : merged) {
+          overlap += std::max<int64_t>(0, std::min(end, f.second) - std::max(begin, f.first));
+        }
+        // d = c + kappa * o, with o the overlapped share s of d as the last run measured it:
+        // d = c / (1 - kappa * s) (a compute that is all overlap at most 5x as long).
+        const double share =
+            end > begin ? static_cast<double>(overlap) / static_cast<double>(end - begin) : 0;
+        const double c = static_cast<double>(std::max<int64_t>(0, base));
+        const int64_t stretched = static_cast<int64_t>(c / std::max(0.2, 1 - kappa * share) + 0.5);
+        extra[r][i] = stretched - dur[r][op.step][op.slot];
       }
     }
-    for (auto& [lane, list] : lanes) {
-      size_t& next = laneNext[lane];
-      while (next < list.size()) {
-        const size_t c = list[next];
-        int64_t arrive = -1;
-        for (size_t r = 0; r < nr; ++r) {
-          if (issued[c][r] < 0) {
-            arrive = -1;
-            break;
-          }
-          if (issued[c][r] >= arrive) {
-            arrive = issued[c][r];
-            lastIssuer[c] = m.ranks[r].rank;
-          }
-        }
-        if (arrive < 0) break;
-        startAt[c] = std::max(arrive, laneFree[lane]);
-        endAt[c] = startAt[c] + program.collectives[c].ns;
-        laneFree[lane] = endAt[c];
-        ++next;
-        progress = true;
-      }
-    }
-    bool done = true;
-    for (size_t r = 0; r < nr; ++r) done = done && pc[r] == ops.size();
-    if (done) break;
-    if (!progress) throw std::logic_error("FSDP replay: the schedule deadlocked (a bug)");
+    run = simulate(extra);
   }
+  std::vector<int64_t>& t = run.t;
+  std::vector<int64_t>& endAt = run.endAt;
+  std::vector<int32_t>& lastIssuer = run.lastIssuer;
+  std::vector<std::vector<int64_t>>& stepBegin = run.stepBegin;
+  std::vector<std::vector<Interval>>& timeline = run.timeline;
   for (size_t r = 0; r < nr; ++r) stepBegin[r].push_back(t[r]);  // where a next step would begin
 
   // The step time as the recording defines it: per step, the slowest rank's begin to its next;

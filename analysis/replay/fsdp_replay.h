@@ -25,6 +25,11 @@
 // so they overlap reduce-scatters. A collective's time is its kind's fitted ring cost
 // (cost_model.h).
 //
+// Contention: where the ranks' compute and their groups' threads share too few cores, compute
+// overlapped by a collective runs slower (fitted, fsdp_fit.h); the replay stretches each
+// compute by its overlap with the rank's collectives in flight, found by running the schedule
+// again with the previous run's overlaps.
+//
 // Unit boundaries: merging k consecutive sibling units (forward order, leaves only) makes one
 // unit of their parameters, gathered and reduced at once; their compute is unchanged.
 //
@@ -84,6 +89,8 @@ struct FsdpRankProfile {
   int64_t finalizeNs = 0;              // after the last reduction: the end of backward
   int64_t optimizerNs = 0;             // backward end to the next forward
   std::vector<int64_t> reshardNs;      // per unit: freeing its parameters once
+  // How much of each gap ran while the rank had a collective in flight (see contention).
+  std::vector<int64_t> forwardOverlapNs, backwardOverlapNs;
 };
 
 struct FsdpModel {
@@ -111,6 +118,10 @@ struct FsdpModel {
   int64_t worldSize = 1;
   // Per collective kind, fitted from the recording (a kind it lacks: the fit of all kinds).
   LinkCost gather, reduceScatter, allreduce;
+  // Contention: ns of compute added per ns the compute overlaps a collective of its rank (the
+  // group threads take cores the compute would have). 0: none. A change that moves
+  // collectives under compute (prefetching) or out of it pays or saves this.
+  double contention = 0;
 };
 
 // One change to replay; unset fields keep the recorded value.
