@@ -310,7 +310,8 @@ std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& sourc
   out += "model from " + std::to_string(r.source.steps) + " steps from step " +
          std::to_string(r.source.firstStep) + "; wire: all_gather " + m.gather.describe() +
          ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " +
-         m.allreduce.describe() + "\n";
+         m.allreduce.describe() + "; contention " + shortNumber(m.contention) +
+         " ns of compute per ns beside a collective\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
          "); predictions below scale the recorded step by the replay's ratio\n\n";
@@ -382,7 +383,8 @@ std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
          ",\"steps\":" + std::to_string(r.source.steps) +
          ",\"recorded_step_ns\":" + std::to_string(r.source.recordedStepNs) +
          ",\"replayed_step_ns\":" + std::to_string(r.baseline.stepNs) +
-         ",\"baseline_error\":" + shortNumber(r.baselineErrorShare) + ",\"wire\":{";
+         ",\"baseline_error\":" + shortNumber(r.baselineErrorShare) +
+         ",\"contention\":" + shortNumber(m.contention) + ",\"wire\":{";
   jsonLink(out, "all_gather", m.gather);
   out += ",";
   jsonLink(out, "reduce_scatter", m.reduceScatter);

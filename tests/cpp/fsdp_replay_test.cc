@@ -143,6 +143,23 @@ TEST(ReplayFsdp, BoundsAndAStraggler) {
   EXPECT_EQ(r.slowestRank, 1);
 }
 
+// Contention: compute beside the rank's own collectives in flight runs slower. The recorded
+// gaps here had no overlap, so the replay stretches what it overlaps: the step grows, and
+// prefetching (which puts gathers under compute) gains less than without contention.
+TEST(ReplayFsdp, ContentionStretchesOverlappedCompute) {
+  FsdpModel m = rootAndTwoBlocks();
+  FsdpWhatIf none;
+  none.backwardPrefetch = FsdpBackwardPrefetch::kNone;
+  const int64_t free = replayFsdp(m).stepNs, freeNone = replayFsdp(m, none).stepNs;
+  m.contention = 1;
+  const int64_t busy = replayFsdp(m).stepNs, busyNone = replayFsdp(m, none).stepNs;
+  EXPECT_GT(busy, free);
+  EXPECT_LT(busyNone - busy, freeNone - free);
+  FsdpWhatIf comm;
+  comm.commFree = true;  // nothing in flight: no contention either
+  EXPECT_EQ(replayFsdp(m, comm).stepNs, 1915);
+}
+
 // The fit: one rank's step recorded with known waits and frees; the compute between hooks
 // comes back without them.
 TEST(FitFsdp, GapsLeaveOutWaitsAndFrees) {
