@@ -114,13 +114,23 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank,
 }  // namespace
 
 std::string whatIfEngine(const model::TraceStore& store) {
-  bool ddp = false;
+  // A job that ran both engines: the one whose plan or schedule the trace records (what its
+  // model needs); both or neither: DDP.
+  bool ddp = false, fsdp = false, ddpPlan = false, fsdpConfig = false;
+  const uint32_t plan = store.strings().find("bucket_plan"),
+                 config = store.strings().find("fsdp_config");
   for (const RankData& rank : store.ranks()) {
     for (const Track& track : rank.tracks) {
-      if (track.kind == TrackKind::kFsdp || track.kind == TrackKind::kFsdpUnit) return "fsdp";
+      const bool isFsdp = track.kind == TrackKind::kFsdp || track.kind == TrackKind::kFsdpUnit;
+      fsdp = fsdp || isFsdp;
       ddp = ddp || track.kind == TrackKind::kDdp;
+      for (const Instant& i : track.instants) {
+        ddpPlan = ddpPlan || (plan != 0 && i.name == plan);
+        fsdpConfig = fsdpConfig || (config != 0 && i.name == config);
+      }
     }
   }
+  if (fsdp && (!ddp || (fsdpConfig && !ddpPlan))) return "fsdp";
   return ddp ? "ddp" : "";
 }
 

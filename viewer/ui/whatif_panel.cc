@@ -125,8 +125,53 @@ WhatIfView adaptWhatIf(const analysis::WhatIfReport& report) {
   return v;
 }
 
+WhatIfView adaptWhatIf(const analysis::FsdpWhatIfReport& report) {
+  // The FSDP replay's path is its slowest rank's step: compute, and waits for collectives
+  // (drawn on the rank that issued the collective last, as DDP's allreduces are); it has no
+  // ring of its own to draw, the collectives are on the path or hidden.
+  auto rowOf = [&](const std::string& label, const replay::FsdpReplay& replay) {
+    WhatIfRowView row;
+    row.label = label;
+    row.exposedCommNs = replay.exposedCommNs;
+    row.collectives = replay.gathers;
+    row.replayedStepNs = replay.stepNs;
+    for (const replay::PathSegment& s : replay.criticalPath) {
+      PredictedItem item{s.rank,
+                         replay::pathKindName(s.kind),
+                         pathKindColor(s.kind),
+                         s.bucket,
+                         s.beginNs,
+                         s.endNs,
+                         /*onPath=*/true};
+      row.path.push_back(item);
+      item.lane = replay.slowestRank;  // the predicted step: the slowest rank's lane
+      row.items.push_back(item);
+    }
+    return row;
+  };
+  WhatIfView v;
+  v.engine = "fsdp";
+  v.recordedStepNs = report.source.recordedStepNs;
+  v.firstStep = report.source.firstStep;
+  v.anchorRank = report.baseline.slowestRank;
+  v.baseline = rowOf("recorded schedule, replayed", report.baseline);
+  v.baseline.predictedStepNs = report.baseline.stepNs;
+  v.baseline.changeShare = report.baselineErrorShare;
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    const analysis::FsdpWhatIfRow& r = report.rows[i];
+    WhatIfRowView row = rowOf(r.change.label, r.replay);
+    row.predictedStepNs = r.predictedStepNs;
+    row.changeShare = r.changeShare;
+    row.error = r.error;
+    row.best = int64_t(i) == report.bestRow;
+    v.rows.push_back(std::move(row));
+  }
+  return v;
+}
+
 WhatIfView whatIfViewOf(const TraceStore& store) {
   try {
+    if (analysis::whatIfEngine(store) == "fsdp") return adaptWhatIf(analysis::fsdpWhatIf(store));
     return adaptWhatIf(analysis::whatIf(store));
   } catch (const std::exception& e) {
     WhatIfView v;
@@ -140,9 +185,15 @@ WhatIfView whatIfViewOf(const TraceStore& store) {
 std::vector<RecordedStep> recordedStepsOf(const TraceStore& store, int32_t rank,
                                           int64_t firstStep) {
   std::map<int64_t, int64_t> begins;  // step -> forward begin
-  for (const analysis::DdpIteration& it : analysis::analyzeDdp(store).iterations)
+  auto add = [&](const auto& it) {
     if (it.rank == rank && it.forwardBeginNs > 0 && it.step >= firstStep)
       begins[it.step] = it.forwardBeginNs;
+  };
+  if (analysis::whatIfEngine(store) == "fsdp") {
+    for (const analysis::FsdpIteration& it : analysis::analyzeFsdp(store).iterations) add(it);
+  } else {
+    for (const analysis::DdpIteration& it : analysis::analyzeDdp(store).iterations) add(it);
+  }
   std::vector<RecordedStep> steps;
   for (auto it = begins.begin(); it != begins.end(); ++it) {
     auto next = std::next(it);
@@ -308,7 +359,8 @@ void WhatIfPanel::table() {
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingStretchProp;
   if (!ImGui::BeginTable("##rows", 5, flags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  for (const char* h : {"change", "predicted step", "vs recorded", "exposed comm", "buckets"})
+  for (const char* h : {"change", "predicted step", "vs recorded", "exposed comm",
+                        r.engine == "fsdp" ? "gathers" : "buckets"})
     ImGui::TableSetupColumn(h);
   ImGui::TableHeadersRow();
   rowY_.assign(r.rows.size() + 1, -1.0f);

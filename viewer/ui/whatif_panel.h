@@ -44,7 +44,7 @@ struct WhatIfRowView {
   int64_t predictedStepNs = 0;  // scaled to the recorded step (whatif.h)
   double changeShare = 0;       // predicted / recorded - 1; the baseline: the model's error
   int64_t exposedCommNs = 0;
-  size_t collectives = 0;            // DDP: buckets
+  size_t collectives = 0;            // DDP: buckets; FSDP: all-gathers a step
   std::string error;                 // the model cannot answer this one
   bool best = false;                 // the fastest plan
   int64_t replayedStepNs = 0;        // the replay's own step: where its drawing ends
@@ -63,8 +63,9 @@ struct WhatIfView {
   bool ok() const { return error.empty(); }
 };
 
-// The one reader of the report.
+// The one reader of the report (DDP), and of FSDP's.
 WhatIfView adaptWhatIf(const analysis::WhatIfReport& report);
+WhatIfView adaptWhatIf(const analysis::FsdpWhatIfReport& report);
 // whatIf() over the store, adapted; its message in `error` when it cannot answer.
 WhatIfView whatIfViewOf(const TraceStore& store);
 // The colour of a stretch of the critical path, by kind.

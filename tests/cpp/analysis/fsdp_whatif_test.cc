@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/whatif.h"
+#include "tests/cpp/trace/fsdp_job.h"
 #include "tests/cpp/trace/trace_fixture.h"
 #include "trace/format/schema.h"
 #include "trace/model/loader.h"
@@ -18,81 +19,9 @@ namespace fx = ringx::trace::fixture;
 namespace targ = trace::arg;
 using trace::Category;
 
-// Per step from S: the root's gather 0-50, A's 60-160, A's forward 160-460, B's gather
-// 460-560, B's forward 560-860, the root's forward 50-870; backward from 890: B gathered
-// 900-1000, A prefetched 1000-1100 (used at 1600), B's backward 1000-1600, A's 1600-2200, the
-// root's 890-2210; reduce-scatters on the wire B 1600-1700, A 2200-2300, root 2300-2350
-// (done when the engine retired them: 2200, 2300, 2350); backward ends 2355, the optimizer
-// takes 50. Rank 1 issues every collective 30 ns earlier and waits for rank 0: its times from
-// issue to wire end are 30 ns longer than the last arrival's.
-void writeJob(const fx::TempDir& dir, bool withConfig = true) {
-  for (int rank = 0; rank < 2; ++rank) {
-    fx::RankStream s(rank, 2);
-    const int64_t late = rank == 1 ? 30 : 0;
-    for (int64_t step = 0; step < 6; ++step) {
-      const int64_t S = 10000 + step * 2405;
-      if (withConfig) {
-        s.instant(Category::kFsdp, "fsdp", "fsdp_config", S,
-                  {{targ::kStep, step},
-                   {targ::kShardingStrategy, "FULL_SHARD"},
-                   {targ::kBackwardPrefetch, "BACKWARD_PRE"},
-                   {targ::kForwardPrefetch, 0},
-                   {targ::kLimitAllGathers, 1},
-                   {targ::kGatherLane, 1},
-                   {targ::kGroupSize, 2}});
-      }
-      if (step > 0)
-        s.span(Category::kFsdp, "fsdp", "optimizer", S - 50, S, {{targ::kStep, step - 1}});
-      s.span(Category::kFsdp, "fsdp", "forward", S, S + 870, {{targ::kStep, step}});
-      s.span(Category::kFsdp, "fsdp", "backward", S + 890, S + 2355, {{targ::kStep, step}});
-      auto gather = [&](const char* unit, int64_t bytes, const char* phase, int64_t issue,
-                        int64_t wireEnd, int64_t ready, int64_t exposed, int64_t prefetched) {
-        const int64_t wire = wireEnd - issue;
-        s.span(Category::kFsdp, std::string("fsdp:") + unit, "all_gather", S + issue, S + ready,
-               {{targ::kStep, step},
-                {targ::kBytes, bytes},
-                {targ::kPhase, phase},
-                {targ::kPrefetched, prefetched},
-                {targ::kIssueNs, S + issue - late},
-                {targ::kWireStartNs, S + wireEnd - wire - late},
-                {targ::kWireEndNs, S + wireEnd},
-                {targ::kExposedNs, exposed}});
-      };
-      gather("(root)", 1000, "forward", 0, 50, 50, 50, 0);
-      gather("A", 2000, "forward", 60, 160, 160, 100, 0);
-      gather("B", 2000, "forward", 460, 560, 560, 100, 0);
-      gather("B", 2000, "backward", 900, 1000, 1000, 100, 0);
-      gather("A", 2000, "backward", 1000, 1100, 1600, 0, 1);
-      auto compute = [&](const char* unit, const char* name, int64_t b, int64_t e) {
-        s.span(Category::kFsdp, std::string("fsdp:") + unit, name, S + b, S + e,
-               {{targ::kStep, step}});
-      };
-      compute("(root)", "forward", 50, 870);
-      compute("A", "forward", 160, 460);
-      compute("B", "forward", 560, 860);
-      compute("(root)", "backward", 890, 2210);
-      compute("B", "backward", 1000, 1600);
-      compute("A", "backward", 1600, 2200);
-      auto reduce = [&](const char* unit, int64_t bytes, int64_t launch, int64_t wireStart,
-                        int64_t wireEnd, int64_t done) {
-        s.span(Category::kFsdp, std::string("fsdp:") + unit, "reduce_scatter", S + launch, S + done,
-               {{targ::kStep, step},
-                {targ::kBytes, bytes},
-                {targ::kLaunchNs, S + launch - late},
-                {targ::kWireStartNs, S + wireStart - late},
-                {targ::kWireEndNs, S + wireEnd}});
-      };
-      reduce("B", 2000, 1600, 1600, 1700, 2200);
-      reduce("A", 2000, 2200, 2200, 2300, 2300);
-      reduce("(root)", 1000, 2210, 2300, 2350, 2350);
-    }
-    s.writeTo(dir.file("rank-" + std::to_string(rank) + ".ringx"));
-  }
-}
-
 TEST(FsdpWhatIf, TheModelReadBackIsTheOneThatMadeTheTrace) {
   fx::TempDir dir;
-  writeJob(dir);
+  trace::fixture::writeFsdpJob(dir);
   model::TraceStore store;
   model::loadTraces(store, {dir.path()});
   EXPECT_EQ(whatIfEngine(store), "fsdp");
@@ -124,7 +53,7 @@ TEST(FsdpWhatIf, TheModelReadBackIsTheOneThatMadeTheTrace) {
 
 TEST(FsdpWhatIf, ReplaysTheRecordedStepAndAnswersWithTheWorkedOutNumbers) {
   fx::TempDir dir;
-  writeJob(dir);
+  trace::fixture::writeFsdpJob(dir);
   model::TraceStore store;
   model::loadTraces(store, {dir.path()});
   const FsdpWhatIfReport r = fsdpWhatIf(store);
@@ -158,7 +87,7 @@ TEST(FsdpWhatIf, ReplaysTheRecordedStepAndAnswersWithTheWorkedOutNumbers) {
 
 TEST(FsdpWhatIf, ATraceWithoutTheScheduleSaysWhat) {
   fx::TempDir dir;
-  writeJob(dir, /*withConfig=*/false);
+  trace::fixture::writeFsdpJob(dir, /*withConfig=*/false);
   model::TraceStore store;
   model::loadTraces(store, {dir.path()});
   try {

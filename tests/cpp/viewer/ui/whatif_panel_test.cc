@@ -6,8 +6,10 @@
 
 #include <sstream>
 
+#include "tests/cpp/trace/fsdp_job.h"
 #include "tests/cpp/viewer/ui/ui_harness.h"
 #include "tests/cpp/viewer/whatif_store.h"
+#include "trace/model/loader.h"
 #include "viewer/ui/style.h"
 #include "viewer/ui/viewer_ui.h"
 
@@ -96,6 +98,33 @@ TEST(WhatIfAdapter, ReadsTheRowsAndTheCriticalPathOfTheReport) {
     EXPECT_EQ(v.rows[i].best, int64_t(i) == report.bestPlanRow);
   }
   ASSERT_GE(report.bestPlanRow, 0);
+}
+
+// An FSDP job (tests/cpp/trace/fsdp_job.h, its replay worked out by hand): the same view, the
+// slowest rank's step as the path, gathers counted, the recorded steps from FSDP's iterations.
+TEST(WhatIfAdapter, ReadsAnFsdpReport) {
+  trace::fixture::TempDir dir;
+  trace::fixture::writeFsdpJob(dir);
+  TraceStore store;
+  model::loadTraces(store, {dir.path()});
+  const WhatIfView v = whatIfViewOf(store);
+  ASSERT_TRUE(v.ok()) << v.error;
+  EXPECT_EQ(v.engine, "fsdp");
+  EXPECT_EQ(v.recordedStepNs, 2405);
+  EXPECT_EQ(v.baseline.replayedStepNs, 2405);
+  EXPECT_EQ(v.baseline.collectives, 5u);  // gathers a step
+  ASSERT_FALSE(v.baseline.path.empty());
+  EXPECT_EQ(v.baseline.path.front().kind, "all_gather");
+  EXPECT_EQ(v.baseline.path.back().endNs, 2405);
+  int best = -1;
+  for (size_t i = 0; i < v.rows.size(); ++i) {
+    if (v.rows[i].best) best = int(i);
+  }
+  ASSERT_GE(best, 0);
+  EXPECT_EQ(v.rows[size_t(best)].label, "sharding_strategy=NO_SHARD");
+  EXPECT_EQ(v.rows[size_t(best)].predictedStepNs, 2205);
+  // Steps 0-4 have a next one.
+  EXPECT_EQ(recordedStepsOf(store, v.anchorRank, v.firstStep).size(), 5u);
 }
 
 TEST(WhatIfAdapter, AKindItDoesNotKnowGetsAColourFromItsName) {
