@@ -10,11 +10,11 @@
 //     its reshard) to the reductions' done time;
 //   - per unit, the gathered bytes (the all_gather's) and the reduction's input bytes (a unit
 //     never gathered, as under NO_SHARD, gathers what it reduces);
-//   - per collective kind, the ring cost fitted (cost_model.h) to the shortest time of any rank
-//     per (unit, step), from when the rank's group could start it (issued, and the group's
-//     previous collective on this rank done) to its wire end: the last arrival's, which waited
-//     for no one. It includes the time the group's thread took to start it: on a machine whose
-//     cores the ranks' compute keeps busy, that is part of every collective;
+//   - per collective (unit, step, occurrence): from the last rank's start (when its group could
+//     start it: issued, and the group's previous collective on the rank done) to the last
+//     rank's wire end, so the time the group's thread took to start it (on a machine whose
+//     cores the compute keeps busy, part of every collective) and a ring's uneven finish are
+//     in it; per kind, the ring cost fitted (cost_model.h) to these;
 //   - the recorded step: per step the slowest rank's forward begin to its next, median.
 #pragma once
 

@@ -572,12 +572,10 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
         for (const auto& f : merged) {
           overlap += std::max<int64_t>(0, std::min(end, f.second) - std::max(begin, f.first));
         }
-        // d = c + kappa * o, with o the overlapped share s of d as the last run measured it:
-        // d = c / (1 - kappa * s) (a compute that is all overlap at most 5x as long).
-        const double share =
-            end > begin ? static_cast<double>(overlap) / static_cast<double>(end - begin) : 0;
-        const double c = static_cast<double>(std::max<int64_t>(0, base));
-        const int64_t stretched = static_cast<int64_t>(c / std::max(0.2, 1 - kappa * share) + 0.5);
+        // d = c + kappa * o, o the overlap the last run gave this compute: with kappa < 1 the
+        // runs settle (each moves a compute by at most kappa times its overlap's change).
+        const int64_t stretched = std::max<int64_t>(0, base) +
+                                  static_cast<int64_t>(kappa * static_cast<double>(overlap) + 0.5);
         extra[r][i] = stretched - dur[r][op.step][op.slot];
       }
     }
