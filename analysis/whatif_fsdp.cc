@@ -93,7 +93,8 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank,
       const int64_t wireEnd = a.integer(keys.wireEnd, 0);
       if (s.name == allGather) {
         p.gathers.push_back({unit, a.integer(keys.bytes, 0), a.integer(issue, s.begin), s.end,
-                             std::max<int64_t>(0, a.integer(keys.exposed, 0)), wireEnd});
+                             std::max<int64_t>(0, a.integer(keys.exposed, 0)), wireEnd,
+                             a.integer(keys.prefetched, 0) != 0});
       } else if (s.name == reduceScatter || s.name == allreduce) {
         p.reductions.push_back({unit, s.name == allreduce, a.integer(keys.bytes, 0),
                                 a.integer(keys.launch, s.begin), s.end, wireEnd});

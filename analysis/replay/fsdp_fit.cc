@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -203,6 +204,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     size_t ranks = 0;
   };
   std::map<std::tuple<int, size_t, int64_t, int>, Span> spans;
+  std::set<std::tuple<int, size_t, int64_t, int>> prefetchedKeys;
   std::map<std::pair<int, size_t>, int64_t> bytesOf;  // (kind, unit) -> bytes
   std::map<int64_t, std::vector<FsdpRankProfile>> byStep;
   // (rank, 0 forward | 1 backward, gap) -> (compute, overlap) per step
@@ -226,13 +228,14 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
         int kind;
         size_t unit;
         int64_t bytes;
+        bool prefetched;
       };
       std::vector<Issued> issued;
       for (const FsdpStepRecord::Gather& g : s.gathers) {
-        issued.push_back({g.issueNs, g.wireEndNs, 0, g.unit, g.bytes});
+        issued.push_back({g.issueNs, g.wireEndNs, 0, g.unit, g.bytes, g.prefetched});
       }
       for (const FsdpStepRecord::Reduction& x : s.reductions) {
-        issued.push_back({x.launchNs, x.wireEndNs, x.allreduce ? 2 : 1, x.unit, x.bytes});
+        issued.push_back({x.launchNs, x.wireEndNs, x.allreduce ? 2 : 1, x.unit, x.bytes, false});
       }
       std::sort(issued.begin(), issued.end(),
                 [](const Issued& a, const Issued& b) { return a.issue < b.issue; });
@@ -248,6 +251,8 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
         laneFree[lane] = std::max(laneFree[lane], c.wireEnd);
         if (c.issue <= 0 || c.wireEnd <= start) continue;
         flights.push_back({start, c.wireEnd});
+        if (c.prefetched)
+          prefetchedKeys.insert(std::make_tuple(c.kind, c.unit, s.step, occurrence));
         auto [at, fresh] = shortest.emplace(std::make_tuple(c.kind, c.unit, s.step, occurrence),
                                             c.wireEnd - start);
         if (!fresh) at->second = std::min(at->second, c.wireEnd - start);
@@ -352,7 +357,8 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       const auto& [kind, unit, at, occurrence] = it->first;
       if (at != step) continue;
       m.recordedCollectives.push_back({kinds[kind], index[unit], m.samples.size(),
-                                       static_cast<size_t>(occurrence), it->second});
+                                       static_cast<size_t>(occurrence), it->second,
+                                       prefetchedKeys.count(it->first) > 0});
     }
     m.samples.push_back(std::move(ranks));
   }

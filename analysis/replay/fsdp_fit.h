@@ -40,6 +40,7 @@ struct FsdpStepRecord {
   struct Gather {
     size_t unit = 0;
     int64_t bytes = 0, issueNs = 0, readyNs = 0, exposedNs = 0, wireEndNs = 0;
+    bool prefetched = false;
   };
   std::vector<Gather> gathers;
   struct Reduction {

@@ -184,6 +184,7 @@ struct Collective {
   size_t unit = 0;
   size_t step = 0;
   int64_t ns = 0;
+  bool prefetched = false;  // a gather issued ahead of need, to run beside compute
 };
 
 // One operation of the step's program. Compute durations are per rank: `slot` indexes the
@@ -265,9 +266,10 @@ class Program {
   bool gathers() const { return rt_.sharding != FsdpSharding::kNoShard; }
   size_t gatherLane() const { return rt_.gatherLane ? 1 : 0; }
 
-  void beginUnshard(size_t u) {
+  void beginUnshard(size_t u, bool prefetched = false) {
     if (!gathers() || state_[u] != State::kSharded || m_.units[u].paramBytes <= 0) return;
     gather_[u] = issue(Kind::kAllGather, m_.units[u].paramBytes, gatherLane(), u);
+    collectives[gather_[u]].prefetched = prefetched;
     state_[u] = State::kGathering;
   }
   void finishUnshard(size_t u) {
@@ -292,7 +294,7 @@ class Program {
     if (target == kNone || !gathers() || state_[target] != State::kSharded) return;
     if (m_.units[target].paramBytes <= 0) return;
     if (rt_.limitAllGathers && target != 0 && gatheredNonRoot() >= 2) return;
-    beginUnshard(target);
+    beginUnshard(target, /*prefetched=*/true);
   }
   // The unit whose backward comes next: the one before u in forward order whose
   // pre-backward has not run.
@@ -402,21 +404,25 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   const bool recordedSteps = m.samples.size() >= 2;
   const size_t steps = recordedSteps ? m.samples.size() : kSteps;
   Program program(m, rt, steps);
-  // Recorded times for the recorded units' collectives, by (kind, unit, sample, occurrence);
-  // not for merged units, another wire or another world size.
-  std::map<std::tuple<int, size_t, size_t, size_t>, int64_t> recordedNs;
+  // Recorded times for the recorded units' collectives: the same unit's collective of the kind
+  // in that step that ran the same way (a gather waited on at once, or prefetched to run beside
+  // compute: on busy cores the second took several times the first), in order; not for merged
+  // units, another wire or another world size.
+  using RunKey = std::tuple<int, size_t, size_t, bool>;  // kind, unit, sample, prefetched
+  std::map<RunKey, std::vector<int64_t>> recordedNs;     // by occurrence
   if (recordedSteps && change.mergeUnits <= 1 && !change.link && world == m.worldSize) {
     for (const FsdpModel::RecordedCollective& c : m.recordedCollectives) {
-      recordedNs[{static_cast<int>(c.kind), c.unit, c.sample, c.occurrence}] = c.ns;
+      recordedNs[{static_cast<int>(c.kind), c.unit, c.sample, c.prefetched}].push_back(c.ns);
     }
   }
-  std::map<std::tuple<int, size_t, size_t>, size_t> occurrences;
+  std::map<RunKey, size_t> occurrences;
   for (Collective& c : program.collectives) {
     if (change.commFree) continue;
-    const size_t occurrence = occurrences[{static_cast<int>(c.kind), c.unit, c.step}]++;
-    auto found = recordedNs.find({static_cast<int>(c.kind), c.unit, c.step, occurrence});
-    if (found != recordedNs.end()) {
-      c.ns = found->second;
+    const RunKey key{static_cast<int>(c.kind), c.unit, c.step, c.prefetched};
+    const size_t occurrence = occurrences[key]++;
+    auto found = recordedNs.find(key);
+    if (found != recordedNs.end() && !found->second.empty()) {
+      c.ns = found->second[std::min(occurrence, found->second.size() - 1)];
       continue;
     }
     const LinkCost& link = change.link                  ? *change.link

@@ -102,16 +102,18 @@ struct FsdpModel {
   // step). Replaying them keeps each rank's step-to-step jitter: where two ranks are slow in
   // turn, each collective waits for the later one, which medians would hide.
   std::vector<std::vector<FsdpRankProfile>> samples;
-  // What the samples' collectives took (the last arrival's time, see fsdp_fit.h): the replay
-  // of the recorded schedule uses them, so that a collective slowed on the day counts as it
-  // did; a collective the recording lacks (another strategy, merged units, another wire or
-  // world size) takes its kind's fitted cost.
+  // What the samples' collectives took (see fsdp_fit.h): the replay uses them, so that a
+  // collective slowed on the day counts as it did, each for the same unit's collective of the
+  // kind that ran the same way (waited on at once, or prefetched); one the recording lacks
+  // (NO_SHARD's allreduce, merged units, another wire or world size) takes its kind's fitted
+  // cost.
   struct RecordedCollective {
     PathSegment::Kind kind = PathSegment::Kind::kAllGather;
     size_t unit = 0;
     size_t sample = 0;      // index into samples
     size_t occurrence = 0;  // the unit's first, second... collective of the kind in the step
     int64_t ns = 0;
+    bool prefetched = false;  // a gather issued ahead of need
   };
   std::vector<RecordedCollective> recordedCollectives;
   FsdpRuntime runtime;
