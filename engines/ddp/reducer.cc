@@ -457,7 +457,12 @@ void Reducer::finalizeBackward() {
                     " parameters) failed: ", what);
       }
       BucketTiming& t = bucket.timing;
-      t.doneNs = std::max(bucket.doneNs->load(), t.launchNs);
+      // wait() returns as soon as the future is marked completed, before its callbacks run
+      // (c10::ivalue::Future wakes its waiters first), so the callback that stamps doneNs may
+      // not have run yet: then the future completed no later than now. Taking launchNs instead
+      // made a bucket that finished long after backward's compute look not exposed at all.
+      const int64_t stamped = bucket.doneNs->load();
+      t.doneNs = stamped >= t.launchNs ? stamped : trace::nowNs();
       if (auto* ringxWork = dynamic_cast<c10d_glue::RingxWork*>(bucket.work.get())) {
         t.wireStartNs = ringxWork->startedNs();
         t.wireEndNs = ringxWork->finishedNs();
