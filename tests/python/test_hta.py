@@ -1,0 +1,355 @@
+"""ringx-trace's overlap and idle figures against an outside tool's on the same run: Holistic
+Trace Analysis (HTA, `holistictraceanalysis` on PyPI, pinned in scripts/requirements.txt), on a
+2-rank ringx.ddp job that records a ringx trace and torch.profiler's CPU trace at once
+(docs/tracing.md, "Cross-check with HTA", says what each tool counts and why they differ).
+
+HTA counts GPU kernels only (events with a CUDA stream). On the job's own torch.profiler files,
+which a CPU job fills with operators and no kernels, it has nothing to measure: its overlap is
+NaN and its idle analyses find no kernel (first test). So the job's ringx trace is written in the
+Kineto layout HTA reads (`kineto_layout`): per rank, ringx.ddp's forward, backward up to
+compute_end_ns (autograd done) and optimizer spans as compute kernels on stream 7, and each
+bucket's allreduce (wire_start_ns to wire_end_ns) as an NCCL-named kernel on stream 20; then
+per rank:
+
+  overlap  HTA's comp_comm_overlap_pctg: the bucket allreduces' time under a compute kernel over
+           their time. ringx's hidden share: 1 - sum(min(exposed_ns, wire)) / sum(wire), where a
+           bucket's exposed_ns runs from backward's compute end to its future's completion,
+           which comes after wire_end_ns. So HTA's figure is never the smaller, and larger
+           by at most that completion latency's share of the wire time.
+  idle     HTA's idle time of the compute stream (the gaps between compute kernels) against
+           ringx's exposed communication (per iteration: compute end to the last bucket's
+           completion). HTA's is the larger by the user's code between forward and backward
+           (no engine span covers it) and finalize's work after the last bucket completed
+           (copy-back), both measured here from the same trace.
+
+Only the iterations followed by an optimizer span are written (every one but the last), as HTA
+leaves out the last profiler step. Nothing here depends on how fast the machine is: both tools
+read the same recorded events."""
+
+import functools
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness import run_ranks
+
+pytest.importorskip("hta", reason="HTA (holistictraceanalysis) is installed by scripts/setup.sh")
+
+import ringx  # noqa: E402
+from ringx.analysis import hidden_share  # noqa: E402
+
+RINGX_TRACE = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin", "ringx-trace")
+STEPS = 8
+COMPUTE_STREAM, COMM_STREAM = 7, 20
+# HTA prints its overlap rounded to 0.01 percentage points.
+PCTG_ROUNDING = 0.005 + 1e-9
+# Float microseconds with nanosecond decimals, summed over some tens of events.
+US_EPSILON = 1e-6
+# HTA prints its per-stream idle time rounded to 0.01 us.
+IDLE_ROUNDING = 0.005 + US_EPSILON
+
+
+def _train(out_dir, rank, world):
+    """ringx.ddp on a 4-layer MLP with small buckets (several per backward), every step under
+    torch.profiler (CPU); the ringx trace is on through RINGX_TRACE_DIR."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(256, 256), torch.nn.ReLU()]
+    model = ringx.ddp.DistributedDataParallel(torch.nn.Sequential(*layers), bucket_cap_mb=0.3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    generator = torch.Generator().manual_seed(rank)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(STEPS):
+            loss = model(torch.randn(128, 256, generator=generator)).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            prof.step()
+    prof.export_chrome_trace(os.path.join(out_dir, f"rank{rank}.pt.trace.json"))
+    return True
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hta")
+    profiler_dir = out / "profiler"
+    profiler_dir.mkdir()
+    trace_dir = out / "ringx-trace"
+    # One clock-offset sample per rank (the first): the export's offsets then hold for the
+    # whole run, which kineto_layout relies on.
+    env = {"RINGX_TRACE_DIR": str(trace_dir), "RINGX_TRACE_CLOCK_SYNC_MS": "3600000"}
+    assert run_ranks(functools.partial(_train, str(profiler_dir)), 2, timeout=180,
+                     env=env) == [True, True]
+    export = out / "export.json"
+    run = subprocess.run([RINGX_TRACE, "export", str(trace_dir), "-o", str(export)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    with open(export) as f:
+        steps = read_ddp_steps(json.load(f))
+    kineto_dir = out / "kineto"
+    kineto_layout(steps, str(kineto_dir))
+    return {"trace_dir": trace_dir, "profiler_dir": profiler_dir, "steps": steps,
+            "hta": hta_figures(str(kineto_dir))}
+
+
+# ---- the ringx trace, read from `ringx-trace export`'s Chrome JSON ----------------------
+
+def read_ddp_steps(export):
+    """{rank: {step: {...}}} of ringx.ddp's events, every time in integer nanoseconds on rank
+    0's clock: spans' ts from the export (microseconds with nanosecond decimals), the engine's
+    *_ns arguments (the rank's own steady clock) moved by the rank's clock offset."""
+    other = export["otherData"]
+    origin = other["time_origin_ns"]
+    offsets = {}
+    for r in other["ranks"]:
+        assert r["clock_offset_ns"] == r["clock_offset_end_ns"], (
+            f"rank {r['rank']}'s clock offset changed during the run: {r}")
+        offsets[r["rank"]] = r["clock_offset_ns"]
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in export["traceEvents"]
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    steps = {}
+    for e in export["traceEvents"]:
+        if e.get("ph") != "X" or e.get("cat") != "ddp":
+            continue
+        rank = e["pid"] - 1  # ringx-trace exports rank r as pid r + 1
+        track = tracks[(e["pid"], e["tid"])]
+        args = e["args"]
+        step = steps.setdefault(rank, {}).setdefault(args["step"], {"buckets": []})
+        begin = round(e["ts"] * 1000)
+        end = begin + round(e["dur"] * 1000)
+
+        def aligned(name):
+            return args[name] + offsets[rank] - origin
+
+        if track == "ddp" and e["name"] in ("forward", "optimizer"):
+            step[e["name"]] = (begin, end)
+        elif track == "ddp" and e["name"] == "backward":
+            step["backward"] = (begin, end)
+            step["compute_end"] = aligned("compute_end_ns")
+        elif e["name"] == "bucket":
+            step["buckets"].append({
+                "bucket": args["bucket"],
+                "wire": (aligned("wire_start_ns"), aligned("wire_end_ns")),
+                "exposed": args["exposed_ns"]})
+    return steps
+
+
+def complete(rank_steps):
+    """The steps that have a forward, a backward with its compute end and an optimizer span
+    after them: every step but the last (its optimizer span is recorded with the next step)."""
+    keys = ("forward", "backward", "compute_end", "optimizer")
+    return {s: v for s, v in sorted(rank_steps.items()) if all(k in v for k in keys)}
+
+
+def kineto_layout(steps, out_dir):
+    """Writes each rank's complete steps as a Kineto trace HTA reads (out_dir/rank<N>.json):
+    compute "kernels" on stream COMPUTE_STREAM, each bucket's allreduce on COMM_STREAM named
+    as HTA recognises communication (its rule: a name matching ^nccl.*Kernel)."""
+    os.makedirs(out_dir, exist_ok=True)
+    for rank, rank_steps in steps.items():
+        kernels = []
+        for s, step in complete(rank_steps).items():
+            kernels.append(("forward", COMPUTE_STREAM, step["forward"]))
+            kernels.append(("backward", COMPUTE_STREAM,
+                            (step["backward"][0], step["compute_end"])))
+            kernels.append(("optimizer", COMPUTE_STREAM, step["optimizer"]))
+            for b in step["buckets"]:
+                kernels.append((f"ncclKernel_AllReduce (ringx.ddp bucket {b['bucket']}, "
+                                f"step {s})", COMM_STREAM, b["wire"]))
+        events = []
+        for i, (name, stream, (begin, end)) in enumerate(sorted(kernels, key=lambda k: k[2])):
+            events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream,
+                           "ts": begin / 1000, "dur": (end - begin) / 1000,
+                           "args": {"device": 0, "stream": stream, "correlation": i + 1}})
+        trace = {"distributedInfo": {"backend": "ringx", "rank": rank,
+                                     "world_size": len(steps)},
+                 "schemaVersion": 1, "deviceProperties": [], "traceEvents": events}
+        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+            json.dump(trace, f)
+
+
+# ---- HTA, in a process of its own (it parses ranks with multiprocessing) ------------------
+
+HTA_SCRIPT = r"""
+import json, sys
+from hta.trace_analysis import TraceAnalysis
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+out = {}
+for rank, df in analysis.t.traces.items():
+    out[rank] = {"kernels": int(df["stream"].ne(-1).sum())}
+for _, row in analysis.get_comm_comp_overlap(visualize=False).iterrows():
+    out[int(row["rank"])]["overlap_pctg"] = float(row["comp_comm_overlap_pctg"])
+def temporal():
+    df = analysis.get_temporal_breakdown(visualize=False)
+    return {int(r["rank"]): {k: float(r[k + "(us)"]) for k in
+            ("idle_time", "compute_time", "non_compute_time", "kernel_time")}
+            for _, r in df.iterrows()}
+try:
+    for rank, figures in temporal().items():
+        out[rank]["temporal"] = figures
+except Exception as e:
+    for rank in out:
+        out[rank]["temporal_error"] = f"{type(e).__name__}: {e}"
+try:
+    df = analysis.get_idle_time_breakdown(ranks=sorted(out), visualize=False)[0]
+    for (rank, stream), t in df.groupby(["rank", "stream"])["idle_time"].sum().items():
+        out[int(rank)].setdefault("stream_idle", {})[str(stream)] = float(t)
+except Exception as e:
+    for rank in out:
+        out[rank]["stream_idle_error"] = f"{type(e).__name__}: {e}"
+print(json.dumps(out))
+"""
+
+
+def hta_figures(trace_dir):
+    """{rank: HTA's figures} for the Kineto files in trace_dir. HTA's rounding of nanosecond
+    timestamps to whole microseconds (a workaround for profiler files whose ns events overlap)
+    is turned off: these events are exact to the nanosecond."""
+    env = dict(os.environ, HTA_DISABLE_NS_ROUNDING="1")
+    run = subprocess.run([sys.executable, "-c", HTA_SCRIPT, trace_dir], capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return {int(rank): figures
+            for rank, figures in json.loads(run.stdout.strip().splitlines()[-1]).items()}
+
+
+# ---- ringx's figures and the definition differences --------------------------------------
+
+def clamp(value, low, high):
+    return max(low, min(value, high))
+
+
+def overlap_figures(rank_steps):
+    """ringx's hidden share of the complete steps' buckets, and what HTA's definition gives on
+    the same intervals, with the bound the definitions put on their difference."""
+    wire = geometric_hidden = latency = 0
+    samples = []
+    for s, step in complete(rank_steps).items():
+        ce = step["compute_end"]
+        for b in step["buckets"]:
+            start, end = b["wire"]
+            w = end - start
+            samples.append((w, b["exposed"]))
+            wire += w
+            geometric_hidden += clamp(ce - start, 0, w)
+            if b["exposed"] > 0:
+                # exposed_ns = the future's completion - compute end: completion comes after
+                # the collective's end (the future completes once the backend is done).
+                done = ce + b["exposed"]
+                assert done >= end, (
+                    f"step {s} bucket {b['bucket']}: its future completed {end - done} ns "
+                    "before its collective ended: the engine took it as done too early")
+                latency += min(done - end, w)
+            else:
+                assert end <= ce, (
+                    f"step {s} bucket {b['bucket']}: exposed_ns is 0, but its collective ended "
+                    f"{end - ce} ns after backward's compute")
+    return {"ringx": hidden_share(samples), "geometric": geometric_hidden / wire,
+            "latency_share": latency / wire, "wire_ns": wire}
+
+
+def idle_figures(rank_steps):
+    """ringx's exposed communication over the complete steps, and the two gaps that HTA's
+    compute-stream idle time has beside it."""
+    exposed = between = after_last = 0
+    for s, step in complete(rank_steps).items():
+        ce = step["compute_end"]
+        # An iteration's exposed time is its most exposed bucket's (analysis/figures.h).
+        e = max([b["exposed"] for b in step["buckets"]] + [0])
+        exposed += e
+        gap = step["backward"][0] - step["forward"][1]
+        tail = step["optimizer"][0] - (ce + e)
+        assert gap >= 0 and tail >= 0, (s, gap, tail)
+        between += gap
+        after_last += tail
+    return {"exposed_ns": exposed, "between_ns": between, "after_last_ns": after_last}
+
+
+def summary_of(rank_file):
+    """`ringx-trace summary` of one rank's file: its DDP hidden share (%), and its exposed time
+    per iteration in ns with half the last printed digit (the printing's rounding)."""
+    run = subprocess.run([RINGX_TRACE, "summary", str(rank_file)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    m = re.search(r"communication hidden behind backward: (\d+)%; exposed after backward's "
+                  r"compute: ([\d.]+) (ns|us|ms|s) per iteration", run.stdout)
+    assert m, run.stdout
+    unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(3)]
+    digits = len(m.group(2).partition(".")[2])
+    return int(m.group(1)), float(m.group(2)) * unit, 0.5 * unit * 10.0 ** -digits
+
+
+# ---- the tests -----------------------------------------------------------------------------
+
+def test_hta_finds_no_kernel_in_a_cpu_profiler_trace(job):
+    """HTA on the job's own torch.profiler files: it reads both ranks, finds no event with a
+    stream (a CPU job has operators, no kernels), and so has no overlap (NaN) and no idle
+    breakdown. This is why the comparison below goes through the ringx trace."""
+    figures = hta_figures(str(job["profiler_dir"]))
+    assert sorted(figures) == [0, 1]
+    for rank, f in figures.items():
+        assert f["kernels"] == 0, (rank, f)
+        assert math.isnan(f["overlap_pctg"]), (rank, f)
+        assert "temporal" not in f and "stream_idle" not in f, (rank, f)
+
+
+def test_ringx_trace_reads_as_hta_kernels(job):
+    """Every complete step's compute spans and bucket allreduces reach HTA as kernels."""
+    for rank, rank_steps in job["steps"].items():
+        steps = complete(rank_steps)
+        assert len(steps) == STEPS - 1, (rank, sorted(rank_steps))
+        buckets = sum(len(s["buckets"]) for s in steps.values())
+        assert max(len(s["buckets"]) for s in steps.values()) >= 2, "one bucket a step"
+        assert job["hta"][rank]["kernels"] == 3 * len(steps) + buckets
+
+
+def test_comm_compute_overlap_hta_against_ringx(job):
+    """HTA's overlap is the geometric one on the same intervals (to its 0.01-point rounding);
+    ringx's hidden share is below it by the buckets' completion latency, and by no more."""
+    for rank, rank_steps in job["steps"].items():
+        ours = overlap_figures(rank_steps)
+        theirs = job["hta"][rank]["overlap_pctg"]
+        assert abs(theirs - 100 * ours["geometric"]) <= PCTG_ROUNDING, (rank, theirs, ours)
+        gap = theirs - 100 * ours["ringx"]
+        assert -PCTG_ROUNDING <= gap <= 100 * ours["latency_share"] + PCTG_ROUNDING, (
+            rank, theirs, ours)
+
+
+def test_idle_time_hta_against_ringx(job):
+    """HTA's idle time of the compute stream = ringx's exposed communication + the user's code
+    between forward and backward + finalize's work after the last bucket completed; and HTA's
+    idle time (neither stream busy) is that less the communication no compute hid."""
+    for rank, rank_steps in job["steps"].items():
+        ours = idle_figures(rank_steps)
+        hta = job["hta"][rank]
+        assert "stream_idle" in hta and "temporal" in hta, (rank, hta)
+        stream_idle = hta["stream_idle"][str(COMPUTE_STREAM)]
+        expected = (ours["exposed_ns"] + ours["between_ns"] + ours["after_last_ns"]) / 1000
+        assert abs(stream_idle - expected) <= IDLE_ROUNDING, (rank, stream_idle, ours)
+        t = hta["temporal"]
+        assert abs(t["idle_time"] + t["non_compute_time"] - stream_idle) <= IDLE_ROUNDING, (
+            rank, t, stream_idle)
+
+
+def test_ringx_trace_summary_prints_the_figures_compared(job):
+    """`ringx-trace summary` of each rank's file prints the hidden share and exposed time that
+    the comparison computed from the trace's arguments (over every step, as printed)."""
+    for rank, rank_steps in job["steps"].items():
+        hidden_pct, exposed_ns, rounding = summary_of(job["trace_dir"] / f"rank-{rank}.ringx")
+        buckets = [b for step in rank_steps.values() for b in step["buckets"]]
+        wire = [(b["wire"][1] - b["wire"][0], b["exposed"]) for b in buckets]
+        assert hidden_pct == round(100 * hidden_share(wire)), (rank, hidden_pct)
+        iterations = [s for s in rank_steps.values() if "backward" in s]
+        mean = sum(max([b["exposed"] for b in s["buckets"]] + [0]) for s in iterations) / len(
+            iterations)
+        # + 1 ns: the summary's mean is an integer division
+        assert abs(mean - exposed_ns) <= rounding + 1, (rank, mean, exposed_ns)
