@@ -220,47 +220,10 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
     c.gradientAsBucketView = *view;
     ask(c, true);
   }
-  for (int64_t n : q.worldSizes) {
-    replay::DdpWhatIf c;
-    c.label = "world_size=" + std::to_string(n);
-    c.worldSize = n;
-    ask(c, false);
-  }
-  for (const replay::LinkCost& l : q.links) {
-    replay::DdpWhatIf c;
-    c.label = "link " + l.describe();
-    c.link = l;
-    ask(c, false);
-  }
-  if (q.bounds) {
-    replay::DdpWhatIf comm;
-    comm.label = "communication free";
-    comm.commFree = true;
-    ask(comm, false);
-    replay::DdpWhatIf compute;
-    compute.label = "compute free";
-    compute.computeFree = true;
-    ask(compute, false);
-  }
-  int64_t best = report.baseline.stepNs;
-  for (size_t i = 0; i < changes.size(); ++i) {
-    WhatIfRow row;
-    row.change = changes[i];
-    try {
-      row.replay = replay::replayDdp(m, row.change);
-      row.predictedStepNs =
-          scaledPrediction(report.source.recordedStepNs, report.baseline.stepNs, row.replay.stepNs);
-      // The change against the replayed baseline: the model's own error cancels.
-      row.changeShare = shareOf(row.replay.stepNs, report.baseline.stepNs);
-    } catch (const std::invalid_argument& e) {
-      row.error = e.what();
-    }
-    if (planChange[i] && row.error.empty() && row.replay.stepNs < best) {
-      best = row.replay.stepNs;
-      report.bestPlanRow = static_cast<int64_t>(report.rows.size());
-    }
-    report.rows.push_back(std::move(row));
-  }
+  askSharedQuestions<replay::DdpWhatIf>(q.worldSizes, q.links, q.bounds, ask);
+  report.bestPlanRow = answerRows(
+      changes, planChange, report.source.recordedStepNs, report.baseline.stepNs,
+      [&](const replay::DdpWhatIf& c) { return replay::replayDdp(m, c); }, &report.rows);
   return report;
 }
 
@@ -356,29 +319,8 @@ std::string whatIfJson(const WhatIfReport& r) {
                     ",\"median_error\":" + shortNumber(r.source.wire.medianErrorShare) +
                     "},\"copy_ns_per_byte\":" + shortNumber(m.copyNsPerByte) + ",\"baseline\":{";
   jsonReplay(out, r.baseline);
-  out += "},\"rows\":[";
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const WhatIfRow& row = r.rows[i];
-    out += std::string(i ? "," : "") + "{\"change\":";
-    appendJsonString(out, row.change.label);
-    out += ",\"predicted_step_ns\":" + std::to_string(row.predictedStepNs) +
-           ",\"change_share\":" + shortNumber(row.changeShare) + ",\"error\":";
-    if (row.error.empty()) {
-      out += "null,";
-    } else {
-      appendJsonString(out, row.error);
-      out += ",";
-    }
-    jsonReplay(out, row.replay);
-    out += "}";
-  }
-  out += "],\"best_plan\":";
-  if (r.bestPlanRow >= 0) {
-    appendJsonString(out, r.rows[static_cast<size_t>(r.bestPlanRow)].change.label);
-  } else {
-    out += "null";
-  }
-  out += "}\n";
+  out += "},";
+  appendRowsJson(out, r.rows, r.bestPlanRow, jsonReplay);
   return out;
 }
 

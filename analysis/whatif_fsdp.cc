@@ -267,46 +267,10 @@ FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestion
     c.mergeUnits = k;
     ask(c, true);
   }
-  for (int64_t n : q.worldSizes) {
-    replay::FsdpWhatIf c;
-    c.label = "world_size=" + std::to_string(n);
-    c.worldSize = n;
-    ask(c, false);
-  }
-  for (const replay::LinkCost& l : q.links) {
-    replay::FsdpWhatIf c;
-    c.label = "link " + l.describe();
-    c.link = l;
-    ask(c, false);
-  }
-  if (q.bounds) {
-    replay::FsdpWhatIf comm;
-    comm.label = "communication free";
-    comm.commFree = true;
-    ask(comm, false);
-    replay::FsdpWhatIf compute;
-    compute.label = "compute free";
-    compute.computeFree = true;
-    ask(compute, false);
-  }
-  int64_t best = report.baseline.stepNs;
-  for (size_t i = 0; i < changes.size(); ++i) {
-    FsdpWhatIfRow row;
-    row.change = changes[i];
-    try {
-      row.replay = replay::replayFsdp(m, row.change);
-      row.predictedStepNs =
-          scaledPrediction(report.source.recordedStepNs, report.baseline.stepNs, row.replay.stepNs);
-      row.changeShare = shareOf(row.replay.stepNs, report.baseline.stepNs);
-    } catch (const std::invalid_argument& e) {
-      row.error = e.what();
-    }
-    if (schedule[i] && row.error.empty() && row.replay.stepNs < best) {
-      best = row.replay.stepNs;
-      report.bestRow = static_cast<int64_t>(report.rows.size());
-    }
-    report.rows.push_back(std::move(row));
-  }
+  askSharedQuestions<replay::FsdpWhatIf>(q.worldSizes, q.links, q.bounds, ask);
+  report.bestRow = answerRows(
+      changes, schedule, report.source.recordedStepNs, report.baseline.stepNs,
+      [&](const replay::FsdpWhatIf& c) { return replay::replayFsdp(m, c); }, &report.rows);
   return report;
 }
 
@@ -403,29 +367,8 @@ std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
   jsonLink(out, "allreduce", m.allreduce);
   out += "},\"baseline\":{";
   jsonReplay(out, r.baseline);
-  out += "},\"rows\":[";
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const FsdpWhatIfRow& row = r.rows[i];
-    out += std::string(i ? "," : "") + "{\"change\":";
-    appendJsonString(out, row.change.label);
-    out += ",\"predicted_step_ns\":" + std::to_string(row.predictedStepNs) +
-           ",\"change_share\":" + shortNumber(row.changeShare) + ",\"error\":";
-    if (row.error.empty()) {
-      out += "null,";
-    } else {
-      appendJsonString(out, row.error);
-      out += ",";
-    }
-    jsonReplay(out, row.replay);
-    out += "}";
-  }
-  out += "],\"best_plan\":";
-  if (r.bestRow >= 0) {
-    appendJsonString(out, r.rows[static_cast<size_t>(r.bestRow)].change.label);
-  } else {
-    out += "null";
-  }
-  out += "}\n";
+  out += "},";
+  appendRowsJson(out, r.rows, r.bestRow, jsonReplay);
   return out;
 }
 

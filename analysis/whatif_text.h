@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "analysis/replay/cost_model.h"
 #include "analysis/replay/step.h"
 #include "base/format.h"
 #include "base/json_text.h"
@@ -59,6 +62,94 @@ inline void appendPathJson(std::string& out, const std::vector<replay::PathSegme
            "}";
   }
   out += "]";
+}
+
+// The questions both engines ask after their own: world sizes, wires, and the two bounds.
+// `ask(change, false)`: none is a plan change (named fastest).
+template <class Change, class Ask>
+void askSharedQuestions(const std::vector<int64_t>& worldSizes,
+                        const std::vector<replay::LinkCost>& links, bool bounds, Ask ask) {
+  for (int64_t n : worldSizes) {
+    Change c;
+    c.label = "world_size=" + std::to_string(n);
+    c.worldSize = n;
+    ask(c, false);
+  }
+  for (const replay::LinkCost& l : links) {
+    Change c;
+    c.label = "link " + l.describe();
+    c.link = l;
+    ask(c, false);
+  }
+  if (bounds) {
+    Change comm;
+    comm.label = "communication free";
+    comm.commFree = true;
+    ask(comm, false);
+    Change compute;
+    compute.label = "compute free";
+    compute.computeFree = true;
+    ask(compute, false);
+  }
+}
+
+// Replays every change into `rows` (Row: change, replay, predictedStepNs, changeShare, error):
+// predictions scaled to the recorded step, a change the model cannot answer (invalid_argument)
+// kept with its message. Returns the row of the fastest plan change (`plan[i]`) that beats the
+// baseline, or -1.
+template <class Row, class Change, class Replay>
+int64_t answerRows(const std::vector<Change>& changes, const std::vector<bool>& plan,
+                   int64_t recordedNs, int64_t baselineNs, Replay replayOf,
+                   std::vector<Row>* rows) {
+  int64_t best = baselineNs, bestRow = -1;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    Row row;
+    row.change = changes[i];
+    try {
+      row.replay = replayOf(row.change);
+      row.predictedStepNs = scaledPrediction(recordedNs, baselineNs, row.replay.stepNs);
+      // The change against the replayed baseline: the model's own error cancels.
+      row.changeShare = shareOf(row.replay.stepNs, baselineNs);
+    } catch (const std::invalid_argument& e) {
+      row.error = e.what();
+    }
+    if (plan[i] && row.error.empty() && row.replay.stepNs < best) {
+      best = row.replay.stepNs;
+      bestRow = static_cast<int64_t>(rows->size());
+    }
+    rows->push_back(std::move(row));
+  }
+  return bestRow;
+}
+
+// `"rows":[{"change", "predicted_step_ns", "change_share", "error", ...jsonReplay}],
+// "best_plan": label or null}` and the closing brace and newline of the report.
+template <class Row, class JsonReplay>
+void appendRowsJson(std::string& out, const std::vector<Row>& rows, int64_t bestRow,
+                    JsonReplay jsonReplay) {
+  out += "\"rows\":[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    out += std::string(i ? "," : "") + "{\"change\":";
+    appendJsonString(out, row.change.label);
+    out += ",\"predicted_step_ns\":" + std::to_string(row.predictedStepNs) +
+           ",\"change_share\":" + shortNumber(row.changeShare) + ",\"error\":";
+    if (row.error.empty()) {
+      out += "null,";
+    } else {
+      appendJsonString(out, row.error);
+      out += ",";
+    }
+    jsonReplay(out, row.replay);
+    out += "}";
+  }
+  out += "],\"best_plan\":";
+  if (bestRow >= 0) {
+    appendJsonString(out, rows[static_cast<size_t>(bestRow)].change.label);
+  } else {
+    out += "null";
+  }
+  out += "}\n";
 }
 
 }  // namespace ringx::analysis::whatif_text
