@@ -64,9 +64,12 @@ class Pair(nn.Module):
         return self.second(self.first(x))
 
 
+PAIRS = 4  # 8 blocks
+
+
 def pair_net():
     net = Net()
-    net.blocks = nn.Sequential(*[Pair() for _ in range(4)])  # 8 blocks in 4 pairs
+    net.blocks = nn.Sequential(*[Pair() for _ in range(PAIRS)])
     return net
 
 
@@ -159,15 +162,14 @@ def analyse_fsdp(root, rounds):
         rows = {row["change"]: row for row in base["rows"]}
         for label, _, _ in FSDP_ALTERNATIVES:
             predicted[label].append(rows[label]["predicted_step_ns"])
-            measured[label].append(whatif(os.path.join(root, "fsdp", label, f"round{r}"),
-                                          bounds=False)["recorded_step_ns"])
+            measured[label].append(measured_step(root, "fsdp", label, r))
     return {"base_error": statistics.median(base_error),
             "rows": [(label, statistics.median(predicted[label]), statistics.median(measured[label]))
                      for label, _, _ in FSDP_ALTERNATIVES]}
 
 
 def measured_step(root, model_name, label, r):
-    """A run's step as its trace records it (after its last bucket plan)."""
+    """A run's step as its trace records it (after its last bucket plan or FSDP schedule change)."""
     from ringx.analysis import whatif
     return whatif(os.path.join(root, model_name, label, f"round{r}"), bounds=False)[
         "recorded_step_ns"]
@@ -236,6 +238,15 @@ def main():
     return 0
 
 
+def print_rows(rows, width, errors):
+    """One line per (label, predicted_ns, measured_ns); each |error| appended to errors."""
+    print(f"  {'change':{width}s} {'predicted':>11s} {'measured':>11s} {'error':>8s}")
+    for label, pred, meas in rows:
+        error = pred / meas - 1
+        errors.append(abs(error))
+        print(f"  {label:{width}s} {pred / 1e6:9.2f} ms {meas / 1e6:9.2f} ms {error * 100:+7.1f}%")
+
+
 def report(tables, fsdp_tables, args):
     errors = []
     for world, table in tables.items():
@@ -243,11 +254,7 @@ def report(tables, fsdp_tables, args):
             print(f"\n{model_name}, {world} ranks: predicted from the {BASE[0]} run's trace (its "
                   f"replay's own error {result['base_error'] * 100:+.1f}%), medians of "
                   f"{args.rounds} rounds")
-            print(f"  {'change':30s} {'predicted':>11s} {'measured':>11s} {'error':>8s}")
-            for label, pred, meas in result["rows"]:
-                error = pred / meas - 1
-                errors.append(abs(error))
-                print(f"  {label:30s} {pred / 1e6:9.2f} ms {meas / 1e6:9.2f} ms {error * 100:+7.1f}%")
+            print_rows(result["rows"], 30, errors)
             # bucket_cap_mb="auto" beside the sweep's best fixed cap and torch's default, measured.
             fixed = {label: meas for label, _, meas in result["rows"] if label.startswith("bucket")}
             fixed[BASE[0]] = result["measured"][BASE[0]]
@@ -260,14 +267,10 @@ def report(tables, fsdp_tables, args):
                   "never above the default)")
     fsdp_errors = []
     for world, result in fsdp_tables.items():
-        print(f"\nFSDP, {len(FSDP_ALTERNATIVES) and 8} blocks of d={DIM}, batch {FSDP_BATCH}, "
+        print(f"\nFSDP, {2 * PAIRS} blocks of d={DIM}, batch {FSDP_BATCH}, "
               f"{world} ranks: predicted from the {FSDP_BASE[0]} run's trace (its replay's own "
               f"error {result['base_error'] * 100:+.1f}%), medians of {args.rounds} rounds")
-        print(f"  {'change':34s} {'predicted':>11s} {'measured':>11s} {'error':>8s}")
-        for label, pred, meas in result["rows"]:
-            error = pred / meas - 1
-            fsdp_errors.append(abs(error))
-            print(f"  {label:34s} {pred / 1e6:9.2f} ms {meas / 1e6:9.2f} ms {error * 100:+7.1f}%")
+        print_rows(result["rows"], 34, fsdp_errors)
     for name, errs in (("DDP", errors), ("FSDP", fsdp_errors)):
         if errs:
             print(f"\n{name}: {len(errs)} cases, median |error| "

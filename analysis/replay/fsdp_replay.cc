@@ -58,8 +58,8 @@ namespace {
 
 constexpr size_t kNone = static_cast<size_t>(-1);
 
-// Which kept hook of a merged model each recorded hook's gap goes to: kNone folds it forward
-// into the next kept hook.
+// The hooks a merged model keeps (renumbered to their groups), each with the compute before it:
+// a dropped hook's gap folds into the next kept one's, and what follows the last into `tail`.
 std::vector<FsdpHook> keepHooks(const std::vector<FsdpHook>& hooks,
                                 const std::vector<size_t>& group, const std::vector<int64_t>& gaps,
                                 std::vector<int64_t>* keptGaps, int64_t* tail) {

@@ -71,6 +71,36 @@ ImU32 pathKindColor(replay::PathSegment::Kind kind) {
 
 // ---- the adapter: everything the panel knows of the report is read here -------------------
 
+namespace {
+
+// What both engines' reports give the panel: the recorded step and where the model starts, the
+// baseline row (its change is the model's own error) and one row per change, each drawn from
+// its replay by rowOf(label, replay).
+template <class Report, class RowOf>
+WhatIfView tableOf(const char* engine, int64_t recordedStepNs, int64_t firstStep,
+                   const Report& report, int64_t bestRow, const char* baselineLabel, RowOf rowOf) {
+  WhatIfView v;
+  v.engine = engine;
+  v.recordedStepNs = recordedStepNs;
+  v.firstStep = firstStep;
+  v.anchorRank = report.baseline.slowestRank;
+  v.baseline = rowOf(baselineLabel, report.baseline);
+  v.baseline.predictedStepNs = report.baseline.stepNs;
+  v.baseline.changeShare = report.baselineErrorShare;
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    const auto& r = report.rows[i];
+    WhatIfRowView row = rowOf(r.change.label, r.replay);
+    row.predictedStepNs = r.predictedStepNs;
+    row.changeShare = r.changeShare;
+    row.error = r.error;
+    row.best = int64_t(i) == bestRow;
+    v.rows.push_back(std::move(row));
+  }
+  return v;
+}
+
+}  // namespace
+
 WhatIfView adaptWhatIf(const analysis::WhatIfReport& report) {
   const analysis::DdpModelSource& src = report.source;
   auto rowOf = [&](const std::string& label, const replay::DdpReplay& replay) {
@@ -105,24 +135,8 @@ WhatIfView adaptWhatIf(const analysis::WhatIfReport& report) {
     }
     return row;
   };
-  WhatIfView v;
-  v.engine = "ddp";
-  v.recordedStepNs = src.recordedStepNs;
-  v.firstStep = src.planStep;
-  v.anchorRank = report.baseline.slowestRank;
-  v.baseline = rowOf("recorded plan, replayed", report.baseline);
-  v.baseline.predictedStepNs = report.baseline.stepNs;
-  v.baseline.changeShare = report.baselineErrorShare;
-  for (size_t i = 0; i < report.rows.size(); ++i) {
-    const analysis::WhatIfRow& r = report.rows[i];
-    WhatIfRowView row = rowOf(r.change.label, r.replay);
-    row.predictedStepNs = r.predictedStepNs;
-    row.changeShare = r.changeShare;
-    row.error = r.error;
-    row.best = int64_t(i) == report.bestPlanRow;
-    v.rows.push_back(std::move(row));
-  }
-  return v;
+  return tableOf("ddp", src.recordedStepNs, src.planStep, report, report.bestPlanRow,
+                 "recorded plan, replayed", rowOf);
 }
 
 WhatIfView adaptWhatIf(const analysis::FsdpWhatIfReport& report) {
@@ -136,37 +150,18 @@ WhatIfView adaptWhatIf(const analysis::FsdpWhatIfReport& report) {
     row.collectives = replay.gathers;
     row.replayedStepNs = replay.stepNs;
     for (const replay::PathSegment& s : replay.criticalPath) {
-      PredictedItem item{s.rank,
-                         replay::pathKindName(s.kind),
-                         pathKindColor(s.kind),
-                         s.bucket,
-                         s.beginNs,
-                         s.endNs,
-                         /*onPath=*/true};
+      PredictedItem item{
+          s.rank,         replay::pathKindName(s.kind), pathKindColor(s.kind), s.bucket, s.beginNs,
+          s.endNs,
+          /*onPath=*/true};
       row.path.push_back(item);
       item.lane = replay.slowestRank;  // the predicted step: the slowest rank's lane
       row.items.push_back(item);
     }
     return row;
   };
-  WhatIfView v;
-  v.engine = "fsdp";
-  v.recordedStepNs = report.source.recordedStepNs;
-  v.firstStep = report.source.firstStep;
-  v.anchorRank = report.baseline.slowestRank;
-  v.baseline = rowOf("recorded schedule, replayed", report.baseline);
-  v.baseline.predictedStepNs = report.baseline.stepNs;
-  v.baseline.changeShare = report.baselineErrorShare;
-  for (size_t i = 0; i < report.rows.size(); ++i) {
-    const analysis::FsdpWhatIfRow& r = report.rows[i];
-    WhatIfRowView row = rowOf(r.change.label, r.replay);
-    row.predictedStepNs = r.predictedStepNs;
-    row.changeShare = r.changeShare;
-    row.error = r.error;
-    row.best = int64_t(i) == report.bestRow;
-    v.rows.push_back(std::move(row));
-  }
-  return v;
+  return tableOf("fsdp", report.source.recordedStepNs, report.source.firstStep, report,
+                 report.bestRow, "recorded schedule, replayed", rowOf);
 }
 
 WhatIfView whatIfViewOf(const TraceStore& store) {
