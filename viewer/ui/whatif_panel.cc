@@ -401,12 +401,16 @@ void WhatIfPanel::predicted(const WhatIfRowView& row, bool alternative, int64_t 
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kErrorColor), "%s", row.error.c_str());
     return;
   }
+  // The ranks' lanes, then the ring's when the replay has one (FSDP's has none to draw).
   std::vector<int32_t> lanes;
-  for (const PredictedItem& i : row.items)
+  bool ring = false;
+  for (const PredictedItem& i : row.items) {
     if (i.lane != PredictedItem::kRing) lanes.push_back(i.lane);
+    ring = ring || i.lane == PredictedItem::kRing;
+  }
   std::sort(lanes.begin(), lanes.end());
   lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
-  lanes.push_back(PredictedItem::kRing);
+  if (ring) lanes.push_back(PredictedItem::kRing);
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ganttX0_ = origin.x + kLaneLabelWidth;
   ganttWidth_ = std::max(ImGui::GetContentRegionAvail().x - kLaneLabelWidth - 8, 20.0f);
