@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/bootstrap/host_layout.h"
+#include "backend/transport/core_contention.h"
 #include "backend/transport/pair.h"
 #include "base/deadline.h"
 
@@ -90,6 +91,9 @@ class Context {
   std::chrono::microseconds patientSpin_{0};
   // More ranks on this host than cores to run them: give the core away between polls.
   bool oversubscribed_ = false;
+  // Other threads want the cores (core_contention.h): poll only kContendedSpin, then sleep.
+  CoreContention contention_;
+  bool spinOverridden_ = false;  // RINGX_SPIN_MICROS set: the policy is the user's
 };
 
 }  // namespace ringx::transport

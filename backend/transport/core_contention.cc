@@ -1,0 +1,50 @@
+#include "backend/transport/core_contention.h"
+
+#include <fcntl.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace ringx::transport {
+namespace {
+
+// The runnable count from /proc/loadavg, or -1 where it cannot be read.
+int readRunnable() {
+  const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[128];
+  const ssize_t n = ::read(fd, text, sizeof(text) - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  return CoreContention::runnableIn(text);
+}
+
+}  // namespace
+
+CoreContention::CoreContention(int ownRunners) : threshold_(std::max(::get_nprocs(), ownRunners)) {}
+
+int CoreContention::runnableIn(const char* loadavg) {
+  // "0.52 0.31 0.20 3/412 12345": the fourth field's numerator.
+  const char* p = loadavg;
+  for (int field = 0; field < 3; ++field) {
+    while (*p && *p != ' ') ++p;
+    while (*p == ' ') ++p;
+  }
+  char* end = nullptr;
+  const long running = std::strtol(p, &end, 10);
+  if (end == p || *end != '/') return -1;
+  return static_cast<int>(running);
+}
+
+bool CoreContention::contended(Clock::time_point now) {
+  if (now < next_) return contended_;
+  next_ = now + kSampleEvery;
+  const int running = readRunnable();
+  contended_ = running > threshold_;
+  return contended_;
+}
+
+}  // namespace ringx::transport
