@@ -34,28 +34,35 @@ struct Tuning {
 
 // data[count] of `dtype`, reduced in place on every rank: hierarchical across hosts when
 // tuning.hierarchical says so for this group's layout, else flatAllreduce.
+//
+// `divideBy` (not 0): the result is divided by it, AVG's division (a dtype for which
+// reduce::dividesInPlace holds). The algorithms divide each piece of the result where it is
+// completed, while it is in the cache (the ring: in its last reducing step, before the piece
+// travels on), so AVG costs no second pass over the buffer.
 void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-               const Tuning& tuning);
+               const Tuning& tuning, double divideBy = 0);
 // The same over every rank alike: direct or recursive doubling for small buffers, else the ring.
 void flatAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-                   const Tuning& tuning);
+                   const Tuning& tuning, double divideBy = 0);
 // Reduce within each host to its leader, allreduce among the leaders, broadcast within hosts.
 void hierarchicalAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-                           const Tuning& tuning);
+                           const Tuning& tuning, double divideBy = 0);
 // Whether allreduce() takes the hierarchical form on `c` (tuning.hierarchical and the layout).
 bool useHierarchy(const Collective& c, const Tuning& tuning);
 void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-                   size_t segmentBytes);
+                   size_t segmentBytes, double divideBy = 0);
 void directAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op);
 void recursiveDoublingAllreduce(Collective& c, void* data, size_t count, DataType dtype,
                                 ReduceOp op);
 
-// input[size * countPerRank] reduced; rank r gets elements [r*countPerRank, (r+1)*countPerRank).
+// input[size * countPerRank] reduced; rank r gets elements [r*countPerRank, (r+1)*countPerRank),
+// divided by `divideBy` when it is not 0 (as allreduce's, in the last reducing step).
 void ringReduceScatter(Collective& c, const void* input, void* output, size_t countPerRank,
-                       DataType dtype, ReduceOp op, size_t segmentBytes);
+                       DataType dtype, ReduceOp op, size_t segmentBytes, double divideBy = 0);
 // The same with rank r's input block at inputs[r] (any addresses).
 void ringReduceScatter(Collective& c, const std::vector<const void*>& inputs, void* output,
-                       size_t countPerRank, DataType dtype, ReduceOp op, size_t segmentBytes);
+                       size_t countPerRank, DataType dtype, ReduceOp op, size_t segmentBytes,
+                       double divideBy = 0);
 
 // Every rank contributes `bytes` from input; output[size * bytes] holds rank r's at r*bytes.
 void ringAllgather(Collective& c, const void* input, void* output, size_t bytes,

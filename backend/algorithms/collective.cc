@@ -136,9 +136,9 @@ uint64_t Collective::recv(int peer, void* data, size_t bytes, bool streaming) {
 }
 
 uint64_t Collective::recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
-                                const void* accumulate) {
+                                const void* accumulate, double divideBy) {
   return context_.pair(global(peer), deadline_)
-      .postRecvReduce(data, count, cpuReceiveKernels(), dtype, op, accumulate);
+      .postRecvReduce(data, count, cpuReceiveKernels(), dtype, op, accumulate, divideBy);
 }
 
 void Collective::checkHeader(int peer) {

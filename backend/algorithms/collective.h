@@ -107,7 +107,7 @@ class Collective {
   uint64_t recv(int peer, void* data, size_t bytes, bool streaming = false);
   // Receive `count` elements and combine them into data (see Pair::postRecvReduce).
   uint64_t recvReduce(int peer, void* data, size_t count, DataType dtype, ReduceOp op,
-                      const void* accumulate = nullptr);
+                      const void* accumulate = nullptr, double divideBy = 0);
   // Progress until the receive ending at `offset` (from recv()) has arrived;
   // checks `peer`'s header first.
   void waitRecv(int peer, uint64_t offset);

@@ -30,6 +30,7 @@
 // Every leader ends step 2 with the bit-identical result (the flat algorithms guarantee it),
 // and step 3 copies it verbatim, so every rank of the group holds the same bits.
 #include "backend/algorithms/algorithms.h"
+#include "backend/reduce/reduce.h"
 
 namespace ringx::algorithms {
 
@@ -47,11 +48,11 @@ bool useHierarchy(const Collective& c, const Tuning& tuning) {
 }
 
 void allreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-               const Tuning& tuning) {
+               const Tuning& tuning, double divideBy) {
   if (useHierarchy(c, tuning)) {
-    hierarchicalAllreduce(c, data, count, dtype, op, tuning);
+    hierarchicalAllreduce(c, data, count, dtype, op, tuning, divideBy);
   } else {
-    flatAllreduce(c, data, count, dtype, op, tuning);
+    flatAllreduce(c, data, count, dtype, op, tuning, divideBy);
   }
 }
 
@@ -68,7 +69,7 @@ const char* hierarchicalName(int hosts, size_t bytes, const Tuning& tuning) {
 }  // namespace
 
 void hierarchicalAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-                           const Tuning& tuning) {
+                           const Tuning& tuning, double divideBy) {
   const bootstrap::HostLayout& hosts = c.hosts();
   const int me = c.rank();
   const size_t bytes = count * elementSize(dtype);
@@ -81,10 +82,14 @@ void hierarchicalAllreduce(Collective& c, void* data, size_t count, DataType dty
     Collective host(c, local);
     reduce(host, data, count, dtype, op, 0, tuning);
   }
-  // Step 2: the leaders allreduce across hosts; host h's leader is rank h of this view.
+  // Step 2: the leaders allreduce across hosts; host h's leader is rank h of this view. AVG
+  // divides there (or, with one host, on the leader before step 3), so that step 3 hands out
+  // the final result.
   if (hosts.isLeader(me) && hosts.hosts() > 1) {
     Collective leaders(c, hosts.leaders());
-    flatAllreduce(leaders, data, count, dtype, op, tuning);
+    flatAllreduce(leaders, data, count, dtype, op, tuning, divideBy);
+  } else if (hosts.isLeader(me) && divideBy != 0) {
+    reduce::divide(dtype, data, divideBy, count);
   }
   // Step 3: the leader hands the result to its host. A view of its own: step 1's view has
   // used its handshake with each of these ranks.

@@ -15,9 +15,9 @@ class CpuReceiveKernels final : public transport::ReceiveKernels {
               size_t count) const override {
     reduce::reduce(op, type, out, a, b, count);
   }
-  void reduceInPlace(ReduceOp op, DataType type, void* dst, const void* src,
-                     size_t count) const override {
-    reduce::reduceInPlace(op, type, dst, src, count);
+  void reduceDivided(ReduceOp op, DataType type, void* out, const void* a, const void* b,
+                     size_t count, double divisor) const override {
+    reduce::reduceDivided(op, type, out, a, b, count, divisor);
   }
 };
 

@@ -75,8 +75,10 @@ void runRingFlow(Collective& c, const RingFlow& flow) {
     const int chunk = recvChunk(u);
     const char* accumulate =
         flow.chunkInput.empty() ? nullptr : flow.chunkInput[chunk] + (at - flow.chunkData[chunk]);
+    // The last reducing step completes the chunk: AVG divides it there, in the cache.
+    const double divideBy = u + 1 == flow.reduceSteps ? flow.divideBy : 0;
     recvEnd[unit % 2] =
-        c.recvReduce(prev, at, bytes / flow.elementSize, flow.dtype, flow.op, accumulate);
+        c.recvReduce(prev, at, bytes / flow.elementSize, flow.dtype, flow.op, accumulate, divideBy);
   };
 
   // Step 0: the whole first chunk goes out at once; the stream cuts it up.

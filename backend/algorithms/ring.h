@@ -38,6 +38,8 @@ struct RingFlow {
   DataType dtype = DataType::kUInt8;
   ReduceOp op = ReduceOp::kSum;
   size_t segmentBytes = 1 << 20;
+  // Not 0: the last reducing step divides each segment it completes by this (AVG).
+  double divideBy = 0;
 };
 
 // Splits `count` elements at `data` into n chunks whose sizes differ by at most

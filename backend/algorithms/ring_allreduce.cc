@@ -12,12 +12,13 @@
 // copied verbatim, so all ranks end with bit-identical results.
 #include "backend/algorithms/algorithms.h"
 #include "backend/algorithms/ring.h"
+#include "backend/reduce/reduce.h"
 #include "base/error.h"
 
 namespace ringx::algorithms {
 
 void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-                   size_t segmentBytes) {
+                   size_t segmentBytes, double divideBy) {
   const int n = c.size();
   RingFlow flow;
   flow.elementSize = elementSize(dtype);
@@ -29,12 +30,16 @@ void ringAllreduce(Collective& c, void* data, size_t count, DataType dtype, Redu
   flow.dtype = dtype;
   flow.op = op;
   flow.segmentBytes = segmentBytes;
+  flow.divideBy = divideBy;
   runRingFlow(c, flow);
 }
 
 void flatAllreduce(Collective& c, void* data, size_t count, DataType dtype, ReduceOp op,
-                   const Tuning& tuning) {
-  if (c.size() == 1) return;
+                   const Tuning& tuning, double divideBy) {
+  if (c.size() == 1) {
+    if (divideBy != 0) reduce::divide(dtype, data, divideBy, count);
+    return;
+  }
   // Small buffers: one round of messages (few ranks) or log2(n) rounds (many) beat 2(n-1)
   // ring steps.
   if (count * elementSize(dtype) <= tuning.directAllreduceMaxBytes) {
@@ -43,8 +48,10 @@ void flatAllreduce(Collective& c, void* data, size_t count, DataType dtype, Redu
     } else {
       recursiveDoublingAllreduce(c, data, count, dtype, op);
     }
+    // The buffer is small and was just combined: dividing it now reads it from the cache.
+    if (divideBy != 0) reduce::divide(dtype, data, divideBy, count);
   } else {
-    ringAllreduce(c, data, count, dtype, op, tuning.segmentBytes);
+    ringAllreduce(c, data, count, dtype, op, tuning.segmentBytes, divideBy);
   }
 }
 

@@ -10,24 +10,27 @@
 
 #include "backend/algorithms/algorithms.h"
 #include "backend/algorithms/ring.h"
+#include "backend/reduce/reduce.h"
 #include "base/bytes.h"
 
 namespace ringx::algorithms {
 
 void ringReduceScatter(Collective& c, const void* input, void* output, size_t countPerRank,
-                       DataType dtype, ReduceOp op, size_t segmentBytes) {
+                       DataType dtype, ReduceOp op, size_t segmentBytes, double divideBy) {
   const size_t chunk = countPerRank * elementSize(dtype);
   std::vector<const void*> inputs;
   for (int i = 0; i < c.size(); ++i) inputs.push_back(static_cast<const char*>(input) + i * chunk);
-  ringReduceScatter(c, inputs, output, countPerRank, dtype, op, segmentBytes);
+  ringReduceScatter(c, inputs, output, countPerRank, dtype, op, segmentBytes, divideBy);
 }
 
 void ringReduceScatter(Collective& c, const std::vector<const void*>& inputs, void* output,
-                       size_t countPerRank, DataType dtype, ReduceOp op, size_t segmentBytes) {
+                       size_t countPerRank, DataType dtype, ReduceOp op, size_t segmentBytes,
+                       double divideBy) {
   const int n = c.size();
   const size_t chunk = countPerRank * elementSize(dtype);
   if (n == 1) {
     copyBytes(output, inputs[0], chunk);
+    if (divideBy != 0) reduce::divide(dtype, output, divideBy, countPerRank);
     return;
   }
   // Partial sums of the chunks passing through go to scratch; our own chunk's
@@ -46,6 +49,7 @@ void ringReduceScatter(Collective& c, const std::vector<const void*>& inputs, vo
   flow.dtype = dtype;
   flow.op = op;
   flow.segmentBytes = segmentBytes;
+  flow.divideBy = divideBy;
   runRingFlow(c, flow);
 }
 

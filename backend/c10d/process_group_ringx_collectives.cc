@@ -305,10 +305,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
   return enqueue(OpType::ALLREDUCE, "ringx:all_reduce", tensors, opts.asyncOp, [=, this] {
     Staged staged(tensor);
     reduce.premultiplyInPlace(staged.tensor());  // the tensor is the output: scale it in place
+    const double divideBy = reduce.divideBy(dtype, size_);  // AVG, fused where it can be
     group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout, [&](Collective& c) {
-      algorithms::allreduce(c, staged.data(), tensor.numel(), dtype, reduce.op, group_->tuning());
+      algorithms::allreduce(c, staged.data(), tensor.numel(), dtype, reduce.op, group_->tuning(),
+                            divideBy);
     });
-    reduce.finish(staged.tensor(), size_);
+    reduce.finish(staged.tensor(), size_, divideBy);
     staged.copyBack();
   });
 }
@@ -333,18 +335,21 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
   }
   const auto timeout = callTimeout(opts.timeout);
   // Flatten, run once, copy back into the caller's tensors.
-  return enqueue(
-      OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, opts.asyncOp,
-      [=, this]() mutable {
-        at::Tensor flat = flattenBytes(tensors, &scratch_[0]);
-        const size_t count = byteSize(flat) / elementSize(dtype);
-        if (reduce.premul) reduce.premultiplyInPlace(flat.view(tensors[0].scalar_type()));
-        group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout, [&](Collective& c) {
-          algorithms::allreduce(c, flat.data_ptr(), count, dtype, reduce.op, group_->tuning());
-        });
-        unflattenBytes(flat, tensors);
-        for (auto& t : tensors) reduce.finish(t, size_);
-      });
+  return enqueue(OpType::ALLREDUCE_COALESCED, "ringx:all_reduce_coalesced", tensors, opts.asyncOp,
+                 [=, this]() mutable {
+                   at::Tensor flat = flattenBytes(tensors, &scratch_[0]);
+                   const size_t count = byteSize(flat) / elementSize(dtype);
+                   if (reduce.premul)
+                     reduce.premultiplyInPlace(flat.view(tensors[0].scalar_type()));
+                   const double divideBy = reduce.divideBy(dtype, size_);
+                   group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout,
+                               [&](Collective& c) {
+                                 algorithms::allreduce(c, flat.data_ptr(), count, dtype, reduce.op,
+                                                       group_->tuning(), divideBy);
+                               });
+                   unflattenBytes(flat, tensors);
+                   for (auto& t : tensors) reduce.finish(t, size_, divideBy);
+                 });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tensor>& tensors,
@@ -402,11 +407,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
     std::vector<const void*> blocks;
     for (auto& in : ins) blocks.push_back(in.data());
     Staged staged(output);
+    const double divideBy = reduce.divideBy(dtype, size_);
     group_->run(CollectiveKind::kReduceScatter, dtype, reduce.op, -1, timeout, [&](Collective& c) {
       algorithms::ringReduceScatter(c, blocks, staged.data(), output.numel(), dtype, reduce.op,
-                                    group_->tuning().segmentBytes);
+                                    group_->tuning().segmentBytes, divideBy);
     });
-    reduce.finish(staged.tensor(), size_);
+    reduce.finish(staged.tensor(), size_, divideBy);
     staged.copyBack();
   });
 }
@@ -447,11 +453,12 @@ void ProcessGroupRingx::runReduceScatterInto(const at::Tensor& output, const at:
   const DataType dtype = toDataType(output, "reduce_scatter");
   Staged in(reduce.premultiplied(input));  // the input stays as the caller gave it
   Staged out(output);
+  const double divideBy = reduce.divideBy(dtype, size_);
   group_->run(CollectiveKind::kReduceScatter, dtype, reduce.op, -1, timeout, [&](Collective& c) {
     algorithms::ringReduceScatter(c, in.data(), out.data(), output.numel(), dtype, reduce.op,
-                                  group_->tuning().segmentBytes);
+                                  group_->tuning().segmentBytes, divideBy);
   });
-  reduce.finish(out.tensor(), size_);
+  reduce.finish(out.tensor(), size_, divideBy);
   out.copyBack();
 }
 

@@ -1,6 +1,7 @@
 #include "backend/c10d/tensor_utils.h"
 
 #include "backend/c10d/torch_compat.h"
+#include "backend/reduce/reduce.h"
 
 #include <cstring>
 
@@ -123,8 +124,12 @@ at::Tensor ReduceSpec::premultiplied(const at::Tensor& t) const {
   return copy;
 }
 
-void ReduceSpec::finish(const at::Tensor& t, int groupSize) const {
-  if (average) t.div_(groupSize);
+double ReduceSpec::divideBy(DataType dtype, int groupSize) const {
+  return average && reduce::dividesInPlace(dtype) ? static_cast<double>(groupSize) : 0;
+}
+
+void ReduceSpec::finish(const at::Tensor& t, int groupSize, double divided) const {
+  if (average && divided == 0) t.div_(groupSize);
 }
 
 void checkTensor(const at::Tensor& tensor, const char* collective, const char* what) {

@@ -32,8 +32,12 @@ struct ReduceSpec {
   // `t` multiplied by the PREMUL_SUM factor in a new tensor, for inputs that must stay as
   // they are; `t` itself for other ops.
   at::Tensor premultiplied(const at::Tensor& t) const;
-  // Divides `t` in place by `groupSize` for AVG (nothing for other ops).
-  void finish(const at::Tensor& t, int groupSize) const;
+  // The divisor to hand the algorithms (algorithms.h's divideBy) for AVG on a dtype they divide
+  // themselves (reduce::dividesInPlace), fused into the collective; else 0.
+  double divideBy(DataType dtype, int groupSize) const;
+  // Divides `t` in place by `groupSize` for AVG (nothing for other ops), unless the algorithm
+  // already did: `divided` is the divideBy it was given.
+  void finish(const at::Tensor& t, int groupSize, double divided = 0) const;
 };
 
 // Maps a c10d reduce op for `tensor`, or raises a clear error (an op the dtype cannot take).

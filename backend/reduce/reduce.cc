@@ -342,6 +342,9 @@ bool forcePortableKernelsForTesting(bool force) {
   return forcePortable.exchange(force, std::memory_order_relaxed);
 }
 
+// Whether the kernels are forced portable (divide.cc follows the same switch).
+bool portableKernelsForced() { return forcePortable.load(std::memory_order_relaxed); }
+
 // Whether this machine runs the AVX2/F16C kernels when not forced portable.
 bool fastKernelsAvailableForTesting() {
 #if RINGX_REDUCE_X86_DISPATCH

@@ -23,6 +23,21 @@ void reduceInPlace(ReduceOp op, DataType type, void* dst, const void* src, size_
 // out[i] = op(a[i], b[i]). `out` may be the same pointer as `a` or `b`.
 void reduce(ReduceOp op, DataType type, void* out, const void* a, const void* b, size_t count);
 
+// Whether divide() handles `type`: the real floating types, whose division it computes exactly
+// as torch's Tensor.div_(int) does (float16 and bfloat16 in float, then rounded), so that an
+// AVG whose division is fused into the collective matches a SUM divided by torch bit for bit.
+// Complex types are not among them: torch divides those by a real through a reciprocal.
+bool dividesInPlace(DataType type);
+
+// data[i] = data[i] / divisor for i in [0, count) (divisor rounded to the element's arithmetic
+// type first, as torch does with a Scalar); `type` must satisfy dividesInPlace.
+void divide(DataType type, void* data, double divisor, size_t count);
+
+// reduce(op, ...) and then divide(out, divisor), in blocks that stay in the L1 cache between
+// the two, so that the division costs no pass over memory of its own. Bits as the two calls.
+void reduceDivided(ReduceOp op, DataType type, void* out, const void* a, const void* b,
+                   size_t count, double divisor);
+
 // Throws InvalidArgument naming the op and dtype when the pair is not defined
 // (for example MIN on complex numbers, or BXOR on floats).
 void checkSupported(ReduceOp op, DataType type);

@@ -25,28 +25,33 @@ uint64_t Pair::postRecv(void* data, size_t bytes, const ReceiveKernels* streamin
 }
 
 uint64_t Pair::postRecvReduce(void* data, size_t count, const ReceiveKernels& kernels,
-                              DataType dtype, ReduceOp op, const void* accumulate) {
+                              DataType dtype, ReduceOp op, const void* accumulate,
+                              double divideBy) {
   const size_t element = elementSize(dtype);
   const size_t bytes = count * element;
   recvPosted_ += bytes;
   if (bytes > 0) {
     recvs_.push_back(Op{static_cast<char*>(data), bytes, 0, true, dtype, op, element,
-                        static_cast<const char*>(accumulate), &kernels});
+                        static_cast<const char*>(accumulate), divideBy, &kernels});
   }
   return recvPosted_;
 }
 
 void Pair::deliver(const char* from, size_t n) {
   Op& op = recvs_.front();
-  if (op.reduce && op.accumulate) {
-    op.kernels->reduce(op.op, op.dtype, op.data + op.done, op.accumulate + op.done, from,
-                       n / op.elementSize);
-  } else if (op.reduce) {
-    op.kernels->reduceInPlace(op.op, op.dtype, op.data + op.done, from, n / op.elementSize);
+  char* to = op.data + op.done;
+  if (op.reduce) {
+    const size_t count = n / op.elementSize;
+    const char* a = op.accumulate ? op.accumulate + op.done : to;
+    if (op.divideBy != 0) {
+      op.kernels->reduceDivided(op.op, op.dtype, to, a, from, count, op.divideBy);
+    } else {
+      op.kernels->reduce(op.op, op.dtype, to, a, from, count);
+    }
   } else if (op.kernels) {
-    op.kernels->copyStreaming(op.data + op.done, from, n);
+    op.kernels->copyStreaming(to, from, n);
   } else {
-    std::memcpy(op.data + op.done, from, n);
+    std::memcpy(to, from, n);
   }
   advanceRecv(n);
 }

@@ -42,9 +42,9 @@ class ReceiveKernels {
   // out[i] = op(a[i], b[i]); `out` may be `a` or `b`.
   virtual void reduce(ReduceOp op, DataType type, void* out, const void* a, const void* b,
                       size_t count) const = 0;
-  // dst[i] = op(dst[i], src[i]).
-  virtual void reduceInPlace(ReduceOp op, DataType type, void* dst, const void* src,
-                             size_t count) const = 0;
+  // out[i] = op(a[i], b[i]) / divisor: AVG's last combine, divided while in the cache.
+  virtual void reduceDivided(ReduceOp op, DataType type, void* out, const void* a, const void* b,
+                             size_t count, double divisor) const = 0;
 };
 
 class Pair : public bootstrap::Connection {
@@ -68,8 +68,10 @@ class Pair : public bootstrap::Connection {
   // memory reduces straight out of the peer's ring, saving a pass over memory.
   // With `accumulate`, data[i] = op(accumulate[i], incoming[i]) and data's old
   // contents are not read (so the caller's inputs need not be copied first).
+  // With `divideBy` (not 0), each combined piece is then divided by it while it is still in
+  // the cache: AVG's last combine, without a second pass over the result.
   uint64_t postRecvReduce(void* data, size_t count, const ReceiveKernels& kernels, DataType dtype,
-                          ReduceOp op, const void* accumulate = nullptr);
+                          ReduceOp op, const void* accumulate = nullptr, double divideBy = 0);
 
   // Bytes sent and received so far, cumulative over the pair's life: the offsets
   // postSend/postRecv's results are compared with, and the traffic counters that
@@ -111,6 +113,7 @@ class Pair : public bootstrap::Connection {
     ReduceOp op = ReduceOp::kSum;
     size_t elementSize = 1;
     const char* accumulate = nullptr;
+    double divideBy = 0;  // a reducing receive that completes an AVG: see postRecvReduce
     // Combines (reduce) or places with a streaming copy; null: a plain copy.
     const ReceiveKernels* kernels = nullptr;
   };

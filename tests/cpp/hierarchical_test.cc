@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/reduce/reduce.h"
 #include "tests/cpp/rank_threads.h"
 #include "tests/cpp/reduction_reference.h"
 
@@ -252,6 +253,47 @@ TEST(HierarchicalAllreduce, RanksEndBitIdenticalOnRandomFloats) {
       for (int r = 1; r < size; ++r) {
         ASSERT_EQ(0, std::memcmp(results[0].data(), results[r].data(), count * sizeof(float)))
             << "rank " << r << ", " << paths.name << (sharedMemory ? ", shm" : ", tcp");
+      }
+    }
+  }
+}
+
+// AVG's division inside the algorithms (divideBy: the ring's last reducing step, after the
+// small algorithms, at the leaders before the hosts' broadcast): on every layout and path the
+// result is the same SUM divided, bit for bit, on every rank.
+TEST(HierarchicalAllreduce, DivideByGivesTheSumDividedOnEveryLayoutAndPath) {
+  for (const auto& hosts : kLayouts) {
+    const int size = static_cast<int>(hosts.size());
+    for (const Paths& paths : {kSmall, kSmallManyRanks, kLarge}) {
+      for (bool hierarchical : {true, false}) {
+        const size_t count = 5003;
+        runGroup(
+            size,
+            [&](Group& group) {
+              std::vector<float> sum = testing::randomFloats(count, 777 + group.rank());
+              std::vector<float> average = sum;
+              for (std::vector<float>* data : {&sum, &average}) {
+                const double divideBy = data == &average ? size : 0;
+                group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
+                          [&](Collective& c) {
+                            algorithms::allreduce(c, data->data(), count, DataType::kFloat32,
+                                                  ReduceOp::kSum, group.tuning(), divideBy);
+                          });
+              }
+              reduce::divide(DataType::kFloat32, sum.data(), size, count);
+              ASSERT_EQ(0, std::memcmp(sum.data(), average.data(), count * sizeof(float)))
+                  << "rank " << group.rank() << " of " << size << ", " << paths.name
+                  << (hierarchical ? ", hierarchical" : ", flat");
+            },
+            [&](GroupOptions& options) {
+              options.fakeHosts = hosts;
+              options.tuning.hierarchical =
+                  hierarchical ? Tuning::Hierarchy::kOn : Tuning::Hierarchy::kOff;
+              options.tuning.directAllreduceMaxBytes = paths.directMaxBytes;
+              options.tuning.directBroadcastMaxBytes = paths.directMaxBytes;
+              options.tuning.directMaxRanks = paths.directMaxRanks;
+              options.tuning.segmentBytes = paths.segmentBytes;
+            });
       }
     }
   }

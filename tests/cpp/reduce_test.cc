@@ -1030,5 +1030,62 @@ TEST(CopyStreaming, ThresholdFollowsTheEnvironment) {
   EXPECT_GE(streamingMinBytes(), size_t{1} << 20);  // a last-level cache, or the 32 MiB default
 }
 
+// AVG's fused division (divide.cc) gives the bits of a true division for every float, on the
+// corrected-reciprocal path and the portable one: ordinary values, both zeros, infinities, NaN,
+// subnormals, the extremes, at aligned and misaligned addresses.
+TEST(ReduceTest, DivideGivesTheBitsOfTrueDivision) {
+  std::mt19937 rng(7);
+  std::vector<float> values;
+  for (int i = 0; i < 20000; ++i) {
+    uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    values.push_back(f);  // every exponent, NaNs and infinities included
+  }
+  for (float special : {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                        -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max(),
+                        -std::numeric_limits<float>::max(), std::numeric_limits<float>::min(),
+                        std::numeric_limits<float>::denorm_min(), 0x1p-100f, 0x1.fffffep-101f}) {
+    values.insert(values.begin() + static_cast<long>(rng() % values.size()), special);
+  }
+  for (bool portable : {false, true}) {
+    const bool previous = detail::forcePortableKernelsForTesting(portable);
+    for (double divisor : {1.0, 2.0, 3.0, 7.0, 24.0, 1000.0, 3000000.0}) {
+      for (size_t offset : {size_t{0}, size_t{1}}) {  // bytes: the misaligned path too
+        std::vector<char> storage(values.size() * sizeof(float) + offset);
+        std::memcpy(storage.data() + offset, values.data(), values.size() * sizeof(float));
+        divide(DataType::kFloat32, storage.data() + offset, divisor, values.size());
+        for (size_t i = 0; i < values.size(); ++i) {
+          float got;
+          std::memcpy(&got, storage.data() + offset + i * sizeof(float), sizeof(got));
+          const float want = values[i] / static_cast<float>(divisor);
+          ASSERT_EQ(0, std::memcmp(&got, &want, sizeof(got)))
+              << values[i] << " / " << divisor << ": " << got << " != " << want
+              << (portable ? " (portable)" : "");
+        }
+      }
+    }
+    detail::forcePortableKernelsForTesting(previous);
+  }
+  // Combined and divided in L1-sized blocks: the bits of the two calls one after the other.
+  for (DataType type : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
+    const size_t count = 40000;  // several blocks and a partial one
+    std::vector<char> a(count * elementSize(type)), b(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = static_cast<char>(rng());
+      b[i] = static_cast<char>(rng());
+    }
+    std::vector<char> want(a.size()), got = a;
+    reduce(ReduceOp::kSum, type, want.data(), a.data(), b.data(), count);
+    divide(type, want.data(), 3, count);
+    reduceDivided(ReduceOp::kSum, type, got.data(), got.data(), b.data(), count, 3);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size())) << dataTypeName(type);
+  }
+  EXPECT_FALSE(dividesInPlace(DataType::kComplex64));
+  EXPECT_FALSE(dividesInPlace(DataType::kInt32));
+  EXPECT_THROW(divide(DataType::kInt32, values.data(), 2, 1), Error);
+}
+
 }  // namespace
 }  // namespace ringx::reduce

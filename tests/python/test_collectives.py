@@ -55,6 +55,41 @@ def test_allreduce_avg_and_noncontiguous():
     run_ranks(_allreduce_avg_and_noncontiguous, 2)
 
 
+def _avg_is_sum_divided_by_torch(rank, world):
+    """AVG divides inside the collective (the ring's last reducing step, or right after the
+    small algorithms): its bits must be those of the same SUM divided by torch, for every
+    floating dtype, in allreduce (direct and ring sizes, a coalesced list) and reduce_scatter."""
+    checked = 0
+    # Complex tensors keep torch's division after the collective (torch divides those through
+    # a reciprocal, in a way that depends on where an element falls in its vector loop).
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        for n in (5, 3 * 40009):  # the direct algorithm, the ring (in segments)
+            gen = torch.Generator().manual_seed(1000 * rank + n)
+            base = torch.randn(n, generator=gen, dtype=torch.float64) * 100
+            x = base.to(dtype)
+            summed, averaged = x.clone(), x.clone()
+            dist.all_reduce(summed, op=dist.ReduceOp.SUM)
+            dist.all_reduce(averaged, op=dist.ReduceOp.AVG)
+            assert torch.equal(averaged, summed.div(world)), (dtype, n)
+            parts = [x[: n // 3].clone(), x[n // 3:].clone()]
+            dist.all_reduce_coalesced(parts, op=dist.ReduceOp.AVG)
+            assert torch.equal(torch.cat(parts), summed.div(world)), ("coalesced", dtype, n)
+            share = n // world
+            out_sum = torch.empty(share, dtype=dtype)
+            out_avg = torch.empty(share, dtype=dtype)
+            whole = x[: share * world].contiguous()
+            dist.reduce_scatter_tensor(out_sum, whole, op=dist.ReduceOp.SUM)
+            dist.reduce_scatter_tensor(out_avg, whole, op=dist.ReduceOp.AVG)
+            assert torch.equal(out_avg, out_sum.div(world)), ("reduce_scatter", dtype, n)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_avg_is_sum_divided_by_torch(world):
+    assert run_ranks(_avg_is_sum_divided_by_torch, world) == [8] * world
+
+
 def _async_work_and_future(rank, world):
     t = torch.ones(1 << 16) * (rank + 1)
     work = dist.all_reduce(t, async_op=True)
