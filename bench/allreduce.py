@@ -199,6 +199,12 @@ def tables(args, sizes, rounds, budget):
             print(f"| {name} | {human(size)} | {t['gloo'] * 1e6:.0f} | {t['ringx'] * 1e6:.0f} "
                   f"| {bus['gloo']:.2f} | {bus['ringx']:.2f} | {bus['ringx'] / bus['gloo']:.2f} "
                   f"| {bus['ringx'] / memcpy:.0%} |")
+        # AVG's anchor is ringx's own SUM: the division rides in the last reducing step.
+        sums = {size: t["ringx"] for name, size, _, t, _ in rows if name == "allreduce"}
+        avg = [f"{human(size)} {t['ringx'] / sums[size]:.2f}x" for name, size, _, t, _ in rows
+               if name == "allreduce AVG" and size in sums]
+        if avg:
+            print(f"\nringx allreduce AVG / SUM time: {', '.join(avg)}")
         sys.stdout.flush()
 
 

@@ -86,6 +86,9 @@ def test_allreduce_bench_covers_every_collective_against_gloo():
     for row in rows[1:]:  # gloo and ringx times are figures on every row, none "n/a"
         gloo_us, ringx_us = (float(cell) for cell in row.split("|")[3:5])
         assert gloo_us > 0 and ringx_us > 0, row
+    # AVG beside ringx's own SUM of the same size (its anchor), as a ratio of times.
+    avg = [line for line in out.splitlines() if line.startswith("ringx allreduce AVG / SUM")]
+    assert len(avg) == 1 and re.search(r"1 MiB \d+\.\d\dx", avg[0]), out
 
 
 def test_openmpi_bench_times_every_collective_on_all_three_sides():
