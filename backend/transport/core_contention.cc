@@ -42,8 +42,9 @@ int CoreContention::runnableIn(const char* loadavg) {
 bool CoreContention::contended(Clock::time_point now) {
   if (now < next_) return contended_;
   next_ = now + kSampleEvery;
-  const int running = readRunnable();
-  contended_ = running > threshold_;
+  const bool over = readRunnable() > threshold_;
+  contended_ = over && lastSampleOver_;
+  lastSampleOver_ = over;
   return contended_;
 }
 

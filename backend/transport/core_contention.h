@@ -14,7 +14,10 @@
 // err towards "contended", whose cost is a few microseconds per wait). The job's own ranks
 // are allowed for: `ownRunners` of them may run at once without contention (more ranks than
 // cores is handled by the oversubscribed policy, not here). Reading the file costs a few
-// microseconds, so the answer is kept for a millisecond.
+// microseconds, so the answer is kept for a millisecond. A thread that runs for a moment (a
+// kernel worker, a short command) must not switch a job off polling: contention counts
+// only when two samples in a row, a millisecond or more apart, both see it. OpenMP workers
+// spin for milliseconds and a busy process for good, so both are seen.
 #pragma once
 
 #include <chrono>
@@ -38,6 +41,7 @@ class CoreContention {
   int threshold_;  // runnable threads above which the cores are contended
   Clock::time_point next_{};
   bool contended_ = false;
+  bool lastSampleOver_ = false;  // the previous sample saw more runnable threads than cores
 };
 
 }  // namespace ringx::transport
