@@ -134,6 +134,25 @@ def test_fault_bench_puts_gloo_beside_ringx():
     assert "DistBackendError," in rows["ringx"], out
 
 
+def test_contended_bench_puts_gloo_beside_ringx_in_every_setting():
+    """bench/contended.py: every setting (quiet, a busy process, torch's default threads, both,
+    passive OpenMP) times both backends, and the ratios are of the printed times."""
+    out = run_bench("contended.py", "--quick", "--world-sizes", "2")
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in out.splitlines()
+            if line.startswith("| 2 |")]
+    assert {row[1] for row in rows} == {
+        "quiet", "busy process", "default threads", "default threads, busy process",
+        "default threads, passive OpenMP"}, out
+    quiet = {row[2]: float(row[4]) for row in rows if row[1] == "quiet"}
+    assert set(quiet) == {"4 KiB", "1 MiB"}, out
+    for row in rows:
+        gloo, ringx, over_gloo, over_quiet = (float(cell) for cell in row[3:7])
+        assert gloo > 0 and ringx > 0, row
+        # printed to 0.1 us and 0.01: each ratio is of the printed times
+        assert abs(over_gloo - ringx / gloo) <= 0.01 + 0.1 / gloo * over_gloo, row
+        assert abs(over_quiet - ringx / quiet[row[2]]) <= 0.01 + 0.1 / quiet[row[2]] * over_quiet, row
+
+
 def test_setup_bench_puts_gloo_beside_ringx():
     out = run_bench("setup_cost.py", "--sizes", "2")
     rows = {row[1]: row for row in table_rows(out, "2") if len(row) == 5}
