@@ -1,6 +1,8 @@
-"""How bench/vs_openmpi.py times a collective, in one place for both of its sides: the torch
-ranks (gloo and ringx) and the OpenMPI ranks, which run under mpirun with Debian's python3 and
-mpi4py, without torch. Nothing here imports torch or MPI.
+"""How bench/vs_libraries.py times a collective, in one place for all of its sides: the torch
+ranks (gloo and ringx), the OpenMPI ranks, which run under mpirun with Debian's python3 and
+mpi4py, without torch, and the oneCCL ranks (bench/oneccl_ranks.cc, C++: a port of settle()
+and median_single_op_seconds(), given its cases and their operation counts on the command line
+by case_arguments(), so that they are defined here only). Nothing here imports torch or MPI.
 
 The method is what a user's timing would see: a barrier, then one collective, timed alone;
 the figure is the median over many such single operations, taken on every rank, and the
@@ -16,7 +18,9 @@ KIB, MIB = 1 << 10, 1 << 20
 COLLECTIVES = ["allreduce", "broadcast", "all_gather", "reduce_scatter", "barrier"]
 ALLREDUCE_SIZES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB,
                    256 * MIB]
-OTHER_SIZES = [4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB]
+# all_gather, reduce_scatter and broadcast: two latency sizes, and the 1 MiB and 64 MiB that
+# issue 34 compares the libraries at.
+OTHER_SIZES = [4 * KIB, 64 * KIB, 1 * MIB, 64 * MIB]
 QUICK_SIZES = [4 * KIB, 64 * KIB]
 
 
@@ -42,7 +46,17 @@ def operations(size, quick=False):
     return max(3, min(400, (256 * MIB) // max(size, 1)))
 
 
-def settle(barrier, count=5000):
+def case_arguments(quick=False):
+    """cases() with their operations() as one command-line argument for a rank program in
+    another language: "allreduce:4096:400,...,barrier:0:400"."""
+    return ",".join(f"{collective}:{size}:{operations(size, quick)}"
+                    for collective, size in cases(quick))
+
+
+SETTLE_BARRIERS = 5000
+
+
+def settle(barrier, count=SETTLE_BARRIERS):
     """Barriers before the first timing: right after start-up, ranks that happen to share a core
     run their first thousands of operations in lock-step with the scheduler (10x slower) until
     it spreads them out. Both sides settle alike; the count is the same on every rank."""
