@@ -71,12 +71,27 @@ _register()
 # which kills the process. Bounded, so a collective stuck on a dead peer cannot hang exit.
 atexit.register(_C.drain_communication_threads, 10.0)
 
-from . import trace  # noqa: E402  (needs _C loaded)
-from . import analysis  # noqa: E402
-from . import ddp  # noqa: E402
-from . import fsdp  # noqa: E402
+from . import trace  # noqa: E402  (needs _C loaded; registers the trace's exit handler)
 from . import _nccl  # noqa: E402  (loads nothing: ringx.nccl() and RINGX_GPU_WIRE=nccl do)
 from ._nccl import nccl  # noqa: E402
+
+# The engines and the analysis helpers load on first use (ringx.ddp, ringx.fsdp,
+# ringx.analysis, ringx.wire), not at `import ringx`: every rank of a job imports ringx before
+# it can join the group, and a rank that only runs collectives would pay for them (ringx.ddp
+# imports torch's comm hooks) on every process start, 32 of them at once on a small machine.
+_LAZY_SUBMODULES = ("analysis", "ddp", "fsdp", "wire")
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)  # sets the attribute too
+    raise AttributeError(f"module 'ringx' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_SUBMODULES))
 
 
 def _ringx_group(group):
