@@ -22,6 +22,9 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   # bench/vs_openmpi.py: OpenMPI, the anchor for small collectives, through Debian's python3
   openmpi-bin python3-mpi4py python3-numpy
+  # bench/tcp_line_rate.py: iperf3, the line rate ringx's TCP allreduce is held against
+  # (noninteractive: its question whether to start a daemon keeps the default, no)
+  iperf3
 )
 
 # A Python 3.11 that can make virtual environments: python3.11 or python3 on PATH, else

@@ -153,6 +153,32 @@ def test_contended_bench_puts_gloo_beside_ringx_in_every_setting():
         assert abs(over_quiet - ringx / quiet[row[2]]) <= 0.01 + 0.1 / quiet[row[2]] * over_quiet, row
 
 
+def test_tcp_line_rate_bench_puts_gloo_and_ringx_beside_iperf3():
+    """bench/tcp_line_rate.py (root and iperf3): both directions of iperf3 --bidir, and per size
+    iperf3's per-direction GB/s, gloo's and ringx's algbw and ringx / iperf3 (no time is checked,
+    only that every figure was measured and the ratio is of the printed figures)."""
+    from tcp_line_rate import why_unavailable
+    out = run_bench("tcp_line_rate.py", "--quick")
+    if why_unavailable():
+        assert "skipped" in out, out
+        return
+    assert "ringx's transport between the hosts: tcp" in out, out
+    iperf3 = [line for line in out.splitlines() if line.startswith("iperf3 --bidir")]
+    assert len(iperf3) == 1, out
+    directions = dict(re.findall(r"(\w->\w) (\d+\.\d+) GB/s", iperf3[0]))
+    assert set(directions) == {"a->b", "b->a"}, iperf3
+    assert all(float(x) > 0 for x in directions.values()), iperf3
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in out.splitlines()
+            if line.startswith("| 1 MiB |")]
+    assert len(rows) == 1 and len(rows[0]) == 5, out
+    line_rate, gloo, ringx, ratio = (float(cell) for cell in rows[0][1:])
+    per_direction = float(re.search(r"per direction (\d+\.\d+) GB/s", iperf3[0]).group(1))
+    assert line_rate == per_direction > 0 and gloo > 0 and ringx > 0, rows
+    # ringx / iperf3, up to the rounding of the printed figures (0.01)
+    assert (ringx - 0.005) / (line_rate + 0.005) - 0.005 <= ratio, rows
+    assert ratio <= (ringx + 0.005) / (line_rate - 0.005) + 0.005, rows
+
+
 def test_setup_bench_puts_gloo_beside_ringx():
     out = run_bench("setup_cost.py", "--sizes", "2")
     rows = {row[1]: row for row in table_rows(out, "2") if len(row) == 5}
