@@ -1,4 +1,4 @@
-"""The OpenMPI side of bench/vs_openmpi.py: one rank of an mpirun job (Debian's python3 with
+"""The OpenMPI side of bench/vs_libraries.py: one rank of an mpirun job (Debian's python3 with
 mpi4py and numpy, no torch). Times every case of latency_method on float32 numpy buffers with
 the same method as the torch side, in place where torch's call is in place; rank 0 prints
 {"collective size": seconds} as one JSON line.

@@ -20,8 +20,9 @@ PACKAGES=(
   xvfb xauth libgl1-mesa-dri
   # scripts/sanitizers.sh: clang and its runtimes for the ASan/UBSan + libFuzzer build
   clang-14 libclang-rt-14-dev
-  # bench/vs_openmpi.py: OpenMPI, the anchor for small collectives, through Debian's python3
-  openmpi-bin python3-mpi4py python3-numpy
+  # bench/vs_libraries.py: OpenMPI, an anchor for the collectives, through Debian's python3;
+  # libfabric for oneCCL's OFI transport (scripts/oneccl_setup.sh fetches oneCCL itself)
+  openmpi-bin python3-mpi4py python3-numpy libfabric1
   # bench/tcp_line_rate.py: iperf3, the line rate ringx's TCP allreduce is held against
   # (noninteractive: its question whether to start a daemon keeps the default, no)
   iperf3

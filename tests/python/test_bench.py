@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import docs_table  # noqa: E402  (bench/ is not a package)
 from fsdp import recorded_collectives  # noqa: E402
+from vs_libraries import ONECCL_SETTINGS  # noqa: E402
 
 
 def run_bench(name, *args):
@@ -91,15 +92,23 @@ def test_allreduce_bench_covers_every_collective_against_gloo():
     assert len(avg) == 1 and re.search(r"1 MiB \d+\.\d\dx", avg[0]), out
 
 
-def test_openmpi_bench_times_every_collective_on_all_three_sides():
-    out = run_bench("vs_openmpi.py", "--quick", "--world-sizes", "2")
-    rows = [line.split("|")[1:-1] for line in out.splitlines()
+def test_libraries_bench_times_every_collective_on_all_four_sides():
+    """bench/vs_libraries.py sets oneCCL up itself (scripts/oneccl_setup.sh: wheels from PyPI
+    into build/oneccl, the first time) and runs it in every setting beside OpenMPI, gloo and
+    ringx."""
+    out = run_bench("vs_libraries.py", "--quick", "--world-sizes", "2")
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in out.splitlines()
             if line.startswith("| 2 |")]
-    assert {row[1].strip() for row in rows} == {
+    assert {row[1] for row in rows} == {
         "allreduce", "broadcast", "all_gather", "reduce_scatter", "barrier"}, out
-    for row in rows:  # OpenMPI, gloo and ringx each measured: figures, not placeholders
-        times = [float(cell) for cell in row[3:6]]
+    for row in rows:  # oneCCL, OpenMPI, gloo and ringx each measured: figures, not placeholders
+        times = [float(row[3])] + [float(cell) for cell in row[5:8]]
         assert all(t > 0 for t in times), row
+        assert row[4] in ONECCL_SETTINGS, row  # the oneCCL setting the time is of
+        # ringx over the faster anchor, up to the rounding of the printed times (0.1 us)
+        ringx, anchor, ratio = float(row[7]), min(float(row[3]), float(row[5])), float(row[8])
+        assert (ringx - 0.05) / (anchor + 0.05) - 0.005 <= ratio, row
+        assert ratio <= (ringx + 0.05) / (anchor - 0.05) + 0.005, row
     assert "dispatch floor" in out and "4 KiB allreduce, 2 ranks" in out, out
 
 
@@ -245,6 +254,6 @@ def test_every_table_a_bench_writes_has_its_markers_in_the_docs():
             with open(os.path.join(ROOT, "bench", name)) as f:
                 text = f.read()
             names.update(re.findall(r'docs_table\.(?:table|write)\((?:args\.docs, )?"(\w+)"', text))
-    assert {"allreduce", "vs_openmpi", "ddp", "fsdp_memory", "setup_cost", "viewer"} <= names
+    assert {"allreduce", "vs_libraries", "ddp", "fsdp_memory", "setup_cost", "viewer"} <= names
     for name in sorted(names):
         docs_table.require(name)  # SystemExit naming the markers when one is missing
