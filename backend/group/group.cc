@@ -80,6 +80,9 @@ Group::Group(GroupOptions options)
   const int rank = options_.rank, size = options_.size;
   connector_ = std::make_unique<bootstrap::Connector>(store, rank, size, token);
   pairMaker_ = std::make_unique<transport::PairMaker>(rank, token, "coll", options_.mesh);
+  // Until the host layout says otherwise, as many of the group's ranks may share this host as
+  // the group has: peers may connect before this rank has read the layout.
+  pairMaker_->setLocalRanks(size);
   // Point-to-point stays on TCP: its progress thread sleeps in poll(), and its
   // traffic is not where the bandwidth goes.
   // A peer's failure notice: this rank may have no error of its own (it never got to
@@ -136,6 +139,7 @@ Group::Group(GroupOptions options)
   int localRanks = 1;
   if (options_.mesh.sharedMemory && size > 1) {
     localRanks = faked ? size : layout.ranksOnHost(layout.hostOf(rank));
+    pairMaker_->setLocalRanks(localRanks);
   }
   context_ = std::make_unique<transport::Context>(rank, size, connectCollective, localRanks,
                                                   std::move(layout));

@@ -13,18 +13,6 @@
 #include "base/error.h"
 
 namespace ringx::transport {
-namespace {
-
-// The cores this process may run on (its affinity mask: taskset, cgroups' cpusets), which
-// is what ranks share, rather than the machine's count.
-int usableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-}  // namespace
 
 Context::Context(int rank, int size, ConnectFunction connect, int localRanks,
                  bootstrap::HostLayout hosts)

@@ -1,11 +1,13 @@
 #include "backend/transport/core_contention.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 namespace ringx::transport {
 namespace {
@@ -23,6 +25,13 @@ int readRunnable() {
 }
 
 }  // namespace
+
+int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 CoreContention::CoreContention(int ownRunners) : threshold_(std::max(::get_nprocs(), ownRunners)) {}
 

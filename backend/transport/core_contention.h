@@ -24,6 +24,10 @@
 
 namespace ringx::transport {
 
+// The cores this process may run on (its affinity mask: taskset, cgroups' cpusets), which is
+// what the ranks of a host share, rather than the machine's count.
+int usableCores();
+
 class CoreContention {
  public:
   using Clock = std::chrono::steady_clock;

@@ -53,4 +53,8 @@ std::unique_ptr<Pair> PairMaker::makePair(int peer, int fd, Deadline deadline) {
   RINGX_THROW_PEER(peer, "no transport could join rank ", rank_, " and rank ", peer);
 }
 
+void PairMaker::setLocalRanks(int localRanks) {
+  for (const auto& kind : kinds_) kind->setLocalRanks(localRanks);
+}
+
 }  // namespace ringx::transport

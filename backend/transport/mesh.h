@@ -21,6 +21,10 @@ class PairMaker {
 
   // Takes ownership of `fd` (also on error). Both ends call this at the same time.
   std::unique_ptr<Pair> makePair(int peer, int fd, Deadline deadline);
+  // Tells the kinds how many of the group's ranks share this host (TransportKind::setLocalRanks):
+  // the group's size until the group knows its host layout, then the ranks on this host. Until
+  // it is first called, the kinds assume a host of their own.
+  void setLocalRanks(int localRanks);
 
  private:
   const int rank_;

@@ -68,6 +68,10 @@ class TransportKind {
   // Joins the edge (both ends call it at the same time), or returns null when its set-up failed
   // at either end (both ends learn that alike): the next kind is then tried on the same socket.
   virtual std::unique_ptr<Pair> connect(Edge& edge) = 0;
+  // How many of the group's ranks run on this host, this one included, as far as the group
+  // knows yet (mesh.h's PairMaker::setLocalRanks). A kind may size the work it does at set-up
+  // by it; called from any thread, also while pairs are being made.
+  virtual void setLocalRanks(int localRanks) { (void)localRanks; }
 };
 
 // One group's kinds for `rank`, in priority order. `channel` and `token` name what the kinds

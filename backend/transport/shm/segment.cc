@@ -29,9 +29,13 @@ std::string reservePages(int fd, size_t bytes, const std::string& what) {
                               : "");
 }
 
+int mmapFlags(Segment::Mapping mapping) {
+  return MAP_SHARED | (mapping == Segment::Mapping::kNow ? MAP_POPULATE : 0);
+}
+
 }  // namespace
 
-Segment Segment::create(const std::string& name, size_t bytes) {
+Segment Segment::create(const std::string& name, size_t bytes, Mapping mapping) {
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd == -1) {
     const int err = errno;
@@ -54,7 +58,7 @@ Segment Segment::create(const std::string& name, size_t bytes) {
     ::shm_unlink(name.c_str());
     RINGX_THROW(IoError, why);
   }
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, mmapFlags(mapping), fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) {
     ::shm_unlink(name.c_str());
@@ -65,8 +69,8 @@ Segment Segment::create(const std::string& name, size_t bytes) {
   return segment;
 }
 
-Segment Segment::mapPeers(int fd, const std::string& name, size_t bytes) {
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+Segment Segment::mapPeers(int fd, const std::string& name, size_t bytes, Mapping mapping) {
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, mmapFlags(mapping), fd, 0);
   ::close(fd);
   if (data == MAP_FAILED) RINGX_THROW(IoError, "mmap of ", name, " failed: ", std::strerror(errno));
   Segment segment;
@@ -76,10 +80,10 @@ Segment Segment::mapPeers(int fd, const std::string& name, size_t bytes) {
   return segment;
 }
 
-Segment Segment::open(const std::string& name, size_t bytes) {
+Segment Segment::open(const std::string& name, size_t bytes, Mapping mapping) {
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   RINGX_SYSCHECK(fd, strCat("shm_open(", name, ") for mapping a peer's segment"));
-  return mapPeers(fd, name, bytes);
+  return mapPeers(fd, name, bytes, mapping);
 }
 
 Segment Segment::createUnnamed(size_t bytes) {
@@ -108,7 +112,7 @@ Segment Segment::createUnnamed(size_t bytes) {
 Segment Segment::openPath(const std::string& path, size_t bytes) {
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   RINGX_SYSCHECK(fd, strCat("open(", path, ") for mapping a peer's unnamed segment"));
-  return mapPeers(fd, path, bytes);
+  return mapPeers(fd, path, bytes, Mapping::kNow);
 }
 
 std::string Segment::procPath() const {

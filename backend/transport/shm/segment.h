@@ -20,10 +20,17 @@ namespace ringx::transport::shm {
 
 class Segment {
  public:
+  // When this process's mapping of a segment's pages is made. A segment's pages are reserved
+  // in /dev/shm when it is created either way (a full /dev/shm is an error there, never a
+  // SIGBUS later); kNow also maps every page at once, so that the first pass through a pair's
+  // rings takes no page fault per page, kOnTouch maps each page at its first touch, so that a
+  // pair that moves little costs little to make.
+  enum class Mapping { kNow, kOnTouch };
+
   // Creates (exclusively) and maps a zero-filled segment of `bytes`.
-  static Segment create(const std::string& name, size_t bytes);
+  static Segment create(const std::string& name, size_t bytes, Mapping mapping = Mapping::kNow);
   // Maps an existing segment created by a peer.
-  static Segment open(const std::string& name, size_t bytes);
+  static Segment open(const std::string& name, size_t bytes, Mapping mapping = Mapping::kNow);
   // Creates and maps a zero-filled segment without a name (an O_TMPFILE in /dev/shm); throws
   // IoError where that is not supported.
   static Segment createUnnamed(size_t bytes);
@@ -50,7 +57,7 @@ class Segment {
 
  private:
   // Maps a peer's segment from `fd` (closed here) and names it `name` in errors.
-  static Segment mapPeers(int fd, const std::string& name, size_t bytes);
+  static Segment mapPeers(int fd, const std::string& name, size_t bytes, Mapping mapping);
   std::string name_;
   void* data_ = nullptr;
   size_t size_ = 0;
