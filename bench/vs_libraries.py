@@ -181,9 +181,9 @@ def oneccl_run(world, quick, setting, libfabric):
             env.update(CCL_PROCESS_LAUNCHER="none")
             jobs = [argv + ["--rank", str(rank), "--world", str(world)] for rank in range(world)]
         # Output into files (no pipe to drain); a rank that fails ends the others, which would
-        # otherwise wait for it.
+        # otherwise wait for it. In tmp: where oneCCL writes a backtrace file when it aborts.
         logs = [open(os.path.join(tmp, f"job{i}.log"), "w+") for i in range(len(jobs))]
-        procs = [subprocess.Popen(job, env=env, stdout=log, stderr=subprocess.STDOUT)
+        procs = [subprocess.Popen(job, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
                  for job, log in zip(jobs, logs)]
         deadline = time.monotonic() + 1800
         while any(p.poll() is None for p in procs):
