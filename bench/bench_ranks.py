@@ -74,3 +74,12 @@ def timed_rounds(runs, step, rounds, steps, barrier_group, wire_groups=None, bef
         for key in runs:
             out[key]["sent"] = sent[key] / (rounds * steps)
     return out
+
+
+def slowest(seconds, group):
+    """The largest of every rank's `seconds` (what the job waits for), over `group`."""
+    import torch.distributed as dist
+
+    value = torch.tensor([seconds], dtype=torch.float64)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX, group=group)
+    return value.item()

@@ -35,7 +35,7 @@ import torch
 import torch.distributed as dist
 
 import docs_table
-from bench_ranks import run_ranks
+from bench_ranks import run_ranks, slowest
 from latency_method import KIB, MIB, human, median_single_op_seconds, operations, parse_sizes, \
     settle
 
@@ -74,9 +74,7 @@ def worker(rank, world, init, threads, sizes, quick, results):
             count = 10 if quick else min(200, operations(size))
             seconds = median_single_op_seconds(lambda g=group: dist.all_reduce(t, group=g),
                                                fill_and_barrier, count)
-            slowest = torch.tensor([seconds], dtype=torch.float64)
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=groups["gloo"])
-            out[f"{name} {size}"] = slowest.item()
+            out[f"{name} {size}"] = slowest(seconds, groups["gloo"])
     if rank == 0:
         results[0] = out
     dist.destroy_process_group()

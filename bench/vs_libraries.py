@@ -37,7 +37,7 @@ import torch
 import torch.distributed as dist
 
 import docs_table
-from bench_ranks import run_ranks
+from bench_ranks import run_ranks, slowest
 from latency_method import (SETTLE_BARRIERS, case_arguments, cases, element_count, human,
                             median_single_op_seconds, operations, settle)
 
@@ -111,9 +111,7 @@ def torch_worker(rank, world, init, quick, results):
             seconds = median_single_op_seconds(torch_op(collective, size, group),
                                                lambda g=group: dist.barrier(group=g),
                                                operations(size, quick))
-            slowest = torch.tensor([seconds], dtype=torch.float64)
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=groups["gloo"])
-            out[f"{name} {collective} {size}"] = slowest.item()
+            out[f"{name} {collective} {size}"] = slowest(seconds, groups["gloo"])
     if rank == 0:
         results[0] = out
     dist.destroy_process_group()
