@@ -80,6 +80,7 @@ def rank_main(args):
     import torch.distributed as dist
 
     import ringx
+    from bench_ranks import slowest
 
     torch.set_num_threads(1)
     dist.init_process_group(args.backend, init_method=args.init, rank=args.rank, world_size=2,
@@ -91,8 +92,9 @@ def rank_main(args):
         dist.all_reduce(t)
         if not bool((t == 2).all()):
             raise SystemExit(f"rank {args.rank}: {args.backend} allreduce of {human(size)} wrong")
-        seconds[size] = median_single_op_seconds(lambda: dist.all_reduce(t), dist.barrier,
-                                                 operations(size, args.quick))
+        seconds[size] = slowest(median_single_op_seconds(lambda: dist.all_reduce(t),
+                                                         dist.barrier,
+                                                         operations(size, args.quick)), None)
     report = {"rank": args.rank, "seconds": seconds,
               "transports": ringx.transports() if args.backend == "ringx" else None}
     dist.destroy_process_group()
@@ -103,7 +105,8 @@ def rank_main(args):
 
 
 def allreduce_job(hosts, backend, sizes, quick, port):
-    """{size: seconds}, the slowest rank's median per size, of one job of one rank per host."""
+    """{size: seconds}, the slowest rank's median per size (as every rank reports it), of one
+    job of one rank per host."""
     init = f"tcp://{hosts.address[hosts.names[0]]}:{port}"
     procs = []
     for rank, host in enumerate(hosts.names):
@@ -130,7 +133,7 @@ def allreduce_job(hosts, backend, sizes, quick, port):
         if got != expected:
             raise SystemExit(f"tcp_line_rate: ringx's transports were {got}, not TCP between "
                              f"the hosts ({expected})")
-    return {size: max(report["seconds"][str(size)] for report in reports) for size in sizes}
+    return {size: reports[0]["seconds"][str(size)] for size in sizes}
 
 
 def iperf3_bidir(hosts, seconds):
