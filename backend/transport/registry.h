@@ -27,9 +27,13 @@ namespace ringx::transport {
 struct MeshOptions {
   // Use shared memory for same-host peers (RINGX_TRANSPORT=tcp turns it off).
   bool sharedMemory = true;
-  // Bytes per direction of each shared-memory pair (RINGX_SHM_BYTES).
-  size_t shmCapacity = 4 << 20;
+  // Bytes per direction of each shared-memory pair (RINGX_SHM_BYTES); 0: kShmCapacity, or
+  // kShmCapacityOversubscribed where the host runs more of the group's ranks than it has cores
+  // (shm/kind.cc says why).
+  size_t shmCapacity = 0;
 };
+constexpr size_t kShmCapacity = 4 << 20;
+constexpr size_t kShmCapacityOversubscribed = 1 << 20;
 MeshOptions meshOptionsFromEnvironment();
 
 // The first message of each end of a collective edge: what the kinds decide from.

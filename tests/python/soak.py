@@ -536,7 +536,9 @@ class LiveClient(threading.Thread):
 # ---- one rank -----------------------------------------------------------------------------
 
 def shm_ring_bytes():
-    """Bytes of one direction of a shared-memory pair's ring (docs/usage.md, "Environment": RINGX_SHM_BYTES)."""
+    """Bytes of one direction of a shared-memory pair's ring at most (docs/usage.md,
+    "Environment": RINGX_SHM_BYTES; 1 MiB rather than 4 where the host has fewer cores than
+    ranks, which priming with the larger size covers too)."""
     return int(os.environ.get("RINGX_SHM_BYTES") or 4 * MiB)
 
 

@@ -12,13 +12,16 @@
 // (segment.h). Pair segments lose their names as soon as both ends mapped them, so nothing stays
 // in /dev/shm however a process ends.
 //
-// A pair segment (two rings of RINGX_SHM_BYTES, 8 MiB by default) is mapped whole at set-up
-// where the host's cores are the ranks' own, so that the first pass through the rings takes no
-// page fault per page. Where the host runs more of the group's ranks than it has cores, each
-// end maps a page at its first touch instead: mapping 8 MiB whole costs ~5 ms of CPU per pair
-// (both ends), ~11 ms per rank for the pairs of a 32-rank recursive doubling, and with 32 ranks
-// on 2 cores every rank's first collective waited for all of that; a pair that moves small
-// messages only never touches most of its pages. The pages are reserved in /dev/shm either way.
+// Where the host runs more of the group's ranks than it has cores, a pair costs less to make.
+// Where the cores are the ranks' own, a pair's rings hold 4 MiB each way and its segment is
+// mapped whole at set-up, so that the first pass through the rings takes no page fault per
+// page. Oversubscribed, the rings hold 1 MiB each way (unless RINGX_SHM_BYTES says otherwise)
+// and each end maps a page at its first touch. Reserving 8 MiB in /dev/shm (posix_fallocate)
+// and mapping it whole cost ~7 ms of CPU per pair (both ends), and 32 ranks on 2 cores, each
+// making the pairs of a recursive doubling for their first collective, waited ~0.2 s for that;
+// and there a sender cannot run far ahead of a receiver that waits for a core anyway (3 ranks
+// on 2 cores moved 16 and 64 MiB allreduces as fast through 1 MiB rings as through 4 MiB).
+// The pages are reserved in /dev/shm either way, so a full /dev/shm is an error at set-up.
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -74,7 +77,7 @@ class ShmKind final : public TransportKind {
   std::unique_ptr<Pair> connect(Edge& edge) override;
 
   void setLocalRanks(int localRanks) override {
-    mapNow_.store(localRanks <= cores_, std::memory_order_relaxed);
+    oversubscribed_.store(localRanks > cores_, std::memory_order_relaxed);
   }
 
  private:
@@ -88,8 +91,9 @@ class ShmKind final : public TransportKind {
   const std::string channel_;
   const MeshOptions options_;
   const int cores_ = usableCores();
-  // Whether pair segments are mapped whole at set-up (see the top of this file).
-  std::atomic<bool> mapNow_{true};
+  // More of the group's ranks on this host than cores: smaller rings, mapped as touched (see
+  // the top of this file).
+  std::atomic<bool> oversubscribed_{false};
   std::mutex mutex_;
   bool triedDoorbell_ = false;
   std::shared_ptr<Segment> bell_;
@@ -114,18 +118,22 @@ std::shared_ptr<Segment> ShmKind::doorbell() {
 std::unique_ptr<Pair> ShmKind::connect(Edge& edge) {
   // Offer shared memory: our doorbell, and the pair segment when we are the lower rank.
   std::shared_ptr<Segment> bell = doorbell();
+  const bool oversubscribed = oversubscribed_.load(std::memory_order_relaxed);
   const Segment::Mapping mapping =
-      mapNow_.load(std::memory_order_relaxed) ? Segment::Mapping::kNow : Segment::Mapping::kOnTouch;
+      oversubscribed ? Segment::Mapping::kOnTouch : Segment::Mapping::kNow;
+  const size_t myCapacity = options_.shmCapacity > 0 ? options_.shmCapacity
+                            : oversubscribed         ? kShmCapacityOversubscribed
+                                                     : kShmCapacity;
   Segment created;
   ShmOffer offer{};
   std::memcpy(offer.magic, "RSHM", 4);
   offer.ok = bell != nullptr;
-  offer.capacity = options_.shmCapacity;
+  offer.capacity = myCapacity;
   if (bell) copyName(offer.bell, bell->procPath());
   if (bell && rank_ < edge.peer) {
     try {
       created = Segment::create(segmentName(token_, strCat(channel_, "-", rank_, "-", edge.peer)),
-                                pairSegmentBytes(options_.shmCapacity), mapping);
+                                pairSegmentBytes(myCapacity), mapping);
       copyName(offer.pair, created.name());
     } catch (const std::exception& e) {
       offer.ok = 0;
@@ -138,7 +146,7 @@ std::unique_ptr<Pair> ShmKind::connect(Edge& edge) {
     RINGX_THROW_PEER(edge.peer, "rank ", edge.peer, " did not complete shared-memory set-up");
   }
   // Map what the peer offered, and tell it whether that worked.
-  const size_t capacity = rank_ < edge.peer ? options_.shmCapacity : their.capacity;
+  const size_t capacity = rank_ < edge.peer ? myCapacity : their.capacity;
   bool ok = bell && their.ok;
   Segment peerBell, opened;
   if (ok) {
