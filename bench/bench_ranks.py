@@ -1,10 +1,11 @@
-"""Starting a benchmark's ranks (every bench/*.py that runs ranks): one spawned process per
-rank, a file:// rendezvous in a temporary directory, and a shared dict each rank's worker
-writes its results into; rank 0's come back. And timing the engines a worker holds in
-interleaved rounds (timed_rounds)."""
+"""Starting a benchmark's ranks (every bench/*.py that runs ranks): one process per rank
+(spawned; forked where the start itself is measured), a file:// rendezvous in a temporary
+directory, and a shared dict each rank's worker writes its results into; rank 0's come back.
+And timing the engines a worker holds in interleaved rounds (timed_rounds)."""
 
 import os
 import tempfile
+import time
 
 import torch
 import torch.multiprocessing as mp
@@ -20,21 +21,30 @@ def _rank_main(worker, *args):
 def run_ranks(worker, world_size, *args, name):
     """Runs worker(rank, world_size, init_method, *args, results) on every rank, each with one
     torch compute thread, and returns results[0]; exits naming the benchmark `name` when a
-    rank fails."""
+    rank fails. Each rank is a fresh interpreter (spawned) that imports torch itself."""
+    return launch_ranks(worker, world_size, *args, name=name)[0]
+
+
+def launch_ranks(worker, world_size, *args, name, start_method="spawn"):
+    """run_ranks with the start method chosen, returning (results[0], launched): launched is
+    time.time() right before the first rank process started. start_method "fork" makes the
+    ranks copies of this process, torch already imported, so that a rank's time from
+    `launched` is its own work (bench/setup_cost.py)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # inherited by the ranks
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context(start_method)
     with tempfile.TemporaryDirectory() as tmp, ctx.Manager() as manager:
         results = manager.dict()
         init = "file://" + os.path.join(tmp, "rendezvous")
         procs = [ctx.Process(target=_rank_main, args=(worker, r, world_size, init, *args, results))
                  for r in range(world_size)]
+        launched = time.time()
         for p in procs:
             p.start()
         for p in procs:
             p.join()
         if any(p.exitcode != 0 for p in procs) or 0 not in results:
             raise SystemExit(f"{name}: a rank failed")
-        return dict(results[0])
+        return dict(results[0]), launched
 
 
 def timed_rounds(runs, step, rounds, steps, barrier_group, wire_groups=None, before_step=None,
