@@ -31,6 +31,8 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as _torch_
 
 from . import _C
 
+_C._register_engines(_C)  # the engines' classes (ringx._C.ddp, ringx._C.fsdp)
+
 __all__ = ["DistributedDataParallel", "fp16_compress_hook", "bf16_compress_hook"]
 
 

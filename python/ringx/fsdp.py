@@ -26,6 +26,8 @@ import torch.nn as nn
 from . import _C
 from .ddp import _tensors
 
+_C._register_engines(_C)  # the engines' classes (ringx._C.ddp, ringx._C.fsdp)
+
 __all__ = ["FullyShardedDataParallel", "ShardingStrategy", "BackwardPrefetch", "MixedPrecision"]
 
 _WRAPPED = "_fsdp_wrapped_module"
