@@ -11,7 +11,7 @@ processes to the end of the first allreduce on the slowest rank (issue 34's star
 what a job waits for before its first collective, `import ringx`, rendezvous and connections
 included), the file descriptors a rank opened from its start to the end of that allreduce
 (sockets, pipes, shared-memory files), and the mean of the 50 allreduces; then, per world
-size, each backend's median time and ringx's median over gloo's.
+size, each backend's median time, ringx's time over gloo's in each round and their median.
 
 The rank processes are forks of this one, which has imported torch but not ringx, so that the
 time starts with the ranks' own work. Before issue 34 they were spawned, each a fresh
@@ -90,9 +90,13 @@ def table(args):
                 first[backend].append(r["first"] - launched)
                 print(f"{size:>4} {backend:>8} {first[backend][-1]:8.2f} {r['fds']:6.1f} "
                       f"{r['each'] * 1e6:11.0f}", flush=True)
+        # Each round's ratio compares two runs that saw the same machine; their median is the
+        # figure (the machine is shared: a run's time moves with what else runs).
+        ratios = [r / g for g, r in zip(first["gloo"], first["ringx"])]
         gloo, ringx = (statistics.median(first[b]) for b in ("gloo", "ringx"))
-        print(f"{size:>4} median of {args.rounds}: gloo {gloo:.2f} s, ringx {ringx:.2f} s, "
-              f"ringx/gloo {ringx / gloo:.2f}", flush=True)
+        print(f"{size:>4} median of {args.rounds}: gloo {gloo:.2f} s, ringx {ringx:.2f} s; "
+              f"ringx/gloo per round {' '.join(f'{x:.2f}' for x in ratios)}, median "
+              f"{statistics.median(ratios):.2f}", flush=True)
 
 
 if __name__ == "__main__":
