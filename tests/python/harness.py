@@ -22,6 +22,16 @@ class RankFailed(Exception):
     pass
 
 
+def ringx_shm_segments(creators):
+    """The names in /dev/shm of the shared-memory segments that the processes `creators` (pids)
+    made: a segment is named "ringx-<creator's pid>-<token>-<what>" (segmentName in
+    backend/transport/shm/segment.cc), so another ringx job on the machine goes unseen, as
+    testing::ringxShmEntries(pids) does for the C++ tests."""
+    prefixes = tuple(f"ringx-{pid}-" for pid in creators)
+    assert prefixes, "whose segments? (no processes given)"
+    return sorted(name for name in os.listdir("/dev/shm") if name.startswith(prefixes))
+
+
 def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend):
     os.environ.update(env(rank) if callable(env) else env)
     import torch.distributed as dist
@@ -43,11 +53,12 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend
 
 
 def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False,
-              backend="ringx"):
+              backend="ringx", pids=None):
     """Returns [result of rank 0, ...] (results must pickle by value: return
     tensor.numpy(), not tensors, which torch would send as shared-memory handles). `env` is a dict, or a function of the rank
     returning one, applied in each rank before it joins. With allow_errors, a failed rank's entry is
-    ("error", text) and a killed/vanished rank's entry is ("missing", None)."""
+    ("error", text) and a killed/vanished rank's entry is ("missing", None). `pids`, a list when
+    given, receives the ranks' process ids (in rank order)."""
     ctx = rank_processes.context(["torch", "torch.distributed", "ringx", "harness"],
                                  [os.path.dirname(os.path.abspath(__file__))])
     queue = ctx.Queue()
@@ -61,6 +72,8 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
         ]
         for p in procs:
             p.start()
+        if pids is not None:
+            pids[:] = [p.pid for p in procs]
         results = {}
         deadline = time.monotonic() + timeout
         while len(results) < world_size and time.monotonic() < deadline:

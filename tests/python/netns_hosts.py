@@ -22,6 +22,8 @@ import sys
 import time
 import uuid
 
+from harness import ringx_shm_segments
+
 SUBNET = "10.77.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT_S = 4.0  # the fault jobs' group timeout
@@ -93,10 +95,6 @@ class Hosts:
         _ip("-n", self.netns[name], "link", "set", self.device[name], "down")
 
 
-def _shm_segments():
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("ringx-"))
-
-
 def _read_ready(procs, deadline):
     """Waits until every process printed READY; returns False if one failed first."""
     waiting = {p.stdout.fileno(): p for p in procs}
@@ -139,7 +137,6 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
     (its result lands in rank 0's report as "_before_exit"). `backend` is what the ranks run
     (gloo, to compare); a rank still running `exit_within` seconds after the fault raises
     JobHung. Returns (the time of the fault, [each rank's report, None for a killed rank])."""
-    shm_before = _shm_segments()
     with Hosts(list(layout)) as hosts:
         first = list(layout)[0]
         init = f"tcp://{hosts.address[first]}:29500"
@@ -210,5 +207,7 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
         if store is not None:
             store.kill()
             store.wait()
-    assert _shm_segments() == shm_before, "shared-memory segments left behind"
+    # `ip netns exec`, unshare and sh all exec: each rank's pid names its segments.
+    left = ringx_shm_segments([p.pid for p in procs])
+    assert left == [], f"shared-memory segments left behind: {left}"
     return cut_at, [report for _, report in sorted(reports, key=lambda item: item[0])]

@@ -1,23 +1,17 @@
 """Transport choice per edge: shared memory within a host, TCP between hosts."""
 
-import os
-
 import torch
 import torch.distributed as dist
 
 import ringx
 
-from harness import run_ranks
+from harness import ringx_shm_segments, run_ranks
 
 
 def _transports(rank, world):
     # Connections are made on demand: a barrier (of three ranks: every pair) makes them.
     dist.barrier()
     return ringx.transports()
-
-
-def _ringx_entries():
-    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("ringx-"))
 
 
 def test_same_host_ranks_use_shared_memory_by_default():
@@ -64,11 +58,12 @@ def test_mixed_hosts_give_identical_results():
 def test_sigkilled_rank_leaves_nothing_in_dev_shm():
     from test_failures import _peer_killed_mid_job
 
-    before = _ringx_entries()
-    results = run_ranks(_peer_killed_mid_job, 3, group_timeout_s=20, allow_errors=True)
+    pids = []
+    results = run_ranks(_peer_killed_mid_job, 3, group_timeout_s=20, allow_errors=True,
+                        pids=pids)
     assert results[2][0] == "missing"
     for rank in (0, 1):
         message, elapsed = results[rank][1]
         assert "rank 2" in message and "allreduce #1" in message, message
         assert elapsed < 20 + 5
-    assert _ringx_entries() == before == []
+    assert ringx_shm_segments(pids) == []

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 
-from harness import run_ranks
+from harness import ringx_shm_segments, run_ranks
 
 CPU = torch.device("cpu")
 
@@ -207,7 +207,7 @@ def _shutdown_then_call(rank, world):
         message = str(e)
     else:
         message = "no error"
-    leftovers = [n for n in os.listdir("/dev/shm") if n.startswith(f"ringx-{os.getpid()}-")]
+    leftovers = ringx_shm_segments([os.getpid()])
     del pg
     # A group of one, so that the harness's own destroy_process_group has one to destroy.
     dist.init_process_group("ringx", store=dist.HashStore(), rank=0, world_size=1)
