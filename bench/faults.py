@@ -68,11 +68,7 @@ def main():
                         help="seconds after the fault before a rank still running is a hang")
     parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
-    reason = netns_hosts.why_unavailable()
-    if reason:
-        print(f"faults: skipped, {reason}")
-        if args.docs:
-            print("faults: --docs: nothing written", file=sys.stderr)
+    if netns_hosts.bench_skipped("faults", args.docs):
         return
     if args.docs:
         docs_table.require("faults")

@@ -196,11 +196,7 @@ def main():
     if args.rank is not None:
         args.rank = int(args.rank)
         return rank_main(args)
-    reason = why_unavailable()
-    if reason:
-        print(f"tcp_line_rate: skipped, {reason}")
-        if args.docs:
-            print("tcp_line_rate: --docs: nothing written", file=sys.stderr)
+    if netns_hosts.bench_skipped("tcp_line_rate", args.docs, why_unavailable):
         return
     if args.docs:
         docs_table.require("tcp_line_rate")

@@ -9,7 +9,8 @@ hosts and talks TCP between them over addresses that exist only inside the names
 `run_job` runs a whole fault job on two such hosts (netns_worker.py is each rank): the fault
 tests (test_partitions.py) and the gloo-beside-ringx fault benchmark (bench/faults.py) share it.
 
-Creating namespaces needs root (CAP_NET_ADMIN); `why_unavailable()` says why not, for a skip.
+Creating namespaces needs root (CAP_NET_ADMIN); `why_unavailable()` says why not, for a skip
+(`bench_skipped()`: a benchmark's).
 """
 
 import json
@@ -36,6 +37,19 @@ def why_unavailable():
         if shutil.which(tool) is None:
             return f"needs {tool} (iproute2, util-linux) to create test hosts"
     return None
+
+
+def bench_skipped(name, docs, why=why_unavailable):
+    """For a benchmark on these hosts (bench/faults.py, bench/tcp_line_rate.py): True when it
+    cannot run here, having printed why (`why()`, this module's reason or the bench's own) and,
+    with --docs, that nothing was written; the bench then exits 0."""
+    reason = why()
+    if reason is None:
+        return False
+    print(f"{name}: skipped, {reason}")
+    if docs:
+        print(f"{name}: --docs: nothing written", file=sys.stderr)
+    return True
 
 
 def _ip(*args):
