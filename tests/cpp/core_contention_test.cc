@@ -64,11 +64,8 @@ TEST(CoreContention, SeesMoreRunnableThreadsThanCores) {
 TEST(CoreContention, CollectivesOnContendedCoresGiveTheirResults) {
   auto errors = testing::runProcesses(2, [](int rank, std::shared_ptr<Store> store) {
     Spinners spinners;  // every wait of this rank now finds the cores contended
-    GroupOptions options;
-    options.rank = rank;
-    options.size = 2;
-    options.store = std::move(store);
-    options.timeout = std::chrono::seconds(60);
+    GroupOptions options = testing::processOptions(rank, 2, std::move(store));
+    options.timeout = std::chrono::seconds(60);  // every wait finds the cores contended
     Group group(options);
     for (size_t count : {size_t{1}, size_t{1000}, size_t{300000}}) {
       std::vector<int64_t> data(count, rank + 1);

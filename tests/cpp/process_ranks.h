@@ -14,11 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "backend/group/group.h"
 #include "backend/store/store.h"
 #include "base/error.h"
 
@@ -81,6 +83,16 @@ class DirectoryStore : public Store {
   }
   std::string dir_;
 };
+
+// The options of a group whose ranks are runProcesses' children (30 s timeout).
+inline GroupOptions processOptions(int rank, int size, std::shared_ptr<Store> store) {
+  GroupOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.store = std::move(store);
+  options.timeout = std::chrono::seconds(30);
+  return options;
+}
 
 // Forks `size` children running body(rank, store); returns each child's error
 // text ("" for success; "killed by signal N" when it did not exit).

@@ -29,11 +29,7 @@ TEST(TraceSession, RanksRecordFilesManifestAndAlignedClocks) {
   const std::string dir = ::mkdtemp(pattern);
   auto errors = testing::runProcesses(3, [&](int rank, std::shared_ptr<Store> store) {
     trace::setFakeClockSkewForTesting(kSkewNs[rank]);
-    GroupOptions options;
-    options.rank = rank;
-    options.size = 3;
-    options.store = std::move(store);
-    options.timeout = std::chrono::seconds(30);
+    GroupOptions options = testing::processOptions(rank, 3, std::move(store));
     options.name = "world";
     Group group(options);
     TraceConfig config;
@@ -114,11 +110,7 @@ TEST(TraceSession, DeviceTimeOfACollectiveIsOnTheCudaCommLane) {
   char pattern[] = "/tmp/ringx-trace-device-XXXXXX";
   const std::string dir = ::mkdtemp(pattern);
   auto errors = testing::runProcesses(2, [&](int rank, std::shared_ptr<Store> store) {
-    GroupOptions options;
-    options.rank = rank;
-    options.size = 2;
-    options.store = std::move(store);
-    options.timeout = std::chrono::seconds(30);
+    GroupOptions options = testing::processOptions(rank, 2, std::move(store));
     options.name = "world";
     Group group(options);
     TraceConfig config;
@@ -175,11 +167,7 @@ TEST(TraceSession, DeviceTimeOfACollectiveIsOnTheCudaCommLane) {
 // another rank's collectives while the job runs.
 TEST(TraceSession, LiveDirectoryAndStreamsOfEveryRank) {
   auto errors = testing::runProcesses(3, [&](int rank, std::shared_ptr<Store> store) {
-    GroupOptions options;
-    options.rank = rank;
-    options.size = 3;
-    options.store = std::move(store);
-    options.timeout = std::chrono::seconds(30);
+    GroupOptions options = testing::processOptions(rank, 3, std::move(store));
     Group group(options);
     TraceConfig config;
     config.listen = "127.0.0.1:0";  // rank 0 on an ephemeral port too (tests run in parallel)
