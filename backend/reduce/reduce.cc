@@ -141,28 +141,34 @@ using Bf16Scalar = ScalarConversions<Bf16Bits>;
 constexpr size_t kHalfBlock = 256;
 
 // Widens a block of each input into float, combines, and rounds back. `out` may equal `a` or `b`:
-// a block is fully read before any of it is written, and blocks do not overlap.
-template <typename Conv, typename Op>
-void halfBlocks(void* out, const void* a, const void* b, size_t n) {
-  uint16_t* o = static_cast<uint16_t*>(out);
-  const uint16_t* x = static_cast<const uint16_t*>(a);
-  const uint16_t* y = static_cast<const uint16_t*>(b);
-  alignas(64) float fa[kHalfBlock];
-  alignas(64) float fb[kHalfBlock];
-  for (size_t base = 0; base < n; base += kHalfBlock) {
-    const size_t m = std::min(kHalfBlock, n - base);
-    Conv::toFloat(x + base, fa, m);
-    Conv::toFloat(y + base, fb, m);
-    for (size_t i = 0; i < m; ++i) {
-      fa[i] = Op::apply(fa[i], fb[i]);
-    }
-    Conv::fromFloat(fa, o + base, m);
+// a block is fully read before any of it is written, and blocks do not overlap. Emitted once per
+// target, as divide.cc's loops are: halfBlocks, and on x86-64 halfBlocksAvx2, since an
+// always-inline default-target function cannot call the AVX2 conversions (bfloat16 uses the
+// scalar ones there, vectorised 8 wide instead of 4).
+#define RINGX_HALF_BLOCKS(NAME, TARGET)                                 \
+  template <typename Conv, typename Op>                                 \
+  TARGET void NAME(void* out, const void* a, const void* b, size_t n) { \
+    uint16_t* o = static_cast<uint16_t*>(out);                          \
+    const uint16_t* x = static_cast<const uint16_t*>(a);                \
+    const uint16_t* y = static_cast<const uint16_t*>(b);                \
+    alignas(64) float fa[kHalfBlock];                                   \
+    alignas(64) float fb[kHalfBlock];                                   \
+    for (size_t base = 0; base < n; base += kHalfBlock) {               \
+      const size_t m = std::min(kHalfBlock, n - base);                  \
+      Conv::toFloat(x + base, fa, m);                                   \
+      Conv::toFloat(y + base, fb, m);                                   \
+      for (size_t i = 0; i < m; ++i) {                                  \
+        fa[i] = Op::apply(fa[i], fb[i]);                                \
+      }                                                                 \
+      Conv::fromFloat(fa, o + base, m);                                 \
+    }                                                                   \
   }
-}
+RINGX_HALF_BLOCKS(halfBlocks, )
 
 #if RINGX_REDUCE_X86_DISPATCH
 
 #define RINGX_AVX2_TARGET __attribute__((target("avx2,f16c")))
+RINGX_HALF_BLOCKS(halfBlocksAvx2, RINGX_AVX2_TARGET)
 
 // float16 conversions with F16C. NaNs are replaced by sign|quiet-NaN before narrowing so that the
 // result is sign|0x7E00, exactly what Fp16Scalar::fromFloat produces (vcvtps2ph would keep the
@@ -199,27 +205,6 @@ struct Fp16F16c {
   }
 };
 
-// halfBlocks compiled for AVX2 (bfloat16 uses the scalar conversions, vectorised 8 wide here
-// instead of 4 wide). Spelled out again because an always-inline default-target function cannot
-// call the AVX2 conversions.
-template <typename Conv, typename Op>
-RINGX_AVX2_TARGET void halfBlocksAvx2(void* out, const void* a, const void* b, size_t n) {
-  uint16_t* o = static_cast<uint16_t*>(out);
-  const uint16_t* x = static_cast<const uint16_t*>(a);
-  const uint16_t* y = static_cast<const uint16_t*>(b);
-  alignas(64) float fa[kHalfBlock];
-  alignas(64) float fb[kHalfBlock];
-  for (size_t base = 0; base < n; base += kHalfBlock) {
-    const size_t m = std::min(kHalfBlock, n - base);
-    Conv::toFloat(x + base, fa, m);
-    Conv::toFloat(y + base, fb, m);
-    for (size_t i = 0; i < m; ++i) {
-      fa[i] = Op::apply(fa[i], fb[i]);
-    }
-    Conv::fromFloat(fa, o + base, m);
-  }
-}
-
 bool cpuHasAvx2F16c() {
   static const bool has = [] {
     __builtin_cpu_init();
@@ -233,6 +218,7 @@ bool cpuHasAvx2F16c() {
 }
 
 #endif  // RINGX_REDUCE_X86_DISPATCH
+#undef RINGX_HALF_BLOCKS
 
 std::atomic<bool> forcePortable{false};
 
