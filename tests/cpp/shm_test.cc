@@ -13,16 +13,8 @@ namespace {
 
 using algorithms::Collective;
 using algorithms::CollectiveKind;
+using testing::processOptions;
 using testing::runProcesses;
-
-GroupOptions processOptions(int rank, int size, std::shared_ptr<Store> store) {
-  GroupOptions options;
-  options.rank = rank;
-  options.size = size;
-  options.store = std::move(store);
-  options.timeout = std::chrono::seconds(30);
-  return options;
-}
 
 void expect(bool condition, const std::string& what) {
   if (!condition) throw std::runtime_error(what);
