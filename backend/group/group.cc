@@ -102,7 +102,9 @@ Group::Group(GroupOptions options)
                          });
   connector_->setChannel(
       bootstrap::Connector::kPointToPoint,
-      [](int peer, int fd, Deadline) { return transport::pointToPointPair(peer, fd); },
+      [mesh = options_.mesh](int peer, int fd, Deadline) {
+        return transport::pointToPointPair(peer, fd, mesh);
+      },
       [p2p = p2p_.get()](int peer, std::unique_ptr<bootstrap::Connection> pair) {
         p2p->adopt(peer, transport::asPair(std::move(pair)));
       });

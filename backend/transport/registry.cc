@@ -12,7 +12,7 @@ std::vector<std::unique_ptr<TransportKind>> makeTransportKinds(int rank, const s
                                                                const MeshOptions& options) {
   std::vector<std::unique_ptr<TransportKind>> kinds;
   kinds.push_back(makeShmKind(rank, token, channel, options));
-  kinds.push_back(makeTcpKind());  // last: it joins any edge
+  kinds.push_back(makeTcpKind(options));  // last: it joins any edge
   return kinds;
 }
 
@@ -24,6 +24,21 @@ void exchangeBytes(const Edge& edge, const void* mine, void* theirs, size_t byte
   }
 }
 
+namespace {
+
+// The byte count in environment variable `name`, or `fallback` where it is unset.
+size_t bytesFromEnvironment(const char* name, unsigned long long minimum, size_t fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  RINGX_CHECK(end && *end == '\0' && value >= minimum, "ringx: ", name, "='", text,
+              "' must be a byte count of at least ", minimum);
+  return static_cast<size_t>(value);
+}
+
+}  // namespace
+
 MeshOptions meshOptionsFromEnvironment() {
   MeshOptions options;
   if (const char* transport = std::getenv("RINGX_TRANSPORT"); transport && *transport) {
@@ -33,13 +48,9 @@ MeshOptions meshOptionsFromEnvironment() {
                 "hosts) or 'tcp'");
     options.sharedMemory = value == "auto";
   }
-  if (const char* bytes = std::getenv("RINGX_SHM_BYTES"); bytes && *bytes) {
-    char* end = nullptr;
-    unsigned long long value = std::strtoull(bytes, &end, 10);
-    RINGX_CHECK(end && *end == '\0' && value >= 4096, "ringx: RINGX_SHM_BYTES='", bytes,
-                "' must be a byte count of at least 4096");
-    options.shmCapacity = static_cast<size_t>(value);
-  }
+  options.shmCapacity = bytesFromEnvironment("RINGX_SHM_BYTES", 4096, options.shmCapacity);
+  options.tcpSendBatchBytes =
+      bytesFromEnvironment("RINGX_TCP_SEND_BATCH_BYTES", 0, options.tcpSendBatchBytes);
   return options;
 }
 

@@ -24,6 +24,8 @@
 
 namespace ringx::transport {
 
+constexpr size_t kTcpSendBatchBytes = 256 << 10;
+
 struct MeshOptions {
   // Use shared memory for same-host peers (RINGX_TRANSPORT=tcp turns it off).
   bool sharedMemory = true;
@@ -31,6 +33,9 @@ struct MeshOptions {
   // kShmCapacityOversubscribed where the host runs more of the group's ranks than it has cores
   // (shm/kind.cc says why).
   size_t shmCapacity = 0;
+  // Bytes one progress() of a TCP pair sends at most before it turns to receiving
+  // (RINGX_TCP_SEND_BATCH_BYTES); 0: it sends until the socket is full (tcp/pair.cc says why not).
+  size_t tcpSendBatchBytes = kTcpSendBatchBytes;
 };
 constexpr size_t kShmCapacity = 4 << 20;
 constexpr size_t kShmCapacityOversubscribed = 1 << 20;
@@ -87,10 +92,10 @@ std::vector<std::unique_ptr<TransportKind>> makeTransportKinds(int rank, const s
 // Each kind's maker, defined in its own folder (kind.cc); registry.cc lists them in order.
 std::unique_ptr<TransportKind> makeShmKind(int rank, const std::string& token,
                                            const std::string& channel, const MeshOptions& options);
-std::unique_ptr<TransportKind> makeTcpKind();
+std::unique_ptr<TransportKind> makeTcpKind(const MeshOptions& options);
 
 // The pair point-to-point traffic (send/recv) uses: TCP over the edge's socket itself, since a
 // message may be of any size and its peer's buffer is not known ahead (tcp/kind.cc).
-std::unique_ptr<Pair> pointToPointPair(int peer, int fd);
+std::unique_ptr<Pair> pointToPointPair(int peer, int fd, const MeshOptions& options);
 
 }  // namespace ringx::transport

@@ -15,6 +15,7 @@
 #include "backend/transport/mesh.h"
 #include "backend/transport/registry.h"
 #include "backend/transport/shm/pair.h"
+#include "base/error.h"
 
 namespace ringx::transport {
 namespace {
@@ -122,6 +123,17 @@ TEST(TransportRegistry, SharedMemoryPairsAreMadeCheaperWhereTheHostIsOversubscri
   // RINGX_SHM_BYTES (a capacity given) holds either way.
   EXPECT_EQ(afterMakingAPair("dddddddddddd-given", 3 << 20, usableCores() + 1).bytes,
             twoMappings(3 << 20));
+}
+
+TEST(TransportRegistry, TcpSendBatchComesFromTheEnvironment) {
+  EXPECT_EQ(meshOptionsFromEnvironment().tcpSendBatchBytes, kTcpSendBatchBytes);
+  ::setenv("RINGX_TCP_SEND_BATCH_BYTES", "0", 1);  // sends until the socket is full
+  EXPECT_EQ(meshOptionsFromEnvironment().tcpSendBatchBytes, 0u);
+  ::setenv("RINGX_TCP_SEND_BATCH_BYTES", "1048576", 1);
+  EXPECT_EQ(meshOptionsFromEnvironment().tcpSendBatchBytes, 1u << 20);
+  ::setenv("RINGX_TCP_SEND_BATCH_BYTES", "1M", 1);
+  EXPECT_THROW(meshOptionsFromEnvironment(), Error);
+  ::unsetenv("RINGX_TCP_SEND_BATCH_BYTES");
 }
 
 }  // namespace

@@ -9,19 +9,25 @@ namespace {
 
 class TcpKind final : public TransportKind {
  public:
+  explicit TcpKind(size_t sendBatchBytes) : sendBatchBytes_(sendBatchBytes) {}
   const char* name() const override { return "tcp"; }
   bool canConnect(const Introduction&, const Introduction&) const override { return true; }
   std::unique_ptr<Pair> connect(Edge& edge) override {
-    return std::make_unique<tcp::TcpPair>(edge.peer, std::exchange(edge.fd, -1));
+    return std::make_unique<tcp::TcpPair>(edge.peer, std::exchange(edge.fd, -1), sendBatchBytes_);
   }
+
+ private:
+  const size_t sendBatchBytes_;
 };
 
 }  // namespace
 
-std::unique_ptr<TransportKind> makeTcpKind() { return std::make_unique<TcpKind>(); }
+std::unique_ptr<TransportKind> makeTcpKind(const MeshOptions& options) {
+  return std::make_unique<TcpKind>(options.tcpSendBatchBytes);
+}
 
-std::unique_ptr<Pair> pointToPointPair(int peer, int fd) {
-  return std::make_unique<tcp::TcpPair>(peer, fd);
+std::unique_ptr<Pair> pointToPointPair(int peer, int fd, const MeshOptions& options) {
+  return std::make_unique<tcp::TcpPair>(peer, fd, options.tcpSendBatchBytes);
 }
 
 }  // namespace ringx::transport

@@ -13,8 +13,9 @@ namespace ringx::transport::tcp {
 
 class TcpPair : public Pair {
  public:
-  // Takes ownership of a connected socket; makes it non-blocking.
-  TcpPair(int peer, int fd);
+  // Takes ownership of a connected socket; makes it non-blocking. One progress() sends at most
+  // `sendBatchBytes` (0: until the socket is full) before it receives (pair.cc says why).
+  TcpPair(int peer, int fd, size_t sendBatchBytes);
   ~TcpPair() override;
 
   bool progress() override;
@@ -27,6 +28,7 @@ class TcpPair : public Pair {
   bool progressRecvs();
 
   int fd_;
+  const size_t sendBatchBytes_;
   // Staging for reducing receives (see progressRecvs), allocated at the first one: most
   // connections never reduce (point-to-point, broadcast trees), and a job of a thousand ranks
   // holds a few dozen connections per rank.
@@ -34,8 +36,8 @@ class TcpPair : public Pair {
   size_t scratchHeld_ = 0;
 };
 
-// TCP pairs to every other rank, all at once. Returns pairs[peer] for every peer (pairs[rank]
-// is null).
+// TCP pairs to every other rank, all at once, with MeshOptions' defaults. Returns pairs[peer] for
+// every peer (pairs[rank] is null).
 std::vector<std::unique_ptr<Pair>> connectMesh(Store& store, int rank, int size,
                                                const std::string& channel, const std::string& token,
                                                Deadline deadline);
