@@ -45,10 +45,14 @@ bool TcpPair::progress() {
 // megabytes while what the peer sent us waited, until the peer's own sends stalled on our full
 // window and it slept. Between two hosts on 2 cores (bench/tcp_line_rate.py) the ranks' cores were
 // busy 92-97% of an allreduce at 16 MiB but 77-82% at 256 MiB; with 256 KiB batches, 89-96% at
-// every size. In one run alternating both (5 runs each, median), ringx / iperf3 --bidir went from
-// 0.88, 0.74, 0.75 to 1.26, 1.21, 1.15 at 16, 64, 256 MiB, and 1 and 4 MiB stayed within the noise
-// (1.13 -> 1.10, 0.94 -> 1.04). 128 KiB batches did as well from 64 MiB but worse below, 512 KiB
-// and 1 MiB less well; bounding receives too, or 1-4 MiB socket buffers, did not help.
+// every size. In runs alternating both (5-10 of each, medians), ringx / iperf3 --bidir went from
+// 0.85-1.04 to 1.21-1.38 at 16 MiB, 0.74-0.98 to 1.21-1.31 at 64 MiB and 0.75-0.91 to 1.15-1.42 at
+// 256 MiB; 4 MiB did not lose (0.84-1.33 to 1.04-1.31). 1 MiB was lower in all five such runs
+// (1.13-1.24 to 0.89-1.12), because unbatched jobs now and then ran 2-3x faster than the link,
+// which batched ones rarely did; a 1 MiB batch, which splits none of a 1 MiB allreduce's sends, did
+// the same there (1.33 to 1.13), and it is not understood. 128 KiB batches were worse below 64 MiB;
+// 512 KiB and 1 MiB gained less from 16 MiB up; bounding receives too, or 1-4 MiB socket buffers,
+// did not help.
 bool TcpPair::progressSends() {
   bool moved = false;
   size_t budget = sendBatchBytes_ > 0 ? sendBatchBytes_ : SIZE_MAX;
