@@ -23,6 +23,7 @@
 #include "backend/group/group.h"
 #include "backend/store/store.h"
 #include "base/error.h"
+#include "tests/cpp/rank_threads.h"  // groupOptions
 
 namespace ringx::testing {
 
@@ -86,12 +87,7 @@ class DirectoryStore : public Store {
 
 // The options of a group whose ranks are runProcesses' children (30 s timeout).
 inline GroupOptions processOptions(int rank, int size, std::shared_ptr<Store> store) {
-  GroupOptions options;
-  options.rank = rank;
-  options.size = size;
-  options.store = std::move(store);
-  options.timeout = std::chrono::seconds(30);
-  return options;
+  return groupOptions(rank, size, std::move(store), std::chrono::seconds(30));
 }
 
 // Forks `size` children running body(rank, store); returns each child's error

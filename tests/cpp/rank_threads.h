@@ -14,12 +14,20 @@
 
 namespace ringx::testing {
 
-inline GroupOptions testOptions(int rank, int size, std::shared_ptr<Store> store) {
+// The options of rank `rank` of a test group of `size` over `store`.
+inline GroupOptions groupOptions(int rank, int size, std::shared_ptr<Store> store,
+                                 std::chrono::seconds timeout) {
   GroupOptions options;
   options.rank = rank;
   options.size = size;
   options.store = std::move(store);
-  options.timeout = std::chrono::seconds(60);
+  options.timeout = timeout;
+  return options;
+}
+
+// A group whose ranks are runThreads' threads (60 s timeout, named "test").
+inline GroupOptions testOptions(int rank, int size, std::shared_ptr<Store> store) {
+  GroupOptions options = groupOptions(rank, size, std::move(store), std::chrono::seconds(60));
   options.name = "test";
   return options;
 }
