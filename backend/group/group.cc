@@ -7,6 +7,7 @@
 #include "backend/bootstrap/sockets.h"
 #include "backend/store/generation.h"
 #include "backend/transport/registry.h"
+#include "base/environment.h"
 #include "base/error.h"
 #include "trace/record/recorder.h"
 
@@ -25,16 +26,6 @@ std::string tokenHash(const std::string& token) {
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) out[i] = hex[h & 15];
   return out;
-}
-
-size_t sizeFromEnvironment(const char* name, size_t fallback) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return fallback;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  RINGX_CHECK(end && *end == '\0', "ringx: ", name, "='", text,
-              "' is not a byte count; give a plain integer such as 1048576");
-  return static_cast<size_t>(value);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "backend/bootstrap/sockets.h"
+#include "base/environment.h"
 #include "base/error.h"
 
 namespace ringx::transport {
@@ -24,21 +25,6 @@ void exchangeBytes(const Edge& edge, const void* mine, void* theirs, size_t byte
   }
 }
 
-namespace {
-
-// The byte count in environment variable `name`, or `fallback` where it is unset.
-size_t bytesFromEnvironment(const char* name, unsigned long long minimum, size_t fallback) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return fallback;
-  char* end = nullptr;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  RINGX_CHECK(end && *end == '\0' && value >= minimum, "ringx: ", name, "='", text,
-              "' must be a byte count of at least ", minimum);
-  return static_cast<size_t>(value);
-}
-
-}  // namespace
-
 MeshOptions meshOptionsFromEnvironment() {
   MeshOptions options;
   if (const char* transport = std::getenv("RINGX_TRANSPORT"); transport && *transport) {
@@ -48,9 +34,9 @@ MeshOptions meshOptionsFromEnvironment() {
                 "hosts) or 'tcp'");
     options.sharedMemory = value == "auto";
   }
-  options.shmCapacity = bytesFromEnvironment("RINGX_SHM_BYTES", 4096, options.shmCapacity);
+  options.shmCapacity = sizeFromEnvironment("RINGX_SHM_BYTES", options.shmCapacity, 4096);
   options.tcpSendBatchBytes =
-      bytesFromEnvironment("RINGX_TCP_SEND_BATCH_BYTES", 0, options.tcpSendBatchBytes);
+      sizeFromEnvironment("RINGX_TCP_SEND_BATCH_BYTES", options.tcpSendBatchBytes);
   return options;
 }
 
