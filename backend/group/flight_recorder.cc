@@ -23,6 +23,7 @@
 #include <new>
 #include <thread>
 
+#include "base/environment.h"
 #include "base/error.h"
 #include "trace/record/recorder.h"
 
@@ -67,14 +68,8 @@ struct FlightRecorder::Read {
 };
 
 size_t FlightRecorder::entriesFromEnvironment() {
-  const char* text = std::getenv("RINGX_FLIGHT_RECORDER_ENTRIES");
-  if (!text || !*text) return kDefaultEntries;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  RINGX_CHECK(end && *end == '\0' && text[0] != '-', "ringx: RINGX_FLIGHT_RECORDER_ENTRIES='", text,
-              "' is not a count of entries; give a plain integer such as 2048 (0 turns the "
-              "flight recorder off)");
-  return static_cast<size_t>(value);
+  // 0 turns the flight recorder off (docs/usage.md).
+  return sizeFromEnvironment("RINGX_FLIGHT_RECORDER_ENTRIES", kDefaultEntries);
 }
 
 FlightRecorder::FlightRecorder(std::string groupName, std::string id, int rank, int size,
