@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,7 +60,11 @@ FirstProgress firstProgress(size_t batch) {
   a.postRecv(intoA.data(), intoA.size());
   b.postSend(small.data(), small.size());
   b.postRecv(intoB.data(), intoB.size());
-  b.progress();  // b's 4 KiB now wait in a's socket
+  b.progress();
+  // Loopback delivers at once, unless the kernel defers it (a busy machine): wait until b's
+  // 4 KiB wait in a's socket, so that what a's first progress() does depends on its batch alone.
+  pollfd readable{a.pollFd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&readable, 1, 10000), 1);
   a.progress();
   FirstProgress first{a.sendCompleted(), a.recvCompleted()};
   while (a.hasPending() || b.hasPending()) {
