@@ -45,10 +45,16 @@ char* ShmPair::ring(int index) const {
 bool ShmPair::progress() {
   bool moved = false;
   ChannelHeader* out = channel(out_);
-  if (out->closed.load(std::memory_order_acquire)) {
+  // An end that aborts closes both channels. What it published before that is still ours to
+  // take, as TCP delivers what was sent before a close: a rank that is still finishing the
+  // collective the aborting rank had finished its part of must not fail it. Only what can no
+  // longer complete is an error.
+  const bool closed = out->closed.load(std::memory_order_acquire);
+  auto shutDown = [&] {
     RINGX_THROW_PEER(peer(), "the connection to rank ", peer(),
                      " was shut down (one of the two ranks aborted the group)");
-  }
+  };
+  if (closed && hasPendingSend()) shutDown();
   char* outRing = ring(out_);
   while (!sends_.empty()) {
     Op& op = sends_.front();
@@ -100,6 +106,7 @@ bool ShmPair::progress() {
     peerBell_->ring();
     moved = true;
   }
+  if (closed && hasPendingRecv()) shutDown();  // the ring is drained: the rest never comes
   return moved;
 }
 
