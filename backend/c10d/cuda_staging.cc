@@ -213,8 +213,9 @@ class CudaCollectivesImpl : public CudaCollectives {
     // One call at a time: the gates of the communication stream must be made in the order the
     // communication thread will open them, which is the order the calls queue their jobs.
     std::lock_guard<std::mutex> lock(mutex_);
-    c10::cuda::CUDAStream& commStream = commStreamOf(device);
-    auto comm = cuda::CudaStream::borrow(commStream.stream(), device);
+    CommStream& commOf = commStreamOf(device);
+    c10::cuda::CUDAStream& commStream = commOf.stream;
+    cuda::CudaStream* comm = commOf.gated.get();
     auto caller =
         cuda::CudaStream::borrow(c10::cuda::getCurrentCUDAStream(device).stream(), device);
     auto future = c10::make_intrusive<c10::ivalue::Future>(
@@ -312,7 +313,7 @@ class CudaCollectivesImpl : public CudaCollectives {
                 ": input and output on different devices (", call.input.device(), " and ",
                 call.output.device(), ")");
     std::lock_guard<std::mutex> lock(mutex_);
-    c10::cuda::CUDAStream& commStream = commStreamOf(device);
+    c10::cuda::CUDAStream& commStream = commStreamOf(device).stream;
     const c10::cuda::CUDAStream callerStream = c10::cuda::getCurrentCUDAStream(device);
     // Contiguous stand-ins where needed, made on the caller's stream (before its event).
     const bool inPlace = call.input.is_same(call.output);
@@ -358,19 +359,28 @@ class CudaCollectivesImpl : public CudaCollectives {
   }
 
  private:
-  c10::cuda::CUDAStream& commStreamOf(c10::DeviceIndex device) {
+  // A device's communication stream, and one CudaStream over it for the whole group's life:
+  // its host gates share one counter in pinned memory, and freeing that (cudaFreeHost)
+  // synchronizes the device. A counter per call was freed on the communication thread once
+  // its gate had opened, and that free waits for the device, where the next staged call's gate
+  // kernel waits for that thread: asynchronous staged calls in a row (DDP's buckets) deadlock.
+  struct CommStream {
+    c10::cuda::CUDAStream stream;
+    std::unique_ptr<cuda::CudaStream> gated;
+  };
+  CommStream& commStreamOf(c10::DeviceIndex device) {
     auto found = commStreams_.find(device);
     if (found == commStreams_.end()) {
-      found = commStreams_
-                  .emplace(device, c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device))
-                  .first;
+      c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device);
+      auto gated = cuda::CudaStream::borrow(stream.stream(), device);
+      found = commStreams_.emplace(device, CommStream{stream, std::move(gated)}).first;
     }
     return found->second;
   }
 
   const int rank_;
   std::mutex mutex_;
-  std::unordered_map<c10::DeviceIndex, c10::cuda::CUDAStream> commStreams_;
+  std::unordered_map<c10::DeviceIndex, CommStream> commStreams_;
   // The device ring (one, on the device of the group's first eligible CUDA collective).
   bool ringTried_ = false;
   std::string ringWhy_;

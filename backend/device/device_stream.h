@@ -28,7 +28,8 @@ class DeviceEvent {
 class HostGate {
  public:
   virtual ~HostGate() = default;
-  // Lets the stream go on. Gates of one stream must be opened in the order they were made.
+  // Lets the stream go on past this gate (once it is there). Called once, from any thread; gates
+  // of one stream may be opened in any order.
   virtual void open() = 0;
 };
 

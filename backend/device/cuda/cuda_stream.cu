@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -77,7 +78,8 @@ struct CudaStream::GateCounter {
   const uint64_t* deviceCounter = nullptr;
   std::mutex mutex;
   uint64_t lastTicket = 0;
-  uint64_t opened = 0;
+  uint64_t opened = 0;             // every gate up to this ticket is open (the counter's value)
+  std::set<uint64_t> openedEarly;  // open gates past a closed one
 };
 
 namespace {
@@ -87,12 +89,21 @@ class CudaGate : public device::HostGate {
   CudaGate(std::shared_ptr<CudaStream::GateCounter> counter, uint64_t ticket)
       : counter_(std::move(counter)), ticket_(ticket) {}
 
+  // The counter says "every gate up to here is open", so a gate opened before an earlier one
+  // (a staged call whose arguments were refused opens its gate at once, while earlier calls
+  // are still on the wire) raises it only when that earlier one opens. The stream reaches a
+  // gate only after the gates before it, so that holds nothing back.
   void open() override {
     std::lock_guard<std::mutex> lock(counter_->mutex);
-    RINGX_ENFORCE_EQ(counter_->opened + 1, ticket_);  // gates open in the order they were made
-    counter_->opened = ticket_;
+    // Each gate opens once.
+    RINGX_ENFORCE(ticket_ > counter_->opened && !counter_->openedEarly.count(ticket_));
+    counter_->openedEarly.insert(ticket_);
+    uint64_t opened = counter_->opened;
+    while (counter_->openedEarly.erase(opened + 1)) ++opened;
+    if (opened == counter_->opened) return;
+    counter_->opened = opened;
     // A release store: the staged results the host wrote are visible before the counter is.
-    std::atomic_ref<uint64_t>(*counter_->hostCounter).store(ticket_, std::memory_order_release);
+    std::atomic_ref<uint64_t>(*counter_->hostCounter).store(opened, std::memory_order_release);
   }
 
  private:

@@ -36,7 +36,10 @@ class CudaStream : public device::DeviceStream {
   void wait(const std::shared_ptr<device::DeviceEvent>& event) override;
   void launchHostFunc(std::function<void()> fn) override;
   // A kernel that polls a counter in mapped pinned memory until the host's open() raises it
-  // to this gate's ticket: one thread on one SM while it waits, the rest of the GPU free.
+  // to this gate's ticket: one thread on one SM while it waits, the rest of the GPU free. The
+  // stream object's gates share the counter, freed with the last of them and the object:
+  // cudaFreeHost synchronizes the device, so keep one object per stream that makes gates for
+  // as long as it makes them (a gate kernel still waiting would wait for that free).
   std::shared_ptr<device::HostGate> waitForHost() override;
 
   // The GPU time between two completed timed events of the same device, in milliseconds.

@@ -150,6 +150,30 @@ TEST(CudaStream, StagedCollectiveCopiesOutRunsOnTheHostAndCopiesBackIn) {
   cudaFreeHost(stagedOut);
 }
 
+// A staged call whose arguments are refused opens its gate at once, while the calls before it
+// are still on the wire: the stream must still stop at their gates.
+TEST(CudaStream, AGateOpenedEarlyLetsTheStreamPastItOnlyAfterTheGatesBefore) {
+  SKIP_WITHOUT_GPU();
+  auto stream = CudaStream::create(0, false);
+  auto first = stream->waitForHost();
+  auto afterFirst = stream->record();
+  auto second = stream->waitForHost();
+  auto afterSecond = stream->record();
+  second->open();
+  // Nothing past a closed gate can run, however long we look.
+  for (int i = 0; i < 100; ++i) ASSERT_FALSE(afterFirst->query());
+  EXPECT_FALSE(afterSecond->query());
+  first->open();
+  afterSecond->synchronize();  // both open now: hangs here if the early open was lost
+  EXPECT_TRUE(afterFirst->query());
+  auto third = stream->waitForHost();  // later gates count on from there
+  auto afterThird = stream->record();
+  EXPECT_FALSE(afterThird->query());
+  third->open();
+  afterThird->synchronize();
+  EXPECT_THROW(third->open(), Error);  // a gate opens once
+}
+
 TEST(CudaStream, TimedEventsMeasureTheStreamsWork) {
   SKIP_WITHOUT_GPU();
   auto stream = CudaStream::create(0, false);
