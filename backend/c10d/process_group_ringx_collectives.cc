@@ -546,8 +546,22 @@ void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int
   checkRoot(src, "broadcast_coalesced");
   TORCH_CHECK_VALUE(bucketBytes > 0,
                     "ringx: broadcast_coalesced: bucket_bytes must be positive, got ", bucketBytes);
+  // CUDA tensors (DDP's parameters on a GPU) are flattened on their device and broadcast as one
+  // CUDA tensor per bucket (broadcast stages it, stream-ordered); CPU tensors through bytes.
+  const bool onCuda = anyOnCuda(tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    checkTensor(tensors[i], "broadcast_coalesced", ("tensors[" + std::to_string(i) + "]").c_str());
+    const std::string what = "tensors[" + std::to_string(i) + "]";
+    if (onCuda) {
+      TORCH_CHECK_VALUE(tensors[i].defined() && tensors[i].device() == tensors[0].device(),
+                        "ringx: broadcast_coalesced: ", what, " is on ",
+                        tensors[i].defined() ? tensors[i].device().str() : "no device",
+                        " but tensors[0] is on ", tensors[0].device(),
+                        "; one call takes the tensors of one device");
+      TORCH_CHECK_TYPE(tensors[i].layout() == at::kStrided, "ringx: broadcast_coalesced: ", what,
+                       " is a sparse tensor, which ringx does not support; call .to_dense() first");
+    } else {
+      checkTensor(tensors[i], "broadcast_coalesced", what.c_str());
+    }
     toDataType(tensors[i], "broadcast_coalesced");
   }
   // Buckets: consecutive tensors of one dtype up to bucketBytes (a larger tensor
@@ -564,7 +578,32 @@ void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int
     buckets.back().push_back(t);
     filled += byteSize(t);
   }
-  // Flatten bucket k+1 while bucket k is on the wire; never more than two in flight.
+  auto flatten = [&](const std::vector<at::Tensor>& bucket) {
+    if (!onCuda) return flattenBytes(bucket);
+    std::vector<at::Tensor> rows;
+    for (const at::Tensor& t : bucket) rows.push_back(t.reshape({-1}));
+    return at::cat(rows);  // one dtype per bucket
+  };
+  auto receiveBuffer = [&](const std::vector<at::Tensor>& bucket) {
+    int64_t elements = 0;
+    size_t bytes = 0;
+    for (const at::Tensor& t : bucket) {
+      elements += t.numel();
+      bytes += byteSize(t);
+    }
+    return onCuda ? at::empty({elements}, bucket[0].options())
+                  : at::empty({static_cast<int64_t>(bytes)}, at::kByte);
+  };
+  auto unflatten = [&](const at::Tensor& flat, std::vector<at::Tensor>& bucket) {
+    if (!onCuda) return unflattenBytes(flat, bucket);
+    int64_t offset = 0;
+    for (at::Tensor& t : bucket) {
+      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  };
+  // Flatten bucket k+1 while bucket k is on the wire; never more than two in flight. (On CUDA,
+  // wait() orders the current stream, where the copies out of the flat tensor then run.)
   struct InFlight {
     std::vector<at::Tensor>* bucket;
     at::Tensor flat;
@@ -574,18 +613,12 @@ void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int
   auto drainOne = [&] {
     InFlight& front = inFlight.front();
     front.work->wait();
-    if (rank_ != src) unflattenBytes(front.flat, *front.bucket);
+    if (rank_ != src) unflatten(front.flat, *front.bucket);
     inFlight.pop_front();
   };
   for (auto& bucket : buckets) {
     if (inFlight.size() == 2) drainOne();
-    at::Tensor flat =
-        rank_ == src ? flattenBytes(bucket) : at::empty({static_cast<int64_t>(0)}, at::kByte);
-    if (rank_ != src) {
-      size_t total = 0;
-      for (auto& t : bucket) total += byteSize(t);
-      flat = at::empty({static_cast<int64_t>(total)}, at::kByte);
-    }
+    at::Tensor flat = rank_ == src ? flatten(bucket) : receiveBuffer(bucket);
     std::vector<at::Tensor> one{flat};
     ::c10d::BroadcastOptions opts;
     opts.rootRank = src;
