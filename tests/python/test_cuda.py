@@ -109,7 +109,7 @@ def _ddp_on_gpu(rank, world):
     model = model.cuda()
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     torch.manual_seed(1 + rank)
-    x = torch.randn(8, 16, device="cuda")
+    x = torch.randn(8, 16).cuda()  # the CPU generator's numbers, as the reference below draws
     ddp(x).sum().backward()
     return [p.grad.cpu().numpy() for p in model.parameters()]
 
@@ -128,5 +128,35 @@ def test_torch_ddp_on_a_gpu_over_ringx_averages_gradients():
         for g, p in zip(grads, model.parameters()):
             g += p.grad / world
     for per_rank in results:
-        for got, want in zip(per_rank, grads):
-            assert torch.allclose(torch.from_numpy(got), want, atol=1e-5)
+        for got, want, first in zip(per_rank, grads, results[0]):
+            assert (got == first).all()  # every rank holds the same average
+            assert torch.allclose(torch.from_numpy(got), want, rtol=1e-4, atol=1e-5)
+
+
+def _staged_in_flight(rank, world):
+    dev = torch.device("cuda", 0)
+    # Broadcast is always staged through host memory: many calls in flight at once, as DDP's
+    # buckets are issued, each behind the gate of the one before it on the communication stream.
+    sent = [torch.full((1000 * (i + 1),), float(rank * 100 + i), device=dev) for i in range(24)]
+    works = [dist.broadcast(t, src=i % world, async_op=True) for i, t in enumerate(sent)]
+    for w in works:
+        w.wait()
+    # ringx.broadcast_coalesced (what DDP's start-up calls) over a GPU module's tensors: several
+    # buckets and dtypes, a non-contiguous tensor.
+    tensors = [torch.full((300,), float(rank), device=dev),
+               torch.full((7, 5), rank + 1, dtype=torch.int64, device=dev),
+               torch.full((40, 30), float(rank), device=dev).t(),
+               torch.full((2,), rank, dtype=torch.float16, device=dev)]
+    ringx.broadcast_coalesced(tensors, src=world - 1, bucket_bytes=1024)
+    return [t.cpu().numpy() for t in sent], [t.cpu().float().numpy() for t in tensors]
+
+
+@needs_gpu
+def test_staged_calls_in_flight_and_coalesced_broadcast_of_cuda_tensors():
+    world = 2
+    for sent, coalesced in run_ranks(_staged_in_flight, world):
+        for i, t in enumerate(sent):
+            assert (t == (i % world) * 100 + i).all(), f"broadcast {i}"
+        root = world - 1
+        assert [float(t.flat[0]) for t in coalesced] == [root, root + 1, root, root]
+        assert all((t == t.flat[0]).all() for t in coalesced)
