@@ -1,11 +1,19 @@
 """The steps of `make gpu-check` (scripts/gpu_check.sh picks the Python: one with a CUDA torch).
 
-Each step runs whatever happened before it, and its result is recorded (passed, failed, or
-skipped, with its tests' counts and skip reasons); nothing stops at the first failure. The
-report goes to the directory given as the argument, as three files (the GPU machine's tool
+Each step runs whatever happened before it, and its result is recorded (passed, failed, timed
+out, or skipped, with its tests' counts and skip reasons); nothing stops at the first failure.
+The report goes to the directory given as the argument, as three files (the GPU machine's tool
 brings back a few files only): report.md (with the end of each failed step's log),
-report.json, and logs.tar.gz (every step's log and the tests' XML). Exit status: 1 if any
-step failed.
+report.json, and logs.tar.gz (every step's log and the tests' XML). They are rewritten after
+every step, so a run cut short still leaves the steps it finished. Exit status: 1 if any step
+failed.
+
+Time: the GPU machine is lent for minutes, so no step may hang the rest away.
+  GPU_CHECK_STEP_TIMEOUT   seconds a test or bench step may run (default 300; the build, an
+                           hour); past it the step's whole process group (the ranks too) is
+                           killed and the step fails "timeout"
+  GPU_CHECK_DEADLINE       seconds the whole check may run (default: no limit); a step gets
+                           what is left, and steps that would start after it are skipped
 
 The GPU tests and benches are found by name, so new ones join without editing this file:
   tests/python/test_cuda*.py        pytest files (each parametrizes its world sizes)
@@ -18,6 +26,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -31,22 +40,47 @@ BUILD = os.environ.get("GPU_CHECK_BUILD", os.path.join(REPO, "build-gpu"))
 JOBS = os.environ.get("JOBS", str(os.cpu_count() or 2))
 
 
-class Check:
-    def __init__(self, log_dir):
-        self.dir = log_dir
-        self.steps = []
+STEP_TIMEOUT = float(os.environ.get("GPU_CHECK_STEP_TIMEOUT", "300"))
+DEADLINE = os.environ.get("GPU_CHECK_DEADLINE")
 
-    def run(self, name, cmd, env=None, junit=None, cwd=REPO, timeout=900):
-        """Runs one step's command, logging to <name>.log; `junit`: its test results' XML."""
+
+class Check:
+    def __init__(self, log_dir, report_dir):
+        self.dir = log_dir
+        self.report_dir = report_dir
+        self.facts = {}
+        self.steps = []
+        self.deadline = time.monotonic() + float(DEADLINE) if DEADLINE else None
+
+    def time_left(self):
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def run(self, name, cmd, env=None, junit=None, cwd=REPO, limit=None):
+        """Runs one step's command, logging to <name>.log; `junit`: its test results' XML;
+        `limit`: its seconds, where not GPU_CHECK_STEP_TIMEOUT."""
+        left = self.time_left()
+        if left is not None and left < 10:
+            self.skip(name, f"GPU_CHECK_DEADLINE ({DEADLINE} s) reached")
+            return False
+        timeout = limit or STEP_TIMEOUT
+        if left is not None:
+            timeout = min(timeout, left)
         log = os.path.join(self.dir, f"{name}.log")
         start = time.time()
         print(f"gpu-check: {name}: {' '.join(cmd)}", flush=True)
         try:
             with open(log, "w") as out:
-                rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
+                # Its own process group, so a timeout kills the ranks it started as well.
+                proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+                try:
+                    rc = proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    rc = "timeout"
+                    out.write(f"\ngpu-check: killed after {timeout:.0f} s (GPU_CHECK_STEP_TIMEOUT"
+                              f" {STEP_TIMEOUT:.0f}, GPU_CHECK_DEADLINE {DEADLINE})\n")
         except OSError as e:
             with open(log, "a") as out:
                 out.write(f"could not run: {e}\n")
@@ -61,11 +95,20 @@ class Check:
                 step["log_tail"] = f.read()[-3000:]
         self.steps.append(step)
         print(f"gpu-check: {name}: {step['status']} ({step['seconds']} s)", flush=True)
+        self.write()
         return step["status"] != "failed"
 
     def skip(self, name, why):
         self.steps.append({"step": name, "status": "skipped", "why": why})
         print(f"gpu-check: {name}: skipped ({why})", flush=True)
+        self.write()
+
+    def write(self):
+        """The report and the logs so far."""
+        text = write_report(self.report_dir, self.facts, self.steps)
+        with tarfile.open(os.path.join(self.report_dir, "logs.tar.gz"), "w:gz") as tar:
+            tar.add(self.dir, arcname="gpu-check-logs")
+        return text
 
 
 def verdict(step):
@@ -133,15 +176,13 @@ def main():
     logs = os.path.join(BUILD, "gpu-check-logs")
     shutil.rmtree(logs, ignore_errors=True)
     os.makedirs(logs)
-    status = run_steps(Check(logs), report_dir)
-    with tarfile.open(os.path.join(report_dir, "logs.tar.gz"), "w:gz") as tar:
-        tar.add(logs, arcname="gpu-check-logs")
+    status = run_steps(Check(logs, report_dir))
     print(f"gpu-check: report in {report_dir}/report.md (logs: {report_dir}/logs.tar.gz)")
     return status
 
 
-def run_steps(check, report_dir):
-    facts = environment()
+def run_steps(check):
+    facts = check.facts = environment()
     print("gpu-check: " + json.dumps(facts), flush=True)
 
     # GoogleTest from the bundle's sources, built with this machine's compiler; nlohmann-json
@@ -167,10 +208,11 @@ def run_steps(check, report_dir):
         "-DRINGX_BUILD_TESTS=ON",
         f"-DCMAKE_PREFIX_PATH={';'.join(prefix)}"])
     built = configured and check.run("build", [
-        "cmake", "--build", BUILD, "-j", JOBS, "--target", "ringx_c10d_python", "ringx_cuda_tests"])
+        "cmake", "--build", BUILD, "-j", JOBS, "--target", "ringx_c10d_python", "ringx_cuda_tests"],
+        limit=3600)
     if not built:
         check.skip("tests", "the build failed")
-        print(write_report(report_dir, facts, check.steps))
+        print(check.write())
         return 1
 
     env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"))
@@ -187,7 +229,11 @@ def run_steps(check, report_dir):
     for test in sorted(glob.glob(os.path.join(REPO, "tests", "python", "test_cuda*.py"))):
         name = os.path.splitext(os.path.basename(test))[0]
         xml = os.path.join(check.dir, f"{name}.xml")
+        # A test running for two minutes prints the test process's stacks (the ranks print
+        # theirs before the harness kills them: tests/python/harness.py).
+        stacks = 120
         check.run(name, [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                         "-o", f"faulthandler_timeout={stacks}",
                          f"--junitxml={xml}", os.path.basename(test)],
                   env=env, junit=xml, cwd=os.path.join(REPO, "tests", "python"))
     import torch
@@ -198,7 +244,7 @@ def run_steps(check, report_dir):
             continue
         check.run(name, [sys.executable, bench, "--quick"], env=env)
 
-    print(write_report(report_dir, facts, check.steps))
+    print(check.write())
     return 1 if any(s["status"] == "failed" for s in check.steps) else 0
 
 

@@ -9,6 +9,7 @@ rank that does not finish within `timeout` seconds is killed and reported: tests
 """
 
 import atexit
+import faulthandler
 import os
 import queue as queue_module
 import tempfile
@@ -32,7 +33,10 @@ def ringx_shm_segments(creators):
     return sorted(name for name in os.listdir("/dev/shm") if name.startswith(prefixes))
 
 
-def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend):
+def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend, stacks_after):
+    # A rank still running when run_ranks is about to kill it prints every thread's Python stack
+    # to its stderr first: where it hung.
+    faulthandler.dump_traceback_later(stacks_after, exit=False)
     os.environ.update(env(rank) if callable(env) else env)
     import torch.distributed as dist
     import datetime
@@ -49,6 +53,7 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend
         queue.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
     # A forked rank ends with os._exit, which skips what a spawned one's interpreter runs at
     # exit (ringx writes out its trace there): run it.
+    faulthandler.cancel_dump_traceback_later()
     atexit._run_exitfuncs()
 
 
@@ -67,7 +72,7 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
         procs = [
             ctx.Process(target=_rank_main,
                         args=(fn, r, world_size, init_method, queue, group_timeout_s, env or {},
-                              backend))
+                              backend, max(1.0, timeout - 2.0)))
             for r in range(world_size)
         ]
         for p in procs:
