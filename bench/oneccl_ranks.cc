@@ -1,10 +1,8 @@
 // The oneCCL side of bench/vs_libraries.py: one rank of a oneCCL job (Intel's oneCCL from
 // PyPI, set up by scripts/oneccl_setup.sh, which also compiles this file; no torch, no MPI
-// headers). Times the cases it is given with bench/latency_method.py's method, ported
-// as it is: settle() barriers first, then per case one operation to warm up, and `operations`
-// single operations each timed alone right after a barrier; the median of them on every
-// rank, and the slowest rank's median (a MAX allreduce) is the figure. float32 buffers of
-// element_count() elements, in place where torch's call is. Rank 0 prints
+// headers). Times the cases it is given with bench/latency_method.py's method (its C++ port:
+// bench/latency_method.h). float32 buffers of element_count() elements, in place where
+// torch's call is. Rank 0 prints
 // {"collective size": seconds} as one JSON line, as bench/openmpi_ranks.py does.
 //
 //   oneccl_ranks --kvs FILE --cases allreduce:4096:400,barrier:0:400 [--settle 5000]
@@ -27,35 +25,20 @@
 #include <string>
 #include <vector>
 
+#include "latency_method.h"
 #include "oneapi/ccl.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Case {
-  std::string collective;
-  long long bytes = 0;
-  int operations = 0;
-};
-
 struct Options {
   std::string kvsFile;
-  std::vector<Case> cases;
+  std::vector<latency_method::Case> cases;
   int settle = 5000;
   int rank = -1;
   int world = -1;
 };
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, sep)) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 int envInt(const char* name) {
   const char* value = std::getenv(name);
@@ -78,11 +61,7 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--world") {
       o.world = std::stoi(value);
     } else if (arg == "--cases") {
-      for (const auto& item : split(value, ',')) {
-        const auto parts = split(item, ':');
-        if (parts.size() != 3) throw std::runtime_error("a case is collective:bytes:operations");
-        o.cases.push_back({parts[0], std::stoll(parts[1]), std::stoi(parts[2])});
-      }
+      o.cases = latency_method::parseCases(value);
     } else {
       throw std::runtime_error("unknown argument " + arg);
     }
@@ -120,23 +99,9 @@ ccl::shared_ptr_class<ccl::kvs> meet(const Options& o) {
   return ccl::create_kvs(address);
 }
 
-// latency_method.element_count: float32 elements of each rank's input.
-size_t elementCount(const std::string& collective, long long bytes, int world) {
-  const size_t elements = static_cast<size_t>(bytes) / 4;
-  if (collective == "all_gather") return elements / world;
-  if (collective == "reduce_scatter") return elements / world * world;
-  return elements;
-}
-
-// The buffers of one case and the operation on them, as bench/openmpi_ranks.py's make_op.
-struct Op {
-  std::vector<float> input, output;
-  std::function<void()> run;
-};
-
-void makeOp(Op& op, const Case& c, const ccl::communicator& comm) {
+void makeOp(latency_method::Op& op, const latency_method::Case& c, const ccl::communicator& comm) {
   const int world = comm.size();
-  const size_t n = elementCount(c.collective, c.bytes, world);
+  const size_t n = latency_method::elementCount(c.collective, c.bytes, world);
   const auto f32 = ccl::datatype::float32;
   if (c.collective == "allreduce") {
     op.input.assign(n, 1.0f);
@@ -170,43 +135,21 @@ void makeOp(Op& op, const Case& c, const ccl::communicator& comm) {
   }
 }
 
-// latency_method.median_single_op_seconds (statistics.median: the mean of the middle two of
-// an even count).
-double medianSingleOpSeconds(const std::function<void()>& op, const std::function<void()>& barrier,
-                             int count) {
-  op();  // connections, caches and buffers warm
-  std::vector<double> samples;
-  samples.reserve(count);
-  for (int i = 0; i < count; ++i) {
-    barrier();
-    const auto start = Clock::now();
-    op();
-    samples.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(samples.begin(), samples.end());
-  const size_t mid = samples.size() / 2;
-  return samples.size() % 2 ? samples[mid] : (samples[mid - 1] + samples[mid]) / 2;
-}
-
 int run(const Options& o) {
   ccl::init();
   auto kvs = meet(o);
   auto comm = ccl::create_communicator(o.world, o.rank, kvs);
   if (o.rank == 0) std::remove(o.kvsFile.c_str());
   const auto barrier = [&comm] { ccl::barrier(comm).wait(); };
-  for (int i = 0; i < o.settle; ++i) barrier();  // latency_method.settle
-  std::string json = "{";
-  for (const auto& c : o.cases) {
-    Op op;
-    makeOp(op, c, comm);
-    double seconds = medianSingleOpSeconds(op.run, barrier, c.operations);
-    ccl::allreduce(&seconds, &seconds, 1, ccl::datatype::float64, ccl::reduction::max, comm).wait();
-    char cell[160];
-    std::snprintf(cell, sizeof(cell), "%s\"%s %lld\": %.9g", json.size() > 1 ? ", " : "",
-                  c.collective.c_str(), c.bytes, seconds);
-    json += cell;
-  }
-  if (o.rank == 0) std::printf("%s}\n", json.c_str());
+  const std::string json = latency_method::timeCases(
+      o.cases, o.settle, barrier,
+      [&comm](latency_method::Op& op, const latency_method::Case& c) { makeOp(op, c, comm); },
+      [&comm](double seconds) {
+        ccl::allreduce(&seconds, &seconds, 1, ccl::datatype::float64, ccl::reduction::max, comm)
+            .wait();
+        return seconds;
+      });
+  if (o.rank == 0) std::printf("%s\n", json.c_str());
   std::fflush(stdout);
   return 0;
 }

@@ -19,6 +19,9 @@ program compiled; nothing is installed into any Python environment.
 
 torch's dispatch floor is the same dist.all_reduce through torch's "fake" backend, which
 returns at once without communicating: what any backend pays before it does anything.
+Beside ringx through torch, "ringx, no torch" runs the same algorithms from C++ ranks
+(bench/ringx_ranks.cc, build/bin/bench_ringx_ranks) timed the same way: what ringx's own
+collective takes, so that the difference is what a call costs on its way through torch.
 3 ranks on a 2-core machine are oversubscribed, for every side alike.
 """
 
@@ -146,6 +149,36 @@ def openmpi_run(world, quick):
     return {f"OpenMPI {key}": value for key, value in json.loads(lines[-1]).items()}
 
 
+def ringx_ranks_binary():
+    """bench_ringx_ranks of the build whose ringx package is imported (build/python/ringx ->
+    build/bin)."""
+    import ringx
+
+    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(ringx.__file__))))
+    binary = os.path.join(build, "bin", "bench_ringx_ranks")
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"bench/vs_libraries.py: no {binary}: build it (make build, or cmake "
+                         f"--build {build} --target bench_ringx_ranks)")
+    return binary
+
+
+def ringx_core_run(world, quick, binary):
+    """{"ringx, no torch collective size": seconds} of one job of bench_ringx_ranks."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "store")
+        os.mkdir(store)
+        argv = [binary, "--store", store, "--world", str(world), "--cases", case_arguments(quick),
+                "--settle", str(SETTLE_BARRIERS)]
+        procs = [subprocess.Popen(argv + ["--rank", str(rank)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for rank in range(world)]
+        outputs = [p.communicate(timeout=1800)[0] for p in procs]
+    lines = [line for line in outputs[0].splitlines() if line.startswith("{")]
+    if any(p.returncode != 0 for p in procs) or len(lines) != 1:
+        raise SystemExit(f"bench/vs_libraries.py: bench_ringx_ranks ({world} ranks) failed:\n"
+                         + "\n".join(outputs))
+    return {f"ringx, no torch {key}": value for key, value in json.loads(lines[0]).items()}
+
+
 def oneccl_setup():
     """scripts/oneccl_setup.sh (quiet when oneCCL is already set up); the libfabric it uses."""
     done = subprocess.run([os.path.join(ROOT, "scripts", "oneccl_setup.sh")],
@@ -209,14 +242,16 @@ def oneccl_settings(world):
 
 
 def measure(world, runs, quick, libfabric):
-    """{"side collective size": [seconds of each run]} for OpenMPI, gloo, ringx and every oneCCL
-    setting run ("oneCCL setting" as the side)."""
+    """{"side collective size": [seconds of each run]} for OpenMPI, gloo, ringx, ringx without
+    torch and every oneCCL setting run ("oneCCL setting" as the side)."""
     samples = {}
+    binary = ringx_ranks_binary()
     for run in range(runs):
         settings = oneccl_settings(world)
         settings = settings if run % 2 == 0 else settings[::-1]
         sides = [lambda: run_ranks(torch_worker, world, quick,
                                    name=f"bench/vs_libraries.py, world size {world}"),
+                 lambda: ringx_core_run(world, quick, binary),
                  lambda: openmpi_run(world, quick),
                  lambda: {key: value for setting in settings
                           for key, value in oneccl_run(world, quick, setting, libfabric).items()}]
@@ -250,10 +285,11 @@ def table(args, runs, libfabric):
           f"{torch.__version__}: time per operation (us), median of {runs} whole run(s) of "
           f"each side, oneCCL's best setting;\n# torch's dispatch floor (4 KiB dist.all_reduce "
           f"through the fake backend): {floor * 1e6:.1f} us; ringx / anchor: ringx's time over "
-          f"the faster of oneCCL and OpenMPI (1.00 or less: as fast or faster)\n")
+          f"the faster of oneCCL and OpenMPI (1.00 or less: as fast or faster); no torch: the "
+          f"same collectives from C++ ranks (bench_ringx_ranks)\n")
     print("| world size | collective | size | oneCCL (us) | oneCCL setting | OpenMPI (us) "
-          "| gloo (us) | ringx (us) | ringx / anchor |")
-    print("|---:|---|---:|---:|---|---:|---:|---:|---:|")
+          "| gloo (us) | ringx (us) | ringx / anchor | ringx, no torch (us) | no torch / anchor |")
+    print("|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     goal, skipped = None, []
     for world in args.world_sizes:
         samples = measure(world, runs, args.quick, libfabric)
@@ -262,14 +298,15 @@ def table(args, runs, libfabric):
             skipped.append(world)
         for collective, size in cases(args.quick):
             t = {side: statistics.median(samples[f"{side} {collective} {size}"]) * 1e6
-                 for side in ["OpenMPI", "gloo", "ringx"] +
+                 for side in ["OpenMPI", "gloo", "ringx", "ringx, no torch"] +
                  [f"oneCCL {setting}" for setting in settings]}
             setting = min(settings, key=lambda s: t[f"oneCCL {s}"])
             oneccl = t[f"oneCCL {setting}"]
             anchor = min(oneccl, t["OpenMPI"])
             print(f"| {world} | {collective} | {human(size)} | {oneccl:.1f} | {setting} "
                   f"| {t['OpenMPI']:.1f} | {t['gloo']:.1f} | {t['ringx']:.1f} "
-                  f"| {t['ringx'] / anchor:.2f} |")
+                  f"| {t['ringx'] / anchor:.2f} | {t['ringx, no torch']:.1f} "
+                  f"| {t['ringx, no torch'] / anchor:.2f} |")
             if (world, collective, size) == (2, "allreduce", 4096):
                 name = "oneCCL" if oneccl < t["OpenMPI"] else "OpenMPI"
                 goal = (t["ringx"], floor * 1e6 + anchor, name, anchor)

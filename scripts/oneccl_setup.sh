@@ -30,7 +30,7 @@ IMPI_VERSION=2021.19.0
 PREFIX=${RINGX_ONECCL_PREFIX:-build/oneccl}
 STAMP=$PREFIX/.ringx-oneccl
 SOURCE=bench/oneccl_ranks.cc
-WANT="oneccl $ONECCL_VERSION cmplr-rt $CMPLR_RT_VERSION impi $IMPI_VERSION $(cksum <$SOURCE)"
+WANT="oneccl $ONECCL_VERSION cmplr-rt $CMPLR_RT_VERSION impi $IMPI_VERSION $(cat $SOURCE bench/latency_method.h | cksum)"
 
 fail() {
   echo "oneccl setup: $*" >&2
