@@ -121,14 +121,24 @@ def torch_worker(rank, world, init, quick, results):
 
 
 def floor_worker(rank, world, init, results):
-    """dist.all_reduce of 4 KiB through torch's fake backend (no communication at all)."""
+    """dist.all_reduce of 4 KiB through torch's fake backend (no communication at all), and
+    through a ringx group of one rank (torch's dispatch and ringx's own per-call work, with
+    nothing to communicate), in turns."""
+    import ringx  # noqa: F401  registers the backend
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
-    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
     t = torch.ones(1024)
-    results[0] = {"floor": median_single_op_seconds(lambda: dist.all_reduce(t), lambda: None,
-                                                    2000)}
-    dist.destroy_process_group()
+    times = {"floor": [], "ringx call": []}
+    for turn in range(6):
+        for name in times if turn % 2 == 0 else reversed(list(times)):
+            if name == "floor":
+                dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+            else:
+                dist.init_process_group("ringx", init_method=init, rank=0, world_size=1)
+            times[name].append(median_single_op_seconds(lambda: dist.all_reduce(t), lambda: None,
+                                                        2000))
+            dist.destroy_process_group()
+    results[0] = {name: statistics.median(values) for name, values in times.items()}
 
 
 def openmpi_run(world, quick):
@@ -280,11 +290,14 @@ def main():
 
 
 def table(args, runs, libfabric):
-    floor = run_ranks(floor_worker, 1, name="bench/vs_libraries.py, dispatch floor")["floor"]
+    calls = run_ranks(floor_worker, 1, name="bench/vs_libraries.py, dispatch floor")
+    floor = calls["floor"]
     print(f"# ringx beside oneCCL, OpenMPI and gloo on {os.cpu_count()} cores, torch "
           f"{torch.__version__}: time per operation (us), median of {runs} whole run(s) of "
           f"each side, oneCCL's best setting;\n# torch's dispatch floor (4 KiB dist.all_reduce "
-          f"through the fake backend): {floor * 1e6:.1f} us; ringx / anchor: ringx's time over "
+          f"through the fake backend): {floor * 1e6:.1f} us; the same call on a ringx group of "
+          f"one rank (nothing to send): {calls['ringx call'] * 1e6:.1f} us, ringx's own part "
+          f"{(calls['ringx call'] - floor) * 1e6:.1f} us;\n# ringx / anchor: ringx's time over "
           f"the faster of oneCCL and OpenMPI (1.00 or less: as fast or faster); no torch: the "
           f"same collectives from C++ ranks (bench_ringx_ranks)\n")
     print("| world size | collective | size | oneCCL (us) | oneCCL setting | OpenMPI (us) "
