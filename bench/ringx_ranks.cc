@@ -9,11 +9,17 @@
 // what ringx's own collective does.
 //
 //   bench_ringx_ranks --store DIR --rank R --world N --cases allreduce:4096:400,...
-//                     [--settle 5000]
+//                     [--settle 5000] [--call-cost-us X]
+//
+// --call-cost-us X spends X us of CPU before every call, barriers too, as a call through
+// torch does before ringx's collective starts (vs_libraries.py prints that cost: a call on a
+// one-rank ringx group). With it, these ranks show what that per-call cost alone does where
+// ranks share cores.
 //
 // The ranks meet through a directory store in DIR (tests/cpp/process_ranks.h), which must
 // be empty and on a local file system. Rank 0 prints {"collective size": seconds} as one
 // JSON line, as bench/openmpi_ranks.py does.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -42,7 +48,25 @@ struct Options {
   int settle = 5000;
   int rank = 0;
   int world = 2;
+  double callCostUs = 0;
 };
+
+// Busy for `micros` us (the CPU a call spends before it reaches the collective).
+void spend(double micros) {
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::nanoseconds(static_cast<long long>(micros * 1000));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// op.run, after the per-call cost when there is one.
+void addCallCost(latency_method::Op& op, double micros) {
+  if (micros <= 0) return;
+  op.run = [collective = std::move(op.run), micros] {
+    spend(micros);
+    collective();
+  };
+}
 
 void makeOp(latency_method::Op& op, const latency_method::Case& c, Group& group) {
   const int world = group.size();
@@ -115,10 +139,14 @@ int run(const Options& o) {
   ringx::transport::PatientWaits patient;
   latency_method::Op barrierOp;
   makeOp(barrierOp, {"barrier", 0, 0}, group);
+  addCallCost(barrierOp, o.callCostUs);
   std::vector<double> slowest(1);
   const std::string json = latency_method::timeCases(
       cases, o.settle, barrierOp.run,
-      [&group](latency_method::Op& op, const latency_method::Case& c) { makeOp(op, c, group); },
+      [&](latency_method::Op& op, const latency_method::Case& c) {
+        makeOp(op, c, group);
+        addCallCost(op, o.callCostUs);
+      },
       [&](double seconds) {
         slowest[0] = seconds;
         group.run(CollectiveKind::kAllreduce, DataType::kFloat64, ReduceOp::kMax, -1, {},
@@ -148,6 +176,9 @@ int main(int argc, char** argv) {
   app.add_option("--world", o.world, "the number of ranks")->required()->check(CLI::Range(1, 4096));
   app.add_option("--cases", o.cases, "latency_method.case_arguments()'s text")->required();
   app.add_option("--settle", o.settle, "barriers before the first timing")->capture_default_str();
+  app.add_option("--call-cost-us", o.callCostUs, "CPU time spent before every call (us)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   if (const int status = ringx::cli::parse(app, argc, argv); status >= 0) return status;
   try {
     return run(o);
