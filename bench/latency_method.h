@@ -60,6 +60,16 @@ struct Op {
   std::function<void()> run;
 };
 
+// The float32 buffers of one case, as bench/openmpi_ranks.py's make_op makes them: the input
+// holds elementCount() ones; the output is the gathered whole (all_gather) or this rank's share
+// (reduce_scatter), and the other collectives work in place on the input.
+inline void makeBuffers(Op& op, const Case& c, int world) {
+  const size_t n = elementCount(c.collective, c.bytes, world);
+  op.input.assign(n, 1.0f);
+  if (c.collective == "all_gather") op.output.resize(n * world);
+  if (c.collective == "reduce_scatter") op.output.resize(n / world);
+}
+
 // latency_method.median_single_op_seconds (statistics.median: the mean of the middle two of
 // an even count).
 inline double medianSingleOpSeconds(const std::function<void()>& op,

@@ -101,27 +101,22 @@ ccl::shared_ptr_class<ccl::kvs> meet(const Options& o) {
 
 void makeOp(latency_method::Op& op, const latency_method::Case& c, const ccl::communicator& comm) {
   const int world = comm.size();
-  const size_t n = latency_method::elementCount(c.collective, c.bytes, world);
+  latency_method::makeBuffers(op, c, world);
+  const size_t n = op.input.size();
   const auto f32 = ccl::datatype::float32;
   if (c.collective == "allreduce") {
-    op.input.assign(n, 1.0f);
     float* buf = op.input.data();
     op.run = [&comm, buf, n, f32] {
       ccl::allreduce(buf, buf, n, f32, ccl::reduction::sum, comm).wait();
     };
   } else if (c.collective == "broadcast") {
-    op.input.assign(n, 1.0f);
     float* buf = op.input.data();
     op.run = [&comm, buf, n, f32] { ccl::broadcast(buf, n, f32, 0, comm).wait(); };
   } else if (c.collective == "all_gather") {
-    op.input.assign(n, 1.0f);
-    op.output.resize(n * world);
     const float* in = op.input.data();
     float* out = op.output.data();
     op.run = [&comm, in, out, n, f32] { ccl::allgather(in, out, n, f32, comm).wait(); };
   } else if (c.collective == "reduce_scatter") {
-    op.input.assign(n, 1.0f);
-    op.output.resize(n / world);
     const float* in = op.input.data();
     float* out = op.output.data();
     const size_t share = n / world;

@@ -70,11 +70,11 @@ void addCallCost(latency_method::Op& op, double micros) {
 
 void makeOp(latency_method::Op& op, const latency_method::Case& c, Group& group) {
   const int world = group.size();
-  const size_t n = latency_method::elementCount(c.collective, c.bytes, world);
+  latency_method::makeBuffers(op, c, world);
+  const size_t n = op.input.size();
   const auto& tuning = group.tuning();
   Group* g = &group;
   if (c.collective == "allreduce") {
-    op.input.assign(n, 1.0f);
     float* buf = op.input.data();
     op.run = [g, buf, n, &tuning] {
       g->run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
@@ -83,15 +83,12 @@ void makeOp(latency_method::Op& op, const latency_method::Case& c, Group& group)
              });
     };
   } else if (c.collective == "broadcast") {
-    op.input.assign(n, 1.0f);
     float* buf = op.input.data();
     op.run = [g, buf, n, &tuning] {
       g->run(CollectiveKind::kBroadcast, DataType::kFloat32, ReduceOp::kSum, 0, {},
              [&](Collective& c) { ringx::algorithms::broadcast(c, buf, n * 4, 0, tuning); });
     };
   } else if (c.collective == "all_gather") {
-    op.input.assign(n, 1.0f);
-    op.output.resize(n * world);
     const float* in = op.input.data();
     float* out = op.output.data();
     op.run = [g, in, out, n, &tuning] {
@@ -101,8 +98,6 @@ void makeOp(latency_method::Op& op, const latency_method::Case& c, Group& group)
              });
     };
   } else if (c.collective == "reduce_scatter") {
-    op.input.assign(n, 1.0f);
-    op.output.resize(n / world);
     const float* in = op.input.data();
     float* out = op.output.data();
     const size_t share = n / world;
