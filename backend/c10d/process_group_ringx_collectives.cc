@@ -551,17 +551,11 @@ void ProcessGroupRingx::broadcastCoalesced(std::vector<at::Tensor>& tensors, int
   const bool onCuda = anyOnCuda(tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const std::string what = "tensors[" + std::to_string(i) + "]";
-    if (onCuda) {
-      TORCH_CHECK_VALUE(tensors[i].defined() && tensors[i].device() == tensors[0].device(),
-                        "ringx: broadcast_coalesced: ", what, " is on ",
-                        tensors[i].defined() ? tensors[i].device().str() : "no device",
-                        " but tensors[0] is on ", tensors[0].device(),
-                        "; one call takes the tensors of one device");
-      TORCH_CHECK_TYPE(tensors[i].layout() == at::kStrided, "ringx: broadcast_coalesced: ", what,
-                       " is a sparse tensor, which ringx does not support; call .to_dense() first");
-    } else {
-      checkTensor(tensors[i], "broadcast_coalesced", what.c_str());
-    }
+    checkTensor(tensors[i], "broadcast_coalesced", what.c_str(), /*cudaToo=*/onCuda);
+    TORCH_CHECK_VALUE(tensors[i].device() == tensors[0].device(),
+                      "ringx: broadcast_coalesced: ", what, " is on ", tensors[i].device(),
+                      " but tensors[0] is on ", tensors[0].device(),
+                      "; one call takes the tensors of one device");
     toDataType(tensors[i], "broadcast_coalesced");
   }
   // Buckets: consecutive tensors of one dtype up to bucketBytes (a larger tensor

@@ -132,10 +132,11 @@ void ReduceSpec::finish(const at::Tensor& t, int groupSize, double divided) cons
   if (average && divided == 0) t.div_(groupSize);
 }
 
-void checkTensor(const at::Tensor& tensor, const char* collective, const char* what) {
+void checkTensor(const at::Tensor& tensor, const char* collective, const char* what, bool cudaToo) {
   TORCH_CHECK_VALUE(tensor.defined(), "ringx: ", collective, ": ", what, " is an undefined tensor");
   TORCH_CHECK_VALUE(
-      tensor.device().is_cpu(), "ringx: ", collective, ": ", what, " is on ", tensor.device(),
+      tensor.device().is_cpu() || (cudaToo && tensor.is_cuda()), "ringx: ", collective, ": ", what,
+      " is on ", tensor.device(),
       ", but ringx only handles CPU tensors here (and CUDA tensors in collectives, where "
       "ringx was built with CUDA); move it with .cpu()");
   TORCH_CHECK_TYPE(tensor.layout() == at::kStrided, "ringx: ", collective, ": ", what,

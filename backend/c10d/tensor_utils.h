@@ -44,8 +44,10 @@ struct ReduceSpec {
 ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
                         const char* collective);
 
-// A dense CPU tensor, else a clear error naming `what` in `collective`.
-void checkTensor(const at::Tensor& tensor, const char* collective, const char* what);
+// A dense CPU tensor (or CUDA tensor, with `cudaToo`: for a caller that handles those), else a
+// clear error naming `what` in `collective`.
+void checkTensor(const at::Tensor& tensor, const char* collective, const char* what,
+                 bool cudaToo = false);
 // Exactly one tensor in the list, checked; returns it.
 at::Tensor& checkSingle(std::vector<at::Tensor>& tensors, const char* collective, const char* what);
 // Same dtype and number of elements as `reference`.
