@@ -120,11 +120,9 @@ void makeOp(latency_method::Op& op, const latency_method::Case& c, Group& group)
 
 int run(const Options& o) {
   const auto cases = latency_method::parseCases(o.cases);
-  ringx::GroupOptions options;
-  options.rank = o.rank;
-  options.size = o.world;
-  options.store = std::make_shared<ringx::testing::DirectoryStore>(o.storeDir);
-  options.timeout = std::chrono::seconds(600);
+  ringx::GroupOptions options = ringx::testing::groupOptions(
+      o.rank, o.world, std::make_shared<ringx::testing::DirectoryStore>(o.storeDir),
+      std::chrono::seconds(600));
   options.tuning = ringx::tuningFromEnvironment();
   options.mesh = ringx::transport::meshOptionsFromEnvironment();
   options.name = "bench";
