@@ -172,21 +172,47 @@ def ringx_ranks_binary():
     return binary
 
 
+def run_jobs(jobs, env=None, cwd=None, timeout=1800):
+    """Runs the rank programs `jobs` (argument lists) at once and returns each one's
+    (exit status, output). Output goes into files (no pipe to drain); a job that fails ends the
+    others, which would otherwise wait for it, and so does the timeout."""
+    with tempfile.TemporaryDirectory() as logs_dir:
+        logs = [open(os.path.join(logs_dir, f"job{i}.log"), "w+") for i in range(len(jobs))]
+        procs = [subprocess.Popen(job, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
+                 for job, log in zip(jobs, logs)]
+        deadline = time.monotonic() + timeout
+        while any(p.poll() is None for p in procs):
+            if any(p.returncode for p in procs) or time.monotonic() > deadline:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+            time.sleep(0.05)
+        outputs = []
+        for log in logs:
+            log.seek(0)
+            outputs.append(log.read())
+            log.close()
+    return [(p.returncode, out) for p, out in zip(procs, outputs)]
+
+
+def json_line(done, what):
+    """The one JSON line that rank 0 of a job printed, or exit naming `what` with every rank's
+    output."""
+    lines = [line for _, out in done for line in out.splitlines() if line.startswith("{")]
+    if any(rc != 0 for rc, _ in done) or len(lines) != 1:
+        raise SystemExit(f"bench/vs_libraries.py: {what} failed:\n"
+                         + "\n".join(out for _, out in done))
+    return json.loads(lines[0])
+
+
 def ringx_core_run(world, quick, binary):
     """{"ringx, no torch collective size": seconds} of one job of bench_ringx_ranks."""
-    with tempfile.TemporaryDirectory() as tmp:
-        store = os.path.join(tmp, "store")
-        os.mkdir(store)
+    with tempfile.TemporaryDirectory() as store:
         argv = [binary, "--store", store, "--world", str(world), "--cases", case_arguments(quick),
                 "--settle", str(SETTLE_BARRIERS)]
-        procs = [subprocess.Popen(argv + ["--rank", str(rank)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True) for rank in range(world)]
-        outputs = [p.communicate(timeout=1800)[0] for p in procs]
-    lines = [line for line in outputs[0].splitlines() if line.startswith("{")]
-    if any(p.returncode != 0 for p in procs) or len(lines) != 1:
-        raise SystemExit(f"bench/vs_libraries.py: bench_ringx_ranks ({world} ranks) failed:\n"
-                         + "\n".join(outputs))
-    return {f"ringx, no torch {key}": value for key, value in json.loads(lines[0]).items()}
+        done = run_jobs([argv + ["--rank", str(rank)] for rank in range(world)])
+    result = json_line(done, f"bench_ringx_ranks ({world} ranks)")
+    return {f"ringx, no torch {key}": value for key, value in result.items()}
 
 
 def oneccl_setup():
@@ -221,28 +247,10 @@ def oneccl_run(world, quick, setting, libfabric):
         else:
             env.update(CCL_PROCESS_LAUNCHER="none")
             jobs = [argv + ["--rank", str(rank), "--world", str(world)] for rank in range(world)]
-        # Output into files (no pipe to drain); a rank that fails ends the others, which would
-        # otherwise wait for it. In tmp: where oneCCL writes a backtrace file when it aborts.
-        logs = [open(os.path.join(tmp, f"job{i}.log"), "w+") for i in range(len(jobs))]
-        procs = [subprocess.Popen(job, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
-                 for job, log in zip(jobs, logs)]
-        deadline = time.monotonic() + 1800
-        while any(p.poll() is None for p in procs):
-            if any(p.returncode for p in procs) or time.monotonic() > deadline:
-                for p in procs:
-                    if p.poll() is None:
-                        p.kill()
-            time.sleep(0.05)
-        outputs = []
-        for log in logs:
-            log.seek(0)
-            outputs.append(log.read())
-            log.close()
-    lines = [line for out in outputs for line in out.splitlines() if line.startswith("{")]
-    if any(p.returncode != 0 for p in procs) or len(lines) != 1:
-        raise SystemExit(f"bench/vs_libraries.py: oneCCL ({setting}, {world} ranks) failed:\n"
-                         + "\n".join(outputs))
-    return {f"oneCCL {setting} {key}": value for key, value in json.loads(lines[0]).items()}
+        # In tmp: where oneCCL writes a backtrace file when it aborts.
+        done = run_jobs(jobs, env=env, cwd=tmp)
+    result = json_line(done, f"oneCCL ({setting}, {world} ranks)")
+    return {f"oneCCL {setting} {key}": value for key, value in result.items()}
 
 
 def oneccl_settings(world):
