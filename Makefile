@@ -53,6 +53,7 @@ demo: build
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/vs_libraries.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/call_cost.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/contended.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/ddp.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/fsdp.py

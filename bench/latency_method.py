@@ -46,11 +46,12 @@ def operations(size, quick=False):
     return max(3, min(400, (256 * MIB) // max(size, 1)))
 
 
-def case_arguments(quick=False):
-    """cases() with their operations() as one command-line argument for a rank program in
-    another language: "allreduce:4096:400,...,barrier:0:400"."""
+def case_arguments(quick=False, chosen=None):
+    """cases() (or the (collective, size) pairs `chosen`) with their operations() as one
+    command-line argument for a rank program in another language:
+    "allreduce:4096:400,...,barrier:0:400"."""
     return ",".join(f"{collective}:{size}:{operations(size, quick)}"
-                    for collective, size in cases(quick))
+                    for collective, size in (chosen if chosen is not None else cases(quick)))
 
 
 SETTLE_BARRIERS = 5000

@@ -205,11 +205,12 @@ def json_line(done, what):
     return json.loads(lines[0])
 
 
-def ringx_core_run(world, quick, binary):
-    """{"ringx, no torch collective size": seconds} of one job of bench_ringx_ranks."""
+def ringx_core_run(world, case_text, binary, call_cost_us=0.0):
+    """{"ringx, no torch collective size": seconds} of one job of bench_ringx_ranks over the
+    cases of `case_text` (case_arguments()), each call after `call_cost_us` of CPU."""
     with tempfile.TemporaryDirectory() as store:
-        argv = [binary, "--store", store, "--world", str(world), "--cases", case_arguments(quick),
-                "--settle", str(SETTLE_BARRIERS)]
+        argv = [binary, "--store", store, "--world", str(world), "--cases", case_text,
+                "--settle", str(SETTLE_BARRIERS), "--call-cost-us", str(call_cost_us)]
         done = run_jobs([argv + ["--rank", str(rank)] for rank in range(world)])
     result = json_line(done, f"bench_ringx_ranks ({world} ranks)")
     return {f"ringx, no torch {key}": value for key, value in result.items()}
@@ -269,7 +270,7 @@ def measure(world, runs, quick, libfabric):
         settings = settings if run % 2 == 0 else settings[::-1]
         sides = [lambda: run_ranks(torch_worker, world, quick,
                                    name=f"bench/vs_libraries.py, world size {world}"),
-                 lambda: ringx_core_run(world, quick, binary),
+                 lambda: ringx_core_run(world, case_arguments(quick), binary),
                  lambda: openmpi_run(world, quick),
                  lambda: {key: value for setting in settings
                           for key, value in oneccl_run(world, quick, setting, libfabric).items()}]

@@ -109,7 +109,27 @@ def test_libraries_bench_times_every_collective_on_all_four_sides():
         ringx, anchor, ratio = float(row[7]), min(float(row[3]), float(row[5])), float(row[8])
         assert (ringx - 0.05) / (anchor + 0.05) - 0.005 <= ratio, row
         assert ratio <= (ringx + 0.05) / (anchor - 0.05) + 0.005, row
+        # ringx without torch (bench_ringx_ranks), over the same anchor
+        core, core_ratio = float(row[9]), float(row[10])
+        assert core > 0, row
+        assert (core - 0.05) / (anchor + 0.05) - 0.005 <= core_ratio, row
+        assert core_ratio <= (core + 0.05) / (anchor - 0.05) + 0.005, row
     assert "dispatch floor" in out and "4 KiB allreduce, 2 ranks" in out, out
+    assert "a ringx group of one rank" in out, out
+
+
+def test_call_cost_bench_puts_torch_beside_the_cpp_ranks_with_and_without_the_call():
+    out = run_bench("call_cost.py", "--quick", "--world-sizes", "2")
+    cost = float(out.split("one-rank ringx group): ")[1].split(" us")[0])
+    assert cost > 0, out
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in out.splitlines()
+            if line.startswith("| 2 |")]
+    assert [row[1] for row in rows] == ["allreduce", "barrier"], out
+    for row in rows:
+        torch_us, cpp, cpp_call, ratio = (float(cell) for cell in row[3:7])
+        assert torch_us > 0 and cpp > 0 and cpp_call > 0, row
+        assert (torch_us - 0.05) / (cpp_call + 0.05) - 0.005 <= ratio, row
+        assert ratio <= (torch_us + 0.05) / (cpp_call - 0.05) + 0.005, row
 
 
 def test_ddp_bench_runs():
