@@ -26,6 +26,8 @@ PACKAGES=(
   # bench/tcp_line_rate.py: iperf3, the line rate ringx's TCP allreduce is held against
   # (noninteractive: its question whether to start a daemon keeps the default, no)
   iperf3
+  # bench/call_cost.py: perf, which samples where a torch call's CPU goes
+  linux-perf
 )
 
 # A Python 3.11 that can make virtual environments: python3.11 or python3 on PATH, else

@@ -15,6 +15,7 @@ PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import docs_table  # noqa: E402  (bench/ is not a package)
+from call_cost import classify, samples_of  # noqa: E402
 from fsdp import recorded_collectives  # noqa: E402
 from vs_libraries import ONECCL_SETTINGS  # noqa: E402
 
@@ -124,12 +125,42 @@ def test_call_cost_bench_puts_torch_beside_the_cpp_ranks_with_and_without_the_ca
     assert cost > 0, out
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in out.splitlines()
             if line.startswith("| 2 |")]
-    assert [row[1] for row in rows] == ["allreduce", "barrier"], out
-    for row in rows:
-        torch_us, cpp, cpp_call, ratio = (float(cell) for cell in row[3:7])
-        assert torch_us > 0 and cpp > 0 and cpp_call > 0, row
-        assert (torch_us - 0.05) / (cpp_call + 0.05) - 0.005 <= ratio, row
-        assert ratio <= (torch_us + 0.05) / (cpp_call - 0.05) + 0.005, row
+    # perf's table of where a call's CPU goes, then one row per case
+    in_job = [float(cell) for cell in rows[0][1:]]
+    assert len(in_job) == 3 and in_job[0] > 0 and in_job[1] > 0, out
+    assert [row[1] for row in rows[1:]] == ["allreduce", "barrier"], out
+    for row in rows[1:]:
+        torch_us, cpp, cpp_call, ratio, cpp_job_call, job_ratio = (float(c) for c in row[3:9])
+        assert torch_us > 0 and cpp > 0 and cpp_call > 0 and cpp_job_call > 0, row
+        # one round: each ratio is the times' own
+        for spent, shown in ((cpp_call, ratio), (cpp_job_call, job_ratio)):
+            assert (torch_us - 0.05) / (spent + 0.05) - 0.005 <= shown, row
+            assert shown <= (torch_us + 0.05) / (spent - 0.05) + 0.005, row
+
+
+def test_call_cost_attributes_a_sample_to_torch_only_when_no_frame_is_ringx():
+    script = """ 8301  17.000100: 
+\t    1b8e542 at::RecordFunction::~RecordFunction
+\t      f0f19 ringx::c10d_glue::RingxWork::RingxWork
+\t    66bf44a c10d::ops::(anonymous namespace)::barrierCPU
+
+ 8302  17.000600: 
+\t      fd9c2 _PyEval_EvalFrameDefault
+\t     3d2824 pybind11::cpp_function::dispatcher
+
+ 8302  17.001100: 
+\t      51a10 ringx::transport::ShmPair::progress
+\t      51f00 ringx::transport::Context::progressAll
+\t      52f00 ringx::transport::Context::waitUntil
+\t      d6de6 ringx::c10d_glue::ProcessGroupRingx::enqueue
+
+ 8303  17.001600: 
+\t      61000 std::_Function_handler<void (), ringx::WorkQueue::start()::{lambda()#1}>::_M_invoke
+"""
+    samples = samples_of(script)
+    assert [(pid, seconds) for pid, seconds, _ in samples] == [
+        (8301, 17.0001), (8302, 17.0006), (8302, 17.0011), (8303, 17.0016)]
+    assert [classify(stack) for _, _, stack in samples] == ["ringx", "torch", "waiting", "ringx"]
 
 
 def test_ddp_bench_runs():
