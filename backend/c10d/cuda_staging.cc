@@ -219,7 +219,7 @@ class CudaCollectivesImpl : public CudaCollectives {
     auto caller =
         cuda::CudaStream::borrow(c10::cuda::getCurrentCUDAStream(device).stream(), device);
     auto future = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::create(c10::TensorType::get()),
+        c10::ListType::ofTensors(),
         std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
     auto pairs = std::make_shared<std::vector<HostStaging::Pair>>(staging.pairs());
     c10::cuda::CUDAStreamGuard onComm(commStream);
@@ -343,7 +343,7 @@ class CudaCollectivesImpl : public CudaCollectives {
     }
     auto end = comm->record();
     auto future = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::create(c10::TensorType::get()),
+        c10::ListType::ofTensors(),
         std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
     device_ring::DeviceRing* watched = &ring;
     GpuClock* clock = &clock_;

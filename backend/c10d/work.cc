@@ -1,17 +1,21 @@
 #include "backend/c10d/work.h"
 
+#include <ATen/record_function.h>
+
 #include "backend/c10d/torch_errors.h"
 #include "base/error.h"
 #include "trace/record/recorder.h"
 
 namespace ringx::c10d_glue {
 
+// c10d::Work makes a RecordFunction for a profiling title, on the heap, even when no profiler
+// listens; it keeps nothing of it then. So the title goes only to a Work that a profiler will
+// see. The Future's type is torch's one list-of-tensors type rather than a new one per call.
 RingxWork::RingxWork(int rank, ::c10d::OpType opType, const char* profilingTitle,
                      std::vector<at::Tensor> outputs, std::chrono::milliseconds waitLimit)
-    : ::c10d::Work(rank, opType, profilingTitle),
+    : ::c10d::Work(rank, opType, at::hasCallbacks() ? profilingTitle : nullptr),
       outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors())),
       waitLimit_(waitLimit) {}
 
 c10::intrusive_ptr<RingxWork> RingxWork::whenAll(

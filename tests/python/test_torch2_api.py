@@ -220,6 +220,19 @@ def test_destroy_process_group_shuts_the_backend_down():
         assert leftovers == []
 
 
+def _profiled_collectives(rank, world):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        dist.all_reduce(torch.ones(4))
+        dist.broadcast(torch.ones(4), src=0)
+    return sorted({e.name for e in prof.events() if e.name.startswith("ringx:")})
+
+
+def test_a_profiler_sees_each_collective_under_ringx_s_name():
+    # ringx gives c10d::Work its profiling title only while a profiler listens (work.cc)
+    for names in run_ranks(_profiled_collectives, 2):
+        assert names == ["ringx:all_reduce", "ringx:broadcast"]
+
+
 def _abort_while_peer_waits(rank, world):
     dist.all_reduce(torch.ones(1))
     if rank == 0:
