@@ -156,15 +156,16 @@ def torch_under_perf(world, chosen, quick):
             time.sleep(1.0)  # perf is sampling well before the ranks go
             open(os.path.join(signals, "go"), "w").close()
 
-        thread = threading.Thread(target=record)
+        # A daemon: when a rank fails, run_ranks exits while this one still waits for its pid.
+        thread = threading.Thread(target=record, daemon=True)
         thread.start()
         job = run_ranks(torch_worker, world, chosen, quick, signals,
                         name=f"bench/call_cost.py, {world} ranks under perf")
         thread.join()
         recorder["perf"].send_signal(signal.SIGINT)
         _, err = recorder["perf"].communicate()
-        if recorder["perf"].returncode not in (0, -signal.SIGINT):  # (without a command,
-            # perf record ends by the signal, its data written)
+        # Without a command to run, perf record ends by the signal, its data written.
+        if recorder["perf"].returncode not in (0, -signal.SIGINT):
             raise SystemExit(f"bench/call_cost.py: perf record failed:\n{err}")
         script = subprocess.run([perf, "script", "-i", data, "-F", "pid,time,ip,sym",
                                  "--no-inline"], capture_output=True, text=True)
