@@ -16,7 +16,7 @@
 #include "backend/device/cuda/ipc_ring.h"
 #include "backend/device/cuda/reduce_kernels.h"
 #include "backend/device/stream_ordering.h"
-#include "trace/record/recorder.h"
+#include "backend/device/work_queue.h"
 #endif
 
 #include "base/error.h"
@@ -165,43 +165,13 @@ class RingCudaWork : public ::c10d::Work {
   c10::DeviceIndex device_;
 };
 
-// Where a CUDA event falls on the host's steady clock (trace::nowNs), for the trace: CUDA
-// gives the time between two events, so each device has a reference event recorded on an idle
-// stream of its own (it completes at once) at a known host time, renewed every few seconds so
-// that the float milliseconds between it and an event stay precise to a microsecond.
-class GpuClock {
- public:
-  int64_t hostNs(const std::shared_ptr<device::DeviceEvent>& event, int device) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    Reference& ref = references_[device];
-    const int64_t now = trace::nowNs();
-    if (!ref.stream || now - ref.hostNs > 5'000'000'000) {
-      if (!ref.stream) ref.stream = cuda::CudaStream::create(device, /*highPriority=*/false);
-      ref.event = ref.stream->recordTimed();
-      ref.event->synchronize();
-      ref.hostNs = trace::nowNs();
-    }
-    event->synchronize();
-    return ref.hostNs +
-           static_cast<int64_t>(cuda::CudaStream::elapsedMilliseconds(*ref.event, *event) * 1e6);
-  }
-
- private:
-  struct Reference {
-    std::unique_ptr<cuda::CudaStream> stream;
-    std::shared_ptr<device::DeviceEvent> event;
-    int64_t hostNs = 0;
-  };
-  std::mutex mutex_;
-  std::unordered_map<int, Reference> references_;
-};
-
 class CudaCollectivesImpl : public CudaCollectives {
  public:
   explicit CudaCollectivesImpl(int rank) : rank_(rank) {}
 
-  c10::intrusive_ptr<::c10d::Work> run(HostStaging& staging, WorkQueue& queue, ::c10d::OpType type,
+  c10::intrusive_ptr<::c10d::Work> run(HostStaging& staging, ::c10d::OpType type,
                                        const char* title, std::vector<at::Tensor> outputs,
+                                       std::chrono::milliseconds timeout,
                                        const CpuCall& cpuCall) override {
     TORCH_CHECK(!staging.pairs().empty(), "ringx: ", title, ": no CUDA tensor to stage");
     const c10::DeviceIndex device = staging.pairs().front().device.device().index();
@@ -221,6 +191,7 @@ class CudaCollectivesImpl : public CudaCollectives {
     auto future = c10::make_intrusive<c10::ivalue::Future>(
         c10::ListType::ofTensors(),
         std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
+    // Held until the device is done with the stand-ins (the completions thread lets go).
     auto pairs = std::make_shared<std::vector<HostStaging::Pair>>(staging.pairs());
     c10::cuda::CUDAStreamGuard onComm(commStream);
 
@@ -240,23 +211,29 @@ class CudaCollectivesImpl : public CudaCollectives {
       }
     };
     c10::intrusive_ptr<::c10d::Work> cpuWork;
-    auto hostPart = [&](std::shared_ptr<device::DeviceEvent> staged,
+    auto hostPart = [&](std::shared_ptr<device::HostSignal> staged,
                         device::OrderedCollective::HostFinished finished) {
-      // Before the collective's own job; in place, like it, when a Future callback of this
-      // group's issues the collective (ProcessGroupRingx::enqueue).
-      std::function<void()> waitForCopies = [staged] { staged->synchronize(); };
-      if (!queue.runInPlace(waitForCopies)) queue.submit(std::move(waitForCopies));
-      cpuWork = cpuCall();
-      cpuWork->getFuture()->addCallback(
-          [finished, future, pairs, outputs, commStream](c10::ivalue::Future& done) mutable {
-            std::exception_ptr error = done.hasError() ? done.exception_ptr() : nullptr;
-            finished(error);
-            pairs.reset();  // the host is done with the stand-ins
-            settle(*future, outputs, commStream, error);
-          });
+      std::string what = title;
+      auto waitForInputs = [staged, timeout, what] {
+        if (!device::waitUntilReached(*staged, Clock::now() + timeout)) {
+          throw TimeoutError(strCat(
+              "ringx: ", what, ": the GPU had not copied the inputs out after ", timeout.count(),
+              " ms: its communication stream follows the stream that was current at the call, "
+              "and that stream did not get there (is it waiting for something that never "
+              "comes?)"));
+        }
+      };
+      cpuWork = cpuCall(waitForInputs);
+      // On the communication thread: only what needs no CUDA call (device_stream.h).
+      cpuWork->getFuture()->addCallback([finished](c10::ivalue::Future& done) {
+        finished(done.hasError() ? done.exception_ptr() : nullptr);
+      });
     };
-    auto ordered = device::OrderedCollective::enqueueStaged(*caller, *comm, copyIn, hostPart,
-                                                            copyOut, nullptr, nullptr);
+    auto settleFuture = [future, outputs, commStream](std::exception_ptr error) {
+      settle(*future, outputs, commStream, error);
+    };
+    auto ordered = device::OrderedCollective::enqueueStaged(
+        *caller, *comm, copyIn, hostPart, copyOut, pairs, settleFuture, completions_);
     // Bad arguments (found by the CPU call's checks) are raised now, as on the CPU.
     if (!cpuWork) std::rethrow_exception(ordered->error());
     return c10::make_intrusive<CudaStagedWork>(rank_, type, title, std::move(outputs),
@@ -326,10 +303,8 @@ class CudaCollectivesImpl : public CudaCollectives {
     auto caller = cuda::CudaStream::borrow(callerStream.stream(), device);
     comm->wait(caller->record());
     ringInstance_->setStream(commStream.stream());
-    auto kernelBegin = comm->recordTimed();
     const uint64_t sequence = ring.start(call.op, in.data_ptr(), out.data_ptr(), call.count,
                                          call.dtype, call.reduceOp, title);
-    auto kernelEnd = comm->recordTimed();
     {
       c10::cuda::CUDAStreamGuard onComm(commStream);
       if (call.divideBy != 0) {
@@ -346,14 +321,25 @@ class CudaCollectivesImpl : public CudaCollectives {
         c10::ListType::ofTensors(),
         std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
     device_ring::DeviceRing* watched = &ring;
-    GpuClock* clock = &clock_;
-    auto watch = enqueueWatch([=] {
-      watched->finish(sequence, Clock::now() + timeout);
-      return DeviceSpan{clock->hostNs(kernelBegin, device), clock->hostNs(kernelEnd, device)};
-    });
-    watch->getFuture()->addCallback([future, outputs, commStream](c10::ivalue::Future& done) {
-      settle(*future, outputs, commStream, done.hasError() ? done.exception_ptr() : nullptr);
-    });
+    // The watch reads the ring's status words only (no CUDA call: device_stream.h).
+    auto watch =
+        enqueueWatch([=] { return watched->finish(sequence, Clock::now() + timeout); });
+    // The future completes on the completions thread (completing a CUDA future calls CUDA),
+    // once the watch has ended and the stream has run what follows the kernel.
+    WorkQueue* completions = &completions_;
+    watch->getFuture()->addCallback(
+        [future, outputs, commStream, end, completions](c10::ivalue::Future& done) {
+          std::exception_ptr error = done.hasError() ? done.exception_ptr() : nullptr;
+          completions->submit([future, outputs, commStream, end, error] {
+            std::exception_ptr failed = error;
+            try {
+              end->synchronize();
+            } catch (...) {
+              if (!failed) failed = std::current_exception();
+            }
+            settle(*future, outputs, commStream, failed);
+          });
+        });
     return c10::make_intrusive<RingCudaWork>(rank_, type, title, std::move(outputs), std::move(end),
                                              std::move(future), device);
   }
@@ -387,7 +373,9 @@ class CudaCollectivesImpl : public CudaCollectives {
   int ringDevice_ = -1;
   cuda::IpcRingInstance* ringInstance_ = nullptr;  // owned by ring_
   std::unique_ptr<device_ring::DeviceRing> ring_;
-  GpuClock clock_;
+  // Completes the futures and lets go of the buffers once the device is done (last member:
+  // destroyed first, it finishes that work while the rest still exists).
+  WorkQueue completions_;
 };
 
 }  // namespace

@@ -3,11 +3,17 @@
 //
 //   1. On the caller's thread, each CUDA argument gets a pinned host stand-in (HostStaging), and
 //      the group's CUDA communication stream waits for the caller's current stream, copies the
-//      inputs out, and waits for the host (a gate).
-//   2. The communication thread waits for those copies, runs the ordinary CPU collective over
-//      the stand-ins, then opens the gate: the stream copies the results back in.
+//      inputs out, raises a host signal, and waits for the host (a gate).
+//   2. The communication thread sees the signal, runs the ordinary CPU collective over the
+//      stand-ins, then opens the gate: the stream copies the results back in.
 //   3. Work.wait() makes the caller's current stream wait for that; the host does not block.
-//      The Work's Future is a CUDA future, completed (or failed) from the communication thread.
+//      The Work's Future is a CUDA future, completed (or failed) on the group's completions
+//      thread once the stream has copied the results in.
+//
+// The communication thread never calls CUDA (device_stream.h says why: a gate waits for it,
+// and CUDA's driver can make a call wait for the device): signals, gates and the device ring's
+// status words are plain memory; whatever needs the driver (completing a CUDA future, freeing
+// the stand-ins) runs on the completions thread.
 //
 // The caller's CUDA tensors are recorded on the communication stream (the caching allocator's
 // record_stream) and the stand-ins' pinned blocks likewise, so memory the user frees early is
@@ -16,9 +22,10 @@
 // Within one host, allreduce, all-gather into a tensor and reduce-scatter of a tensor take the
 // device ring instead (backend/device/ring, CUDA IPC between the ranks' GPUs: runOnRing): the
 // kernel is launched on the communication stream on the caller's thread, after the caller's
-// stream, and the communication thread watches it to its end (a dead or stuck peer becomes the
-// collective's error there). Host-staged stays the path between hosts, for the other
-// collectives, and where the ring cannot be set up (every rank agrees: DeviceRing's verdict).
+// stream, and the communication thread watches it to its end through the ring's status words
+// (a dead or stuck peer becomes the collective's error there). Host-staged stays the path
+// between hosts, for the other collectives, and where the ring cannot be set up (every rank
+// agrees: DeviceRing's verdict).
 //
 // A build against a torch without CUDA compiles the CUDA half out (RINGX_WITH_CUDA unset):
 // cudaBuilt() is false and a CUDA tensor is refused with a clear error. CI compiles both halves.
@@ -33,7 +40,6 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "backend/device/ring/device_ring.h"
-#include "backend/device/work_queue.h"
 #include "backend/store/store.h"
 #include "base/types.h"
 
@@ -77,13 +83,16 @@ class CudaCollectives {
   static std::unique_ptr<CudaCollectives> create(int rank);
   virtual ~CudaCollectives() = default;
 
-  // Runs `cpuCall` (the CPU collective over `staging`'s stand-ins, which queues its job on
-  // `queue`, the group's communication thread) stream-ordered, as above. `outputs` are the
-  // caller's tensors the Work's result and Future hold. Bad arguments are thrown here.
-  using CpuCall = std::function<c10::intrusive_ptr<::c10d::Work>()>;
-  virtual c10::intrusive_ptr<::c10d::Work> run(HostStaging& staging, WorkQueue& queue,
-                                               ::c10d::OpType type, const char* title,
-                                               std::vector<at::Tensor> outputs,
+  // Runs `cpuCall` (the CPU collective over `staging`'s stand-ins, which queues its job on the
+  // group's communication thread) stream-ordered, as above. Its job must first call
+  // `waitForInputs`, which returns once the device has copied the inputs out and throws when
+  // that has not happened within `timeout`. `outputs` are the caller's tensors the Work's
+  // result and Future hold. Bad arguments are thrown here.
+  using CpuCall =
+      std::function<c10::intrusive_ptr<::c10d::Work>(std::function<void()> waitForInputs)>;
+  virtual c10::intrusive_ptr<::c10d::Work> run(HostStaging& staging, ::c10d::OpType type,
+                                               const char* title, std::vector<at::Tensor> outputs,
+                                               std::chrono::milliseconds timeout,
                                                const CpuCall& cpuCall) = 0;
 
   // The group's device ring on `device` for its CUDA collectives, made on the first call (a
@@ -109,9 +118,7 @@ class CudaCollectives {
   // called there (through the group's order, records and errors) and returns when the device
   // ran the collective's kernel (steady ns, trace::nowNs's clock: the trace's device span);
   // the returned Work is that job's.
-  struct DeviceSpan {
-    int64_t beginNs = 0, endNs = 0;
-  };
+  using DeviceSpan = device_ring::DeviceSpan;
   using EnqueueWatch =
       std::function<c10::intrusive_ptr<::c10d::Work>(std::function<DeviceSpan()> watch)>;
   // Runs `call` on `ring` stream-ordered, as above, and returns its Work: wait() makes the

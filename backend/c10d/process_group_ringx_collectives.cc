@@ -27,8 +27,10 @@ using ::c10d::OpType;
 namespace {
 
 // Set while stagedOnCuda's host part issues the CPU collective: that call must queue its job,
-// whatever the caller's async_op, because it runs behind copies the device has yet to make.
+// whatever the caller's async_op, because it runs behind copies the device has yet to make;
+// the job first waits for them (stagedInputsWait, when set).
 thread_local bool stagingForCuda = false;
+thread_local const std::function<void()>* stagedInputsWait = nullptr;
 
 // The output tensors of a collective, in order: what its Work's result() holds.
 std::vector<at::Tensor> resultTensors(const at::Tensor& output) { return {output}; }
@@ -125,14 +127,20 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::stagedOnCuda(OpType type, co
   auto hostOutputs = staging.out(outputs);
   auto hostInputs = staging.in(inputs);  // an in-place tensor keeps its one stand-in
   std::call_once(cudaOnce_, [&] { cuda_ = CudaCollectives::create(rank_); });
-  return cuda_->run(staging, *queue_, type, title, resultTensors(outputs), [&] {
-    // The host part must not block the caller: it runs behind the device-to-host copies.
-    stagingForCuda = true;
-    struct Reset {
-      ~Reset() { stagingForCuda = false; }
-    } reset;
-    return cpuCall(hostOutputs, hostInputs);
-  });
+  return cuda_->run(staging, type, title, resultTensors(outputs), group_->timeout(),
+                    [&](std::function<void()> waitForInputs) {
+                      // The host part must not block the caller: it runs behind the
+                      // device-to-host copies.
+                      stagingForCuda = true;
+                      stagedInputsWait = &waitForInputs;
+                      struct Reset {
+                        ~Reset() {
+                          stagingForCuda = false;
+                          stagedInputsWait = nullptr;
+                        }
+                      } reset;
+                      return cpuCall(hostOutputs, hostInputs);
+                    });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::ringOnCuda(
@@ -252,6 +260,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::enqueue(OpType type, const c
   auto work = c10::make_intrusive<RingxWork>(rank_, type, title, std::move(outputs),
                                              std::chrono::milliseconds(0));
   Group* group = group_.get();
+  if (stagedInputsWait != nullptr) {
+    // A staged CUDA collective's job starts once the device has copied its inputs out; a
+    // failure to get them is the collective's error, as any other.
+    job = [wait = *stagedInputsWait, job = std::move(job)] {
+      wait();
+      job();
+    };
+  }
   auto run = [work, group, note, job = std::move(job)] {
     try {
       work->markStarted(trace::nowNs(), static_cast<int64_t>(group->collectivesIssued()));

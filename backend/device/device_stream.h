@@ -1,13 +1,18 @@
 // What ringx needs from a device's execution queues: in-order streams, events recorded on them,
-// stream-side waits, host callbacks in stream order, and waits for the host. CUDA provides
-// these (streams, cudaEventRecord, cudaStreamWaitEvent, cudaLaunchHostFunc, and a kernel that
-// polls host memory); ThreadStream (thread_stream.h)
-// provides them on the CPU, so that the ordering logic built on them (stream_ordering.h) is
-// tested on machines without a GPU.
+// stream-side waits, and two meeting points with the host that work through plain memory (a
+// gate the host opens, a signal the device raises). CUDA provides these (streams,
+// cudaEventRecord, cudaStreamWaitEvent, and small kernels that poll or write host memory);
+// ThreadStream (thread_stream.h) provides them on the CPU, so that the ordering logic built on
+// them (stream_ordering.h) is tested on machines without a GPU.
+//
+// Why the meeting points avoid the driver: a thread that the device waits for (the group's
+// communication thread, which opens the gates) must never call the device's driver. CUDA's
+// driver has a lock per context that some calls hold while they wait for the device to drain
+// (the first launch of a kernel under lazy module loading, a copy to pageable memory); a gate
+// waiting for that thread while that thread waits for the lock is a deadlock (seen on an H200).
 #pragma once
 
 #include <exception>
-#include <functional>
 #include <memory>
 
 namespace ringx::device {
@@ -20,6 +25,14 @@ class DeviceEvent {
   virtual bool query() = 0;
   // Blocks the calling host thread until the event has completed.
   virtual void synchronize() = 0;
+};
+
+// A point in a stream the host sees reached by reading memory: asking makes no driver call.
+class HostSignal {
+ public:
+  virtual ~HostSignal() = default;
+  // Whether the stream has passed this point (everything enqueued before it has completed).
+  virtual bool reached() = 0;
 };
 
 // A point in a stream that waits for the host: work enqueued after it starts once the host
@@ -42,9 +55,8 @@ class DeviceStream {
   // Work enqueued on this stream from now on starts only after `event` completes. The host
   // does not block.
   virtual void wait(const std::shared_ptr<DeviceEvent>& event) = 0;
-  // Runs `fn` on a host thread once all work enqueued before it has completed; work enqueued
-  // after it waits for it to return. `fn` must not enqueue work on any stream.
-  virtual void launchHostFunc(std::function<void()> fn) = 0;
+  // A signal raised when the stream gets here (the host polls it; see HostSignal).
+  virtual std::shared_ptr<HostSignal> signalHost() = 0;
   // Work enqueued on this stream from now on starts only after the returned gate is opened.
   // The gate must be opened, even when the host's part fails, or the stream stops for good.
   virtual std::shared_ptr<HostGate> waitForHost() = 0;

@@ -1,11 +1,15 @@
 #include "backend/device/stream_ordering.h"
 
+#include <algorithm>
+#include <thread>
+
 namespace ringx::device {
 
 std::shared_ptr<OrderedCollective> OrderedCollective::enqueue(DeviceStream& caller,
                                                               DeviceStream& comm, const Body& body,
                                                               std::shared_ptr<void> keepAlive,
-                                                              OnComplete onComplete) {
+                                                              OnComplete onComplete,
+                                                              WorkQueue& completions) {
   std::shared_ptr<OrderedCollective> self(new OrderedCollective());
   comm.wait(caller.record());  // 1: after the caller's work so far
   try {
@@ -13,20 +17,21 @@ std::shared_ptr<OrderedCollective> OrderedCollective::enqueue(DeviceStream& call
   } catch (...) {
     self->fail(std::current_exception());
   }
-  self->finishEnqueue(comm, std::move(keepAlive), std::move(onComplete));
+  self->finishEnqueue(comm, std::move(keepAlive), std::move(onComplete), completions);
   return self;
 }
 
 std::shared_ptr<OrderedCollective> OrderedCollective::enqueueStaged(
     DeviceStream& caller, DeviceStream& comm, const Body& copyIn, const HostPart& hostPart,
-    const Body& copyOut, std::shared_ptr<void> keepAlive, OnComplete onComplete) {
+    const Body& copyOut, std::shared_ptr<void> keepAlive, OnComplete onComplete,
+    WorkQueue& completions) {
   std::shared_ptr<OrderedCollective> self(new OrderedCollective());
   comm.wait(caller.record());
   std::shared_ptr<HostGate> gate;
   bool handedToHost = false;
   try {
     copyIn(comm);
-    std::shared_ptr<DeviceEvent> inputsStaged = comm.record();
+    std::shared_ptr<HostSignal> inputsStaged = comm.signalHost();
     gate = comm.waitForHost();
     copyOut(comm);  // held back by the gate until the host has written the results
     hostPart(inputsStaged, [self, gate](std::exception_ptr error) {
@@ -38,7 +43,7 @@ std::shared_ptr<OrderedCollective> OrderedCollective::enqueueStaged(
     self->fail(std::current_exception());
   }
   if (gate && !handedToHost) gate->open();
-  self->finishEnqueue(comm, std::move(keepAlive), std::move(onComplete));
+  self->finishEnqueue(comm, std::move(keepAlive), std::move(onComplete), completions);
   return self;
 }
 
@@ -48,11 +53,16 @@ void OrderedCollective::fail(std::exception_ptr error) {
 }
 
 void OrderedCollective::finishEnqueue(DeviceStream& comm, std::shared_ptr<void> keepAlive,
-                                      OnComplete onComplete) {
+                                      OnComplete onComplete, WorkQueue& completions) {
   done_ = comm.record();
   // 4: complete the future and let go of the buffers only once the device is done with them.
-  comm.launchHostFunc([self = shared_from_this(), keepAlive = std::move(keepAlive),
-                       onComplete = std::move(onComplete)]() mutable {
+  completions.submit([self = shared_from_this(), keepAlive = std::move(keepAlive),
+                      onComplete = std::move(onComplete)]() mutable {
+    try {
+      self->done_->synchronize();
+    } catch (...) {
+      self->fail(std::current_exception());  // the device failed (a sticky CUDA error)
+    }
     keepAlive.reset();
     if (onComplete) onComplete(self->error());
   });
@@ -73,6 +83,17 @@ void OrderedCollective::synchronize() {
 std::exception_ptr OrderedCollective::error() {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
+}
+
+bool waitUntilReached(HostSignal& signal, Deadline deadline) {
+  auto pause = std::chrono::microseconds(1);
+  for (unsigned polls = 0; !signal.reached(); ++polls) {
+    if (polls < 64) continue;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
+  }
+  return true;
 }
 
 }  // namespace ringx::device

@@ -1,5 +1,6 @@
 #include "backend/device/thread_stream.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -33,6 +34,15 @@ class ThreadEvent : public DeviceEvent {
   bool done_ = false;
 };
 
+class ThreadSignal : public HostSignal {
+ public:
+  void raise() { raised_.store(true, std::memory_order_release); }
+  bool reached() override { return raised_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<bool> raised_{false};
+};
+
 class ThreadGate : public HostGate {
  public:
   void open() override { opened_.set_value(); }
@@ -55,7 +65,11 @@ void ThreadStream::wait(const std::shared_ptr<DeviceEvent>& event) {
   enqueue([event] { event->synchronize(); });
 }
 
-void ThreadStream::launchHostFunc(std::function<void()> fn) { enqueue(std::move(fn)); }
+std::shared_ptr<HostSignal> ThreadStream::signalHost() {
+  auto signal = std::make_shared<ThreadSignal>();
+  enqueue([signal] { signal->raise(); });
+  return signal;
+}
 
 std::shared_ptr<HostGate> ThreadStream::waitForHost() {
   auto gate = std::make_shared<ThreadGate>();

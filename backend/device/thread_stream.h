@@ -21,7 +21,7 @@ class ThreadStream : public DeviceStream {
 
   std::shared_ptr<DeviceEvent> record() override;
   void wait(const std::shared_ptr<DeviceEvent>& event) override;
-  void launchHostFunc(std::function<void()> fn) override;
+  std::shared_ptr<HostSignal> signalHost() override;
   std::shared_ptr<HostGate> waitForHost() override;
 
  private:

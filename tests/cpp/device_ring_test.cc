@@ -73,7 +73,8 @@ TEST(DeviceRing, LargeFloatAllreduceIsIdenticalOnEveryRank) {
 }
 
 // The GPU path's pattern: one thread starts collectives back to back (more than kJobSlots, so
-// that start() must wait for slots), another watches them to their end in order.
+// that start() must wait for slots), another watches them to their end in order, and learns
+// from the status words when each ran.
 TEST(DeviceRing, PipelinedStartsFinishedOnAnotherThread) {
   const int n = 3, collectives = 3 * kJobSlots;
   auto errors = ringx::testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
@@ -81,10 +82,14 @@ TEST(DeviceRing, PipelinedStartsFinishedOnAnotherThread) {
     std::vector<std::vector<int64_t>> buffers(collectives);
     std::vector<uint64_t> sequences(collectives);
     std::atomic<int> started{0};
+    std::vector<DeviceSpan> spans(collectives);
+    std::vector<int64_t> watchedAt(collectives);
+    const int64_t before = steadyClockNs();
     std::thread watcher([&] {
       for (int i = 0; i < collectives; ++i) {
         while (started.load() <= i) std::this_thread::yield();
-        ring->finish(sequences[i], soon());
+        spans[i] = ring->finish(sequences[i], soon());
+        watchedAt[i] = steadyClockNs();
       }
     });
     for (int i = 0; i < collectives; ++i) {
@@ -97,6 +102,11 @@ TEST(DeviceRing, PipelinedStartsFinishedOnAnotherThread) {
     }
     watcher.join();
     for (int i = 0; i < collectives; ++i) {
+      RINGX_CHECK(before <= spans[i].beginNs && spans[i].beginNs <= spans[i].endNs &&
+                      spans[i].endNs <= watchedAt[i],
+                  "collective ", i, " ran from ", spans[i].beginNs, " to ", spans[i].endNs,
+                  " ns, not within ", before, " to ", watchedAt[i]);
+      if (i > 0) RINGX_CHECK(spans[i].beginNs >= spans[i - 1].beginNs, "out of order");
       const int64_t want = n * i + n * (n - 1) / 2;
       for (int64_t v : buffers[i]) RINGX_CHECK(v == want, "collective ", i, ": ", v, " != ", want);
     }
@@ -196,6 +206,7 @@ class FailingInstance : public Instance {
   HostControl* kernelControl() override { return &control_; }
   void launch(const RingJob&) override {}
   bool finished(uint64_t) override { return true; }
+  int64_t hostNs(uint64_t clock) override { return static_cast<int64_t>(clock); }
   void join() override {}
 
  private:

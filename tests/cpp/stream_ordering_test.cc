@@ -14,6 +14,12 @@
 namespace ringx::device {
 namespace {
 
+// The group's completions queue (stream_ordering.h, step 4).
+WorkQueue& completions() {
+  static WorkQueue queue;
+  return queue;
+}
+
 // Work that stays blocked until the test opens the gate.
 struct Gate {
   std::promise<void> promise;
@@ -34,7 +40,7 @@ TEST(StreamOrdering, CollectiveStartsAfterTheCallersEarlierWork) {
   auto work = OrderedCollective::enqueue(
       caller, comm,
       [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue([&] { output = input * 2; }); },
-      nullptr, nullptr);
+      nullptr, nullptr, completions());
   // Give an unordered collective every chance to run early (it would within microseconds and
   // read the input before it exists); an ordered one cannot run until the gate opens.
   for (int i = 0; i < 100 && output == -1; ++i) {
@@ -58,7 +64,7 @@ TEST(StreamOrdering, WaitOrdersTheCallersLaterWorkWithoutBlockingTheHost) {
         stream.enqueue(collectiveGate.holdBack());
         stream.enqueue([&] { result = 42; });
       },
-      nullptr, nullptr);
+      nullptr, nullptr, completions());
   // Compute enqueued before wait() overlaps the collective: it runs while the collective is
   // held back.
   std::promise<void> computeRan;
@@ -91,7 +97,8 @@ TEST(StreamOrdering, FutureCompletesAfterTheDeviceWorkAndReleasesTheBuffers) {
   auto work = OrderedCollective::enqueue(
       caller, comm,
       [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue(gate.holdBack()); },
-      std::move(buffer), [&](std::exception_ptr error) { completed.set_value(error); });
+      std::move(buffer), [&](std::exception_ptr error) { completed.set_value(error); },
+      completions());
   auto future = completed.get_future();
   // The collective holds the only reference while its device work is pending.
   EXPECT_FALSE(watch.expired());
@@ -107,7 +114,7 @@ TEST(StreamOrdering, HostSideFailureReachesWaitSynchronizeAndTheFuture) {
   std::promise<std::exception_ptr> completed;
   auto work = OrderedCollective::enqueue(
       caller, comm, [](DeviceStream&) { throw std::runtime_error("allreduce #3: rank 1 is gone"); },
-      nullptr, [&](std::exception_ptr error) { completed.set_value(error); });
+      nullptr, [&](std::exception_ptr error) { completed.set_value(error); }, completions());
   EXPECT_THROW(work->blockStream(caller), std::runtime_error);
   EXPECT_THROW(work->synchronize(), std::runtime_error);
   std::exception_ptr error = completed.get_future().get();
@@ -136,13 +143,27 @@ TEST(StreamOrdering, CollectivesOnOneCommStreamCompleteInOrder) {
             order.push_back(i);
           });
         },
-        nullptr, nullptr));
+        nullptr, nullptr, completions()));
   }
   EXPECT_FALSE(works[2]->isCompleted());  // held behind the first
   gate.open();
   works[2]->synchronize();
   EXPECT_TRUE(works[0]->isCompleted() && works[1]->isCompleted());
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+}
+
+// The host sees a signal reached by reading memory; a wait for one the stream has not reached
+// ends at its deadline.
+TEST(StreamOrdering, ASignalIsReachedOnlyAfterTheWorkBeforeIt) {
+  ThreadStream comm;
+  Gate gate;
+  comm.enqueue(gate.holdBack());
+  auto signal = comm.signalHost();
+  EXPECT_FALSE(signal->reached());
+  EXPECT_FALSE(waitUntilReached(*signal, Clock::now()));  // a deadline already past
+  gate.open();
+  EXPECT_TRUE(waitUntilReached(*signal, Clock::now() + std::chrono::minutes(1)));
+  EXPECT_TRUE(signal->reached());
 }
 
 // A staged collective on ThreadStreams: the "device" copies, the host queue plays the group's
@@ -161,9 +182,9 @@ TEST(StagedCollective, CopiesInRunsTheHostPartThenCopiesOut) {
       [&](DeviceStream& s) {
         static_cast<ThreadStream&>(s).enqueue([&] { stagedInput = deviceInput.load(); });
       },
-      [&](std::shared_ptr<DeviceEvent> inputsStaged, OrderedCollective::HostFinished finished) {
+      [&](std::shared_ptr<HostSignal> inputsStaged, OrderedCollective::HostFinished finished) {
         host.submit([&, inputsStaged, finished, held = hostGate.holdBack()] {
-          inputsStaged->synchronize();
+          ASSERT_TRUE(waitUntilReached(*inputsStaged, Clock::now() + std::chrono::minutes(1)));
           held();
           stagedOutput = stagedInput * 2;  // the CPU collective
           finished(nullptr);
@@ -172,7 +193,7 @@ TEST(StagedCollective, CopiesInRunsTheHostPartThenCopiesOut) {
       [&](DeviceStream& s) {
         static_cast<ThreadStream&>(s).enqueue([&] { deviceOutput = stagedOutput.load(); });
       },
-      nullptr, nullptr);
+      nullptr, nullptr, completions());
   work->blockStream(caller);
   caller.enqueue([&] { seenByCaller = deviceOutput.load(); });
   callerGate.open();
@@ -198,14 +219,14 @@ TEST(StagedCollective, AHostFailureIsTheCollectivesErrorAndTheStreamGoesOn) {
   std::atomic<bool> copiedOut{false};
   auto failing = OrderedCollective::enqueueStaged(
       caller, comm, [](DeviceStream&) {},
-      [&](std::shared_ptr<DeviceEvent> staged, OrderedCollective::HostFinished finished) {
+      [&](std::shared_ptr<HostSignal> staged, OrderedCollective::HostFinished finished) {
         host.submit([staged, finished] {
-          staged->synchronize();
+          waitUntilReached(*staged, Clock::now() + std::chrono::minutes(1));
           finished(std::make_exception_ptr(std::runtime_error("allreduce #7: rank 2 is gone")));
         });
       },
       [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue([&] { copiedOut = true; }); },
-      nullptr, [&](std::exception_ptr error) { completed.set_value(error); });
+      nullptr, [&](std::exception_ptr error) { completed.set_value(error); }, completions());
   std::exception_ptr error = completed.get_future().get();
   ASSERT_NE(error, nullptr);
   EXPECT_THROW(failing->synchronize(), std::runtime_error);
@@ -214,16 +235,16 @@ TEST(StagedCollective, AHostFailureIsTheCollectivesErrorAndTheStreamGoesOn) {
   // A host part that throws never gets to open the gate itself; the stream still goes on.
   auto thrown = OrderedCollective::enqueueStaged(
       caller, comm, [](DeviceStream&) {},
-      [](std::shared_ptr<DeviceEvent>, OrderedCollective::HostFinished) {
+      [](std::shared_ptr<HostSignal>, OrderedCollective::HostFinished) {
         throw std::invalid_argument("allreduce: tensors of different sizes");
       },
-      [](DeviceStream&) {}, nullptr, nullptr);
+      [](DeviceStream&) {}, nullptr, nullptr, completions());
   EXPECT_THROW(thrown->synchronize(), std::invalid_argument);
   std::atomic<bool> later{false};
   auto next = OrderedCollective::enqueue(
       caller, comm,
       [&](DeviceStream& s) { static_cast<ThreadStream&>(s).enqueue([&] { later = true; }); },
-      nullptr, nullptr);
+      nullptr, nullptr, completions());
   next->synchronize();
   EXPECT_TRUE(later);
 }

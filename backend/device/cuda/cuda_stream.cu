@@ -45,16 +45,30 @@ class CudaEvent : public device::DeviceEvent {
 
 cudaStream_t raw(void* stream) { return static_cast<cudaStream_t>(stream); }
 
-// cudaLaunchHostFunc passes one pointer; the function object lives on the heap until it runs.
-void CUDART_CB runHostFunc(void* data) {
-  std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(data));
-  (*fn)();
-}
-
 // Waits until the host has raised *counter to `ticket`. volatile: every poll reads host memory
 // over the bus; the sleep keeps the polling from flooding it.
 __global__ void waitForCounter(const volatile uint64_t* counter, uint64_t ticket) {
   while (*counter < ticket) __nanosleep(1000);
+}
+
+// Raises the host's *counter to `ticket`. The stream ran this only after the work before it
+// (the copies into pinned memory) completed, so their bytes are there when the host sees it.
+__global__ void raiseCounter(volatile uint64_t* counter, uint64_t ticket) {
+  __threadfence_system();
+  *counter = ticket;
+  __threadfence_system();
+}
+
+// Loads the two kernels now (cudaFuncGetAttributes does, under lazy loading), on the thread
+// that makes the first gate or signal, before any gate of this process can be waiting.
+void loadKernels() {
+  static const bool loaded = [] {
+    cudaFuncAttributes attributes;
+    check(cudaFuncGetAttributes(&attributes, waitForCounter), "loading the host-gate kernel");
+    check(cudaFuncGetAttributes(&attributes, raiseCounter), "loading the host-signal kernel");
+    return true;
+  }();
+  (void)loaded;
 }
 
 }  // namespace
@@ -69,13 +83,13 @@ struct CudaStream::GateCounter {
     *hostCounter = 0;
     void* mapped = nullptr;
     check(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer");
-    deviceCounter = static_cast<const uint64_t*>(mapped);
+    deviceCounter = static_cast<uint64_t*>(mapped);
   }
   ~GateCounter() { cudaFreeHost(hostCounter); }
 
   const int device;
-  uint64_t* hostCounter = nullptr;  // written by the host only
-  const uint64_t* deviceCounter = nullptr;
+  uint64_t* hostCounter = nullptr;  // gates: written by the host; signals: by the device
+  uint64_t* deviceCounter = nullptr;
   std::mutex mutex;
   uint64_t lastTicket = 0;
   uint64_t opened = 0;             // every gate up to this ticket is open (the counter's value)
@@ -104,6 +118,21 @@ class CudaGate : public device::HostGate {
     counter_->opened = opened;
     // A release store: the staged results the host wrote are visible before the counter is.
     std::atomic_ref<uint64_t>(*counter_->hostCounter).store(opened, std::memory_order_release);
+  }
+
+ private:
+  std::shared_ptr<CudaStream::GateCounter> counter_;
+  const uint64_t ticket_;
+};
+
+class CudaSignal : public device::HostSignal {
+ public:
+  CudaSignal(std::shared_ptr<CudaStream::GateCounter> counter, uint64_t ticket)
+      : counter_(std::move(counter)), ticket_(ticket) {}
+  // Signals are raised in stream order: the counter at or past this ticket means reached.
+  bool reached() override {
+    return std::atomic_ref<uint64_t>(*counter_->hostCounter).load(std::memory_order_acquire) >=
+           ticket_;
   }
 
  private:
@@ -156,23 +185,37 @@ void CudaStream::wait(const std::shared_ptr<device::DeviceEvent>& event) {
   check(cudaStreamWaitEvent(raw(stream_), cudaEvent->event(), 0), "cudaStreamWaitEvent");
 }
 
-void CudaStream::launchHostFunc(std::function<void()> fn) {
-  auto* heap = new std::function<void()>(std::move(fn));
+CudaStream::GateCounter& CudaStream::counter(std::shared_ptr<GateCounter>& which) {
+  if (!which) {
+    DeviceGuard guard(device_);
+    loadKernels();
+    which = std::make_shared<GateCounter>(device_);
+  }
+  return *which;
+}
+
+std::shared_ptr<device::HostSignal> CudaStream::signalHost() {
+  GateCounter& signals = counter(signals_);
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(signals.mutex);
+    ticket = ++signals.lastTicket;
+  }
   DeviceGuard guard(device_);
-  const cudaError_t error = cudaLaunchHostFunc(raw(stream_), runHostFunc, heap);
-  if (error != cudaSuccess) delete heap;
-  check(error, "cudaLaunchHostFunc");
+  raiseCounter<<<1, 1, 0, raw(stream_)>>>(signals.deviceCounter, ticket);
+  check(cudaGetLastError(), "launching the host-signal kernel");
+  return std::make_shared<CudaSignal>(signals_, ticket);
 }
 
 std::shared_ptr<device::HostGate> CudaStream::waitForHost() {
-  if (!gates_) gates_ = std::make_shared<GateCounter>(device_);
+  GateCounter& gates = counter(gates_);
   uint64_t ticket;
   {
-    std::lock_guard<std::mutex> lock(gates_->mutex);
-    ticket = ++gates_->lastTicket;
+    std::lock_guard<std::mutex> lock(gates.mutex);
+    ticket = ++gates.lastTicket;
   }
   DeviceGuard guard(device_);
-  waitForCounter<<<1, 1, 0, raw(stream_)>>>(gates_->deviceCounter, ticket);
+  waitForCounter<<<1, 1, 0, raw(stream_)>>>(gates.deviceCounter, ticket);
   check(cudaGetLastError(), "launching the host-gate kernel");
   return std::make_shared<CudaGate>(gates_, ticket);
 }

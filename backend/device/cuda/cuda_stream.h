@@ -1,6 +1,6 @@
-// DeviceStream on CUDA: a cudaStream_t with events, stream-side waits and host callbacks, the
-// primitives stream_ordering.h builds GPU collectives from. ThreadStream is the same interface
-// on the CPU; the ordering logic is tested there and, where a GPU exists, here.
+// DeviceStream on CUDA: a cudaStream_t with events, stream-side waits, host gates and host
+// signals, the primitives stream_ordering.h builds GPU collectives from. ThreadStream is the
+// same interface on the CPU; the ordering logic is tested there and, where a GPU exists, here.
 //
 // Events can also time: a timed event pair gives the GPU-side duration of what the stream ran
 // between them (cudaEventElapsedTime), which collective spans record besides their host times.
@@ -34,12 +34,15 @@ class CudaStream : public device::DeviceStream {
   // A timed event: elapsedMilliseconds() between two of them gives GPU-side time.
   std::shared_ptr<device::DeviceEvent> recordTimed();
   void wait(const std::shared_ptr<device::DeviceEvent>& event) override;
-  void launchHostFunc(std::function<void()> fn) override;
+  // A one-thread kernel that writes this signal's ticket to a counter in mapped pinned memory.
+  std::shared_ptr<device::HostSignal> signalHost() override;
   // A kernel that polls a counter in mapped pinned memory until the host's open() raises it
-  // to this gate's ticket: one thread on one SM while it waits, the rest of the GPU free. The
-  // stream object's gates share the counter, freed with the last of them and the object:
-  // cudaFreeHost synchronizes the device, so keep one object per stream that makes gates for
-  // as long as it makes them (a gate kernel still waiting would wait for that free).
+  // to this gate's ticket: one thread on one SM while it waits, the rest of the GPU free.
+  // The stream object's gates share one counter and its signals another, each freed with the
+  // last user and the object: cudaFreeHost synchronizes the device, so keep one object per
+  // stream that makes gates or signals for as long as it makes them (a gate kernel still
+  // waiting would wait for that free). The first gate or signal loads both kernels, so that
+  // no later one is a first launch (which waits for the device to drain: device_stream.h).
   std::shared_ptr<device::HostGate> waitForHost() override;
 
   // The GPU time between two completed timed events of the same device, in milliseconds.
@@ -54,13 +57,14 @@ class CudaStream : public device::DeviceStream {
   void* stream_;
   int device_;
   bool owned_;
-  // The gates' counter (pinned, mapped into the device's address space; allocated on first
-  // use) and the ticket of the last gate made.
+  // The gates' and the signals' counters (pinned, mapped into the device's address space;
+  // allocated on first use), each with the ticket of the last one made.
  public:
-  struct GateCounter;  // public for the gates in cuda_stream.cu
+  struct GateCounter;  // public for the gates and signals in cuda_stream.cu
 
  private:
-  std::shared_ptr<GateCounter> gates_;
+  GateCounter& counter(std::shared_ptr<GateCounter>& which);
+  std::shared_ptr<GateCounter> gates_, signals_;
 };
 
 }  // namespace ringx::cuda

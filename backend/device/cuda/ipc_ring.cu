@@ -13,6 +13,8 @@
 #include <cuda_runtime.h>
 #include <cuda/atomic>
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -73,6 +75,20 @@ __device__ __forceinline__ RingPack<T> loadPackThroughL2(const T* p) {
   return out;
 }
 
+// The GPU's nanosecond timer, the same on every multiprocessor.
+__device__ __forceinline__ uint64_t globalTimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One reading of the timer for the host: the value, then a flag the host polls.
+__global__ void readGlobalTimer(volatile uint64_t* sample) {
+  sample[0] = globalTimer();
+  __threadfence_system();
+  sample[1] = 1;
+}
+
 __device__ __forceinline__ bool packable(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % kPack == 0;
 }
@@ -103,6 +119,7 @@ struct CudaExec {
     if (leader()) store(p, v);
   }
   __device__ void pause() const { __nanosleep(100); }
+  __device__ uint64_t clock() const { return globalTimer(); }
 
   __device__ void combine(void* d1, void* d2, const void* a, const void* b, uint64_t count) const {
     T* o1 = static_cast<T*>(d1);
@@ -166,6 +183,13 @@ class CudaIpcInstance : public IpcRingInstance {
     char bus[kBusIdBytes] = {};
     check(cudaDeviceGetPCIBusId(bus, sizeof(bus), device_), "cudaDeviceGetPCIBusId");
     busId_ = bus;
+    check(cudaHostAlloc(&host, 2 * sizeof(uint64_t), cudaHostAllocMapped),
+          "cudaHostAlloc (the clock sample)");
+    clockSample_ = static_cast<uint64_t*>(host);
+    check(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer (clock sample)");
+    kernelClockSample_ = static_cast<uint64_t*>(mapped);
+    check(cudaStreamCreateWithFlags(&clockStream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    calibrate(/*first=*/true);
   }
   ~CudaIpcInstance() override {
     try {
@@ -175,6 +199,8 @@ class CudaIpcInstance : public IpcRingInstance {
       if (region_ != nullptr) cudaFree(region_);
       for (auto& event : done_) cudaEventDestroy(event);
       cudaFreeHost(hostControl_);
+      cudaStreamDestroy(clockStream_);
+      cudaFreeHost(clockSample_);
     } catch (const std::exception&) {
       // CUDA is gone (the process is exiting): it frees what this held.
     }
@@ -228,6 +254,11 @@ class CudaIpcInstance : public IpcRingInstance {
 
   void launch(const RingJob& job) override {
     DeviceGuard guard(device_);
+    // The two clocks drift apart slowly: a fresh reading now and then keeps the trace's device
+    // spans within microseconds of the host's (on the caller's thread: it may call CUDA).
+    if (device_ring::steadyClockNs() - calibratedAt_ > kCalibrateEveryNs) {
+      calibrate(/*first=*/false);
+    }
     auto stream = static_cast<cudaStream_t>(stream_);
     const bool known =
         reduce::visitElementOp(job.reduceOp, job.dtype, [&]<typename T, typename Op>() {
@@ -249,6 +280,9 @@ class CudaIpcInstance : public IpcRingInstance {
           "the device ring's kernel");  // a fault in the kernel is sticky: nothing more will run
     return true;
   }
+  int64_t hostNs(uint64_t clock) override {
+    return static_cast<int64_t>(clock) + offsetNs_.load(std::memory_order_relaxed);
+  }
   void join() override {
     if (launched_ > 0) {
       check(cudaEventSynchronize(done_[launched_ % device_ring::kJobSlots]),
@@ -266,6 +300,45 @@ class CudaIpcInstance : public IpcRingInstance {
   HostControl* kernelControl_ = nullptr;
   cudaEvent_t done_[device_ring::kJobSlots] = {};  // each outstanding job's end
   uint64_t launched_ = 0;                          // the last job launched
+
+  // The GPU timer against the host's steady clock: a kernel on an idle stream of its own reads
+  // the timer, and the host's readings before the launch and after seeing it bound when. The
+  // tightest of a few bounds gives the offset, to within half its width. Later, a reading
+  // whose bound is wide (the GPU was busy with other processes' work) does not replace it.
+  static constexpr int64_t kCalibrateEveryNs = 10'000'000'000;
+  void calibrate(bool first) {
+    int64_t best = first ? INT64_MAX : kCalibrateWithinNs;
+    for (int i = 0; i < 5; ++i) {
+      __atomic_store_n(&clockSample_[1], 0, __ATOMIC_RELEASE);
+      const int64_t before = device_ring::steadyClockNs();
+      readGlobalTimer<<<1, 1, 0, clockStream_>>>(kernelClockSample_);
+      check(cudaGetLastError(), "launching the clock reading");
+      int64_t after = before;
+      while (__atomic_load_n(&clockSample_[1], __ATOMIC_ACQUIRE) == 0) {
+        after = device_ring::steadyClockNs();
+        if (after - before > kGiveUpNs) break;
+      }
+      if (__atomic_load_n(&clockSample_[1], __ATOMIC_ACQUIRE) == 0) {
+        check(cudaStreamSynchronize(clockStream_), "the clock reading");  // a late one
+        continue;
+      }
+      after = device_ring::steadyClockNs();
+      if (after - before < best) {
+        best = after - before;
+        const uint64_t gpu = __atomic_load_n(&clockSample_[0], __ATOMIC_ACQUIRE);
+        offsetNs_.store(before + (after - before) / 2 - static_cast<int64_t>(gpu),
+                        std::memory_order_relaxed);
+      }
+    }
+    calibratedAt_ = device_ring::steadyClockNs();
+  }
+  static constexpr int64_t kCalibrateWithinNs = 1'000'000;  // a later bound must be tighter
+  static constexpr int64_t kGiveUpNs = 100'000'000;
+  cudaStream_t clockStream_ = nullptr;
+  uint64_t* clockSample_ = nullptr;  // value, flag
+  uint64_t* kernelClockSample_ = nullptr;
+  std::atomic<int64_t> offsetNs_{0};
+  int64_t calibratedAt_ = 0;
 };
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <thread>
 
 #include "backend/reduce/reduce.h"
@@ -180,7 +182,13 @@ uint64_t DeviceRing::start(RingOp op, const void* input, void* output, uint64_t 
   return job.sequence;
 }
 
-void DeviceRing::finish(uint64_t sequence, Deadline deadline) {
+int64_t steadyClockNs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+DeviceSpan DeviceRing::finish(uint64_t sequence, Deadline deadline) {
   RINGX_ENFORCE_EQ(sequence, finished_.load() + 1);
   HostControl* control = instance_->hostControl();
   JobStatus& status = control->job[sequence % kJobSlots];
@@ -190,7 +198,17 @@ void DeviceRing::finish(uint64_t sequence, Deadline deadline) {
   auto sleepFor = std::chrono::microseconds(1);
   int blamed = -1;
   std::string detail;
-  while (!instance_->finished(sequence)) {
+  auto settled = [&] {
+    for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
+      if (stateOf(ch) == kRunning) return false;
+    }
+    return true;
+  };
+  while (!settled()) {
+    // Past the deadline, with the kernels told to stop, channels that still say "running"
+    // belong to a kernel that died (a device fault) or that the device never ran: only the
+    // driver can tell, and a fault is thrown from here.
+    if (blamed >= 0 && instance_->finished(sequence)) break;
     bool failed = false;
     for (uint32_t ch = 0; ch < geometry_.channels; ++ch) failed |= stateOf(ch) == kFailed;
     if (!failed) {
@@ -255,7 +273,13 @@ void DeviceRing::finish(uint64_t sequence, Deadline deadline) {
                  ? strCat(detail, "; channel ", ch, " was waiting for rank ", waited)
                  : detail);
   }
+  uint64_t begin = ~uint64_t{0}, end = 0;
+  for (uint32_t ch = 0; ch < geometry_.channels; ++ch) {
+    begin = std::min(begin, __atomic_load_n(&status.channel[ch].beginClock, __ATOMIC_ACQUIRE));
+    end = std::max(end, __atomic_load_n(&status.channel[ch].endClock, __ATOMIC_ACQUIRE));
+  }
   finished_.store(sequence);
+  return DeviceSpan{instance_->hostNs(begin), instance_->hostNs(end)};
 }
 
 std::string DeviceRing::describe(int blamed) const {

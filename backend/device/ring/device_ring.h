@@ -53,14 +53,27 @@ class Instance {
   // Queues the job's kernels, one per channel, behind the jobs launched before; returns at once.
   virtual void launch(const RingJob& job) = 0;
   // Whether the kernels of the job with this sequence number have all returned (does not
-  // block). Asked in order, for jobs launched and not yet asked about.
+  // wait for them, but may call the device's driver, which can wait for the device: finish()
+  // asks only once the status words have not settled by the deadline, to tell a kernel that
+  // died from one that runs on).
   virtual bool finished(uint64_t sequence) = 0;
+  // Where a reading of the kernels' clock (ChannelStatus's beginClock/endClock) falls on the
+  // host's steady clock (steadyClockNs: trace::nowNs's), in ns.
+  virtual int64_t hostNs(uint64_t clock) = 0;
   // Waits until every launched job's kernels have returned (after a stop, they return soon).
   virtual void join() = 0;
 };
 
 // Whether process `pid` of this host still runs (a zombie does not).
 bool processRuns(int64_t pid);
+
+// CLOCK_MONOTONIC in ns: the host clock device spans are given on.
+int64_t steadyClockNs();
+
+// When the device ran a collective, on the host's steady clock (0, 0: not known).
+struct DeviceSpan {
+  int64_t beginNs = 0, endNs = 0;
+};
 
 class DeviceRing {
  public:
@@ -96,12 +109,13 @@ class DeviceRing {
 
   // The two halves, for callers whose kernels are ordered on a stream: start() launches
   // (through the instance) and returns the collective's sequence number; finish() watches
-  // until its kernels returned and throws its error. Starts come from one thread, finishes
+  // until every channel finished, through the status words alone (no driver call), and
+  // returns when the device ran it, or throws its error. Starts come from one thread, finishes
   // (in the same order) from one thread, maybe another. `what` names it in errors. start()
   // waits while kJobSlots collectives are outstanding.
   uint64_t start(RingOp op, const void* input, void* output, uint64_t count, DataType dtype,
                  ReduceOp reduceOp, const std::string& what);
-  void finish(uint64_t sequence, Deadline deadline);
+  DeviceSpan finish(uint64_t sequence, Deadline deadline);
 
  private:
   [[noreturn]] void failWith(uint64_t sequence, int blamed, const std::string& detail);

@@ -100,7 +100,10 @@ RINGX_HD char* oneShotArea(char* region, const Geometry& g, uint64_t index, int 
 // What the host and this rank's kernel share. Each collective of the ring has a status per
 // channel in one of kJobSlots slots (its sequence number modulo kJobSlots), so that a kernel
 // queued behind another on a stream writes its own: the host lets at most kJobSlots
-// collectives be outstanding. `state`: running, finished or failed; `waitingOn`/`waitingFor`:
+// collectives be outstanding. `state`: running, finished or failed (the host watches a
+// collective to its end by this word alone: asking the device's driver could wait for the
+// device, device_stream.h); `beginClock`/`endClock`: when the channel started and finished on
+// the device's clock (Exec::clock; Instance::hostNs maps it); `waitingOn`/`waitingFor`:
 // the rank and counter value a channel waits for now (kNotWaiting between waits; a failed
 // channel keeps the wait it gave up on): the host blames a dead or stuck peer only when a
 // channel waits for it, so a peer that left after doing its part stops no one.
@@ -113,6 +116,8 @@ struct alignas(64) ChannelStatus {
   uint64_t waitingFor;
   uint64_t failedPeer;  // the rank named in the error: the one that died, stalled or aborted
   uint64_t cause;
+  uint64_t beginClock;
+  uint64_t endClock;
 };
 enum : uint64_t { kRunning = 0, kFinished = 1, kFailed = 2 };
 // waitingOn while the channel is not waiting for anyone.

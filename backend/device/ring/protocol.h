@@ -44,6 +44,7 @@
 //   void publish(uint64_t*, uint64_t) release store of a counter, by the leader once every
 //                                     thread of the channel has written what it announces
 //   void pause()                      back-off while spinning
+//   uint64_t clock()                  the device's clock in ns (for the trace's device span)
 //   void combine(d1, d2, a, b, count) x = a and b combined (or whichever is not null), written
 //                                     to d1 and d2 (either may be null); a is always a slot
 #pragma once
@@ -292,6 +293,7 @@ RINGX_HD bool runChannel(Exec& ex, const RingJob& job, int ch) {
   // A ring that failed stays failed: its counters no longer agree between ranks.
   int healthy = 1;
   if (ex.leader()) {
+    ex.store(&statusOf(job, ch).beginClock, ex.clock());
     const uint64_t blame = ex.load(&header(job.regions[job.rank])->aborted.value);
     if (blame != 0) {
       ex.store(&statusOf(job, ch).failedPeer, blame - 1);
@@ -314,7 +316,10 @@ RINGX_HD bool runChannel(Exec& ex, const RingJob& job, int ch) {
     ok = job.op == RingOp::kOneShotAllreduce ? runOneShotChannel(ex, job, ch)
                                              : runRingChannel(ex, job, ch);
   }
-  if (ok && ex.leader()) ex.store(&statusOf(job, ch).state, kFinished);
+  if (ok && ex.leader()) {
+    ex.store(&statusOf(job, ch).endClock, ex.clock());
+    ex.store(&statusOf(job, ch).state, kFinished);
+  }
   return ok;
 }
 

@@ -1,9 +1,9 @@
 // The stream-ordering logic (backend/device/stream_ordering.h) on real CUDA streams: a
 // collective whose device work is a ringx reduction kernel, ordered after the caller's work and
-// before the caller's later work, its future completed from a host callback, and GPU-side
-// timing from timed events. Skips with "no CUDA device" where there is none (CI, the
-// development machine); runs on the GPU machine. The same logic is tested without a GPU in
-// tests/cpp/stream_ordering_test.cc.
+// before the caller's later work, its future completed on a completions queue, host gates and
+// signals, and GPU-side timing from timed events. Skips with "no CUDA device" where there is
+// none (CI, the development machine); runs on the GPU machine. The same logic is tested
+// without a GPU in tests/cpp/stream_ordering_test.cc.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -58,6 +58,7 @@ TEST(CudaStream, CollectiveReadsWhatTheCallerWroteAndTheCallerSeesItsResult) {
   check(cudaGetLastError());
   check(cudaMemsetAsync(input, 0x3F, kCount * sizeof(float), callerStream));
 
+  WorkQueue completions;
   std::promise<std::exception_ptr> completed;
   auto work = device::OrderedCollective::enqueue(
       *caller, *comm,
@@ -65,7 +66,7 @@ TEST(CudaStream, CollectiveReadsWhatTheCallerWroteAndTheCallerSeesItsResult) {
         reduce(ReduceOp::kSum, DataType::kFloat32, output, input, input, kCount,
                static_cast<CudaStream&>(s).handle());
       },
-      nullptr, [&](std::exception_ptr error) { completed.set_value(error); });
+      nullptr, [&](std::exception_ptr error) { completed.set_value(error); }, completions);
   EXPECT_FALSE(work->isCompleted());  // behind the caller's spin
   work->blockStream(*caller);
   std::vector<float> host(kCount);
@@ -88,6 +89,7 @@ TEST(CudaStream, FutureReleasesTheBuffersOnlyAfterTheDeviceWork) {
   auto comm = CudaStream::create(0, true);
   auto buffer = std::make_shared<int>(1);
   std::weak_ptr<int> watch = buffer;
+  WorkQueue completions;
   std::promise<void> released;
   auto work = device::OrderedCollective::enqueue(
       *caller, *comm,
@@ -95,7 +97,7 @@ TEST(CudaStream, FutureReleasesTheBuffersOnlyAfterTheDeviceWork) {
         spin<<<1, 1, 0, static_cast<cudaStream_t>(static_cast<CudaStream&>(s).handle())>>>(
             100'000'000);
       },
-      std::move(buffer), [&](std::exception_ptr) { released.set_value(); });
+      std::move(buffer), [&](std::exception_ptr) { released.set_value(); }, completions);
   EXPECT_FALSE(watch.expired());  // the spin is still running
   released.get_future().wait();
   EXPECT_TRUE(watch.expired());
@@ -108,6 +110,7 @@ TEST(CudaStream, StagedCollectiveCopiesOutRunsOnTheHostAndCopiesBackIn) {
   auto caller = CudaStream::create(0, false);
   auto comm = CudaStream::create(0, true);
   WorkQueue host;  // plays the group's communication thread
+  WorkQueue completions;
   int* tensor = nullptr;
   int *stagedIn = nullptr, *stagedOut = nullptr;
   check(cudaMalloc(&tensor, kCount * sizeof(int)));
@@ -125,10 +128,10 @@ TEST(CudaStream, StagedCollectiveCopiesOutRunsOnTheHostAndCopiesBackIn) {
         check(cudaMemcpyAsync(stagedIn, tensor, kCount * sizeof(int), cudaMemcpyDeviceToHost,
                               streamOf(s)));
       },
-      [&](std::shared_ptr<device::DeviceEvent> staged,
+      [&](std::shared_ptr<device::HostSignal> staged,
           device::OrderedCollective::HostFinished finished) {
         host.submit([&, staged, finished] {
-          staged->synchronize();
+          ASSERT_TRUE(device::waitUntilReached(*staged, Clock::now() + std::chrono::minutes(1)));
           for (size_t i = 0; i < kCount; ++i) stagedOut[i] = stagedIn[i] + static_cast<int>(i);
           finished(nullptr);
         });
@@ -137,7 +140,7 @@ TEST(CudaStream, StagedCollectiveCopiesOutRunsOnTheHostAndCopiesBackIn) {
         check(cudaMemcpyAsync(tensor, stagedOut, kCount * sizeof(int), cudaMemcpyHostToDevice,
                               streamOf(s)));
       },
-      nullptr, nullptr);
+      nullptr, nullptr, completions);
   work->blockStream(*caller);
   std::vector<int> result(kCount);
   check(cudaMemcpyAsync(result.data(), tensor, kCount * sizeof(int), cudaMemcpyDeviceToHost,
@@ -159,12 +162,15 @@ TEST(CudaStream, AGateOpenedEarlyLetsTheStreamPastItOnlyAfterTheGatesBefore) {
   auto afterFirst = stream->record();
   auto second = stream->waitForHost();
   auto afterSecond = stream->record();
+  auto signal = stream->signalHost();
   second->open();
   // Nothing past a closed gate can run, however long we look.
   for (int i = 0; i < 100; ++i) ASSERT_FALSE(afterFirst->query());
   EXPECT_FALSE(afterSecond->query());
+  EXPECT_FALSE(device::waitUntilReached(*signal, Clock::now()));
   first->open();
   afterSecond->synchronize();  // both open now: hangs here if the early open was lost
+  EXPECT_TRUE(device::waitUntilReached(*signal, Clock::now() + std::chrono::minutes(1)));
   EXPECT_TRUE(afterFirst->query());
   auto third = stream->waitForHost();  // later gates count on from there
   auto afterThird = stream->record();
