@@ -84,12 +84,12 @@ TEST(DeviceRing, PipelinedStartsFinishedOnAnotherThread) {
     std::atomic<int> started{0};
     std::vector<DeviceSpan> spans(collectives);
     std::vector<int64_t> watchedAt(collectives);
-    const int64_t before = steadyClockNs();
+    const int64_t before = steadyNs();
     std::thread watcher([&] {
       for (int i = 0; i < collectives; ++i) {
         while (started.load() <= i) std::this_thread::yield();
         spans[i] = ring->finish(sequences[i], soon());
-        watchedAt[i] = steadyClockNs();
+        watchedAt[i] = steadyNs();
       }
     });
     for (int i = 0; i < collectives; ++i) {

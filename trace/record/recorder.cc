@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/deadline.h"
+
 namespace ringx::trace {
 
 namespace {
@@ -20,9 +22,7 @@ std::atomic<int64_t> fakeSkewNs{[] {
 }  // namespace
 
 int64_t nowNs() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec + fakeSkewNs.load(std::memory_order_relaxed);
+  return steadyNs() + fakeSkewNs.load(std::memory_order_relaxed);
 }
 
 void setFakeClockSkewForTesting(int64_t skewNs) { fakeSkewNs.store(skewNs); }

@@ -256,7 +256,7 @@ class CudaIpcInstance : public IpcRingInstance {
     DeviceGuard guard(device_);
     // The two clocks drift apart slowly: a fresh reading now and then keeps the trace's device
     // spans within microseconds of the host's (on the caller's thread: it may call CUDA).
-    if (device_ring::steadyClockNs() - calibratedAt_ > kCalibrateEveryNs) {
+    if (steadyNs() - calibratedAt_ > kCalibrateEveryNs) {
       calibrate(/*first=*/false);
     }
     auto stream = static_cast<cudaStream_t>(stream_);
@@ -310,19 +310,19 @@ class CudaIpcInstance : public IpcRingInstance {
     int64_t best = first ? INT64_MAX : kCalibrateWithinNs;
     for (int i = 0; i < 5; ++i) {
       __atomic_store_n(&clockSample_[1], 0, __ATOMIC_RELEASE);
-      const int64_t before = device_ring::steadyClockNs();
+      const int64_t before = steadyNs();
       readGlobalTimer<<<1, 1, 0, clockStream_>>>(kernelClockSample_);
       check(cudaGetLastError(), "launching the clock reading");
       int64_t after = before;
       while (__atomic_load_n(&clockSample_[1], __ATOMIC_ACQUIRE) == 0) {
-        after = device_ring::steadyClockNs();
+        after = steadyNs();
         if (after - before > kGiveUpNs) break;
       }
       if (__atomic_load_n(&clockSample_[1], __ATOMIC_ACQUIRE) == 0) {
         check(cudaStreamSynchronize(clockStream_), "the clock reading");  // a late one
         continue;
       }
-      after = device_ring::steadyClockNs();
+      after = steadyNs();
       if (after - before < best) {
         best = after - before;
         const uint64_t gpu = __atomic_load_n(&clockSample_[0], __ATOMIC_ACQUIRE);
@@ -330,7 +330,7 @@ class CudaIpcInstance : public IpcRingInstance {
                         std::memory_order_relaxed);
       }
     }
-    calibratedAt_ = device_ring::steadyClockNs();
+    calibratedAt_ = steadyNs();
   }
   static constexpr int64_t kCalibrateWithinNs = 1'000'000;  // a later bound must be tighter
   static constexpr int64_t kGiveUpNs = 100'000'000;

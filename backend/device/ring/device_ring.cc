@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <thread>
 
 #include "backend/reduce/reduce.h"
@@ -180,12 +179,6 @@ uint64_t DeviceRing::start(RingOp op, const void* input, void* output, uint64_t 
   if (op == RingOp::kOneShotAllreduce) ++oneShotCount_;
   instance_->launch(job);
   return job.sequence;
-}
-
-int64_t steadyClockNs() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
 DeviceSpan DeviceRing::finish(uint64_t sequence, Deadline deadline) {

@@ -58,7 +58,7 @@ class Instance {
   // died from one that runs on).
   virtual bool finished(uint64_t sequence) = 0;
   // Where a reading of the kernels' clock (ChannelStatus's beginClock/endClock) falls on the
-  // host's steady clock (steadyClockNs: trace::nowNs's), in ns.
+  // host's steady clock (steadyNs, base/deadline.h: trace::nowNs's), in ns.
   virtual int64_t hostNs(uint64_t clock) = 0;
   // Waits until every launched job's kernels have returned (after a stop, they return soon).
   virtual void join() = 0;
@@ -66,9 +66,6 @@ class Instance {
 
 // Whether process `pid` of this host still runs (a zombie does not).
 bool processRuns(int64_t pid);
-
-// CLOCK_MONOTONIC in ns: the host clock device spans are given on.
-int64_t steadyClockNs();
 
 // When the device ran a collective, on the host's steady clock (0, 0: not known).
 struct DeviceSpan {

@@ -30,7 +30,7 @@ struct HostExec {
 
   bool leader() const { return true; }
   int agree(int v) const { return v; }
-  uint64_t clock() const { return static_cast<uint64_t>(steadyClockNs()); }
+  uint64_t clock() const { return static_cast<uint64_t>(steadyNs()); }
   uint64_t load(const uint64_t* p) const { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
   void store(uint64_t* p, uint64_t v) const { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
   void publish(uint64_t* p, uint64_t v) {
