@@ -73,8 +73,8 @@ void loadKernels() {
 
 }  // namespace
 
-struct CudaStream::GateCounter {
-  explicit GateCounter(int device) : device(device) {
+struct CudaStream::HostCounter {
+  explicit HostCounter(int device) : device(device) {
     DeviceGuard guard(device);
     void* host = nullptr;
     check(cudaHostAlloc(&host, sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),
@@ -85,11 +85,17 @@ struct CudaStream::GateCounter {
     check(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer");
     deviceCounter = static_cast<uint64_t*>(mapped);
   }
-  ~GateCounter() { cudaFreeHost(hostCounter); }
+  ~HostCounter() { cudaFreeHost(hostCounter); }
 
   const int device;
   uint64_t* hostCounter = nullptr;  // gates: written by the host; signals: by the device
   uint64_t* deviceCounter = nullptr;
+  // The ticket of the next gate or signal, in the order they are enqueued.
+  uint64_t nextTicket() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return ++lastTicket;
+  }
+
   std::mutex mutex;
   uint64_t lastTicket = 0;
   uint64_t opened = 0;             // every gate up to this ticket is open (the counter's value)
@@ -100,7 +106,7 @@ namespace {
 
 class CudaGate : public device::HostGate {
  public:
-  CudaGate(std::shared_ptr<CudaStream::GateCounter> counter, uint64_t ticket)
+  CudaGate(std::shared_ptr<CudaStream::HostCounter> counter, uint64_t ticket)
       : counter_(std::move(counter)), ticket_(ticket) {}
 
   // The counter says "every gate up to here is open", so a gate opened before an earlier one
@@ -121,13 +127,13 @@ class CudaGate : public device::HostGate {
   }
 
  private:
-  std::shared_ptr<CudaStream::GateCounter> counter_;
+  std::shared_ptr<CudaStream::HostCounter> counter_;
   const uint64_t ticket_;
 };
 
 class CudaSignal : public device::HostSignal {
  public:
-  CudaSignal(std::shared_ptr<CudaStream::GateCounter> counter, uint64_t ticket)
+  CudaSignal(std::shared_ptr<CudaStream::HostCounter> counter, uint64_t ticket)
       : counter_(std::move(counter)), ticket_(ticket) {}
   // Signals are raised in stream order: the counter at or past this ticket means reached.
   bool reached() override {
@@ -136,7 +142,7 @@ class CudaSignal : public device::HostSignal {
   }
 
  private:
-  std::shared_ptr<CudaStream::GateCounter> counter_;
+  std::shared_ptr<CudaStream::HostCounter> counter_;
   const uint64_t ticket_;
 };
 
@@ -185,22 +191,18 @@ void CudaStream::wait(const std::shared_ptr<device::DeviceEvent>& event) {
   check(cudaStreamWaitEvent(raw(stream_), cudaEvent->event(), 0), "cudaStreamWaitEvent");
 }
 
-CudaStream::GateCounter& CudaStream::counter(std::shared_ptr<GateCounter>& which) {
+CudaStream::HostCounter& CudaStream::counter(std::shared_ptr<HostCounter>& which) {
   if (!which) {
     DeviceGuard guard(device_);
     loadKernels();
-    which = std::make_shared<GateCounter>(device_);
+    which = std::make_shared<HostCounter>(device_);
   }
   return *which;
 }
 
 std::shared_ptr<device::HostSignal> CudaStream::signalHost() {
-  GateCounter& signals = counter(signals_);
-  uint64_t ticket;
-  {
-    std::lock_guard<std::mutex> lock(signals.mutex);
-    ticket = ++signals.lastTicket;
-  }
+  HostCounter& signals = counter(signals_);
+  const uint64_t ticket = signals.nextTicket();
   DeviceGuard guard(device_);
   raiseCounter<<<1, 1, 0, raw(stream_)>>>(signals.deviceCounter, ticket);
   check(cudaGetLastError(), "launching the host-signal kernel");
@@ -208,12 +210,8 @@ std::shared_ptr<device::HostSignal> CudaStream::signalHost() {
 }
 
 std::shared_ptr<device::HostGate> CudaStream::waitForHost() {
-  GateCounter& gates = counter(gates_);
-  uint64_t ticket;
-  {
-    std::lock_guard<std::mutex> lock(gates.mutex);
-    ticket = ++gates.lastTicket;
-  }
+  HostCounter& gates = counter(gates_);
+  const uint64_t ticket = gates.nextTicket();
   DeviceGuard guard(device_);
   waitForCounter<<<1, 1, 0, raw(stream_)>>>(gates.deviceCounter, ticket);
   check(cudaGetLastError(), "launching the host-gate kernel");

@@ -60,11 +60,11 @@ class CudaStream : public device::DeviceStream {
   // The gates' and the signals' counters (pinned, mapped into the device's address space;
   // allocated on first use), each with the ticket of the last one made.
  public:
-  struct GateCounter;  // public for the gates and signals in cuda_stream.cu
+  struct HostCounter;  // public for the gates and signals in cuda_stream.cu
 
  private:
-  GateCounter& counter(std::shared_ptr<GateCounter>& which);
-  std::shared_ptr<GateCounter> gates_, signals_;
+  HostCounter& counter(std::shared_ptr<HostCounter>& which);
+  std::shared_ptr<HostCounter> gates_, signals_;
 };
 
 }  // namespace ringx::cuda
