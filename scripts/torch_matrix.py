@@ -6,15 +6,18 @@ For each release (the newest patch of each minor release, RELEASES):
      on CUDA tensors), against that release's own headers and libraries: its PyPI wheel (the
      CUDA build) unpacked, never imported;
   2. for the oldest, the GPU machine's and the newest (INSTALLED): torch installed for real in
-     a virtual environment of its own (a CUDA torch runs on the CPU without a GPU), ringx
-     installed there as a user does (`pip install --no-build-isolation .`), then on the CPU:
+     a fresh virtual environment of its own (a CUDA torch runs on the CPU without a GPU), ringx
+     installed there as a user does, by the README's install commands as the README prints
+     them, then a 2-rank torchrun all-reduce and DDP step (scripts/readme_install.py, the
+     check make pip-check runs), then on the CPU:
      a subset of the Python tests (PYTEST_SUBSET: the c10d API, torch's DDP and FSDP2 and
      ringx's own engines against single-process numerics) and PyTorch's conformance suite at
      world size 2, strict against a baseline taken from that release's own gloo run.
 Prints one table (and writes it to build/torch-matrix/report.md, with report.json).
 
-Wheels, unpacked wheels and the environments are cached (RINGX_CACHE, default
-~/.cache/ringx/torch-matrix), so a second run downloads nothing. Not part of `make test`: it
+Wheels and unpacked wheels are cached (RINGX_CACHE, default ~/.cache/ringx/torch-matrix), so a
+second run downloads only what pip's own cache lacks; each run makes its environments anew
+(build/torch-matrix/<release>/venv). Not part of `make test`: it
 downloads several GB once and takes about an hour on 2 cores.
 
   scripts/torch_matrix.py [--releases 2.9.1,2.15.0] [--installed 2.15.0] [--no-tests]
@@ -32,6 +35,7 @@ import sys
 import time
 import zipfile
 
+import readme_install
 from junit_results import test_results
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -162,40 +166,18 @@ def base_python():
     return os.path.join(sys.base_prefix, "bin", f"python{sys.version_info.major}.{sys.version_info.minor}")
 
 
-def environment(cache, release, log):
-    """A virtual environment with torch `release` and the test tools; returns its python."""
-    venv = os.path.join(cache, f"venv-{release}")
+def environment(cache, release, out, log):
+    """A fresh virtual environment holding torch `release` (the cached wheel, its dependencies
+    from PyPI) and nothing else, as the README's install starts from; returns its python."""
+    venv = os.path.join(out, release, "venv")
+    shutil.rmtree(venv, ignore_errors=True)
+    if run([base_python(), "-m", "venv", venv], log) != 0:
+        raise RuntimeError("could not make a virtual environment")
     py = os.path.join(venv, "bin", "python")
-    probe = [py, "-c", "import importlib.metadata as m; print(m.version('torch'))"]
-    have = subprocess.run(probe, capture_output=True, text=True) if os.path.exists(py) else None
-    if have is None or have.returncode != 0 or have.stdout.strip() != release:
-        shutil.rmtree(venv, ignore_errors=True)
-        if run([base_python(), "-m", "venv", venv], log) != 0:
-            raise RuntimeError("could not make a virtual environment")
-        wheel = torch_wheel(cache, release)  # the cached wheel, then its dependencies from PyPI
-        if run([py, "-m", "pip", "install", "-q", wheel, "numpy", "pytest", "expecttest",
-                "scikit-build-core>=0.10"], log, env=pip_env()) != 0:
-            raise RuntimeError(f"could not install torch {release} and its dependencies")
+    if run([py, "-m", "pip", "install", "-q", torch_wheel(cache, release)], log,
+           env=pip_env()) != 0:
+        raise RuntimeError(f"could not install torch {release} and its dependencies")
     return py
-
-
-# What a user does first with a fresh install: a 2-rank torchrun job on backend="ringx", with no
-# `import ringx` (torch loads it through its entry point): an all-reduce, then a torch DDP step
-# whose averaged gradient is checked.
-TORCHRUN_JOB = """
-import torch, torch.distributed as dist
-dist.init_process_group("ringx")
-rank, world = dist.get_rank(), dist.get_world_size()
-t = torch.full((4,), float(rank + 1))
-dist.all_reduce(t)
-assert t.tolist() == [world * (world + 1) / 2] * 4, t
-model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1, bias=False))
-model(torch.full((1, 4), float(rank + 1))).sum().backward()
-expected = sum(r + 1 for r in range(world)) / world
-assert torch.allclose(model.module.weight.grad, torch.full((1, 4), expected)), model.module.weight.grad
-print(f"rank {rank}: all_reduce and a DDP step over {dist.get_backend()}: ok")
-dist.destroy_process_group()
-"""
 
 
 def wrong_build_refused(py, release, out, env):
@@ -220,26 +202,27 @@ def test_release(cache, release, out, row):
     folder = os.path.join(out, release)
     log = os.path.join(folder, "install.log")
     open(log, "w").close()
-    py = environment(cache, release, log)
+    py = environment(cache, release, out, log)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # the installed ringx, not build/python
+    # The README's install commands as printed there, then the torchrun job (the one check
+    # make pip-check runs too).
     start = time.time()
-    row["pip_install"] = run([py, "-m", "pip", "install", "-q", "--no-build-isolation",
-                              "--no-deps", "--force-reinstall", REPO], log, env=pip_env()) == 0
+    readme = readme_install.run(py, os.path.join(folder, "readme-install"), env=pip_env())
+    row["pip_install"] = readme["install"]
     row["pip_install_s"] = round(time.time() - start)
+    row["torchrun"] = readme["torchrun"]
     if not row["pip_install"]:
+        row["pip_failed"] = readme["failed"]
         return
     probe = subprocess.run([py, "-c", "import json, ringx; print(json.dumps(ringx.features()))"],
                            capture_output=True, text=True, cwd="/", env=env)
     row["features"] = json.loads(probe.stdout) if probe.returncode == 0 else probe.stderr[-400:]
     row["wrong_build"] = wrong_build_refused(py, release, out, env)
-    job = os.path.join(folder, "torchrun_job.py")
-    with open(job, "w") as f:
-        f.write(TORCHRUN_JOB)
-    torchrun_log = os.path.join(folder, "torchrun.log")
-    open(torchrun_log, "w").close()
-    row["torchrun"] = run([os.path.join(os.path.dirname(py), "torchrun"), "--standalone",
-                           "--nproc-per-node", "2", job], torchrun_log, env=env, cwd="/") == 0
+    # What the tests need besides torch and ringx.
+    if run([py, "-m", "pip", "install", "-q", "numpy", "pytest", "expecttest"], log,
+           env=pip_env()) != 0:
+        raise RuntimeError(f"could not install the test tools beside torch {release}")
 
     junit = os.path.join(folder, "pytest.xml")
     start = time.time()
@@ -303,7 +286,7 @@ def cell_install(row):
     if "pip_install" not in row:
         return "-"
     if not row["pip_install"]:
-        return "pip install FAILED"
+        return f"the README's install FAILED at `{row.get('pip_failed')}`"
     wrong = row.get("wrong_build")
     refused = "-" if wrong is None else (
         f"{wrong['built_for']} build refused" if wrong["ok"] else "wrong build NOT refused")
@@ -312,7 +295,7 @@ def cell_install(row):
 
 def report(rows, out):
     lines = ["| torch | compiles | CUDA half compiles | tests run / passed / failed | "
-             "conformance ringx vs gloo (world size 2) | pip install --no-build-isolation: "
+             "conformance ringx vs gloo (world size 2) | the README's install, then a "
              "torchrun all-reduce + DDP step; another release's build |",
              "|---|---|---|---|---|---|"]
     for row in rows:
