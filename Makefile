@@ -1,8 +1,8 @@
 # ringx — the two commands:
 #   make demo   install what is missing, build, run traced 2-rank training jobs (ringx.ddp,
 #               ringx.fsdp) on backend="ringx", and the DDP job again over TCP; print their
-#               summaries and the diff of the two DDP runs, and take ringx-viewer
-#               screenshots of them (docs/images/)
+#               summaries, the DDP step's what-if table and the diff of the two DDP runs,
+#               and take ringx-viewer screenshots of them (docs/images/)
 #   make test   install, build, run every test suite; non-zero exit on any failure
 # and `make` alone builds (programs in build/bin/, the Python package in build/python/ringx).
 
@@ -21,8 +21,10 @@ setup:
 $(BUILD_DIR)/CMakeCache.txt: | setup
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON) >/dev/null
 
+# The compiler's output goes to $(BUILD_DIR)/build.log; the terminal gets the progress, and the
+# errors of a failed build (scripts/build.sh). V=1 prints all of it instead.
 build: setup $(BUILD_DIR)/CMakeCache.txt
-	@cmake --build $(BUILD_DIR) -j $(JOBS)
+	@scripts/build.sh $(BUILD_DIR) $(JOBS)
 
 test: build
 	@scripts/run_tests.sh
@@ -32,23 +34,11 @@ test: build
 test-under-load: build
 	@scripts/test_under_load.sh
 
-demo: build
-	@rm -rf $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-tcp $(BUILD_DIR)/demo-trace-fsdp
-	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace --profile
-	@echo "trace recorded in $(BUILD_DIR)/demo-trace; its summary:"
-	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace
-	@echo
-	@RINGX_TRANSPORT=tcp PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_ddp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace-tcp --profile
-	@echo "the same job over TCP instead of shared memory, recorded in $(BUILD_DIR)/demo-trace-tcp; what changed:"
-	@$(BUILD_DIR)/bin/ringx-trace diff $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-tcp --top 8
-	@echo
-	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) samples/train_fsdp.py --world-size 2 --trace $(BUILD_DIR)/demo-trace-fsdp
-	@echo "trace recorded in $(BUILD_DIR)/demo-trace-fsdp; its summary:"
-	@$(BUILD_DIR)/bin/ringx-trace summary $(BUILD_DIR)/demo-trace-fsdp
-	@echo
-	@scripts/demo_screenshots.sh $(BUILD_DIR)
-	@echo "open the traces: $(BUILD_DIR)/bin/ringx-viewer $(BUILD_DIR)/demo-trace (or demo-trace-fsdp);"
-	@echo "compare two runs: $(BUILD_DIR)/bin/ringx-viewer --diff $(BUILD_DIR)/demo-trace $(BUILD_DIR)/demo-trace-tcp"
+# Builds only what the demo runs (the Python package, ringx-trace, ringx-viewer), then
+# scripts/demo.sh: the jobs, their summaries, the what-if table, the screenshots.
+demo: setup $(BUILD_DIR)/CMakeCache.txt
+	@scripts/build.sh $(BUILD_DIR) $(JOBS) ringx_c10d_python ringx-trace ringx-viewer
+	@scripts/demo.sh $(BUILD_DIR)
 
 bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/allreduce.py
@@ -81,15 +71,17 @@ sanitize: setup
 fuzz: setup
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-300} scripts/sanitizers.sh asan
 
-# pip install . in a fresh environment, then a torchrun allreduce (scripts/pip_check.sh).
+# The README's install commands in a fresh environment holding only torch, then a torchrun
+# all-reduce and DDP step (scripts/pip_check.sh, scripts/readme_install.py).
 pip-check: setup
 	@scripts/pip_check.sh
 
 # ringx against every torch release from 2.9 to 2.15: compiles each (the CUDA half too), and
 # installs and tests the oldest, the GPU machine's and the newest (scripts/torch_matrix.py).
 # Not in make test: several GB of wheels (cached) and about an hour on 2 cores.
+# TORCH_MATRIX_ARGS="--releases 2.9.1,2.15.0" runs fewer (scripts/torch_matrix.py --help).
 torch-matrix: setup
-	@$(PYTHON) scripts/torch_matrix.py
+	@$(PYTHON) scripts/torch_matrix.py $(TORCH_MATRIX_ARGS)
 
 # What the GPU machine lacks for the build, in build/gpu-bundle, to carry there (scripts/gpu_bundle.sh).
 gpu-bundle:

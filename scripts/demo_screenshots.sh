@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# Screenshots of ringx-viewer on the traces `make demo` recorded, for the README and docs/viewer.md:
-#   docs/images/viewer-timeline.png  the DDP job's timeline, zoomed to a few iterations
-#   docs/images/viewer-ddp.png       its DDP panel (iteration breakdown, buckets)
-#   docs/images/viewer-whatif.png    its What-if panel (the critical path on the timeline)
-#   docs/images/viewer-profiler.png  the DDP job's torch.profiler steps under its ringx lanes
-#   docs/images/viewer-diff.png      the DDP job against its TCP-only run (--diff), at the
-#                                    largest regression
-#   docs/images/viewer-fsdp.png      the FSDP job's units
-#   docs/images/viewer-memory.png    the FSDP job's memory counters with their peaks
-# Rendered under Xvfb with Mesa's llvmpipe, like the tests.
+# Screenshots of ringx-viewer on the traces `make demo` recorded (scripts/demo.sh), for the
+# README and docs/viewer.md: docs/images/viewer-*.png, each listed with what it shows as it is
+# taken. Rendered under Xvfb with Mesa's llvmpipe, like the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 OUT=docs/images
 mkdir -p "$OUT"
 viewer() { xvfb-run -a -s "-screen 0 1920x1080x24" "$BUILD_DIR/bin/ringx-viewer" --frames 5 "$@"; }
-viewer "$BUILD_DIR/demo-trace" --zoom 150:175 --panel collectives --screenshot "$OUT/viewer-timeline.png"
-viewer "$BUILD_DIR/demo-trace" --panel ddp --screenshot "$OUT/viewer-ddp.png"
-viewer "$BUILD_DIR/demo-trace" --panel whatif --screenshot "$OUT/viewer-whatif.png"
-viewer "$BUILD_DIR/demo-trace" "$BUILD_DIR"/demo-trace/rank*.pt.trace.json --search ProfilerStep \
-  --screenshot "$OUT/viewer-profiler.png"
-viewer --diff "$BUILD_DIR/demo-trace" "$BUILD_DIR/demo-trace-tcp" --diff-row 1 \
-  --screenshot "$OUT/viewer-diff.png"
-viewer "$BUILD_DIR/demo-trace-fsdp" --panel fsdp --screenshot "$OUT/viewer-fsdp.png"
-viewer "$BUILD_DIR/demo-trace-fsdp" --panel memory --screenshot "$OUT/viewer-memory.png"
-echo "viewer screenshots in $OUT/: $(cd "$OUT" && echo viewer-*.png)"
+# shot FILE WHAT ARGS...: one screenshot, then its line: where it is and what it shows.
+shot() {
+  local file=$OUT/$1 what=$2
+  shift 2
+  viewer "$@" --screenshot "$file"
+  printf '  %-32s %s\n' "$file" "$what"
+}
+shot viewer-timeline.png "the DDP job's timeline, a few iterations" \
+  "$BUILD_DIR/demo-trace" --zoom 150:175 --panel collectives
+shot viewer-ddp.png "its DDP panel: iteration breakdown, buckets" "$BUILD_DIR/demo-trace" --panel ddp
+shot viewer-whatif.png "its What-if panel, the critical path on the timeline" \
+  "$BUILD_DIR/demo-trace" --panel whatif
+shot viewer-profiler.png "torch.profiler's steps under the ringx lanes" \
+  "$BUILD_DIR/demo-trace" "$BUILD_DIR"/demo-trace/rank*.pt.trace.json --search ProfilerStep
+shot viewer-diff.png "the DDP job against its TCP run, at the largest regression" \
+  --diff "$BUILD_DIR/demo-trace" "$BUILD_DIR/demo-trace-tcp" --diff-row 1
+shot viewer-fsdp.png "the FSDP job's units" "$BUILD_DIR/demo-trace-fsdp" --panel fsdp
+shot viewer-memory.png "the FSDP job's memory counters, with their peaks" \
+  "$BUILD_DIR/demo-trace-fsdp" --panel memory

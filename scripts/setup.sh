@@ -68,7 +68,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # (debconf's "delaying package configuration, since apt-utils is not installed": noise)
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    2> >(grep -v '^debconf: delaying package configuration' >&2)
 fi
 
 [ -z "${RINGX_PYTHON:-}" ] || exit 0
