@@ -16,7 +16,6 @@ README's.
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -142,7 +141,6 @@ def main():
     if not result["torchrun"]:
         print(f"readme_install: the torchrun job FAILED; {args.out}/torchrun.log:\n{log[-4000:]}")
         return 1
-    print(json.dumps({k: v for k, v in result.items() if k != "commands"}))
     return 0
 
 
