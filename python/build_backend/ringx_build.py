@@ -48,11 +48,16 @@ def build_requirement():
     return "scikit-build-core"
 
 
+def _release(text):
+    """The leading numbers of a version ('3.25.1', '0.10.7', '1.1.2rc1') as a tuple."""
+    return tuple(int(p) for p in re.findall(r"\d+", re.match(r"[\d.]*", text).group(0)))
+
+
 def cmake_minimum():
     """The CMake version CMakeLists.txt asks for (cmake_minimum_required), as a tuple."""
     found = re.search(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9.]+)",
                       _source_text("CMakeLists.txt"))
-    return tuple(int(p) for p in found.group(1).split(".")) if found else (3, 18)
+    return _release(found.group(1)) if found else (3, 18)
 
 
 def installed_torch_requirement():
@@ -78,8 +83,8 @@ def _version(program):
         out = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out.stdout)
-    return tuple(int(p) for p in found.groups() if p is not None) if found else None
+    found = re.search(r"\d+\.\d+[\d.]*", out.stdout)
+    return _release(found.group(0)) if found else None
 
 
 def _cmake_candidates():
@@ -113,9 +118,14 @@ def missing_pieces(compiling=True):
     """What this environment lacks for building ringx (for packing an sdist, compiling=False:
     only scikit-build-core): one 'what (how to get it)' each."""
     missing = []
+    requirement = build_requirement()
+    oldest = re.search(r">=\s*([0-9.]+)", requirement)
     if _scikit_build is None:
-        requirement = build_requirement()
         missing.append(f"{requirement} (pip install '{requirement}')")
+    elif oldest and _release(importlib.metadata.version("scikit-build-core")) < _release(
+            oldest.group(1)):
+        missing.append(f"{requirement}; found {importlib.metadata.version('scikit-build-core')} "
+                       f"(pip install --upgrade '{requirement}')")
     if not compiling:
         return missing
     if not _importable("torch"):
