@@ -54,14 +54,15 @@ def shell_block(path, heading):
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
+def pip_lines(lines):
+    """The pip commands among a block's lines, without their comments."""
+    return [line.split("#")[0].strip() for line in lines if line.startswith("pip ")]
+
+
 def readme_commands():
     """The README's install commands, and a check that docs/install.md gives the same."""
     readme = shell_block(os.path.join(REPO, "README.md"), "## Install")
     docs = shell_block(os.path.join(REPO, "docs", "install.md"), "## Installing with pip")
-
-    def pip_lines(lines):
-        return [line.split("#")[0].strip() for line in lines if line.startswith("pip ")]
-
     if pip_lines(readme) != pip_lines(docs):
         raise SystemExit("readme_install: README.md's install commands "
                          f"{pip_lines(readme)} differ from docs/install.md's {pip_lines(docs)}")
