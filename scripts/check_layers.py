@@ -56,7 +56,9 @@ LAYERS = {
     "engines/common": ["backend/c10d"],
     "engines/ddp": ["engines/common", "analysis/replay"],  # bucket plans, bucket_cap_mb="auto"
     "engines/fsdp": ["engines/common"],
-    "python/bindings": ["engines/ddp", "engines/fsdp", "analysis/figures",
+    # torch's own DDP and FSDP2, watched: their events in the engines' vocabulary.
+    "engines/observe": ["engines/ddp", "engines/fsdp"],
+    "python/bindings": ["engines/ddp", "engines/fsdp", "engines/observe", "analysis/figures",
                         "backend/transport/nccl"],  # ringx.nccl()
     # The figures are analysis's, but torch-free and dependency-free: the engines' Python face
     # reports them too (ringx.analysis, last_iteration()).

@@ -3,13 +3,14 @@
 // one of them takes to the group's communication thread, are in process_group_ringx_collectives.cc.
 #include "backend/c10d/process_group_ringx.h"
 
-#include "backend/c10d/cuda_staging.h"  // CudaCollectives, destroyed with the group
-
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <optional>
+#include "backend/c10d/cuda_staging.h"  // CudaCollectives, destroyed with the group
 
+#include "backend/c10d/issue_listener.h"
 #include "backend/c10d/store_adapter.h"
 #include "backend/c10d/tensor_utils.h"
 #include "backend/c10d/torch_errors.h"
@@ -84,7 +85,18 @@ void ProcessGroupRingx::abort() {
 
 // ---- coalescing, splitting, options -------------------------------------------------------------
 
+namespace {
+std::atomic<IssueListener> issueListener{nullptr};
+}  // namespace
+
+void setIssueListener(IssueListener listener) { issueListener.store(listener); }
+
+void notifyIssued(const c10::intrusive_ptr<RingxWork>& work) {
+  if (IssueListener listener = issueListener.load(std::memory_order_relaxed)) listener(work);
+}
+
 void ProcessGroupRingx::noteIssued(const c10::intrusive_ptr<RingxWork>& work) {
+  notifyIssued(work);
   std::lock_guard<std::mutex> lock(coalescingMutex_);
   if (coalescing_) coalesced_.push_back(work);
 }

@@ -48,10 +48,6 @@ at::Tensor futureTensor(const c10::IValue& value) {
               value.tagKind());
 }
 
-std::string groupOf(const at::Tensor& t) {
-  return std::string(c10::toString(t.scalar_type())) + "@" + t.device().str();
-}
-
 std::string joinNames(const std::vector<std::string>& names, const std::vector<size_t>& indices) {
   std::ostringstream out;
   const size_t shown = std::min<size_t>(indices.size(), 10);
@@ -61,6 +57,10 @@ std::string joinNames(const std::vector<std::string>& names, const std::vector<s
 }
 
 }  // namespace
+
+std::string bucketingGroup(const at::Tensor& t) {
+  return std::string(c10::toString(t.scalar_type())) + "@" + t.device().str();
+}
 
 Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
                  c10::intrusive_ptr<::c10d::ProcessGroup> processGroup, ReducerOptions options)
@@ -85,7 +85,7 @@ Reducer::Reducer(std::vector<at::Tensor> params, std::vector<std::string> names,
                 "' is not a dense tensor; sparse parameters are not supported");
     TORCH_CHECK(p.is_floating_point() || p.is_complex(), "ringx.ddp: parameter '", names_[i],
                 "' has dtype ", p.scalar_type(), "; gradients need a floating-point dtype");
-    layouts_.push_back({p.numel() * static_cast<int64_t>(p.element_size()), groupOf(p)});
+    layouts_.push_back({p.numel() * static_cast<int64_t>(p.element_size()), bucketingGroup(p)});
     facts_.push_back({layouts_.back().bytes, layouts_.back().group});
   }
   self_ = std::make_shared<Reducer*>(this);

@@ -51,6 +51,10 @@ using replay::completeOrder;
 using replay::ParamLayout;
 using replay::reverseOrder;
 
+// A parameter's bucketing group ("float32@cpu"): buckets never mix dtypes or devices. The
+// "grad" instants name it (timing.h), whoever's engine bucketed the parameter.
+std::string bucketingGroup(const at::Tensor& t);
+
 struct ReducerOptions {
   int64_t bucketCapBytes = 25ll << 20;
   int64_t firstBucketBytes = 1ll << 20;

@@ -8,7 +8,11 @@
 #include "analysis/figures.h"
 #include "engines/ddp/comm_hooks.h"
 #include "engines/ddp/engine.h"
+#include "engines/ddp/reducer.h"
+#include "engines/observe/ddp_watch.h"
+#include "engines/observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
+#include "trace/record/recorder.h"
 
 namespace py = pybind11;
 
@@ -117,6 +121,55 @@ void registerDdpBindings(py::module& parent) {
              return names;
            })
       .def("last_iteration", [](Engine& e) { return iterationDict(e.reducer().lastIteration()); });
+
+  // torch's own DistributedDataParallel, watched while tracing (python/ringx/_watch.py).
+  using observe::DdpWatch;
+  py::class_<DdpWatch, std::shared_ptr<DdpWatch>>(m, "TorchWatch")
+      .def(py::init<>())
+      .def(
+          "set_layout",
+          [](DdpWatch& watch, const std::vector<at::Tensor>& params,
+             const std::vector<std::vector<size_t>>& buckets,
+             const std::vector<int64_t>& bucketBytes, int64_t bucketCapBytes,
+             int64_t firstBucketBytes, bool gradientAsBucketView, int64_t worldSize,
+             bool findUnused) {
+            observe::DdpLayout layout;
+            for (const at::Tensor& p : params) {
+              layout.params.push_back(p.unsafeGetTensorImpl());
+              layout.facts.push_back(
+                  {p.numel() * static_cast<int64_t>(p.element_size()), bucketingGroup(p)});
+            }
+            for (const auto& bucket : buckets) {
+              for (size_t i : bucket) {
+                if (i >= params.size()) throw py::index_error("bucket names no such parameter");
+              }
+            }
+            layout.buckets = buckets;
+            layout.bucketBytes = bucketBytes;
+            layout.plan.bucketCapBytes = bucketCapBytes;
+            layout.plan.firstBucketBytes = firstBucketBytes;
+            layout.plan.gradientAsBucketView = gradientAsBucketView;
+            layout.plan.worldSize = worldSize;
+            layout.findUnused = findUnused;
+            watch.setLayout(std::move(layout));
+          },
+          py::arg("params"), py::arg("buckets"), py::arg("bucket_bytes"),
+          py::arg("bucket_cap_bytes"), py::arg("first_bucket_bytes"),
+          py::arg("gradient_as_bucket_view"), py::arg("world_size"),
+          py::arg("find_unused_parameters"))
+      .def("forward_begin", [](DdpWatch& watch) { watch.forwardBegin(trace::nowNs()); })
+      .def(
+          "forward_end",
+          [](std::shared_ptr<DdpWatch> watch, bool syncsGradients) {
+            watch->forwardEnd(trace::nowNs(), syncsGradients);
+            if (syncsGradients) observe::watchBackwardOf(watch);
+          },
+          py::arg("syncs_gradients"))
+      .def("record_rebuild", &DdpWatch::recordRebuild, py::arg("begin_ns"), py::arg("end_ns"))
+      .def("iterations", &DdpWatch::iterations)
+      .def("last_iteration", [](DdpWatch& watch) { return iterationDict(watch.lastIteration()); });
+  m.def("observing", &observe::installed,
+        "Whether the callbacks that watch torch's engines are installed (tracing is on).");
 }
 
 }  // namespace ringx::ddp

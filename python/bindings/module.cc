@@ -7,6 +7,7 @@
 #include "backend/c10d/process_group_ringx.h"
 #include "backend/c10d/torch_compat.h"
 #include "backend/device/work_queue.h"
+#include "engines/observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
 
 namespace py = pybind11;
@@ -137,6 +138,8 @@ PYBIND11_MODULE(_C, m) {
       "so far (registered with atexit by ringx/__init__.py).");
 
   ringx::c10d_glue::registerTraceBindings(m);
+  // torch's own DDP and FSDP2 are watched whenever tracing records (engines/observe).
+  ringx::observe::followTracing();
   ringx::c10d_glue::registerAnalysisBindings(m);
   ringx::c10d_glue::registerNcclBindings(m);
   // The engines' classes are registered when ringx.ddp or ringx.fsdp is first imported, not

@@ -72,8 +72,11 @@ _register()
 atexit.register(_C.drain_communication_threads, 10.0)
 
 from . import trace  # noqa: E402  (needs _C loaded; registers the trace's exit handler)
+from . import _watch  # noqa: E402  (torch's own DDP, watched while tracing records)
 from . import _nccl  # noqa: E402  (loads nothing: ringx.nccl() and RINGX_GPU_WIRE=nccl do)
 from ._nccl import nccl  # noqa: E402
+
+_watch.install()
 
 # The engines and the analysis helpers load on first use (ringx.ddp, ringx.fsdp,
 # ringx.analysis, ringx.wire), not at `import ringx`: every rank of a job imports ringx before

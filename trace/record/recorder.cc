@@ -21,9 +21,7 @@ std::atomic<int64_t> fakeSkewNs{[] {
 }()};
 }  // namespace
 
-int64_t nowNs() {
-  return steadyNs() + fakeSkewNs.load(std::memory_order_relaxed);
-}
+int64_t nowNs() { return steadyNs() + fakeSkewNs.load(std::memory_order_relaxed); }
 
 void setFakeClockSkewForTesting(int64_t skewNs) { fakeSkewNs.store(skewNs); }
 
@@ -56,6 +54,7 @@ struct Recorder::ThreadRing {
 };
 
 std::atomic<bool> Recorder::enabled_{false};
+std::atomic<Recorder::StateListener> Recorder::stateListener_{nullptr};
 
 Recorder& Recorder::instance() {
   // Never destroyed: threads may still record while the process exits.
@@ -177,7 +176,10 @@ void Recorder::start(const RecorderOptions& options) {
   stopping_ = false;
   enabled_.store(true);
   writer_ = std::thread([this] { writerLoop(); });
+  if (StateListener listener = stateListener_.load()) listener(true);
 }
+
+void Recorder::setStateListener(StateListener listener) { stateListener_.store(listener); }
 
 RecorderOptions Recorder::options() const {
   std::lock_guard<std::mutex> control(controlMutex_);
@@ -201,6 +203,7 @@ std::string Recorder::preambleLocked() {
 }
 
 void Recorder::stop() {
+  if (StateListener listener = stateListener_.load(); listener && running()) listener(false);
   {
     std::lock_guard<std::mutex> control(controlMutex_);
     if (!writer_.joinable()) return;

@@ -92,6 +92,11 @@ class Recorder {
   // when not running.
   void stop();
   bool running() const;
+  // Told when recording has started (true) and is about to stop (false): a part
+  // that must install something to see what it records, and remove it after (the observer of
+  // torch's own engines: engines/observe), follows tracing here. One listener; nullptr: none.
+  using StateListener = void (*)(bool recording);
+  static void setStateListener(StateListener listener);
   // Blocks until everything recorded before the call reached the sinks.
   void flush();
 
@@ -126,6 +131,7 @@ class Recorder {
   std::string preambleLocked();
 
   static std::atomic<bool> enabled_;
+  static std::atomic<StateListener> stateListener_;
 
   // Written by start() under controlMutex_; read by the writer thread and options().
   RecorderOptions options_;

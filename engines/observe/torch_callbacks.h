@@ -1,0 +1,24 @@
+// Where the observer of torch's own engines meets torch: one global RecordFunction callback
+// (USER_SCOPE: record_function scopes and every c10d Work's profiling scope; BACKWARD_FUNCTION:
+// autograd nodes), ringx's issue listener, and the autograd engine's final callbacks. Installed
+// while tracing records (the recorder's state listener) and removed when it stops, so a job that
+// does not trace pays nothing; while installed, a scope or node it does not record costs a name
+// check.
+#pragma once
+
+#include <memory>
+
+#include "engines/observe/ddp_watch.h"
+
+namespace ringx::observe {
+
+// Follows tracing: called once when the _C module loads.
+void followTracing();
+// Whether the callbacks are installed now (tests).
+bool installed();
+
+// The DDP watch whose backward comes next (the Python wrapper calls it after a forward that
+// syncs gradients); the callbacks feed it until its iteration is recorded.
+void watchBackwardOf(std::shared_ptr<DdpWatch> watch);
+
+}  // namespace ringx::observe

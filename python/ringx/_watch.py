@@ -1,0 +1,103 @@
+"""torch's own DistributedDataParallel, bucket by bucket, while tracing records.
+
+`import ringx` wraps `DistributedDataParallel.forward` (and times the Reducer's
+`_rebuild_buckets`): with tracing off the wrapper costs one check per forward. With tracing
+on, the first forward of each DDP module reads the Reducer's bucket layout
+(`_get_zeros_like_grad_buckets`: each bucket's parameters, in launch order) and hands it to
+a C++ watch (engines/observe/ddp_watch.h); the forward's begin and end arm the watch, and
+torch's RecordFunction callbacks (engines/observe/torch_callbacks.cc) see the backward: when
+each parameter's gradient was ready, each bucket's collective from issue to finish (over
+ringx, when the wire ran it), backward's compute end and its end. The trace then has what a
+ringx.ddp trace has: "ddp" and "ddp:bucket<k>" events, bucket plans and rebuilds. Nothing in
+the training script changes; the backend may be ringx, gloo or NCCL (docs/tracing.md).
+"""
+
+import functools
+import weakref
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from . import _C
+
+_trace = _C.trace
+_watches = weakref.WeakKeyDictionary()  # DDP module -> its watch
+_rebuilds = {}  # id(reducer) -> (begin_ns, end_ns) of its last rebuild
+_original_forward = DistributedDataParallel.forward
+_original_rebuild = dist.Reducer._rebuild_buckets
+
+
+def _reducer_parameters(ddp):
+    """The parameters in the Reducer's order (DistributedDataParallel._build_params_for_reducer):
+    every module's own parameters in named_modules order, once each, that require grad and
+    are not ignored."""
+    seen, params = set(), []
+    for module_name, module in ddp.module.named_modules():
+        for name, p in module.named_parameters(recurse=False):
+            fqn = f"{module_name}.{name}" if module_name else name
+            if p.requires_grad and fqn not in ddp.parameters_to_ignore and p not in seen:
+                seen.add(p)
+                params.append(p)
+    return params
+
+
+def _set_layout(ddp, watch):
+    params = _reducer_parameters(ddp)
+    index = {id(p): i for i, p in enumerate(params)}
+    buckets, sizes = [], []
+    for bucket in ddp.reducer._get_zeros_like_grad_buckets():
+        buckets.append([index[id(p)] for p in bucket.parameters() if id(p) in index])
+        buffer = bucket.buffer()
+        sizes.append(buffer.numel() * buffer.element_size())
+    first = getattr(ddp, "_bucket_config", None)
+    first = first.first_bucket_bytes_cap if first is not None else dist._DEFAULT_FIRST_BUCKET_BYTES
+    watch.set_layout(params, buckets, sizes, int(ddp.bucket_bytes_cap), int(first),
+                     bool(ddp.gradient_as_bucket_view), dist.get_world_size(ddp.process_group),
+                     bool(ddp.find_unused_parameters))
+
+
+def _watch(ddp):
+    _C._register_engines(_C)
+    watch = _C.ddp.TorchWatch()
+    _set_layout(ddp, watch)
+    _watches[ddp] = watch
+    return watch
+
+
+@functools.wraps(_original_forward)
+def _forward(self, *inputs, **kwargs):
+    if not _trace.enabled() or getattr(self, "_use_python_reducer", False):
+        return _original_forward(self, *inputs, **kwargs)
+    watch = _watches.get(self)
+    if watch is None:
+        watch = _watch(self)
+    rebuilt = self._has_rebuilt_buckets
+    watch.forward_begin()
+    output = _original_forward(self, *inputs, **kwargs)
+    if self._has_rebuilt_buckets and not rebuilt:
+        # The Reducer rebuilt its buckets in this forward (in gradient-ready order): the new
+        # layout, and how long the rebuild took.
+        begin, end = _rebuilds.pop(id(self.reducer), (0, 0))
+        if end:
+            watch.record_rebuild(begin, end)
+        _set_layout(self, watch)
+    watch.forward_end(torch.is_grad_enabled() and self.require_backward_grad_sync)
+    return output
+
+
+def _rebuild_buckets(reducer):
+    if not _trace.enabled():
+        return _original_rebuild(reducer)
+    begin = _trace.now()
+    rebuilt = _original_rebuild(reducer)
+    if rebuilt:
+        _rebuilds[id(reducer)] = (begin, _trace.now())
+    return rebuilt
+
+
+def install():
+    """Wraps torch's DDP (once; `import ringx` calls it)."""
+    if DistributedDataParallel.forward is not _forward:
+        DistributedDataParallel.forward = _forward
+        dist.Reducer._rebuild_buckets = _rebuild_buckets

@@ -1,0 +1,130 @@
+"""torch's own DDP (and FSDP2), watched while tracing: the trace of a job that changes nothing
+but its backend has the engines' events, checked against what torch itself reports (its DDP
+logging data: the bucket layout after the rebuild), over ringx and over gloo."""
+
+import functools
+import json
+import os
+import subprocess
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+import ringx
+
+from harness import run_ranks
+
+BIN = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin")
+
+
+def make_model(seed):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
+                         nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+
+
+def export(trace_dir, tmp_path):
+    out = tmp_path / "trace.json"
+    subprocess.run([os.path.join(BIN, "ringx-trace"), "export", trace_dir, "-o", str(out)],
+                   check=True, timeout=60)
+    events = json.load(open(out))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    return events, lanes
+
+
+def summary(trace_dir, command="summary"):
+    return subprocess.run([os.path.join(BIN, "ringx-trace"), command, trace_dir], check=True,
+                          timeout=60, capture_output=True, text=True).stdout
+
+
+def _torch_ddp(rank, world, trace_dir, hook, steps, accumulate):
+    ringx.trace.start(trace_dir)
+    ddp = nn.parallel.DistributedDataParallel(make_model(rank), bucket_cap_mb=0.002)
+    if hook == "fp16":
+        ddp.register_comm_hook(dist.group.WORLD, default_hooks.fp16_compress_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(steps):
+        opt.zero_grad()
+        for micro in range(accumulate):
+            x, y = torch.randn(4, 8, generator=g), torch.randn(4, 4, generator=g)
+            if micro < accumulate - 1:
+                with ddp.no_sync():
+                    nn.functional.mse_loss(ddp(x), y).backward()
+            else:
+                nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    ringx.trace.stop()
+    data = ddp._get_ddp_logging_data()
+    return ([int(s) for s in data["rebuilt_bucket_sizes"].split(",")],
+            [[int(i) for i in b.split()] for b in data["rebuilt_per_bucket_param_indices"].split(",")])
+
+
+def check_ddp_trace(trace_dir, tmp_path, results, world, steps, ringx_wire):
+    events, lanes = export(trace_dir, tmp_path)
+    sizes, indices = results[0]
+    assert len(sizes) >= 2, sizes  # the cap makes several buckets
+    for rank in range(world):
+        assert results[rank] == results[0]  # every rank's Reducer rebuilt the same buckets
+        mine = [e for e in events if e.get("pid") == rank + 1 and e.get("cat") == "ddp"]
+        phases = [e["name"] for e in mine if lanes[(e["pid"], e["tid"])] == "ddp"]
+        # Only the forwards that sync gradients are iterations (no_sync ones are not).
+        assert phases.count("forward") == steps and phases.count("backward") == steps, phases
+        assert "bucket_rebuild" in phases and "bucket_plan" in phases, phases
+        buckets = [e for e in mine if e["name"] == "bucket" and e["args"]["step"] >= 1]
+        assert len(buckets) == (steps - 1) * len(sizes), len(buckets)
+        for e in buckets:
+            a = e["args"]
+            k = a["bucket"]
+            assert lanes[(e["pid"], e["tid"])] == f"ddp:bucket{k}"
+            # The layout torch reports after its rebuild, bucket by bucket.
+            assert a["bytes"] == sizes[k] and a["params"] == len(indices[k]), (a, sizes, indices)
+            assert a["first_grad_ns"] <= a["ready_ns"] <= a["launch_ns"] <= a["wire_start_ns"]
+            assert a["wire_start_ns"] <= a["wire_end_ns"] and a["exposed_ns"] >= 0, a
+            assert (a["seq"] >= 0) == ringx_wire, a  # ringx's Works say which collective
+        # Gradient readiness (sampled steps): each parameter on its bucket's lane.
+        for e in mine:
+            if e["name"] == "grad" and e["args"]["step"] >= 1:
+                k = int(lanes[(e["pid"], e["tid"])][len("ddp:bucket"):])
+                assert e["args"]["param"] in indices[k], (e, indices)
+    text = summary(trace_dir)
+    assert "DDP engine" in text, text
+    rows = text[text.index("DDP engine"):].splitlines()
+    assert sum(1 for line in rows if line.split() and line.split()[0].isdigit()) == len(sizes)
+    return events
+
+
+def test_torch_ddp_over_ringx_per_bucket(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    steps = 5
+    results = run_ranks(functools.partial(_torch_ddp, trace_dir=trace_dir, hook=None,
+                                          steps=steps, accumulate=1), 2)
+    events = check_ddp_trace(trace_dir, tmp_path, results, 2, steps, ringx_wire=True)
+    # A bucket's seq names its allreduce on the comm lane, of the same size.
+    allreduces = {(e["pid"], e["args"]["seq"]): e["args"]["bytes"] for e in events
+                  if e.get("cat") == "collective" and e["name"] == "allreduce"}
+    for e in events:
+        if e.get("name") == "bucket" and e.get("cat") == "ddp":
+            assert allreduces[(e["pid"], e["args"]["seq"])] == e["args"]["bytes"], e
+    whatif = summary(trace_dir, "whatif")
+    assert "bucket_cap_mb=" in whatif and "as recorded" in whatif, whatif
+
+
+def test_torch_ddp_over_gloo_with_a_hook_and_no_sync(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    steps = 4
+    results = run_ranks(functools.partial(_torch_ddp, trace_dir=trace_dir, hook="fp16",
+                                          steps=steps, accumulate=2), 3, backend="gloo")
+    check_ddp_trace(trace_dir, tmp_path, results, 3, steps, ringx_wire=False)
+
+
+def test_tracing_off_watches_nothing():
+    # With tracing off the wrapper only checks; the callbacks are not installed.
+    assert not ringx.trace.enabled()
+    ringx._C._register_engines(ringx._C)
+    assert not ringx._C.ddp.observing()
+    assert nn.parallel.DistributedDataParallel.forward.__wrapped__ is not None
