@@ -172,12 +172,14 @@ void DdpWatch::finalized(int64_t ns) {
     t.params = layout_.buckets[b].size();
     t.firstGradNs = bucket.firstGradNs;
     t.readyNs = bucket.readyNs ? bucket.readyNs : bucket.mirrorLaunchNs;
-    t.launchNs = bucket.issueNs ? bucket.issueNs : bucket.mirrorLaunchNs;
+    // The Work's scope begins at the issue over ringx (and NCCL), but where gloo's worker starts
+    // running it: there the Reducer's launch is the mirror's (it launches as buckets get ready).
+    t.launchNs = bucket.wire || bucket.mirrorLaunchNs == 0 ? bucket.issueNs : bucket.mirrorLaunchNs;
     if (t.launchNs == 0) t.launchNs = it.backwardEndNs;  // never seen launching: at the latest
     // Finished no later than the Reducer's finalize, which waited for it.
     t.doneNs = bucket.finishNs ? bucket.finishNs : ns;
     const WireTimes wire = bucket.wire ? bucket.wire() : WireTimes{};
-    t.wireStartNs = wire.startNs ? wire.startNs : t.launchNs;
+    t.wireStartNs = wire.startNs ? wire.startNs : std::max(t.launchNs, bucket.issueNs);
     t.wireEndNs = wire.endNs ? wire.endNs : t.doneNs;
     t.seq = wire.seq;
     t.exposedNs = std::max<int64_t>(0, t.doneNs - it.backwardEndNs);

@@ -20,7 +20,8 @@
 // collective per bucket (no hook, or the allreduce and fp16/bf16 compress hooks) that is exact.
 // A hook's further collectives join the newest bucket launched; with find_unused_parameters, a
 // collective beyond the mirror goes to the lowest bucket without one. Over other backends the
-// Work's finish is the bucket's wire end; the wire start is its issue.
+// Work's scope is the wire; gloo begins it when its worker runs the collective, so there the
+// launch is the mirror's (the Reducer launches a bucket as it and those before it are ready).
 #pragma once
 
 #include <cstddef>

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "engines/observe/ddp_watch.h"
+#include "engines/observe/fsdp_watch.h"
 
 namespace ringx::observe {
 
@@ -20,5 +21,9 @@ bool installed();
 // The DDP watch whose backward comes next (the Python wrapper calls it after a forward that
 // syncs gradients); the callbacks feed it until its iteration is recorded.
 void watchBackwardOf(std::shared_ptr<DdpWatch> watch);
+
+// The FSDP2 watch of this recording (nullptr when not tracing): FSDP2's scopes feed it; Python
+// gives it the units' sizes once the root's lazy init has made them.
+std::shared_ptr<FsdpWatch> fsdpWatch();
 
 }  // namespace ringx::observe

@@ -8,6 +8,7 @@
 
 #include "engines/fsdp/engine.h"
 #include "engines/fsdp/unit.h"
+#include "engines/observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
 
 namespace py = pybind11;
@@ -110,6 +111,32 @@ void registerFsdpBindings(py::module& parent) {
       .def("reset_peak_memory", &Engine::resetPeakMemory)
       .def_property_readonly("step", &Engine::step)
       .def_property_readonly("forward_order", &Engine::forwardOrder);
+
+  // torch's FSDP2, watched while tracing (python/ringx/_watch.py): its units' sizes.
+  m.def(
+      "watch_torch_units",
+      [](const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, bool>>&
+             units,
+         const std::string& strategy, const std::string& backwardPrefetch, bool forwardPrefetch,
+         int64_t shardSize) {
+        auto watch = observe::fsdpWatch();
+        if (!watch) return false;  // not tracing
+        std::vector<observe::FsdpUnit> converted;
+        for (const auto& [name, sharded, unsharded, grads, shardedGrads, reshards] : units) {
+          converted.push_back({name, sharded, unsharded, grads, shardedGrads, reshards});
+        }
+        watch->setUnits(std::move(converted),
+                        {strategy, backwardPrefetch, forwardPrefetch, shardSize});
+        return true;
+      },
+      py::arg("units"), py::arg("sharding_strategy"), py::arg("backward_prefetch"),
+      py::arg("forward_prefetch"), py::arg("shard_size"),
+      "Hands the FSDP2 watch each unit (name, sharded bytes, unsharded bytes, gradient bytes, "
+      "sharded gradient bytes, reshards after forward) and the schedule; False when not tracing.");
+  m.def("torch_memory", [] {
+    auto watch = observe::fsdpWatch();
+    return watch ? py::object(memoryDict(watch->memory())) : py::object(py::none());
+  });
 }
 
 }  // namespace ringx::fsdp

@@ -1,4 +1,5 @@
-"""torch's own DistributedDataParallel, bucket by bucket, while tracing records.
+"""torch's own DistributedDataParallel and FSDP2, bucket by bucket and unit by unit, while
+tracing records.
 
 `import ringx` wraps `DistributedDataParallel.forward` (and times the Reducer's
 `_rebuild_buckets`): with tracing off the wrapper costs one check per forward. With tracing
@@ -8,8 +9,15 @@ a C++ watch (engines/observe/ddp_watch.h); the forward's begin and end arm the w
 torch's RecordFunction callbacks (engines/observe/torch_callbacks.cc) see the backward: when
 each parameter's gradient was ready, each bucket's collective from issue to finish (over
 ringx, when the wire ran it), backward's compute end and its end. The trace then has what a
-ringx.ddp trace has: "ddp" and "ddp:bucket<k>" events, bucket plans and rebuilds. Nothing in
-the training script changes; the backend may be ringx, gloo or NCCL (docs/tracing.md).
+ringx.ddp trace has: "ddp" and "ddp:bucket<k>" events, bucket plans and rebuilds.
+
+FSDP2 (`fully_shard`) names every phase of every unit in a record_function, which the same
+callbacks turn into ringx.fsdp's per-unit events (engines/observe/fsdp_watch.h); what they
+cannot see is each unit's sizes, which the root's pre-forward hands them here once its lazy
+init has built the units (FSDPState._root_pre_forward, wrapped).
+
+Nothing in the training script changes; the backend may be ringx, gloo or NCCL
+(docs/tracing.md).
 """
 
 import functools
@@ -96,8 +104,72 @@ def _rebuild_buckets(reducer):
     return rebuilt
 
 
+# ---- FSDP2 ----------------------------------------------------------------------------------
+
+def _bytes(numel, dtype):
+    return int(numel) * torch.empty((), dtype=dtype).element_size()
+
+
+def _fsdp_units(root_state):
+    """Each FSDPParamGroup of the root's tree: (module path, sharded bytes, unsharded bytes in
+    the all-gather's dtype, unsharded gradient bytes in the reduce dtype, sharded gradient
+    bytes, whether it reshards after forward), and the schedule."""
+    units, shard_size, forward_prefetch, hybrid = [], 1, False, False
+    for state in root_state._state_ctx.all_states:
+        forward_prefetch = forward_prefetch or bool(state._states_to_forward_prefetch)
+        group = state._fsdp_param_group
+        if group is None:
+            continue
+        sharded = unsharded = grads = sharded_grads = 0
+        for p in group.fsdp_params:
+            numel = p._orig_size.numel()
+            param_dtype = p.param_dtype or p.orig_dtype
+            reduce_dtype = p.reduce_dtype or param_dtype
+            local = p._sharded_param_data.numel()
+            sharded += _bytes(local, p.orig_dtype)
+            unsharded += _bytes(numel, param_dtype)
+            grads += _bytes(numel, reduce_dtype)
+            sharded_grads += _bytes(local, p.orig_dtype)
+        reshards = group.post_forward_mesh_info is not None
+        units.append((group._module_fqn, sharded, unsharded, grads, sharded_grads, reshards))
+        shard_size = getattr(group.mesh_info, "shard_mesh_size", 1)
+        hybrid = hybrid or hasattr(group.mesh_info, "replicate_mesh_size")
+    # FSDP2's root never reshards after forward (its backward needs it at once): the others say
+    # which of PyTorch's strategies this is.
+    if hybrid:
+        strategy = "HYBRID_SHARD"
+    elif any(u[5] for u in units if u[0]):
+        strategy = "FULL_SHARD"
+    else:
+        strategy = "SHARD_GRAD_OP"
+    return units, strategy, shard_size, forward_prefetch
+
+
+_fsdp_roots = weakref.WeakSet()
+
+
+def _root_pre_forward(self, *args, **kwargs):
+    result = _original_root_pre_forward(self, *args, **kwargs)
+    if _trace.enabled() and self._is_root and self not in _fsdp_roots:
+        _C._register_engines(_C)
+        units, strategy, shard_size, forward_prefetch = _fsdp_units(self)
+        if _C.fsdp.watch_torch_units(units, strategy, "BACKWARD_PRE", forward_prefetch,
+                                     shard_size):
+            _fsdp_roots.add(self)
+    return result
+
+
+try:  # FSDP2 (torch.distributed.fsdp.fully_shard)
+    from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
+    _original_root_pre_forward = FSDPState._root_pre_forward
+except ImportError:  # pragma: no cover - every torch ringx builds with has it
+    FSDPState = None
+
+
 def install():
-    """Wraps torch's DDP (once; `import ringx` calls it)."""
+    """Wraps torch's DDP and FSDP2's root pre-forward (once; `import ringx` calls it)."""
     if DistributedDataParallel.forward is not _forward:
         DistributedDataParallel.forward = _forward
         dist.Reducer._rebuild_buckets = _rebuild_buckets
+    if FSDPState is not None and FSDPState._root_pre_forward is not _root_pre_forward:
+        FSDPState._root_pre_forward = _root_pre_forward

@@ -128,3 +128,108 @@ def test_tracing_off_watches_nothing():
     ringx._C._register_engines(ringx._C)
     assert not ringx._C.ddp.observing()
     assert nn.parallel.DistributedDataParallel.forward.__wrapped__ is not None
+
+
+# ---- FSDP2 ----------------------------------------------------------------------------------
+
+class Block(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.up = nn.Linear(dim, 3 * dim)  # 3 * dim rows: padded when sharded 2 or 3 ways? no:
+        self.down = nn.Linear(3 * dim, dim)  # 48 rows split evenly; down's 16 rows pad on 3
+
+    def forward(self, x):
+        return x + self.down(torch.tanh(self.up(x)))
+
+
+def _fsdp2(rank, world, trace_dir, reshard, prefetch, param_dtype, steps=3):
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    ringx.trace.start(trace_dir)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), Block(), Block(), Block(), nn.Linear(16, 1))
+    # The engine's truth, read before sharding: each unit's own parameters.
+    def own(module, exclude):
+        skip = {id(p) for m in exclude for p in m.parameters()}
+        return [p for p in module.parameters() if id(p) not in skip]
+    blocks = [model[1], model[2], model[3]]
+    truth = {str(i): own(b, []) for i, b in zip((1, 2, 3), blocks)}
+    truth[""] = own(model, blocks)
+    size = torch.empty((), dtype=param_dtype).element_size()
+    unsharded = {u: sum(p.numel() for p in ps) * size for u, ps in truth.items()}
+    # FSDP2 pads dim 0 to a multiple of the world size: each rank's shard.
+    sharded = sum(-(-p.shape[0] // world) * (p.numel() // p.shape[0]) * 4
+                  for ps in truth.values() for p in ps)
+    mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+    for b in blocks:
+        fully_shard(b, reshard_after_forward=reshard, mp_policy=mp)
+    fully_shard(model, reshard_after_forward=reshard, mp_policy=mp)
+    if prefetch:
+        for i, b in enumerate(blocks):
+            b.set_modules_to_forward_prefetch(blocks[i + 1:i + 2])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(steps):
+        loss = model(torch.randn(4, 8, generator=g)).float().pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    ringx.trace.stop()
+    return unsharded, sharded
+
+
+def check_fsdp_trace(trace_dir, tmp_path, results, world, steps, reshard, prefetch):
+    events, lanes = export(trace_dir, tmp_path)
+    unsharded, sharded = results[0]
+    for rank in range(world):
+        mine = [e for e in events if e.get("pid") == rank + 1]
+        unit_events = [(lanes[(e["pid"], e["tid"])][len("fsdp:"):], e) for e in mine
+                       if e.get("cat") == "fsdp" and e.get("ph") == "X"
+                       and lanes[(e["pid"], e["tid"])].startswith("fsdp:")]
+        # The units are the modules fully_shard was applied to.
+        assert {u for u, _ in unit_events} == {"(root)", "1", "2", "3"}, unit_events[:3]
+        for unit, truth in unsharded.items():
+            name = unit or "(root)"
+            gathers = [e for u, e in unit_events if u == name and e["name"] == "all_gather"]
+            scatters = [e for u, e in unit_events if u == name and e["name"] == "reduce_scatter"]
+            # Per step: a forward gather, a backward one when resharded after forward (FSDP2
+            # keeps the root gathered when it is the last to run forward... it reshards it too
+            # when asked), and one reduce-scatter.
+            forward = [e for e in gathers if e["args"]["phase"] == "forward"]
+            backward = [e for e in gathers if e["args"]["phase"] == "backward"]
+            assert len(forward) == steps, (name, len(forward))
+            assert len(backward) == (steps if reshard else 0), (name, len(backward))
+            assert len(scatters) == steps, (name, len(scatters))
+            for e in gathers:
+                assert e["args"]["bytes"] == truth, (name, e["args"], truth)
+                assert e["args"]["issue_ns"] <= e["args"]["wire_start_ns"] <= e["args"]["wire_end_ns"]
+            if prefetch and name in ("2", "3"):
+                assert all(e["args"]["prefetched"] == 1 for e in forward), forward
+        counters = {}
+        for e in mine:
+            if e.get("ph") == "C" and e["name"].startswith("fsdp."):
+                counters.setdefault(e["name"], []).append(list(e["args"].values())[0])
+        assert set(counters[  "fsdp.sharded_bytes"]) == {sharded}, counters["fsdp.sharded_bytes"]
+        held = counters["fsdp.unsharded_bytes"]
+        # Never more than every unit gathered at once; at some point at least the largest.
+        assert max(unsharded.values()) <= max(held) <= sum(unsharded.values()), held
+        assert held[-1] == (0 if reshard else held[-1]), held
+        assert max(counters["fsdp.peak_bytes"]) >= sharded + max(held)
+    text = summary(trace_dir)
+    assert "FSDP engine" in text, text
+    whatif = summary(trace_dir, "whatif")
+    assert "as recorded" in whatif and "units merged" in whatif, whatif
+
+
+def test_fsdp2_over_ringx_per_unit(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    results = run_ranks(functools.partial(_fsdp2, trace_dir=trace_dir, reshard=True,
+                                          prefetch=True, param_dtype=torch.float32), 3)
+    check_fsdp_trace(trace_dir, tmp_path, results, 3, 3, reshard=True, prefetch=True)
+
+
+def test_fsdp2_over_gloo_mixed_precision_no_reshard(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    results = run_ranks(functools.partial(_fsdp2, trace_dir=trace_dir, reshard=False,
+                                          prefetch=False, param_dtype=torch.bfloat16), 2,
+                        backend="gloo")
+    check_fsdp_trace(trace_dir, tmp_path, results, 2, 3, reshard=False, prefetch=False)

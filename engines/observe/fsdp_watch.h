@@ -1,0 +1,130 @@
+// torch's FSDP2 (fully_shard), seen from outside: the per-unit events of a ringx.fsdp trace
+// (engines/fsdp/timing.h), for a job that changes nothing but its backend.
+//
+// FSDP2 wraps each phase of each FSDPParamGroup in a record_function named after the phase and
+// the module's path, "FSDP::pre_forward (layers.0)", and a prefetch in "FSDP::forward_prefetch
+// for layers.1"; the root's "FSDP::root_pre_forward" opens an iteration and
+// "FSDP::root_post_backward_callback" closes it. The callbacks (torch_callbacks.cc) hand each
+// scope's begin and end here, and each collective issued inside one (its c10d Work's scope, from
+// issue to finish; over ringx, when the wire ran it). So a unit's
+//   all_gather      runs from "all_gather" (the collective's issue) to the end of its copy-out,
+//                   waited for from the "pre_forward"/"pre_backward" that needed it, prefetched
+//                   when issued inside a prefetch scope of another unit;
+//   forward         from its pre_forward's end to its post_forward's begin;
+//   backward        from its pre_backward's end to its post-backward (accumulate or reshard);
+//   reshard         post_forward (when the unit reshards after forward), post_backward_reshard;
+//   reduce_scatter  the first collective in post_backward_reduce (a second one, HSDP's,
+//   "allreduce").
+// Memory counters follow FSDP2's own sizes (Python reads them from each FSDPParam): sharded
+// parameters always, a unit's unsharded parameters from its copy-out to its reshard, its
+// unsharded gradients from its post-backward to its reduction, sharded gradients from their
+// reduction until the optimizer's zero_grad.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engines/fsdp/timing.h"
+#include "engines/observe/ddp_watch.h"  // WireTimes, WireReader
+
+namespace ringx::observe {
+
+// A scope FSDP2 records, by its label.
+enum class FsdpScope {
+  kOther,
+  kRootPreForward,
+  kPreForward,
+  kPostForward,
+  kPreBackward,
+  kPostBackwardAccumulate,
+  kPostBackwardReshard,
+  kPostBackwardReduce,
+  kAllGather,
+  kCopyOut,
+  kForwardPrefetch,
+  kBackwardPrefetch,
+  kRootPostBackward,
+  kZeroGrad,  // "Optimizer.zero_grad#...": sharded gradients let go
+};
+
+// Parses a record_function name: the scope, and the unit's module path (a prefetch: its target's;
+// "" for the root module). kOther for names FSDP2 does not use.
+FsdpScope parseFsdpScope(const char* name, std::string* unit);
+
+// One FSDPParamGroup, as Python read it from FSDP2's parameters.
+struct FsdpUnit {
+  std::string name;  // module path, "" for the root module
+  int64_t shardedBytes = 0;
+  int64_t unshardedBytes = 0;  // in the all-gather's dtype (mixed precision's param_dtype)
+  int64_t gradBytes = 0;       // unsharded gradients, in the reduce dtype
+  int64_t shardedGradBytes = 0;
+  bool reshardsAfterForward = true;
+};
+
+// The schedule, by PyTorch's FSDP names (recorded as "fsdp_config" as each iteration begins).
+struct FsdpSchedule {
+  std::string shardingStrategy = "FULL_SHARD";  // SHARD_GRAD_OP, HYBRID_SHARD, ...
+  std::string backwardPrefetch = "BACKWARD_PRE";
+  bool forwardPrefetch = false;
+  int64_t shardSize = 1;
+};
+
+class FsdpWatch {
+ public:
+  void setUnits(std::vector<FsdpUnit> units, FsdpSchedule schedule);
+  bool hasUnits() const;
+
+  // A scope began / ended on some thread. `prefetch` says the scope sits inside a prefetch
+  // scope (an all_gather issued ahead of need).
+  void scopeBegin(FsdpScope scope, const std::string& unit, int64_t ns, bool prefetch);
+  void scopeEnd(FsdpScope scope, const std::string& unit, int64_t beginNs, int64_t endNs);
+  // A collective issued inside `scope` of `unit` (all_gather or post_backward_reduce): a token
+  // for its finish and wire (0: not one to record). The first in a post_backward_reduce is the
+  // reduce-scatter, whatever the backend runs it as (gloo: an allreduce), a second HSDP's
+  // allreduce.
+  uint64_t collectiveIssued(FsdpScope scope, const std::string& unit, int64_t ns);
+  void collectiveFinished(uint64_t token, int64_t ns);
+  void attachWire(uint64_t token, WireReader reader);
+
+  int64_t iterations() const;  // iterations begun
+  fsdp::MemoryCounters memory() const;
+
+ private:
+  struct Collective {
+    std::string unit;
+    bool gather = false;
+    std::string op;
+    int64_t step = 0;
+    int64_t bytes = 0;
+    int64_t issueNs = 0;
+    WireReader wire;
+  };
+  struct UnitState {
+    FsdpUnit unit;
+    fsdp::GatherTiming gather;  // the pending gather (issueNs == 0: none)
+    int64_t computeBeginNs = 0;
+    bool holdsUnsharded = false;
+    bool holdsGrads = false;
+    bool holdsShardedGrads = false;
+    int reductions = 0;  // collectives issued in the current post_backward_reduce
+  };
+  UnitState* unitLocked(const std::string& name);
+  void sampleMemoryLocked();
+
+  mutable std::mutex mutex_;
+  std::map<std::string, UnitState> units_;
+  FsdpSchedule schedule_;
+  bool haveUnits_ = false;
+  int64_t step_ = -1;
+  bool inBackward_ = false;
+  int64_t forwardBeginNs_ = 0, forwardEndNs_ = 0, backwardBeginNs_ = 0, lastBackwardEndNs_ = 0;
+  fsdp::MemoryCounters memory_;
+  std::map<uint64_t, Collective> collectives_;
+  uint64_t nextToken_ = 1;
+};
+
+}  // namespace ringx::observe

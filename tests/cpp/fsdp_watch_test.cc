@@ -1,0 +1,65 @@
+// The bookkeeping that turns FSDP2's record_function scopes into per-unit events and memory
+// counters (engines/observe/fsdp_watch.h), driven as torch_callbacks.cc would drive it.
+#include <gtest/gtest.h>
+
+#include "engines/observe/fsdp_watch.h"
+
+namespace ringx::observe {
+namespace {
+
+TEST(FsdpWatch, ParsesFsdp2ScopeNames) {
+  std::string unit;
+  EXPECT_EQ(parseFsdpScope("FSDP::pre_forward (layers.0)", &unit), FsdpScope::kPreForward);
+  EXPECT_EQ(unit, "layers.0");
+  EXPECT_EQ(parseFsdpScope("FSDP::all_gather_copy_out (layers.10.attn)", &unit),
+            FsdpScope::kCopyOut);
+  EXPECT_EQ(unit, "layers.10.attn");
+  EXPECT_EQ(parseFsdpScope("FSDP::all_gather", &unit), FsdpScope::kAllGather);  // the root
+  EXPECT_EQ(unit, "");
+  EXPECT_EQ(parseFsdpScope("FSDP::forward_prefetch for layers.1", &unit),
+            FsdpScope::kForwardPrefetch);
+  EXPECT_EQ(unit, "layers.1");
+  EXPECT_EQ(parseFsdpScope("FSDP::root_post_backward_callback", &unit),
+            FsdpScope::kRootPostBackward);
+  EXPECT_EQ(parseFsdpScope("Optimizer.zero_grad#SGD.zero_grad", &unit), FsdpScope::kZeroGrad);
+  EXPECT_EQ(parseFsdpScope("FSDP::post_backward_rs_wait (x)", &unit), FsdpScope::kOther);
+  EXPECT_EQ(parseFsdpScope("DistributedDataParallel.forward", &unit), FsdpScope::kOther);
+}
+
+TEST(FsdpWatch, CountsWhatEachUnitHolds) {
+  FsdpWatch w;
+  w.setUnits({{"", 10, 40, 40, 10, false}, {"1", 100, 400, 800, 200, true}}, FsdpSchedule{});
+  EXPECT_EQ(w.memory().shardedBytes, 110);
+  w.scopeBegin(FsdpScope::kRootPreForward, "", 1, false);
+  w.scopeEnd(FsdpScope::kRootPreForward, "", 1, 2);
+  // Unit 1: gathered in its pre_forward (waited for from its start), computes, reshards.
+  w.scopeBegin(FsdpScope::kPreForward, "1", 10, false);
+  w.scopeBegin(FsdpScope::kAllGather, "1", 11, false);
+  const uint64_t gather = w.collectiveIssued(FsdpScope::kAllGather, "1", 12);
+  ASSERT_NE(gather, 0u);
+  w.collectiveFinished(gather, 20);
+  w.scopeEnd(FsdpScope::kAllGather, "1", 11, 20);
+  w.scopeBegin(FsdpScope::kCopyOut, "1", 21, false);
+  w.scopeEnd(FsdpScope::kCopyOut, "1", 21, 25);
+  EXPECT_EQ(w.memory().unshardedBytes, 400);
+  w.scopeEnd(FsdpScope::kPreForward, "1", 10, 26);
+  w.scopeBegin(FsdpScope::kPostForward, "1", 40, false);
+  w.scopeEnd(FsdpScope::kPostForward, "1", 40, 41);
+  EXPECT_EQ(w.memory().unshardedBytes, 0);  // resharded after forward
+  // Backward: gradients held from its post-backward until the reduce-scatter finished, then the
+  // sharded ones until zero_grad.
+  w.scopeBegin(FsdpScope::kPostBackwardAccumulate, "1", 60, false);
+  EXPECT_EQ(w.memory().gradBytes, 800);
+  w.scopeBegin(FsdpScope::kPostBackwardReduce, "1", 70, false);
+  const uint64_t reduce = w.collectiveIssued(FsdpScope::kPostBackwardReduce, "1", 71);
+  EXPECT_EQ(w.collectiveIssued(FsdpScope::kPreForward, "1", 72), 0u);  // not a unit's
+  w.collectiveFinished(reduce, 80);
+  EXPECT_EQ(w.memory().gradBytes, 200);
+  EXPECT_EQ(w.memory().peakBytes, 110 + 800);
+  w.scopeBegin(FsdpScope::kZeroGrad, "", 90, false);
+  EXPECT_EQ(w.memory().gradBytes, 0);
+  EXPECT_EQ(w.iterations(), 1);
+}
+
+}  // namespace
+}  // namespace ringx::observe
