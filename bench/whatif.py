@@ -21,6 +21,12 @@ FULL_SHARD with the defaults, the alternatives are the other strategies, backwar
 forward prefetch, no rate limiter, and the pairs as units (auto_wrap_policy={Pair}: the replay's
 "units merged by 2"), each predicted from the base run's trace and run for real the same way.
 Goals (issue 33): median |error| <= 5% and every case <= 10%.
+
+torch's own engines (issue 49: ringx watches them while tracing), --engines torch-ddp,fsdp2:
+torch's DistributedDataParallel on the same models, base and alternatives as above (no "auto");
+and FSDP2 (fully_shard on every block and the root, the defaults) with the alternatives FSDP2
+has: reshard_after_forward=False (the replay's sharding_strategy=SHARD_GRAD_OP), explicit
+forward prefetch of the next block (forward_prefetch=True) and the pairs as units.
 """
 
 import argparse
@@ -86,9 +92,26 @@ FSDP_ALTERNATIVES = [
 ]
 
 
+# FSDP2's alternatives: the replay's change name, fully_shard's reshard_after_forward, whether
+# every block prefetches the next in forward, and the module class that makes a unit.
+FSDP2_BASE = ("FULL_SHARD, defaults", True, False, Block)
+FSDP2_ALTERNATIVES = [
+    ("sharding_strategy=SHARD_GRAD_OP", False, False, Block),
+    ("forward_prefetch=True", True, True, Block),
+    ("units merged by 2", True, False, Pair),
+]
+
+
+def ddp_wrapper(engine, model, cap, view):
+    if engine == "torch-ddp":
+        return nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap,
+                                                   gradient_as_bucket_view=view)
+    from ringx.ddp import DistributedDataParallel as RingxDDP
+    return RingxDDP(model, bucket_cap_mb=cap, gradient_as_bucket_view=view)
+
+
 def worker(rank, world, init, root, rounds, steps, engines, results):
     import ringx
-    from ringx.ddp import DistributedDataParallel as RingxDDP
 
     dist.init_process_group("ringx", init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
@@ -96,18 +119,33 @@ def worker(rank, world, init, root, rounds, steps, engines, results):
     chosen = {}
     if "fsdp" in engines:
         fsdp_runs(root, rounds, steps, generator)
-    for model_name, (make_model, make_batch) in (MODELS.items() if "ddp" in engines else ()):
+    if "fsdp2" in engines:
+        fsdp2_runs(root, rounds, steps, generator)
+    for engine in [e for e in engines if e in ("ddp", "torch-ddp")]:
+        ddp_runs(engine, root, rounds, steps, generator, chosen)
+    results[rank] = chosen
+    dist.destroy_process_group()
+
+
+def ddp_runs(engine, root, rounds, steps, generator, chosen):
+    """Every DDP configuration of every model under `engine` for `steps` steps per round,
+    alternating the order, each traced into root/<engine_dir>/<model>/<label>/round<r>;
+    ringx.ddp's bucket_cap_mb="auto" choices go into `chosen`."""
+    import ringx
+
+    for model_name, (make_model, make_batch) in MODELS.items():
         x, y = make_batch(generator)
         for r in range(rounds):
-            configs = [BASE] + ALTERNATIVES + [AUTO]
+            configs = [BASE] + ALTERNATIVES + ([AUTO] if engine == "ddp" else [])
             if r % 2:
                 configs.reverse()  # alternate the order: no configuration always runs first
             for label, cap, view in configs:
                 torch.manual_seed(0)
-                ddp = RingxDDP(make_model(), bucket_cap_mb=cap, gradient_as_bucket_view=view)
+                ddp = ddp_wrapper(engine, make_model(), cap, view)
                 opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
                 dist.barrier()
-                ringx.trace.start(dir=os.path.join(root, model_name, label, f"round{r}"))
+                ringx.trace.start(dir=os.path.join(root, engine_dir(engine), model_name, label,
+                                                   f"round{r}"))
                 for _ in range(steps):
                     opt.zero_grad()
                     nn.functional.mse_loss(ddp(x), y).backward()
@@ -116,8 +154,43 @@ def worker(rank, world, init, root, rounds, steps, engines, results):
                 if cap == "auto":
                     chosen.setdefault(model_name, []).append(ddp.auto_choice())
                 del ddp, opt
-    results[rank] = chosen
-    dist.destroy_process_group()
+
+
+def engine_dir(engine):
+    """Where an engine's traces go under the root (ringx.ddp's at the top, as before)."""
+    return "" if engine == "ddp" else engine
+
+
+def fsdp2_runs(root, rounds, steps, generator):
+    """FSDP2's base and alternatives, as fsdp_runs, into root/fsdp2/<label>/round<r>."""
+    import ringx
+    from torch.distributed.fsdp import fully_shard
+
+    x = torch.randn(FSDP_BATCH, DIM, generator=generator)
+    y = torch.randn(FSDP_BATCH, DIM, generator=generator)
+    for r in range(rounds):
+        configs = [FSDP2_BASE] + FSDP2_ALTERNATIVES
+        if r % 2:
+            configs.reverse()
+        for label, reshard, prefetch, unit in configs:
+            torch.manual_seed(0)
+            model = pair_net()
+            units = [m for m in model.modules() if isinstance(m, unit)]
+            for m in units:
+                fully_shard(m, reshard_after_forward=reshard)
+            fully_shard(model, reshard_after_forward=reshard)
+            if prefetch:
+                for here, after in zip(units, units[1:]):
+                    here.set_modules_to_forward_prefetch([after])
+            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+            dist.barrier()
+            ringx.trace.start(dir=os.path.join(root, "fsdp2", label, f"round{r}"))
+            for _ in range(steps):
+                opt.zero_grad(set_to_none=True)
+                nn.functional.mse_loss(model(x), y).backward()
+                opt.step()
+            ringx.trace.stop()
+            del model, opt
 
 
 def fsdp_runs(root, rounds, steps, generator):
@@ -146,26 +219,28 @@ def fsdp_runs(root, rounds, steps, generator):
             del model, opt
 
 
-def analyse_fsdp(root, rounds):
-    """{"base_error", "rows": [(label, predicted_ns, measured_ns)]} from the FSDP traces."""
+def analyse_fsdp(root, rounds, engine="fsdp"):
+    """{"base_error", "rows": [(label, predicted_ns, measured_ns)]} from the FSDP (or FSDP2)
+    traces."""
     from ringx.analysis import whatif
 
-    predicted = {label: [] for label, _, _ in FSDP_ALTERNATIVES}
-    measured = {label: [] for label, _, _ in FSDP_ALTERNATIVES}
+    labels = [a[0] for a in (FSDP_ALTERNATIVES if engine == "fsdp" else FSDP2_ALTERNATIVES)]
+    predicted = {label: [] for label in labels}
+    measured = {label: [] for label in labels}
     base_error = []
     for r in range(rounds):
-        base = whatif(os.path.join(root, "fsdp", FSDP_BASE[0], f"round{r}"),
+        base = whatif(os.path.join(root, engine, FSDP_BASE[0], f"round{r}"),
                       sharding_strategy=["SHARD_GRAD_OP", "NO_SHARD"],
                       backward_prefetch=["BACKWARD_POST", "NONE"], forward_prefetch=True,
                       limit_all_gathers=False, merge_units=2, bounds=False)
         base_error.append(base["baseline_error"])
         rows = {row["change"]: row for row in base["rows"]}
-        for label, _, _ in FSDP_ALTERNATIVES:
+        for label in labels:
             predicted[label].append(rows[label]["predicted_step_ns"])
-            measured[label].append(measured_step(root, "fsdp", label, r))
+            measured[label].append(measured_step(root, engine, label, r))
     return {"base_error": statistics.median(base_error),
             "rows": [(label, statistics.median(predicted[label]), statistics.median(measured[label]))
-                     for label, _, _ in FSDP_ALTERNATIVES]}
+                     for label in labels]}
 
 
 def measured_step(root, model_name, label, r):
@@ -175,9 +250,10 @@ def measured_step(root, model_name, label, r):
         "recorded_step_ns"]
 
 
-def analyse(root, rounds):
+def analyse(root, rounds, engine="ddp"):
     """{model: {"base_error", "rows": [(label, predicted_ns, measured_ns)], "measured": {label:
-    ns}}} from the traces under root."""
+    ns}}} from the traces of `engine` (ddp: ringx.ddp, torch-ddp: torch's) under root."""
+    root = os.path.join(root, engine_dir(engine))
     from ringx.analysis import whatif
 
     caps = [cap for label, cap, view in ALTERNATIVES if not view]
@@ -198,7 +274,7 @@ def analyse(root, rounds):
             "base_error": statistics.median(base_error),
             "measured": {label: statistics.median(measured_step(root, model_name, label, r)
                                                   for r in range(rounds))
-                         for label in (BASE[0], AUTO[0])},
+                         for label in ((BASE[0], AUTO[0]) if engine == "ddp" else (BASE[0],))},
             "rows": [(label, statistics.median(predicted[label]), statistics.median(measured[label]))
                      for label, _, _ in ALTERNATIVES]}
     return table
@@ -211,7 +287,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30,
                         help="steps per run (the first 16 record gradient readiness)")
-    parser.add_argument("--engines", default="ddp,fsdp", help="ddp, fsdp or both")
+    parser.add_argument("--engines", default="ddp,fsdp",
+                        help="any of ddp, fsdp (ringx's engines), torch-ddp, fsdp2 (torch's)")
     parser.add_argument("--traces", help="keep the traces in this directory (default: deleted)")
     parser.add_argument("--quick", action="store_true", help="one round of 20 steps")
     parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
@@ -221,18 +298,18 @@ def main():
     if args.docs:
         docs_table.require("whatif")
     engines = args.engines.split(",")
-    tables, fsdp_tables = {}, {}
+    tables, fsdp_tables = {}, {}  # {(engine, world): ...}
     for world in [int(w) for w in args.world_sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as scratch:
             root = os.path.join(args.traces, f"world{world}") if args.traces else scratch
             chosen = run_ranks(worker, world, root, args.rounds, args.steps, engines,
                                name="whatif")
-            if "ddp" in engines:
-                tables[world] = analyse(root, args.rounds)
-                for model_name, reasons in chosen.items():
-                    tables[world][model_name]["auto"] = reasons
-            if "fsdp" in engines:
-                fsdp_tables[world] = analyse_fsdp(root, args.rounds)
+            for engine in [e for e in engines if e in ("ddp", "torch-ddp")]:
+                tables[(engine, world)] = analyse(root, args.rounds, engine)
+                for model_name, reasons in (chosen.items() if engine == "ddp" else ()):
+                    tables[(engine, world)][model_name]["auto"] = reasons
+            for engine in [e for e in engines if e in ("fsdp", "fsdp2")]:
+                fsdp_tables[(engine, world)] = analyse_fsdp(root, args.rounds, engine)
     with docs_table.table(args.docs, "whatif"):
         report(tables, fsdp_tables, args)
     return 0
@@ -247,14 +324,20 @@ def print_rows(rows, width, errors):
         print(f"  {label:{width}s} {pred / 1e6:9.2f} ms {meas / 1e6:9.2f} ms {error * 100:+7.1f}%")
 
 
+ENGINE_NAMES = {"ddp": "ringx.ddp", "torch-ddp": "torch DDP", "fsdp": "ringx.fsdp",
+                "fsdp2": "FSDP2"}
+
+
 def report(tables, fsdp_tables, args):
-    errors = []
-    for world, table in tables.items():
+    errors = {}
+    for (engine, world), table in tables.items():
         for model_name, result in table.items():
-            print(f"\n{model_name}, {world} ranks: predicted from the {BASE[0]} run's trace (its "
-                  f"replay's own error {result['base_error'] * 100:+.1f}%), medians of "
-                  f"{args.rounds} rounds")
-            print_rows(result["rows"], 30, errors)
+            print(f"\n{ENGINE_NAMES[engine]}, {model_name}, {world} ranks: predicted from the "
+                  f"{BASE[0]} run's trace (its replay's own error "
+                  f"{result['base_error'] * 100:+.1f}%), medians of {args.rounds} rounds")
+            print_rows(result["rows"], 30, errors.setdefault(engine, []))
+            if "auto" not in result:
+                continue
             # bucket_cap_mb="auto" beside the sweep's best fixed cap and torch's default, measured.
             fixed = {label: meas for label, _, meas in result["rows"] if label.startswith("bucket")}
             fixed[BASE[0]] = result["measured"][BASE[0]]
@@ -265,13 +348,13 @@ def report(tables, fsdp_tables, args):
                   f"the best fixed cap ({best}, {fixed[best] / 1e6:.2f} ms), "
                   f"{auto / fixed[BASE[0]]:.2f}x {BASE[0]} (goal: within noise of the best, "
                   "never above the default)")
-    fsdp_errors = []
-    for world, result in fsdp_tables.items():
-        print(f"\nFSDP, {2 * PAIRS} blocks of d={DIM}, batch {FSDP_BATCH}, "
+    for (engine, world), result in fsdp_tables.items():
+        print(f"\n{ENGINE_NAMES[engine]}, {2 * PAIRS} blocks of d={DIM}, batch {FSDP_BATCH}, "
               f"{world} ranks: predicted from the {FSDP_BASE[0]} run's trace (its replay's own "
               f"error {result['base_error'] * 100:+.1f}%), medians of {args.rounds} rounds")
-        print_rows(result["rows"], 34, fsdp_errors)
-    for name, errs in (("DDP", errors), ("FSDP", fsdp_errors)):
+        print_rows(result["rows"], 34, errors.setdefault(engine, []))
+    for engine, errs in errors.items():
+        name = ENGINE_NAMES[engine]
         if errs:
             print(f"\n{name}: {len(errs)} cases, median |error| "
                   f"{statistics.median(errs) * 100:.1f}% (goal <= 5%), worst "

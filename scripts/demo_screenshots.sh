@@ -27,3 +27,5 @@ shot viewer-diff.png "the DDP job against its TCP run, at the largest regression
 shot viewer-fsdp.png "the FSDP job's units" "$BUILD_DIR/demo-trace-fsdp" --panel fsdp
 shot viewer-memory.png "the FSDP job's memory counters, with their peaks" \
   "$BUILD_DIR/demo-trace-fsdp" --panel memory
+shot viewer-fsdp2.png "torch's FSDP2 on the same model: its units, watched" \
+  "$BUILD_DIR/demo-trace-fsdp2" --panel fsdp

@@ -133,6 +133,10 @@ void registerFsdpBindings(py::module& parent) {
       py::arg("forward_prefetch"), py::arg("shard_size"),
       "Hands the FSDP2 watch each unit (name, sharded bytes, unsharded bytes, gradient bytes, "
       "sharded gradient bytes, reshards after forward) and the schedule; False when not tracing.");
+  m.def("torch_units_known", [] {
+    auto watch = observe::fsdpWatch();
+    return watch && watch->hasUnits();
+  });
   m.def("torch_memory", [] {
     auto watch = observe::fsdpWatch();
     return watch ? py::object(memoryDict(watch->memory())) : py::object(py::none());

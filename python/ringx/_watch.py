@@ -145,17 +145,14 @@ def _fsdp_units(root_state):
     return units, strategy, shard_size, forward_prefetch
 
 
-_fsdp_roots = weakref.WeakSet()
-
-
 def _root_pre_forward(self, *args, **kwargs):
     result = _original_root_pre_forward(self, *args, **kwargs)
-    if _trace.enabled() and self._is_root and self not in _fsdp_roots:
+    if _trace.enabled() and self._is_root:
         _C._register_engines(_C)
-        units, strategy, shard_size, forward_prefetch = _fsdp_units(self)
-        if _C.fsdp.watch_torch_units(units, strategy, "BACKWARD_PRE", forward_prefetch,
-                                     shard_size):
-            _fsdp_roots.add(self)
+        if not _C.fsdp.torch_units_known():  # each recording's watch learns them once
+            units, strategy, shard_size, forward_prefetch = _fsdp_units(self)
+            _C.fsdp.watch_torch_units(units, strategy, "BACKWARD_PRE", forward_prefetch,
+                                      shard_size)
     return result
 
 

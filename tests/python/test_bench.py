@@ -177,7 +177,7 @@ def test_whatif_bench_puts_predicted_beside_measured():
     # FSDP: every alternative predicted and run, and the summary line.
     for label in ("sharding_strategy=SHARD_GRAD_OP", "backward_prefetch=NONE", "units merged by 2"):
         assert f"  {label} " in out, out
-    assert "FSDP: 7 cases, median |error|" in out, out
+    assert "ringx.fsdp: 7 cases, median |error|" in out, out
 
 
 def test_fault_bench_puts_gloo_beside_ringx():
