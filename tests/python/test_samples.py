@@ -37,7 +37,7 @@ def test_train_ddp_sample_agrees_across_ranks(tmp_path):
     assert summary.returncode == 0 and "2 of 2 ranks" in summary.stdout, summary.stderr
 
 
-def test_samples_run_under_torchrun_as_the_docs_write():
+def test_samples_run_under_torchrun_as_the_docs_write(tmp_path):
     # docs/usage.md: PYTHONPATH=build/python .venv/bin/torchrun --standalone --nproc-per-node 2 samples/...
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     env = dict(os.environ, PYTHONPATH=PYTHONPATH)
@@ -46,13 +46,22 @@ def test_samples_run_under_torchrun_as_the_docs_write():
     for sample, args, ok in (
             ("train_ddp.py", ["--steps", "5"], "weights identical on all ranks: True"),
             ("train_fsdp.py", ["--steps", "4", "--blocks", "2"],
-             "full state dict identical on all ranks: True")):
+             "full state dict identical on all ranks: True"),
+            # torch's own FSDP2, traced: ringx watches its units (issue 49).
+            ("train_fsdp2.py", ["--steps", "3", "--blocks", "2", "--prefetch", "1",
+                                "--trace", str(tmp_path / "fsdp2")],
+             "parameters identical on all ranks: True")):
         result = subprocess.run(
             [torchrun, "--standalone", "--nproc-per-node", "2",
              os.path.join(ROOT, "samples", sample), *args],
             capture_output=True, text=True, timeout=180, env=env)
         assert result.returncode == 0, result.stdout + result.stderr
         assert ok in result.stdout, result.stdout
+    summary = subprocess.run([os.path.join(PYTHONPATH, "..", "bin", "ringx-trace"), "summary",
+                              str(tmp_path / "fsdp2")], capture_output=True, text=True, timeout=60)
+    assert summary.returncode == 0, summary.stderr
+    assert "FSDP engine" in summary.stdout, summary.stdout
+    assert "\n  1 " in summary.stdout and "\n  2 " in summary.stdout, summary.stdout  # the blocks
 
 
 def test_train_fsdp_sample_agrees_across_ranks_and_reports_memory(tmp_path):
