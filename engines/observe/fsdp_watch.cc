@@ -60,6 +60,18 @@ void FsdpWatch::setUnits(std::vector<FsdpUnit> units, FsdpSchedule schedule) {
   }
   haveUnits_ = true;
   sampleMemoryLocked();
+  if (pendingConfigNs_ > 0 && step_ >= 0) recordConfigLocked(pendingConfigNs_);
+  pendingConfigNs_ = 0;
+}
+
+void FsdpWatch::recordConfigLocked(int64_t ns) {
+  fsdp::ScheduleConfig config;
+  config.shardingStrategy = schedule_.shardingStrategy.c_str();
+  config.backwardPrefetch = schedule_.backwardPrefetch.c_str();
+  config.forwardPrefetch = schedule_.forwardPrefetch;
+  config.limitAllGathers = false;  // FSDP2 has no rate limiter
+  config.shardSize = schedule_.shardSize;
+  fsdp::recordConfig(config, ns, step_);
 }
 
 bool FsdpWatch::hasUnits() const {
@@ -91,13 +103,13 @@ void FsdpWatch::scopeBegin(FsdpScope scope, const std::string& name, int64_t ns,
       inBackward_ = false;
       forwardBeginNs_ = ns;
       forwardEndNs_ = backwardBeginNs_ = 0;
-      fsdp::ScheduleConfig config;
-      config.shardingStrategy = schedule_.shardingStrategy.c_str();
-      config.backwardPrefetch = schedule_.backwardPrefetch.c_str();
-      config.forwardPrefetch = schedule_.forwardPrefetch;
-      config.limitAllGathers = false;  // FSDP2 has no rate limiter
-      config.shardSize = schedule_.shardSize;
-      fsdp::recordConfig(config, ns, step_);
+      // The first iteration begins before FSDP2's lazy init has made the units: its schedule is
+      // recorded when they arrive (setUnits), at this moment.
+      if (haveUnits_) {
+        recordConfigLocked(ns);
+      } else {
+        pendingConfigNs_ = ns;
+      }
       return;
     }
     case FsdpScope::kPreForward:

@@ -114,6 +114,7 @@ class FsdpWatch {
   };
   UnitState* unitLocked(const std::string& name);
   void sampleMemoryLocked();
+  void recordConfigLocked(int64_t ns);  // the schedule as iteration step_ begins at ns
 
   mutable std::mutex mutex_;
   std::map<std::string, UnitState> units_;
@@ -121,6 +122,7 @@ class FsdpWatch {
   bool haveUnits_ = false;
   int64_t step_ = -1;
   bool inBackward_ = false;
+  int64_t pendingConfigNs_ = 0;  // an iteration began before the units were known
   int64_t forwardBeginNs_ = 0, forwardEndNs_ = 0, backwardBeginNs_ = 0, lastBackwardEndNs_ = 0;
   fsdp::MemoryCounters memory_;
   std::map<uint64_t, Collective> collectives_;

@@ -297,3 +297,43 @@ def test_fsdp2_over_gloo_mixed_precision_no_reshard(tmp_path):
                                           prefetch=False, param_dtype=torch.bfloat16), 2,
                         backend="gloo")
     check_fsdp_trace(trace_dir, tmp_path, results, 2, 3, reshard=False, prefetch=False)
+
+
+def _hsdp(rank, world, trace_dir, steps=3):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
+    ringx.trace.start(trace_dir)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), Block(), Block(), nn.Linear(16, 1))
+    block_bytes = sum(p.numel() * 4 for p in model[1].parameters())
+    for b in (model[1], model[2]):
+        fully_shard(b, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(steps):
+        loss = model(torch.randn(4, 8, generator=g)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    ringx.trace.stop()
+    return block_bytes
+
+
+def test_hsdp_on_a_2d_mesh_reduces_across_replicas(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    block_bytes = run_ranks(functools.partial(_hsdp, trace_dir=trace_dir), 4)[0]
+    events, lanes = export(trace_dir, tmp_path)
+    for rank in range(4):
+        mine = [(lanes[(e["pid"], e["tid"])], e) for e in events
+                if e.get("pid") == rank + 1 and e.get("cat") == "fsdp"]
+        for unit in ("fsdp:1", "fsdp:2"):
+            ops = [e["name"] for lane, e in mine if lane == unit]
+            # Every step: reduce-scatter within the shard group, allreduce across replicas.
+            assert ops.count("reduce_scatter") == 3 and ops.count("allreduce") == 3, ops
+            gathers = [e for lane, e in mine if lane == unit and e["name"] == "all_gather"]
+            assert gathers and all(e["args"]["bytes"] == block_bytes for e in gathers)
+        config = [e for lane, e in mine if e["name"] == "fsdp_config"]
+        assert config and all(e["args"]["sharding_strategy"] == "HYBRID_SHARD"
+                              and e["args"]["group_size"] == 2 for e in config), config
