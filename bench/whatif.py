@@ -117,10 +117,8 @@ def worker(rank, world, init, root, rounds, steps, engines, results):
                             timeout=datetime.timedelta(seconds=300))
     generator = torch.Generator().manual_seed(rank)
     chosen = {}
-    if "fsdp" in engines:
-        fsdp_runs(root, rounds, steps, generator)
-    if "fsdp2" in engines:
-        fsdp2_runs(root, rounds, steps, generator)
+    for engine in [e for e in engines if e in ("fsdp", "fsdp2")]:
+        fsdp_runs(root, rounds, steps, generator, engine)
     for engine in [e for e in engines if e in ("ddp", "torch-ddp")]:
         ddp_runs(engine, root, rounds, steps, generator, chosen)
     results[rank] = chosen
@@ -161,56 +159,49 @@ def engine_dir(engine):
     return "" if engine == "ddp" else engine
 
 
-def fsdp2_runs(root, rounds, steps, generator):
-    """FSDP2's base and alternatives, as fsdp_runs, into root/fsdp2/<label>/round<r>."""
-    import ringx
-    from torch.distributed.fsdp import fully_shard
-
-    x = torch.randn(FSDP_BATCH, DIM, generator=generator)
-    y = torch.randn(FSDP_BATCH, DIM, generator=generator)
-    for r in range(rounds):
-        configs = [FSDP2_BASE] + FSDP2_ALTERNATIVES
-        if r % 2:
-            configs.reverse()
-        for label, reshard, prefetch, unit in configs:
-            torch.manual_seed(0)
-            model = pair_net()
-            units = [m for m in model.modules() if isinstance(m, unit)]
-            for m in units:
-                fully_shard(m, reshard_after_forward=reshard)
-            fully_shard(model, reshard_after_forward=reshard)
-            if prefetch:
-                for here, after in zip(units, units[1:]):
-                    here.set_modules_to_forward_prefetch([after])
-            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-            dist.barrier()
-            ringx.trace.start(dir=os.path.join(root, "fsdp2", label, f"round{r}"))
-            for _ in range(steps):
-                opt.zero_grad(set_to_none=True)
-                nn.functional.mse_loss(model(x), y).backward()
-                opt.step()
-            ringx.trace.stop()
-            del model, opt
-
-
-def fsdp_runs(root, rounds, steps, generator):
-    """Every FSDP configuration for `steps` steps per round, alternating the order, each traced
-    into root/fsdp/<label>/round<r>."""
-    import ringx
+def ringx_fsdp_model(config):
+    """ringx.fsdp over pair_net with one of FSDP_BASE / FSDP_ALTERNATIVES."""
     from ringx.fsdp import FullyShardedDataParallel as FSDP
+    _, kwargs, unit = config
+    return FSDP(pair_net(), auto_wrap_policy={unit}, **kwargs)
 
+
+def fsdp2_model(config):
+    """pair_net under FSDP2 (fully_shard on every `unit` module and the root) with one of
+    FSDP2_BASE / FSDP2_ALTERNATIVES."""
+    from torch.distributed.fsdp import fully_shard
+    _, reshard, prefetch, unit = config
+    model = pair_net()
+    units = [m for m in model.modules() if isinstance(m, unit)]
+    for m in units:
+        fully_shard(m, reshard_after_forward=reshard)
+    fully_shard(model, reshard_after_forward=reshard)
+    if prefetch:
+        for here, after in zip(units, units[1:]):
+            here.set_modules_to_forward_prefetch([after])
+    return model
+
+
+def fsdp_runs(root, rounds, steps, generator, engine):
+    """Every configuration of `engine` (fsdp: ringx.fsdp, fsdp2: torch's) for `steps` steps per
+    round, alternating the order, each traced into root/<engine>/<label>/round<r>."""
+    import ringx
+
+    base, alternatives, build = ((FSDP_BASE, FSDP_ALTERNATIVES, ringx_fsdp_model)
+                                 if engine == "fsdp" else
+                                 (FSDP2_BASE, FSDP2_ALTERNATIVES, fsdp2_model))
     x = torch.randn(FSDP_BATCH, DIM, generator=generator)
     y = torch.randn(FSDP_BATCH, DIM, generator=generator)
     for r in range(rounds):
-        configs = [FSDP_BASE] + FSDP_ALTERNATIVES
+        configs = [base] + alternatives
         if r % 2:
             configs.reverse()
-        for label, kwargs, unit in configs:
+        for config in configs:
             torch.manual_seed(0)
-            model = FSDP(pair_net(), auto_wrap_policy={unit}, **kwargs)
+            model = build(config)
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
             dist.barrier()
-            ringx.trace.start(dir=os.path.join(root, "fsdp", label, f"round{r}"))
+            ringx.trace.start(dir=os.path.join(root, engine, config[0], f"round{r}"))
             for _ in range(steps):
                 opt.zero_grad(set_to_none=True)
                 nn.functional.mse_loss(model(x), y).backward()

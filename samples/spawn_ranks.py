@@ -1,10 +1,12 @@
-"""What the Python samples share: run `train(args)` on every rank.
+"""What the Python samples share: run `train(args)` on every rank, and end it.
 
 Under torchrun (RANK in the environment) this process is one rank; otherwise it starts
 args.world_size processes with the env:// variables torchrun would set.
 """
+import argparse
 import os
 import socket
+import sys
 
 import torch
 import torch.multiprocessing as mp
@@ -29,3 +31,34 @@ def run(train, args):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     mp.spawn(_spawned, args=(train, args, port), nprocs=args.world_size)
+
+
+def arguments(doc, steps):
+    """The options every sample has (--world-size, --steps, --trace); each adds its own."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--world-size", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
+    return parser
+
+
+def same_on_every_rank(tensor):
+    """Whether every rank holds the same values as `tensor` (a collective)."""
+    import torch.distributed as dist
+    everyone = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, tensor)
+    return all(torch.equal(everyone[0], other) for other in everyone)
+
+
+def finish(args, elapsed, what, agree):
+    """Rank 0 prints the run's speed and whether every rank ends with the same `what`; every
+    rank leaves the group, and exits with 1 when they do not agree."""
+    import torch.distributed as dist
+    if dist.get_rank() == 0:
+        print(f"{dist.get_world_size()} ranks, {args.steps} steps in {elapsed:.2f} s "
+              f"({elapsed / args.steps * 1e3:.1f} ms/step); {what} identical on all ranks: "
+              f"{agree}", flush=True)
+    dist.destroy_process_group()
+    if not agree:
+        sys.exit(1)

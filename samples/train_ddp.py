@@ -26,10 +26,8 @@ rank's ringx lanes, on one clock:
     build/bin/ringx-viewer DIR DIR/rank*.pt.trace.json --search ProfilerStep
 """
 
-import argparse
 import contextlib
 import os
-import sys
 import time
 
 import torch
@@ -66,7 +64,7 @@ def profiler(args, rank):
 
 def train(args):
     dist.init_process_group("ringx")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     torch.manual_seed(rank)  # deliberately different weights on every rank...
     model = make_model()
     if args.engine == "ringx":
@@ -97,35 +95,23 @@ def train(args):
                 print(f"step {step:4d}  loss {loss.item():.4f}", flush=True)
     elapsed = time.perf_counter() - start
 
-    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    everyone = [torch.empty_like(flat) for _ in range(world)]
-    dist.all_gather(everyone, flat)
-    agree = all(torch.equal(everyone[0], other) for other in everyone)
+    agree = spawn_ranks.same_on_every_rank(
+        torch.cat([p.detach().reshape(-1) for p in model.parameters()]))
     if rank == 0 and args.engine == "ringx":
         it = ddp.last_iteration()
         wire = sum(b["wire_end_ns"] - b["wire_start_ns"] for b in it["buckets"])
         print(f"ringx.ddp, last step: {len(it['buckets'])} buckets, allreduce {wire / 1e3:.0f} us, "
               f"exposed after backward {it['exposed_ns'] / 1e3:.0f} us", flush=True)
-    if rank == 0:
-        print(f"{world} ranks, {args.steps} steps in {elapsed:.2f} s "
-              f"({elapsed / args.steps * 1e3:.1f} ms/step); weights identical on all ranks: "
-              f"{agree}", flush=True)
-    dist.destroy_process_group()
-    if not agree:
-        sys.exit(1)
+    spawn_ranks.finish(args, elapsed, "weights", agree)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world-size", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=100)
+    parser = spawn_ranks.arguments(__doc__, steps=100)
     parser.add_argument("--engine", choices=["ringx", "torch"], default="ringx",
                         help="ringx.ddp (C++ engine, per-bucket timing) or torch's DDP")
     parser.add_argument("--bucket-cap-mb", type=float, default=0.1,
                         help="gradient bucket size (torch's DDP defaults to 25: one bucket for "
                              "this model, so no allreduce overlaps backward)")
-    parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
     parser.add_argument("--profile", action="store_true",
                         help="with --trace: also record two steps with torch.profiler into "
                              "DIR/rank<N>.pt.trace.json")

@@ -20,8 +20,6 @@ the memory counters) into DIR; then
     build/bin/ringx-trace export DIR -o t.json   # open in https://ui.perfetto.dev
 """
 
-import argparse
-import sys
 import time
 
 import torch
@@ -81,10 +79,8 @@ def train(args):
     elapsed = time.perf_counter() - start
 
     state = model.state_dict()  # full tensors, the unwrapped model's names (collective)
-    flat = torch.cat([v.reshape(-1).float() for v in state.values()])
-    everyone = [torch.empty_like(flat) for _ in range(world)]
-    dist.all_gather(everyone, flat)
-    agree = all(torch.equal(everyone[0], other) for other in everyone)
+    agree = spawn_ranks.same_on_every_rank(
+        torch.cat([v.reshape(-1).float() for v in state.values()]))
     if rank == 0:
         units = model.units()
         memory = model.memory_stats()
@@ -100,23 +96,14 @@ def train(args):
               f"{memory['sharded_bytes'] / 1024:.0f} KiB of {4 * total / 1024:.0f} KiB, peak held "
               f"{memory['peak_bytes'] / 1024:.0f} KiB (FULL_SHARD formula "
               f"{formula / 1024:.0f} KiB)", flush=True)
-        print(f"{world} ranks, {args.steps} steps in {elapsed:.2f} s "
-              f"({elapsed / args.steps * 1e3:.1f} ms/step); full state dict identical on all "
-              f"ranks: {agree}", flush=True)
-    dist.destroy_process_group()
-    if not agree:
-        sys.exit(1)
+    spawn_ranks.finish(args, elapsed, "full state dict", agree)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world-size", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=30)
+    parser = spawn_ranks.arguments(__doc__, steps=30)
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--strategy", default="FULL_SHARD",
                         choices=["FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD"])
-    parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
     spawn_ranks.run(train, parser.parse_args())
 
 

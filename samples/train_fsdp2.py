@@ -20,8 +20,6 @@ counters from FSDP2's own parameter sizes, as a ringx.fsdp trace has them:
 (SHARD_GRAD_OP); --prefetch N sets explicit forward and backward prefetching N blocks ahead.
 """
 
-import argparse
-import sys
 import time
 
 import torch
@@ -36,7 +34,7 @@ from train_fsdp import Block, batch, make_model
 
 def train(args):
     dist.init_process_group("ringx")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     torch.manual_seed(0)  # the same weights everywhere: fully_shard keeps each rank's shard
     model = make_model(args.blocks)
     blocks = [m for m in model if isinstance(m, Block)]
@@ -62,30 +60,18 @@ def train(args):
     elapsed = time.perf_counter() - start
 
     # Every rank holds its shard of the same parameters: the full ones agree everywhere.
-    full = torch.cat([p.full_tensor().reshape(-1) for p in model.parameters()])
-    everyone = [torch.empty_like(full) for _ in range(world)]
-    dist.all_gather(everyone, full)
-    agree = all(torch.equal(everyone[0], other) for other in everyone)
-    if rank == 0:
-        print(f"{world} ranks, {args.steps} steps in {elapsed:.2f} s "
-              f"({elapsed / args.steps * 1e3:.1f} ms/step); parameters identical on all "
-              f"ranks: {agree}", flush=True)
-    dist.destroy_process_group()
-    if not agree:
-        sys.exit(1)
+    agree = spawn_ranks.same_on_every_rank(
+        torch.cat([p.full_tensor().reshape(-1) for p in model.parameters()]))
+    spawn_ranks.finish(args, elapsed, "parameters", agree)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world-size", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=30)
+    parser = spawn_ranks.arguments(__doc__, steps=30)
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--reshard-after-forward", type=lambda v: v.lower() == "true",
                         default=True, metavar="true|false")
     parser.add_argument("--prefetch", type=int, default=0, metavar="N",
                         help="explicit forward/backward prefetch depth (0: FSDP2's default)")
-    parser.add_argument("--trace", metavar="DIR", help="record a trace of every rank into DIR")
     spawn_ranks.run(train, parser.parse_args())
 
 
