@@ -18,10 +18,13 @@ struct Config {
   int64_t step = -1;
   uint32_t strategy = 0, backwardPrefetch = 0;
   int64_t forwardPrefetch = 0, limiter = 1, gatherLane = 0, shardSize = 0;
+  uint32_t engine = 0;  // "ringx.fsdp", "torch.fsdp2"; 0: before schema 7 (ringx.fsdp)
+  int64_t blocking = 0;
   bool sameSchedule(const Config& o) const {
     return strategy == o.strategy && backwardPrefetch == o.backwardPrefetch &&
            forwardPrefetch == o.forwardPrefetch && limiter == o.limiter &&
-           gatherLane == o.gatherLane && shardSize == o.shardSize;
+           gatherLane == o.gatherLane && shardSize == o.shardSize && engine == o.engine &&
+           blocking == o.blocking;
   }
 };
 
@@ -51,7 +54,8 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank,
                  backwardPrefetch = pool.find(targ::kBackwardPrefetch),
                  forwardPrefetch = pool.find(targ::kForwardPrefetch),
                  limiter = pool.find(targ::kLimitAllGathers), lane = pool.find(targ::kGatherLane),
-                 issue = pool.find(targ::kIssueNs);
+                 issue = pool.find(targ::kIssueNs), engine = pool.find(targ::kEngine),
+                 blocking = pool.find(targ::kBlocking);
   const std::string_view prefix = trace::track::kFsdpUnitPrefix;
   RankRecord r;
   r.rank = rank.rank;
@@ -75,10 +79,10 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank,
       for (const Instant& i : track.instants) {
         if (config == 0 || i.name != config) continue;
         const ArgRange a(rank, i.firstArg, i.argCount);
-        r.configs.push_back({a.integer(keys.step, -1), a.string(strategy),
-                             a.string(backwardPrefetch), a.integer(forwardPrefetch, 0),
-                             a.integer(limiter, 1), a.integer(lane, 0),
-                             a.integer(keys.groupSize, 0)});
+        r.configs.push_back(
+            {a.integer(keys.step, -1), a.string(strategy), a.string(backwardPrefetch),
+             a.integer(forwardPrefetch, 0), a.integer(limiter, 1), a.integer(lane, 0),
+             a.integer(keys.groupSize, 0), a.string(engine), a.integer(blocking, 0)});
       }
       continue;
     }
@@ -175,6 +179,8 @@ FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
   rec.runtime.forwardPrefetch = last.forwardPrefetch != 0;
   rec.runtime.limitAllGathers = last.limiter != 0;
   rec.runtime.gatherLane = last.gatherLane != 0;
+  rec.runtime.blocking = last.blocking != 0;
+  rec.runtime.fsdp2 = store.str(last.engine) == "torch.fsdp2";
   rec.worldSize = last.shardSize > 1 ? last.shardSize : static_cast<int64_t>(records.size());
   if (rec.runtime.sharding == replay::FsdpSharding::kNoShard) {
     rec.worldSize = static_cast<int64_t>(store.ranks().size());
@@ -194,6 +200,25 @@ FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
   return src;
 }
 
+namespace {
+
+// A change's label in the recording engine's own terms: ringx.fsdp takes FSDP1's arguments;
+// FSDP2 (fully_shard) says reshard_after_forward and set_modules_to_forward_prefetch.
+std::string shardingLabel(replay::FsdpSharding s, bool fsdp2) {
+  if (fsdp2 && s != replay::FsdpSharding::kNoShard) {
+    return std::string("reshard_after_forward=") +
+           (s == replay::FsdpSharding::kFullShard ? "True" : "False");
+  }
+  return std::string("sharding_strategy=") + replay::fsdpShardingName(s);
+}
+
+std::string forwardPrefetchLabel(bool on, bool fsdp2) {
+  if (fsdp2) return on ? "forward prefetch of the next unit" : "no forward prefetch";
+  return std::string("forward_prefetch=") + (on ? "True" : "False");
+}
+
+}  // namespace
+
 FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   using replay::FsdpBackwardPrefetch;
   using replay::FsdpSharding;
@@ -212,30 +237,35 @@ FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestion
   std::vector<std::string> strategies = q.shardingStrategies, prefetches = q.backwardPrefetch;
   std::optional<bool> forwardPrefetch = q.forwardPrefetch, limiter = q.limitAllGathers;
   std::vector<int64_t> merges = q.mergeUnits;
+  const bool fsdp2 = m.runtime.fsdp2;
   if (q.defaults()) {
+    // FSDP2 has no NO_SHARD (that is DDP), no rate limiter, and prefetches backward as
+    // BACKWARD_PRE does: what it can be asked to change.
     for (FsdpSharding s :
          {FsdpSharding::kFullShard, FsdpSharding::kShardGradOp, FsdpSharding::kNoShard}) {
-      if (s != m.runtime.sharding) strategies.push_back(replay::fsdpShardingName(s));
+      if (s != m.runtime.sharding && !(fsdp2 && s == FsdpSharding::kNoShard)) {
+        strategies.push_back(replay::fsdpShardingName(s));
+      }
     }
     for (FsdpBackwardPrefetch p :
          {FsdpBackwardPrefetch::kBackwardPre, FsdpBackwardPrefetch::kBackwardPost,
           FsdpBackwardPrefetch::kNone}) {
-      if (p != m.runtime.backwardPrefetch)
+      if (p != m.runtime.backwardPrefetch && !fsdp2)
         prefetches.push_back(replay::fsdpBackwardPrefetchName(p));
     }
     forwardPrefetch = !m.runtime.forwardPrefetch;
-    limiter = !m.runtime.limitAllGathers;
+    if (!fsdp2) limiter = !m.runtime.limitAllGathers;
     merges.push_back(2);
   }
   for (const std::string& name : strategies) {
     replay::FsdpWhatIf c;
-    c.label = "sharding_strategy=" + name;
     FsdpSharding s;
     if (!replay::parseFsdpSharding(name, &s)) {
       throw std::invalid_argument("unknown sharding strategy '" + name +
                                   "': use FULL_SHARD, SHARD_GRAD_OP or NO_SHARD");
     }
     c.sharding = s;
+    c.label = shardingLabel(s, fsdp2);
     ask(c, true);
   }
   for (const std::string& name : prefetches) {
@@ -251,7 +281,7 @@ FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestion
   }
   if (forwardPrefetch) {
     replay::FsdpWhatIf c;
-    c.label = std::string("forward_prefetch=") + (*forwardPrefetch ? "True" : "False");
+    c.label = forwardPrefetchLabel(*forwardPrefetch, fsdp2);
     c.forwardPrefetch = *forwardPrefetch;
     ask(c, true);
   }
@@ -277,11 +307,20 @@ FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestion
 std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& source) {
   const replay::FsdpModel& m = r.source.model;
   std::string out = "what if: " + source + "\n";
-  out += "FSDP, " + std::to_string(m.ranks.size()) + " ranks, " + std::to_string(m.units.size()) +
-         " units; recorded: sharding_strategy=" + replay::fsdpShardingName(m.runtime.sharding) +
-         ", backward_prefetch=" + replay::fsdpBackwardPrefetchName(m.runtime.backwardPrefetch) +
-         ", forward_prefetch=" + (m.runtime.forwardPrefetch ? "True" : "False") +
-         ", limit_all_gathers=" + (m.runtime.limitAllGathers ? "True" : "False") + "\n";
+  if (m.runtime.fsdp2) {
+    out += "FSDP2 (torch's fully_shard), " + std::to_string(m.ranks.size()) + " ranks, " +
+           std::to_string(m.units.size()) +
+           " units; recorded: " + shardingLabel(m.runtime.sharding, true) + ", " +
+           forwardPrefetchLabel(m.runtime.forwardPrefetch, true) +
+           (m.runtime.blocking ? "; every collective blocks the thread that issued it (CPU)" : "") +
+           "\n";
+  } else {
+    out += "FSDP, " + std::to_string(m.ranks.size()) + " ranks, " + std::to_string(m.units.size()) +
+           " units; recorded: sharding_strategy=" + replay::fsdpShardingName(m.runtime.sharding) +
+           ", backward_prefetch=" + replay::fsdpBackwardPrefetchName(m.runtime.backwardPrefetch) +
+           ", forward_prefetch=" + (m.runtime.forwardPrefetch ? "True" : "False") +
+           ", limit_all_gathers=" + (m.runtime.limitAllGathers ? "True" : "False") + "\n";
+  }
   out += "model from " + std::to_string(r.source.steps) + " steps from step " +
          std::to_string(r.source.firstStep) + "; wire: all_gather " + m.gather.describe() +
          ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " +
@@ -347,7 +386,8 @@ void jsonLink(std::string& out, const char* name, const replay::LinkCost& l) {
 
 std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
   const replay::FsdpModel& m = r.source.model;
-  std::string out = "{\"engine\":\"fsdp\",\"ranks\":" + std::to_string(m.ranks.size()) +
+  std::string out = std::string("{\"engine\":\"") + (m.runtime.fsdp2 ? "fsdp2" : "fsdp") +
+                    "\",\"ranks\":" + std::to_string(m.ranks.size()) +
                     ",\"world_size\":" + std::to_string(m.worldSize) +
                     ",\"units\":" + std::to_string(m.units.size()) + ",\"sharding_strategy\":";
   appendJsonString(out, replay::fsdpShardingName(m.runtime.sharding));
@@ -355,6 +395,7 @@ std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
   appendJsonString(out, replay::fsdpBackwardPrefetchName(m.runtime.backwardPrefetch));
   out += std::string(",\"forward_prefetch\":") + (m.runtime.forwardPrefetch ? "true" : "false") +
          ",\"limit_all_gathers\":" + (m.runtime.limitAllGathers ? "true" : "false") +
+         ",\"blocking\":" + (m.runtime.blocking ? "true" : "false") +
          ",\"steps\":" + std::to_string(r.source.steps) +
          ",\"recorded_step_ns\":" + std::to_string(r.source.recordedStepNs) +
          ",\"replayed_step_ns\":" + std::to_string(r.baseline.stepNs) +

@@ -25,8 +25,8 @@ Goals (issue 33): median |error| <= 5% and every case <= 10%.
 torch's own engines (issue 49: ringx watches them while tracing), --engines torch-ddp,fsdp2:
 torch's DistributedDataParallel on the same models, base and alternatives as above (no "auto");
 and FSDP2 (fully_shard on every block and the root, the defaults) with the alternatives FSDP2
-has: reshard_after_forward=False (the replay's sharding_strategy=SHARD_GRAD_OP), explicit
-forward prefetch of the next block (forward_prefetch=True) and the pairs as units.
+has: reshard_after_forward=False, explicit forward prefetch of the next block, and the pairs as
+units (ringx-trace whatif names FSDP2's changes in fully_shard's terms).
 """
 
 import argparse
@@ -92,12 +92,12 @@ FSDP_ALTERNATIVES = [
 ]
 
 
-# FSDP2's alternatives: the replay's change name, fully_shard's reshard_after_forward, whether
+# FSDP2's alternatives: the what-if row's label, fully_shard's reshard_after_forward, whether
 # every block prefetches the next in forward, and the module class that makes a unit.
 FSDP2_BASE = ("FULL_SHARD, defaults", True, False, Block)
 FSDP2_ALTERNATIVES = [
-    ("sharding_strategy=SHARD_GRAD_OP", False, False, Block),
-    ("forward_prefetch=True", True, True, Block),
+    ("reshard_after_forward=False", False, False, Block),
+    ("forward prefetch of the next unit", True, True, Block),
     ("units merged by 2", True, False, Pair),
 ]
 

@@ -259,6 +259,7 @@ class Program {
   size_t issue(Kind kind, int64_t bytes, size_t lane, size_t unit) {
     collectives.push_back({kind, bytes, lane, unit, step_, 0});
     ops.push_back({Op::Type::kIssue, kind, 0, collectives.size() - 1});
+    if (rt_.blocking) wait(collectives.size() - 1);  // the issuing thread waits for it there
     return collectives.size() - 1;
   }
   void wait(size_t c) { ops.push_back({Op::Type::kWait, collectives[c].kind, 0, c}); }

@@ -30,6 +30,8 @@
 // compute by its overlap with the rank's collectives in flight, found by running the schedule
 // again with the previous run's overlaps.
 //
+// Blocking collectives (FSDP2 on CPU): each issue is followed at once by its wait.
+//
 // Unit boundaries: merging k consecutive sibling units (forward order, leaves only) makes one
 // unit of their parameters, gathered and reduced at once; their compute is unchanged.
 //
@@ -64,6 +66,10 @@ struct FsdpRuntime {
   bool forwardPrefetch = false;
   bool limitAllGathers = true;
   bool gatherLane = true;  // gathers run on a process group of their own
+  // Every collective blocks the thread that issued it until done (torch's FSDP2 on CPU tensors:
+  // no streams), so a prefetch moves a gather earlier but nothing runs beside it.
+  bool blocking = false;
+  bool fsdp2 = false;  // torch's FSDP2 recorded it: what-if speaks fully_shard's options
 };
 
 struct FsdpUnitModel {

@@ -21,7 +21,8 @@ struct Names {
   uint32_t ddpTrack, forward, backward, optimizer, rebuild, bucket, memoryTrack, bucketBytes;
   uint32_t step, bucketIndex, bytes, params, firstGrad, ready, launch, wireStart, wireEnd, copyBack,
       exposed, seq, buckets;
-  uint32_t grad, plan, computeEnd, param, paramGroup, capBytes, firstBytes, view, groupSize, reason;
+  uint32_t grad, plan, computeEnd, param, paramGroup, capBytes, firstBytes, view, groupSize, reason,
+      engine;
   Names() {
     Recorder& r = Recorder::instance();
     ddpTrack = r.intern(trace::track::kDdp);
@@ -55,6 +56,7 @@ struct Names {
     view = r.intern(trace::arg::kBucketView);
     groupSize = r.intern(trace::arg::kGroupSize);
     reason = r.intern(trace::arg::kReason);
+    engine = r.intern(trace::arg::kEngine);
   }
 };
 
@@ -84,8 +86,8 @@ void phase(uint32_t name, int64_t beginNs, int64_t endNs, int64_t step,
   Recorder::instance().span(Category::kDdp, n.ddpTrack, name, beginNs, endNs, args, extra ? 2 : 1);
 }
 
-// A string's id, interned once (bucketing groups: a handful per model).
-uint32_t internedGroup(const std::string& group) {
+// A string's id, interned once (bucketing groups, engine names: a handful per process).
+uint32_t interned(const std::string& group) {
   static std::mutex mutex;
   static std::map<std::string, uint32_t> ids;
   std::lock_guard<std::mutex> lock(mutex);
@@ -109,7 +111,7 @@ void recordIteration(const IterationTiming& it, const std::vector<ParamFacts>& p
     trace::Arg args[] = {intArg(n.step, it.iteration),
                          intArg(n.param, static_cast<int64_t>(g.param)),
                          intArg(n.bytes, params[g.param].bytes),
-                         trace::stringArg(n.paramGroup, internedGroup(params[g.param].group))};
+                         trace::stringArg(n.paramGroup, interned(params[g.param].group))};
     Recorder::instance().instant(Category::kDdp, bucketTrack(g.bucket), n.grad, g.ns, args, 4);
   }
   for (const BucketTiming& b : it.buckets) {
@@ -150,7 +152,8 @@ void recordBucketPlan(const PlanRecord& p) {
                                   intArg(n.firstBytes, p.firstBucketBytes),
                                   intArg(n.view, p.gradientAsBucketView ? 1 : 0),
                                   intArg(n.groupSize, p.worldSize),
-                                  intArg(n.buckets, static_cast<int64_t>(p.buckets))};
+                                  intArg(n.buckets, static_cast<int64_t>(p.buckets)),
+                                  trace::stringArg(n.engine, interned(p.engine))};
   if (!p.reason.empty())
     args.push_back(trace::stringArg(n.reason, Recorder::instance().intern(p.reason)));
   Recorder::instance().instant(Category::kDdp, n.ddpTrack, n.plan, trace::nowNs(), args.data(),

@@ -64,7 +64,8 @@ struct PlanRecord {
   bool gradientAsBucketView = false;
   int64_t worldSize = 1;
   size_t buckets = 0;
-  std::string reason;  // bucket_cap_mb="auto": what was chosen and why
+  std::string reason;                // bucket_cap_mb="auto": what was chosen and why
+  const char* engine = "ringx.ddp";  // or "torch.ddp": torch's DDP, watched (engines/observe)
 };
 
 struct IterationTiming {

@@ -17,7 +17,7 @@ using trace::Recorder;
 struct Names {
   uint32_t fsdpTrack, memoryTrack, allGather, step, bytes, phase, forward, backward, prefetched,
       issue, wireStart, wireEnd, exposed, launch, sharded, unsharded, grads, peak, config, strategy,
-      backwardPrefetch, forwardPrefetch, limiter, gatherLane, groupSize;
+      backwardPrefetch, forwardPrefetch, limiter, gatherLane, groupSize, engine, blocking;
   Names() {
     Recorder& r = Recorder::instance();
     fsdpTrack = r.intern(trace::track::kFsdp);
@@ -45,6 +45,8 @@ struct Names {
     limiter = r.intern(trace::arg::kLimitAllGathers);
     gatherLane = r.intern(trace::arg::kGatherLane);
     groupSize = r.intern(trace::arg::kGroupSize);
+    engine = r.intern(trace::arg::kEngine);
+    blocking = r.intern(trace::arg::kBlocking);
   }
 };
 
@@ -151,6 +153,8 @@ void recordConfig(const ScheduleConfig& c, int64_t atNs, int64_t step) {
       intArg(n.limiter, c.limitAllGathers ? 1 : 0),
       intArg(n.gatherLane, c.gatherLane ? 1 : 0),
       intArg(n.groupSize, c.shardSize),
+      trace::stringArg(n.engine, internName(c.engine)),
+      intArg(n.blocking, c.blocking ? 1 : 0),
   };
   Recorder::instance().instant(Category::kFsdp, n.fsdpTrack, n.config, atNs, args,
                                static_cast<uint32_t>(sizeof(args) / sizeof(args[0])));

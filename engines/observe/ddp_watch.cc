@@ -22,6 +22,7 @@ void DdpWatch::setLayout(DdpLayout layout) {
   for (int64_t bytes : layout_.bucketBytes) held += bytes;
   layout_.plan.step = std::max<int64_t>(0, iteration_);
   layout_.plan.buckets = layout_.buckets.size();
+  layout_.plan.engine = "torch.ddp";
   ddp::recordBucketPlan(layout_.plan);
   ddp::recordBucketBytes(held);
   // A rebuild happens inside a forward, which goes on; a layout anywhere else starts afresh.

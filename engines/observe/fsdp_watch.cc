@@ -71,6 +71,8 @@ void FsdpWatch::recordConfigLocked(int64_t ns) {
   config.forwardPrefetch = schedule_.forwardPrefetch;
   config.limitAllGathers = false;  // FSDP2 has no rate limiter
   config.shardSize = schedule_.shardSize;
+  config.engine = "torch.fsdp2";
+  config.blocking = schedule_.blocking;
   fsdp::recordConfig(config, ns, step_);
 }
 

@@ -71,6 +71,7 @@ struct FsdpSchedule {
   std::string backwardPrefetch = "BACKWARD_PRE";
   bool forwardPrefetch = false;
   int64_t shardSize = 1;
+  bool blocking = false;  // collectives block the issuing thread (FSDP2 on CPU tensors)
 };
 
 class FsdpWatch {

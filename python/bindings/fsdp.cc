@@ -118,7 +118,7 @@ void registerFsdpBindings(py::module& parent) {
       [](const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, bool>>&
              units,
          const std::string& strategy, const std::string& backwardPrefetch, bool forwardPrefetch,
-         int64_t shardSize) {
+         int64_t shardSize, bool blocking) {
         auto watch = observe::fsdpWatch();
         if (!watch) return false;  // not tracing
         std::vector<observe::FsdpUnit> converted;
@@ -126,13 +126,14 @@ void registerFsdpBindings(py::module& parent) {
           converted.push_back({name, sharded, unsharded, grads, shardedGrads, reshards});
         }
         watch->setUnits(std::move(converted),
-                        {strategy, backwardPrefetch, forwardPrefetch, shardSize});
+                        {strategy, backwardPrefetch, forwardPrefetch, shardSize, blocking});
         return true;
       },
       py::arg("units"), py::arg("sharding_strategy"), py::arg("backward_prefetch"),
-      py::arg("forward_prefetch"), py::arg("shard_size"),
+      py::arg("forward_prefetch"), py::arg("shard_size"), py::arg("blocking"),
       "Hands the FSDP2 watch each unit (name, sharded bytes, unsharded bytes, gradient bytes, "
-      "sharded gradient bytes, reshards after forward) and the schedule; False when not tracing.");
+      "sharded gradient bytes, reshards after forward) and the schedule (blocking: collectives "
+      "block the issuing thread); False when not tracing.");
   m.def("torch_units_known", [] {
     auto watch = observe::fsdpWatch();
     return watch && watch->hasUnits();

@@ -114,7 +114,7 @@ def _fsdp_units(root_state):
     """Each FSDPParamGroup of the root's tree: (module path, sharded bytes, unsharded bytes in
     the all-gather's dtype, unsharded gradient bytes in the reduce dtype, sharded gradient
     bytes, whether it reshards after forward), and the schedule."""
-    units, shard_size, forward_prefetch, hybrid = [], 1, False, False
+    units, shard_size, forward_prefetch, hybrid, blocking = [], 1, False, False, False
     for state in root_state._state_ctx.all_states:
         forward_prefetch = forward_prefetch or bool(state._states_to_forward_prefetch)
         group = state._fsdp_param_group
@@ -134,6 +134,9 @@ def _fsdp_units(root_state):
         units.append((group._module_fqn, sharded, unsharded, grads, sharded_grads, reshards))
         shard_size = getattr(group.mesh_info, "shard_mesh_size", 1)
         hybrid = hybrid or hasattr(group.mesh_info, "replicate_mesh_size")
+        # On CPU tensors FSDP2's collectives run on no stream of their own: each blocks the
+        # thread that issued it (prefetching moves a gather earlier, it cannot hide it).
+        blocking = blocking or torch.device(group.device).type == "cpu"
     # FSDP2's root never reshards after forward (its backward needs it at once): the others say
     # which of PyTorch's strategies this is.
     if hybrid:
@@ -142,7 +145,7 @@ def _fsdp_units(root_state):
         strategy = "FULL_SHARD"
     else:
         strategy = "SHARD_GRAD_OP"
-    return units, strategy, shard_size, forward_prefetch
+    return units, strategy, shard_size, forward_prefetch, blocking
 
 
 def _root_pre_forward(self, *args, **kwargs):
@@ -150,9 +153,9 @@ def _root_pre_forward(self, *args, **kwargs):
     if _trace.enabled() and self._is_root:
         _C._register_engines(_C)
         if not _C.fsdp.torch_units_known():  # each recording's watch learns them once
-            units, strategy, shard_size, forward_prefetch = _fsdp_units(self)
+            units, strategy, shard_size, forward_prefetch, blocking = _fsdp_units(self)
             _C.fsdp.watch_torch_units(units, strategy, "BACKWARD_PRE", forward_prefetch,
-                                      shard_size)
+                                      shard_size, blocking)
     return result
 
 

@@ -123,6 +123,8 @@ def check_ddp_trace(trace_dir, tmp_path, results, world, steps, ringx_wire):
         # Only the forwards that sync gradients are iterations (no_sync ones are not).
         assert phases.count("forward") == steps and phases.count("backward") == steps, phases
         assert "bucket_rebuild" in phases and "bucket_plan" in phases, phases
+        plans = [e["args"] for e in mine if e["name"] == "bucket_plan"]
+        assert all(a["engine"] == "torch.ddp" for a in plans), plans
         buckets = [e for e in mine if e["name"] == "bucket" and e["args"]["step"] >= 1]
         assert len(buckets) == (steps - 1) * len(sizes), len(buckets)
         for e in buckets:
@@ -264,8 +266,13 @@ def check_fsdp_trace(trace_dir, tmp_path, results, world, steps, reshard, prefet
         assert max(counters["fsdp.peak_bytes"]) >= sharded + max(held)
     text = summary(trace_dir)
     assert "FSDP engine" in text, text
+    configs = [e["args"] for e in events if e.get("name") == "fsdp_config"]
+    assert configs and all(a["engine"] == "torch.fsdp2" and a["blocking"] == 1 for a in configs)
+    # What-if speaks fully_shard's terms; on CPU FSDP2's collectives block (no streams).
     whatif = summary(trace_dir, "whatif")
-    assert "as recorded" in whatif and "units merged" in whatif, whatif
+    assert "FSDP2 (torch's fully_shard)" in whatif and "blocks the thread" in whatif, whatif
+    assert f"reshard_after_forward={not reshard}" in whatif and "units merged" in whatif, whatif
+    assert "limit_all_gathers" not in whatif and "NO_SHARD" not in whatif, whatif
 
 
 def test_fsdp2_over_ringx_per_unit_and_its_fsdp_panel(tmp_path):

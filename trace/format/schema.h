@@ -30,7 +30,9 @@ namespace ringx::trace {
 // 2: DDP bucket names; 3: FSDP unit names; 4: device spans (a collective's GPU time);
 // 5: DDP gradient readiness, bucket plans and backward's compute end (the what-if replay's input)
 // 6: FSDP's schedule options ("fsdp_config" instants: the FSDP what-if replay's input)
-inline constexpr uint32_t kSchemaVersion = 6;
+// 7: which engine ran ("engine" on fsdp_config and bucket_plan: torch's own, watched, or
+//    ringx's) and whether its collectives block the issuing thread ("blocking")
+inline constexpr uint32_t kSchemaVersion = 7;
 
 // The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
@@ -132,6 +134,12 @@ inline constexpr const char* kBackwardPrefetch = "backward_prefetch";
 inline constexpr const char* kForwardPrefetch = "forward_prefetch";
 inline constexpr const char* kLimitAllGathers = "limit_all_gathers";
 inline constexpr const char* kGatherLane = "gather_lane";
+// Which engine recorded a "bucket_plan" or "fsdp_config": "ringx.ddp", "torch.ddp" (torch's
+// DistributedDataParallel, watched), "ringx.fsdp", "torch.fsdp2" (fully_shard, watched).
+inline constexpr const char* kEngine = "engine";
+// 1 on "fsdp_config": every collective blocks the thread that issued it until it is done (FSDP2
+// on CPU tensors: no streams to run them beside compute); 0 or absent: they run beside it.
+inline constexpr const char* kBlocking = "blocking";
 // Collectives on CUDA tensors: when the communication stream ran the collective's device work
 // (CUDA events, on the host's steady clock).
 inline constexpr const char* kGpuBeginNs = "gpu_begin_ns";

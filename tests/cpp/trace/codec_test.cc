@@ -358,14 +358,16 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
                            arg::kBackwardPrefetch,
                            arg::kForwardPrefetch,
                            arg::kLimitAllGathers,
-                           arg::kGatherLane}) {
+                           arg::kGatherLane,
+                           arg::kEngine,
+                           arg::kBlocking}) {
     fingerprint += name;
     fingerprint += ',';
   }
   fingerprint.append(kMagic, sizeof(kMagic));
   fingerprint += std::to_string(kMaxRecordBytes);
-  EXPECT_EQ(kSchemaVersion, 6u);
-  EXPECT_EQ(fnv1a(fingerprint), 0xa6c3cfbb509354fdull)
+  EXPECT_EQ(kSchemaVersion, 7u);
+  EXPECT_EQ(fnv1a(fingerprint), 0xb110121ae13145bbull)
       << "the trace schema changed: bump kSchemaVersion and update this test (fingerprint 0x"
       << std::hex << fnv1a(fingerprint) << ")";
 }
