@@ -234,31 +234,40 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext* context) {
   }
 }
 
+// Installs the callbacks (under `mutex`), once per recording.
+void installLocked() {
+  if (handle != 0) return;
+  handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(onStart, onEnd)
+          .scopes({at::RecordScope::USER_SCOPE, at::RecordScope::BACKWARD_FUNCTION}));
+  c10d_glue::setIssueListener(onIssued);
+  fsdp = std::make_shared<FsdpWatch>();
+  isInstalled.store(true);
+}
+
+// Tracing stopped: everything goes, so the next recording starts afresh.
 void onTracing(bool recording) {
   std::lock_guard<std::mutex> lock(mutex);
-  if (recording && handle == 0) {
-    handle = at::addGlobalCallback(
-        at::RecordFunctionCallback(onStart, onEnd)
-            .scopes({at::RecordScope::USER_SCOPE, at::RecordScope::BACKWARD_FUNCTION}));
-    c10d_glue::setIssueListener(onIssued);
-    fsdp = std::make_shared<FsdpWatch>();
-    isInstalled.store(true);
-  } else if (!recording && handle != 0) {
-    at::removeCallback(handle);
-    handle = 0;
-    c10d_glue::setIssueListener(nullptr);
-    ddpWatch.reset();
-    ddpWatching.store(false);
-    fsdp.reset();
-    isInstalled.store(false);
-  }
+  if (recording || handle == 0) return;
+  at::removeCallback(handle);
+  handle = 0;
+  c10d_glue::setIssueListener(nullptr);
+  ddpWatch.reset();
+  ddpWatching.store(false);
+  fsdp.reset();
+  isInstalled.store(false);
 }
 
 }  // namespace
 
-void followTracing() {
-  trace::Recorder::setStateListener(onTracing);
-  if (trace::Recorder::enabled()) onTracing(true);
+void followTracing() { trace::Recorder::setStateListener(onTracing); }
+
+bool watchTorchEngines() {
+  if (isInstalled.load(std::memory_order_relaxed)) return true;
+  if (!trace::Recorder::enabled()) return false;
+  std::lock_guard<std::mutex> lock(mutex);
+  installLocked();
+  return true;
 }
 
 bool installed() { return isInstalled.load(); }

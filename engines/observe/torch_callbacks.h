@@ -1,9 +1,10 @@
 // Where the observer of torch's own engines meets torch: one global RecordFunction callback
 // (USER_SCOPE: record_function scopes and every c10d Work's profiling scope; BACKWARD_FUNCTION:
 // autograd nodes), ringx's issue listener, and the autograd engine's final callbacks. Installed
-// while tracing records (the recorder's state listener) and removed when it stops, so a job that
-// does not trace pays nothing; while installed, a scope or node it does not record costs a name
-// check.
+// while tracing records and a torch engine runs (python/ringx/_watch.py asks at each forward of
+// torch's DDP and FSDP2's root), removed when tracing stops (the recorder's state listener): a
+// job that does not trace, or trains with ringx's own engines, pays nothing; while installed, a
+// scope or node it does not record costs a name check.
 #pragma once
 
 #include <memory>
@@ -15,6 +16,8 @@ namespace ringx::observe {
 
 // Follows tracing: called once when the _C module loads.
 void followTracing();
+// Installs the callbacks if tracing records and they are not yet; whether they are installed.
+bool watchTorchEngines();
 // Whether the callbacks are installed now (tests).
 bool installed();
 

@@ -7,6 +7,7 @@
 
 #include "backend/group/flight_recorder.h"
 #include "backend/group/trace_session.h"
+#include "engines/observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
 #include "trace/format/manifest.h"
 #include "trace/record/file_sink.h"
@@ -120,6 +121,9 @@ void registerTraceBindings(py::module& parent) {
   m.def(
       "flush", [] { Recorder::instance().flush(); }, py::call_guard<py::gil_scoped_release>());
   m.def("live_address", &TraceSession::liveAddress);
+  m.def("watch_torch_engines", &observe::watchTorchEngines,
+        "While tracing records: installs the callbacks that watch torch's DDP and FSDP2 (once "
+        "per recording); whether they are installed.");
   m.def("dropped_events", [] { return Recorder::instance().droppedEvents(); });
   // The flight recorder works with tracing off; it lives here for its Python face only.
   m.def(

@@ -77,6 +77,7 @@ def _watch(ddp):
 def _forward(self, *inputs, **kwargs):
     if not _trace.enabled() or getattr(self, "_use_python_reducer", False):
         return _original_forward(self, *inputs, **kwargs)
+    _trace.watch_torch_engines()
     watch = _watches.get(self)
     if watch is None:
         watch = _watch(self)
@@ -149,6 +150,8 @@ def _fsdp_units(root_state):
 
 
 def _root_pre_forward(self, *args, **kwargs):
+    if _trace.enabled():
+        _trace.watch_torch_engines()  # before the root's scopes begin
     result = _original_root_pre_forward(self, *args, **kwargs)
     if _trace.enabled() and self._is_root:
         _C._register_engines(_C)

@@ -172,12 +172,20 @@ def test_torch_ddp_over_gloo_with_a_hook_and_no_sync(tmp_path):
     check_ddp_trace(trace_dir, tmp_path, results, 3, steps, ringx_wire=False)
 
 
-def test_tracing_off_watches_nothing():
-    # With tracing off the wrapper only checks; the callbacks are not installed.
-    assert not ringx.trace.enabled()
+def test_the_callbacks_come_with_a_torch_engine_and_go_with_the_recording(tmp_path):
     ringx._C._register_engines(ringx._C)
-    assert not ringx._C.ddp.observing()
+    assert not ringx.trace.enabled() and not ringx._C.ddp.observing()
     assert nn.parallel.DistributedDataParallel.forward.__wrapped__ is not None
+    assert not ringx._C.trace.watch_torch_engines()  # tracing off: nothing to install
+    ringx.trace.start(str(tmp_path))  # no process group: this rank's own file
+    try:
+        # Tracing alone (a job on ringx's own engines) installs nothing; torch's DDP forward
+        # and FSDP2's root pre-forward ask for the callbacks.
+        assert not ringx._C.ddp.observing()
+        assert ringx._C.trace.watch_torch_engines() and ringx._C.ddp.observing()
+    finally:
+        ringx.trace.stop()
+    assert not ringx._C.ddp.observing()
 
 
 # ---- FSDP2 ----------------------------------------------------------------------------------
