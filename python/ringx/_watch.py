@@ -138,8 +138,8 @@ def _fsdp_units(root_state):
         # On CPU tensors FSDP2's collectives run on no stream of their own: each blocks the
         # thread that issued it (prefetching moves a gather earlier, it cannot hide it).
         blocking = blocking or torch.device(group.device).type == "cpu"
-    # FSDP2's root never reshards after forward (its backward needs it at once): the others say
-    # which of PyTorch's strategies this is.
+    # Whether the root reshards after forward depends on how it was asked (its backward needs it
+    # at once): the other units say which of PyTorch's strategies this is.
     if hybrid:
         strategy = "HYBRID_SHARD"
     elif any(u[5] for u in units if u[0]):
