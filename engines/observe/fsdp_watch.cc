@@ -189,11 +189,15 @@ void FsdpWatch::scopeEnd(FsdpScope scope, const std::string& name, int64_t begin
         fsdp::recordGather(name, unit->gather);
       }
       unit->gather = fsdp::GatherTiming{};
+      if (unit->holdsPostForward) {  // FSDP2 frees that shard once the copy-out is done
+        unit->holdsPostForward = false;
+        memory_.unshardedBytes -= unit->unit.heldAfterForwardBytes;
+      }
       if (!unit->holdsUnsharded) {
         unit->holdsUnsharded = true;
         memory_.unshardedBytes += unit->unit.unshardedBytes;
-        sampleMemoryLocked();
       }
+      sampleMemoryLocked();
       return;
     }
     case FsdpScope::kPostForward:
@@ -205,6 +209,10 @@ void FsdpWatch::scopeEnd(FsdpScope scope, const std::string& name, int64_t begin
         fsdp::recordUnitSpan(name, "reshard", beginNs, endNs, step);
         unit->holdsUnsharded = false;
         memory_.unshardedBytes -= unit->unit.unshardedBytes;
+        if (scope == FsdpScope::kPostForward && unit->unit.heldAfterForwardBytes > 0) {
+          unit->holdsPostForward = true;  // resharded to a smaller group: its shard stays
+          memory_.unshardedBytes += unit->unit.heldAfterForwardBytes;
+        }
         sampleMemoryLocked();
       }
       return;

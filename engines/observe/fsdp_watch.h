@@ -16,7 +16,9 @@
 //   reduce_scatter  the first collective in post_backward_reduce (a second one, HSDP's,
 //   "allreduce").
 // Memory counters follow FSDP2's own sizes (Python reads them from each FSDPParam): sharded
-// parameters always, a unit's unsharded parameters from its copy-out to its reshard, its
+// parameters always, a unit's unsharded parameters from its copy-out to its reshard (with
+// reshard_after_forward=N, a 1/N shard of them from the post-forward reshard to the next
+// copy-out), its
 // unsharded gradients from its post-backward to its reduction, sharded gradients from their
 // reduction until the optimizer's zero_grad.
 #pragma once
@@ -63,6 +65,9 @@ struct FsdpUnit {
   int64_t gradBytes = 0;       // unsharded gradients, in the reduce dtype
   int64_t shardedGradBytes = 0;
   bool reshardsAfterForward = true;
+  // reshard_after_forward=N (an int smaller than the shard group): what the unit keeps from its
+  // post-forward reshard to its next gather, a 1/N shard of the gathered parameters; else 0.
+  int64_t heldAfterForwardBytes = 0;
 };
 
 // The schedule, by PyTorch's FSDP names (recorded as "fsdp_config" as each iteration begins).
@@ -111,7 +116,8 @@ class FsdpWatch {
     bool holdsUnsharded = false;
     bool holdsGrads = false;
     bool holdsShardedGrads = false;
-    int reductions = 0;  // collectives issued in the current post_backward_reduce
+    bool holdsPostForward = false;  // its reshard_after_forward=N shard
+    int reductions = 0;             // collectives issued in the current post_backward_reduce
   };
   UnitState* unitLocked(const std::string& name);
   void sampleMemoryLocked();

@@ -115,15 +115,15 @@ void registerFsdpBindings(py::module& parent) {
   // torch's FSDP2, watched while tracing (python/ringx/_watch.py): its units' sizes.
   m.def(
       "watch_torch_units",
-      [](const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, bool>>&
-             units,
+      [](const std::vector<
+             std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, bool, int64_t>>& units,
          const std::string& strategy, const std::string& backwardPrefetch, bool forwardPrefetch,
          int64_t shardSize, bool blocking) {
         auto watch = observe::fsdpWatch();
         if (!watch) return false;  // not tracing
         std::vector<observe::FsdpUnit> converted;
-        for (const auto& [name, sharded, unsharded, grads, shardedGrads, reshards] : units) {
-          converted.push_back({name, sharded, unsharded, grads, shardedGrads, reshards});
+        for (const auto& [name, sharded, unsharded, grads, shardedGrads, reshards, held] : units) {
+          converted.push_back({name, sharded, unsharded, grads, shardedGrads, reshards, held});
         }
         watch->setUnits(std::move(converted),
                         {strategy, backwardPrefetch, forwardPrefetch, shardSize, blocking});
@@ -132,7 +132,8 @@ void registerFsdpBindings(py::module& parent) {
       py::arg("units"), py::arg("sharding_strategy"), py::arg("backward_prefetch"),
       py::arg("forward_prefetch"), py::arg("shard_size"), py::arg("blocking"),
       "Hands the FSDP2 watch each unit (name, sharded bytes, unsharded bytes, gradient bytes, "
-      "sharded gradient bytes, reshards after forward) and the schedule (blocking: collectives "
+      "sharded gradient bytes, reshards after forward, bytes held after forward) and the schedule "
+      "(blocking: collectives "
       "block the issuing thread); False when not tracing.");
   m.def("torch_units_known", [] {
     auto watch = observe::fsdpWatch();

@@ -114,14 +114,20 @@ def _bytes(numel, dtype):
 def _fsdp_units(root_state):
     """Each FSDPParamGroup of the root's tree: (module path, sharded bytes, unsharded bytes in
     the all-gather's dtype, unsharded gradient bytes in the reduce dtype, sharded gradient
-    bytes, whether it reshards after forward), and the schedule."""
+    bytes, whether it reshards after forward, what it keeps after forward when it reshards to
+    a smaller group: reshard_after_forward=N), and the schedule."""
     units, shard_size, forward_prefetch, hybrid, blocking = [], 1, False, False, False
     for state in root_state._state_ctx.all_states:
         forward_prefetch = forward_prefetch or bool(state._states_to_forward_prefetch)
         group = state._fsdp_param_group
         if group is None:
             continue
-        sharded = unsharded = grads = sharded_grads = 0
+        sharded = unsharded = grads = sharded_grads = held = 0
+        post = group.post_forward_mesh_info
+        # reshard_after_forward=N: FSDP2 keeps a 1/N slice of each all-gather output (its
+        # padded sharded size times the shard group, over N) until the next gather.
+        smaller = post is not None and post != group.mesh_info
+        shards = getattr(group.mesh_info, "shard_mesh_size", 1)
         for p in group.fsdp_params:
             numel = p._orig_size.numel()
             param_dtype = p.param_dtype or p.orig_dtype
@@ -131,8 +137,10 @@ def _fsdp_units(root_state):
             unsharded += _bytes(numel, param_dtype)
             grads += _bytes(numel, reduce_dtype)
             sharded_grads += _bytes(local, p.orig_dtype)
-        reshards = group.post_forward_mesh_info is not None
-        units.append((group._module_fqn, sharded, unsharded, grads, sharded_grads, reshards))
+            if smaller:
+                held += _bytes(local * shards // post.shard_mesh_size, param_dtype)
+        reshards = post is not None
+        units.append((group._module_fqn, sharded, unsharded, grads, sharded_grads, reshards, held))
         shard_size = getattr(group.mesh_info, "shard_mesh_size", 1)
         hybrid = hybrid or hasattr(group.mesh_info, "replicate_mesh_size")
         # On CPU tensors FSDP2's collectives run on no stream of their own: each blocks the

@@ -28,7 +28,7 @@ TEST(FsdpWatch, ParsesFsdp2ScopeNames) {
 
 TEST(FsdpWatch, CountsWhatEachUnitHolds) {
   FsdpWatch w;
-  w.setUnits({{"", 10, 40, 40, 10, false}, {"1", 100, 400, 800, 200, true}}, FsdpSchedule{});
+  w.setUnits({{"", 10, 40, 40, 10, false, 0}, {"1", 100, 400, 800, 200, true, 0}}, FsdpSchedule{});
   EXPECT_EQ(w.memory().shardedBytes, 110);
   w.scopeBegin(FsdpScope::kRootPreForward, "", 1, false);
   w.scopeEnd(FsdpScope::kRootPreForward, "", 1, 2);
@@ -59,6 +59,36 @@ TEST(FsdpWatch, CountsWhatEachUnitHolds) {
   w.scopeBegin(FsdpScope::kZeroGrad, "", 90, false);
   EXPECT_EQ(w.memory().gradBytes, 0);
   EXPECT_EQ(w.iterations(), 1);
+}
+
+}  // namespace
+}  // namespace ringx::observe
+
+namespace ringx::observe {
+namespace {
+
+TEST(FsdpWatch, ReshardingToASmallerGroupKeepsItsShardUntilTheNextGather) {
+  FsdpWatch w;
+  // reshard_after_forward=2 on a shard group of 4: a 1/2 slice of the 400 gathered bytes stays.
+  w.setUnits({{"1", 100, 400, 400, 100, true, 200}}, FsdpSchedule{});
+  w.scopeBegin(FsdpScope::kRootPreForward, "", 1, false);
+  w.scopeBegin(FsdpScope::kAllGather, "1", 2, false);
+  w.scopeBegin(FsdpScope::kCopyOut, "1", 3, false);
+  w.scopeEnd(FsdpScope::kCopyOut, "1", 3, 4);
+  EXPECT_EQ(w.memory().unshardedBytes, 400);
+  w.scopeBegin(FsdpScope::kPostForward, "1", 5, false);
+  w.scopeEnd(FsdpScope::kPostForward, "1", 5, 6);
+  EXPECT_EQ(w.memory().unshardedBytes, 200);
+  // Backward gathers from that slice; the copy-out frees it.
+  w.scopeBegin(FsdpScope::kPreBackward, "1", 7, false);
+  w.scopeBegin(FsdpScope::kAllGather, "1", 8, false);
+  w.scopeBegin(FsdpScope::kCopyOut, "1", 9, false);
+  w.scopeEnd(FsdpScope::kCopyOut, "1", 9, 10);
+  EXPECT_EQ(w.memory().unshardedBytes, 400);
+  w.scopeBegin(FsdpScope::kPostBackwardReshard, "1", 11, false);
+  w.scopeEnd(FsdpScope::kPostBackwardReshard, "1", 11, 12);
+  EXPECT_EQ(w.memory().unshardedBytes, 0);
+  EXPECT_EQ(w.memory().peakBytes, 100 + 400 + 400);  // sharded, gathered, unsharded gradients
 }
 
 }  // namespace

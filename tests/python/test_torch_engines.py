@@ -352,3 +352,25 @@ def test_hsdp_on_a_2d_mesh_reduces_across_replicas(tmp_path):
         config = [e for lane, e in mine if e["name"] == "fsdp_config"]
         assert config and all(e["args"]["sharding_strategy"] == "HYBRID_SHARD"
                               and e["args"]["group_size"] == 2 for e in config), config
+
+
+def test_fsdp2_resharding_to_a_smaller_group_keeps_half_until_backward(tmp_path):
+    # reshard_after_forward=2 on 4 ranks: after forward every unit keeps a 1/2 slice of its
+    # gathered (padded) parameters, FSDP2's own sizes, until backward gathers it again.
+    trace_dir = str(tmp_path / "trace")
+    results = run_ranks(functools.partial(_fsdp2, trace_dir=trace_dir, reshard=2, prefetch=False,
+                                          param_dtype=torch.float32), 4)
+    check_fsdp_trace(trace_dir, tmp_path, results, 4, 3, reshard=True, prefetch=False)
+    events, lanes = export(trace_dir, tmp_path)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), Block(), Block(), Block(), nn.Linear(16, 1))
+    padded = sum(-(-p.shape[0] // 4) * 4 * (p.numel() // p.shape[0]) * 4 for p in model.parameters())
+    for rank in range(4):
+        mine = [e for e in events if e.get("pid") == rank + 1]
+        backward = [e["ts"] for e in mine if e.get("name") == "backward"
+                    and lanes[(e["pid"], e["tid"])] == "fsdp"]
+        held = [(e["ts"], list(e["args"].values())[0]) for e in mine
+                if e.get("ph") == "C" and e["name"] == "fsdp.unsharded_bytes"]
+        for begin in backward:
+            before = [v for ts, v in held if ts <= begin]
+            assert before and before[-1] == padded // 2, (before[-3:], padded)
