@@ -102,6 +102,14 @@ uint64_t DdpWatch::tokenFor(size_t bucket) const {
   return (static_cast<uint64_t>(current_.iteration + 1) << 24) | (bucket + 1);
 }
 
+size_t DdpWatch::bucketOf(uint64_t token) const {
+  const size_t b = (token & ((1u << 24) - 1)) - 1;
+  if (token >> 24 != static_cast<uint64_t>(current_.iteration + 1) || b >= buckets_.size()) {
+    return buckets_.size();  // another iteration's (or none)
+  }
+  return b;
+}
+
 uint64_t DdpWatch::collectiveIssued(int64_t ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (phase_ != Phase::kBackward || buckets_.empty()) return 0;
@@ -127,15 +135,15 @@ uint64_t DdpWatch::collectiveIssued(int64_t ns) {
 void DdpWatch::collectiveFinished(uint64_t token, int64_t ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (phase_ != Phase::kBackward && phase_ != Phase::kFinalizing) return;
-  const size_t b = (token & ((1u << 24) - 1)) - 1;
-  if (token >> 24 != static_cast<uint64_t>(current_.iteration + 1) || b >= buckets_.size()) return;
+  const size_t b = bucketOf(token);
+  if (b == buckets_.size()) return;
   buckets_[b].finishNs = std::max(buckets_[b].finishNs, ns);
 }
 
 void DdpWatch::attachWire(uint64_t token, WireReader reader) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const size_t b = (token & ((1u << 24) - 1)) - 1;
-  if (token >> 24 != static_cast<uint64_t>(current_.iteration + 1) || b >= buckets_.size()) return;
+  const size_t b = bucketOf(token);
+  if (b == buckets_.size()) return;
   if (!buckets_[b].wire) buckets_[b].wire = std::move(reader);  // the bucket's first collective
 }
 

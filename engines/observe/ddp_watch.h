@@ -100,7 +100,10 @@ class DdpWatch {
     size_t collectives = 0;
     WireReader wire;
   };
+  // A collective's token: the iteration and the bucket; bucketOf gives the bucket back, or
+  // buckets_.size() for a token of another iteration.
   uint64_t tokenFor(size_t bucket) const;
+  size_t bucketOf(uint64_t token) const;
   void resetBuckets();
 
   mutable std::mutex mutex_;

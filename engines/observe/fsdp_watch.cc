@@ -10,6 +10,15 @@ bool startsWith(const char* text, const char* prefix) {
   return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
 }
 
+// Moves `held` (one of a unit's holdings) to `on`, keeping `counter` (the bytes of all units'
+// holdings of its kind) in step; whether it changed.
+bool hold(bool& held, bool on, int64_t& counter, int64_t bytes) {
+  if (held == on) return false;
+  held = on;
+  counter += on ? bytes : -bytes;
+  return true;
+}
+
 }  // namespace
 
 FsdpScope parseFsdpScope(const char* name, std::string* unit) {
@@ -147,9 +156,9 @@ void FsdpWatch::scopeBegin(FsdpScope scope, const std::string& name, int64_t ns,
                              unit->computeBeginNs, ns, std::max<int64_t>(0, step_));
         unit->computeBeginNs = 0;
       }
-      if (scope != FsdpScope::kPostForward && !unit->holdsGrads) {
-        unit->holdsGrads = true;  // its unsharded gradients, computed, await reduction
-        memory_.gradBytes += unit->unit.gradBytes;
+      // Its unsharded gradients, computed, await reduction.
+      if (scope != FsdpScope::kPostForward &&
+          hold(unit->holdsGrads, true, memory_.gradBytes, unit->unit.gradBytes)) {
         sampleMemoryLocked();
       }
       return;
@@ -160,10 +169,8 @@ void FsdpWatch::scopeBegin(FsdpScope scope, const std::string& name, int64_t ns,
     case FsdpScope::kZeroGrad: {
       bool changed = false;
       for (auto& [unitName, unit] : units_) {
-        if (!unit.holdsShardedGrads) continue;
-        unit.holdsShardedGrads = false;
-        memory_.gradBytes -= unit.unit.shardedGradBytes;
-        changed = true;
+        changed |=
+            hold(unit.holdsShardedGrads, false, memory_.gradBytes, unit.unit.shardedGradBytes);
       }
       if (changed) sampleMemoryLocked();
       return;
@@ -189,14 +196,9 @@ void FsdpWatch::scopeEnd(FsdpScope scope, const std::string& name, int64_t begin
         fsdp::recordGather(name, unit->gather);
       }
       unit->gather = fsdp::GatherTiming{};
-      if (unit->holdsPostForward) {  // FSDP2 frees that shard once the copy-out is done
-        unit->holdsPostForward = false;
-        memory_.unshardedBytes -= unit->unit.heldAfterForwardBytes;
-      }
-      if (!unit->holdsUnsharded) {
-        unit->holdsUnsharded = true;
-        memory_.unshardedBytes += unit->unit.unshardedBytes;
-      }
+      // FSDP2 frees a reshard_after_forward=N slice once the copy-out is done.
+      hold(unit->holdsPostForward, false, memory_.unshardedBytes, unit->unit.heldAfterForwardBytes);
+      hold(unit->holdsUnsharded, true, memory_.unshardedBytes, unit->unit.unshardedBytes);
       sampleMemoryLocked();
       return;
     }
@@ -205,13 +207,12 @@ void FsdpWatch::scopeEnd(FsdpScope scope, const std::string& name, int64_t begin
       if (scope == FsdpScope::kPostForward) forwardEndNs_ = endNs;
       UnitState* unit = unitLocked(name);
       if (scope == FsdpScope::kPostForward && !unit->unit.reshardsAfterForward) return;
-      if (unit->holdsUnsharded) {
+      if (hold(unit->holdsUnsharded, false, memory_.unshardedBytes, unit->unit.unshardedBytes)) {
         fsdp::recordUnitSpan(name, "reshard", beginNs, endNs, step);
-        unit->holdsUnsharded = false;
-        memory_.unshardedBytes -= unit->unit.unshardedBytes;
         if (scope == FsdpScope::kPostForward && unit->unit.heldAfterForwardBytes > 0) {
-          unit->holdsPostForward = true;  // resharded to a smaller group: its shard stays
-          memory_.unshardedBytes += unit->unit.heldAfterForwardBytes;
+          // Resharded to a smaller group: its slice stays.
+          hold(unit->holdsPostForward, true, memory_.unshardedBytes,
+               unit->unit.heldAfterForwardBytes);
         }
         sampleMemoryLocked();
       }
@@ -285,13 +286,9 @@ void FsdpWatch::collectiveFinished(uint64_t token, int64_t ns) {
   reduce.wireEndNs = wire.endNs ? wire.endNs : ns;
   reduce.doneNs = ns;
   fsdp::recordReduce(c.unit, reduce);
-  if (unit->holdsGrads) {  // reduced: the unsharded gradients go, the sharded ones stay
-    unit->holdsGrads = false;
-    memory_.gradBytes -= unit->unit.gradBytes;
-    if (!unit->holdsShardedGrads) {
-      unit->holdsShardedGrads = true;
-      memory_.gradBytes += unit->unit.shardedGradBytes;
-    }
+  // Reduced: the unsharded gradients go, the sharded ones stay.
+  if (hold(unit->holdsGrads, false, memory_.gradBytes, unit->unit.gradBytes)) {
+    hold(unit->holdsShardedGrads, true, memory_.gradBytes, unit->unit.shardedGradBytes);
     sampleMemoryLocked();
   }
 }
