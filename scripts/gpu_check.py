@@ -186,7 +186,8 @@ def run_steps(check):
     print("gpu-check: " + json.dumps(facts), flush=True)
 
     # GoogleTest from the bundle's sources, built with this machine's compiler; nlohmann-json
-    # and CLI11 are headers with CMake files. Without a bundle, the system's packages.
+    # and CLI11 are headers with CMake files, simdjson and zlib libraries for ringx-trace.
+    # Without a bundle, the system's packages.
     prefix = []
     if os.path.isdir(BUNDLE):
         deps = os.path.join(BUILD, "deps")
@@ -204,11 +205,12 @@ def run_steps(check):
     configured = check.run("configure", [
         "cmake", "-S", REPO, "-B", BUILD, *generator, "-DCMAKE_BUILD_TYPE=Release",
         f"-DPython3_EXECUTABLE={sys.executable}", "-DRINGX_BUILD_CUDA=ON",
-        "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_TOOLS=OFF", "-DRINGX_BUILD_SAMPLES=OFF",
+        "-DRINGX_BUILD_VIEWER=OFF", "-DRINGX_BUILD_TOOLS=ON", "-DRINGX_BUILD_SAMPLES=OFF",
         "-DRINGX_BUILD_TESTS=ON",
         f"-DCMAKE_PREFIX_PATH={';'.join(prefix)}"])
     built = configured and check.run("build", [
-        "cmake", "--build", BUILD, "-j", JOBS, "--target", "ringx_c10d_python", "ringx_cuda_tests"],
+        "cmake", "--build", BUILD, "-j", JOBS, "--target", "ringx_c10d_python", "ringx_cuda_tests",
+        "ringx-trace"],  # the torch-engine watcher's GPU tests export their traces with it
         limit=3600)
     if not built:
         check.skip("tests", "the build failed")

@@ -1,8 +1,12 @@
 """ringx.ddp and ringx.fsdp on GPU modules over ringx (on one host their bucket allreduces,
 gathers and reduce-scatters take the device ring): training matches single-process training on
 the GPU. The engines were written for CPU modules and have not been adapted for streams; these
-tests say whether they already train GPU modules correctly. Skip with "no CUDA device" where
-there is none; on the GPU machine every rank shares its one GPU."""
+tests say whether they already train GPU modules correctly. torch's own DDP and FSDP2 on GPU
+modules, traced: the watcher's per-bucket and per-unit events, checked as on the CPU
+(test_torch_engines.py), with FSDP2's collectives on its own streams rather than blocking. Skip
+with "no CUDA device" where there is none; on the GPU machine every rank shares its one GPU."""
+
+import functools
 
 import pytest
 import torch
@@ -14,6 +18,7 @@ from ringx.ddp import DistributedDataParallel as RingxDDP
 from ringx.fsdp import FullyShardedDataParallel as RingxFSDP
 
 from harness import run_ranks
+from test_torch_engines import _fsdp2, _torch_ddp, check_ddp_trace, check_fsdp_trace
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 BATCH = 4
@@ -86,3 +91,23 @@ def _fsdp(rank, world):
 def test_ringx_fsdp_trains_a_gpu_module_as_single_process_training():
     for error in run_ranks(_fsdp, 2, timeout=300):
         assert error < 1e-5, error
+
+
+@needs_gpu
+def test_torch_ddp_on_a_gpu_module_traced_per_bucket(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    steps = 4
+    results = run_ranks(functools.partial(_torch_ddp, trace_dir=trace_dir, hook=None,
+                                          steps=steps, accumulate=1, device="cuda"), 2,
+                        timeout=300)
+    check_ddp_trace(trace_dir, tmp_path, results, 2, steps, ringx_wire=True)
+
+
+@needs_gpu
+def test_fsdp2_on_a_gpu_module_traced_per_unit_on_its_streams(tmp_path):
+    trace_dir = str(tmp_path / "trace")
+    results = run_ranks(functools.partial(_fsdp2, trace_dir=trace_dir, reshard=True,
+                                          prefetch=True, param_dtype=torch.float32,
+                                          device="cuda"), 2, timeout=300)
+    check_fsdp_trace(trace_dir, tmp_path, results, 2, 3, reshard=True, prefetch=True,
+                     blocking=False)
