@@ -89,6 +89,8 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
         b.bytes = a.integer(keys.bytes, 0);
         const int64_t ws = a.integer(keys.wireStart, 0), we = a.integer(keys.wireEnd, 0);
         if (ws > 0 && we >= ws) b.wireNs = we - ws;
+        b.launchNs = a.integer(keys.launch, 0);
+        b.wireEndNs = we;
         const int64_t cb = a.integer(keys.copyBack, 0);
         if (cb > 0 && s.end >= cb) b.copyBackNs = s.end - cb;
         r.steps[step].buckets.push_back(b);
@@ -112,6 +114,28 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
 }
 
 }  // namespace
+
+std::vector<replay::CostSample> calibrationOf(const model::TraceStore& store) {
+  const StringPool& pool = store.strings();
+  const Keys keys(pool);
+  const uint32_t name = pool.find("calibration"), op = pool.find(targ::kOp), ns = pool.find("ns");
+  std::vector<replay::CostSample> out;
+  if (name == 0 || op == 0 || ns == 0) return out;
+  for (const RankData& rank : store.ranks()) {
+    for (const Track& track : rank.tracks) {
+      for (const Instant& i : track.instants) {
+        if (i.name != name) continue;
+        const ArgRange a(rank, i.firstArg, i.argCount);
+        const uint32_t kind = a.string(op);
+        if (kind == 0) continue;
+        out.push_back({std::string(store.str(kind)), a.integer(keys.bytes, 0),
+                       a.integer(keys.groupSize, 0), a.integer(ns, 0)});
+      }
+    }
+    if (!out.empty()) break;  // every rank recorded the same ladder
+  }
+  return out;
+}
 
 DdpModelSource ddpModelOf(const model::TraceStore& store) {
   std::vector<RankRecord> records;
@@ -165,6 +189,7 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
       out.steps.push_back(std::move(s));
     }
   }
+  rec.calibration = calibrationOf(store);
   DdpModelSource src;
   static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(rec);
   src.planStep = plan.step;
@@ -222,7 +247,7 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   }
   askSharedQuestions<replay::DdpWhatIf>(q.worldSizes, q.links, q.bounds, ask);
   report.bestPlanRow = answerRows(
-      changes, planChange, report.source.recordedStepNs, report.baseline.stepNs,
+      changes, planChange, report.source.recordedStepNs, report.baseline,
       [&](const replay::DdpWhatIf& c) { return replay::replayDdp(m, c); }, &report.rows);
   return report;
 }
@@ -241,16 +266,24 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
   out += "model from " + std::to_string(r.source.steps) + " steps (" +
          std::to_string(r.source.gradSteps) + " with gradient readiness) from step " +
          std::to_string(r.source.planStep) + "; wire " + m.link.describe() + " (fit of " +
-         std::to_string(r.source.wire.samples) + " buckets, median error " +
-         percent(r.source.wire.medianErrorShare).substr(1) + ")\n";
+         std::to_string(r.source.wire.samples) +
+         (r.source.calibrated ? " sizes of the job's calibration" : " buckets") +
+         ", median error " + percent(r.source.wire.medianErrorShare).substr(1) + "); contention " +
+         shortNumber(m.contention) + " ns of backward per ns beside an allreduce; " +
+         std::to_string(m.samples.size()) + " recorded steps replayed in turn\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
-         "); predictions below scale the recorded step by the replay's ratio\n\n";
+         "); predictions below scale the recorded step by the replay's ratio; \"within noise\": "
+         "inside the recorded steps' spread (p25-p75)\n\n";
   const size_t w = 34;
   out += padRight("change", w) + padLeft("predicted", 12) + padLeft("vs recorded", 13) +
-         padLeft("exposed comm", 14) + padLeft("buckets", 9) + "\n";
-  out += padRight("as recorded", w) + padLeft(formatDuration(r.source.recordedStepNs), 12) +
-         padLeft("", 13) + padLeft(formatDuration(r.baseline.exposedCommNs), 14) +
+         padLeft("steps p25-p75", 20) + padLeft("exposed comm", 14) + padLeft("buckets", 9) + "\n";
+  const int64_t recorded = r.source.recordedStepNs, replayed = r.baseline.stepNs;
+  out += padRight("as recorded", w) + padLeft(formatDuration(recorded), 12) + padLeft("", 13) +
+         padLeft(intervalText(scaledPrediction(recorded, replayed, r.baseline.stepLowNs),
+                              scaledPrediction(recorded, replayed, r.baseline.stepHighNs)),
+                 20) +
+         padLeft(formatDuration(r.baseline.exposedCommNs), 14) +
          padLeft(std::to_string(r.baseline.buckets.size()), 9) + "\n";
   for (const WhatIfRow& row : r.rows) {
     if (!row.error.empty()) {
@@ -259,12 +292,15 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
     }
     out += padRight(row.change.label, w) + padLeft(formatDuration(row.predictedStepNs), 12) +
            padLeft(percent(row.changeShare), 13) +
+           padLeft(intervalText(row.predictedLowNs, row.predictedHighNs), 20) +
            padLeft(formatDuration(row.replay.exposedCommNs), 14) +
-           padLeft(std::to_string(row.replay.buckets.size()), 9) + "\n";
+           padLeft(std::to_string(row.replay.buckets.size()), 9) +
+           (row.withinNoise ? "  within noise" : "") + "\n";
   }
   if (r.bestPlanRow >= 0) {
     const WhatIfRow& best = r.rows[static_cast<size_t>(r.bestPlanRow)];
-    out += "\nfastest plan: " + best.change.label + " (" + percent(best.changeShare) + ")\n";
+    out += "\nfastest plan: " + best.change.label + " (" + percent(best.changeShare) + ")" +
+           (best.withinNoise ? ", within the recorded steps' spread: not a sure gain" : "") + "\n";
   } else {
     out += "\nno plan asked about is faster than the recorded one\n";
   }
@@ -288,6 +324,8 @@ namespace {
 
 void jsonReplay(std::string& out, const replay::DdpReplay& r) {
   out += "\"step_ns\":" + std::to_string(r.stepNs) +
+         ",\"step_low_ns\":" + std::to_string(r.stepLowNs) +
+         ",\"step_high_ns\":" + std::to_string(r.stepHighNs) +
          ",\"exposed_comm_ns\":" + std::to_string(r.exposedCommNs) +
          ",\"comm_ns\":" + std::to_string(r.commNs) +
          ",\"buckets\":" + std::to_string(r.buckets.size()) +
@@ -317,7 +355,10 @@ std::string whatIfJson(const WhatIfReport& r) {
                     ",\"ns_per_byte\":" + shortNumber(m.link.nsPerByte) +
                     ",\"samples\":" + std::to_string(r.source.wire.samples) +
                     ",\"median_error\":" + shortNumber(r.source.wire.medianErrorShare) +
-                    "},\"copy_ns_per_byte\":" + shortNumber(m.copyNsPerByte) + ",\"baseline\":{";
+                    ",\"calibrated\":" + (r.source.calibrated ? "true" : "false") +
+                    "},\"copy_ns_per_byte\":" + shortNumber(m.copyNsPerByte) +
+                    ",\"contention\":" + shortNumber(m.contention) +
+                    ",\"replayed_steps\":" + std::to_string(m.samples.size()) + ",\"baseline\":{";
   jsonReplay(out, r.baseline);
   out += "},";
   appendRowsJson(out, r.rows, r.bestPlanRow, jsonReplay);

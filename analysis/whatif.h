@@ -29,6 +29,10 @@ struct DdpModelSource : replay::DdpFit {
 };
 DdpModelSource ddpModelOf(const model::TraceStore& store);
 
+// The calibration a job recorded (ringx.trace.calibrate: "calibration" instants with op,
+// bytes, ns and group_size), the lowest rank's that has one; empty when none ran.
+std::vector<replay::CostSample> calibrationOf(const model::TraceStore& store);
+
 // What to ask. Empty lists ask the default set: bucket caps from a quarter of the recorded one
 // to four times it plus torch's 25 MB, gradient_as_bucket_view flipped, and the two bounds.
 struct WhatIfQuestions {
@@ -59,7 +63,11 @@ struct WhatIfRow {
   // model, so that the model's error on the recorded step cancels (it is reported beside).
   int64_t predictedStepNs = 0;
   double changeShare = 0;  // predicted / recorded - 1
-  std::string error;       // set when the model cannot answer this one
+  // The spread of the replayed steps (their 25th to 75th percentiles), scaled as the
+  // prediction; inside the noise: the prediction falls within the unchanged replay's spread.
+  int64_t predictedLowNs = 0, predictedHighNs = 0;
+  bool withinNoise = false;
+  std::string error;  // set when the model cannot answer this one
 };
 
 struct WhatIfReport {
@@ -102,6 +110,8 @@ struct FsdpWhatIfRow {
   replay::FsdpReplay replay;
   int64_t predictedStepNs = 0;  // as WhatIfRow's
   double changeShare = 0;
+  int64_t predictedLowNs = 0, predictedHighNs = 0;
+  bool withinNoise = false;
   std::string error;
 };
 

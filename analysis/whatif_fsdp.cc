@@ -195,6 +195,7 @@ FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
     }
   }
   FsdpModelSource src;
+  rec.calibration = calibrationOf(store);
   static_cast<replay::FsdpFit&>(src) = replay::fitFsdpModel(rec);
   src.firstStep = since;
   return src;
@@ -299,7 +300,7 @@ FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestion
   }
   askSharedQuestions<replay::FsdpWhatIf>(q.worldSizes, q.links, q.bounds, ask);
   report.bestRow = answerRows(
-      changes, schedule, report.source.recordedStepNs, report.baseline.stepNs,
+      changes, schedule, report.source.recordedStepNs, report.baseline,
       [&](const replay::FsdpWhatIf& c) { return replay::replayFsdp(m, c); }, &report.rows);
   return report;
 }
@@ -321,34 +322,42 @@ std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& sourc
            ", forward_prefetch=" + (m.runtime.forwardPrefetch ? "True" : "False") +
            ", limit_all_gathers=" + (m.runtime.limitAllGathers ? "True" : "False") + "\n";
   }
-  out += "model from " + std::to_string(r.source.steps) + " steps from step " +
-         std::to_string(r.source.firstStep) + "; wire: all_gather " + m.gather.describe() +
-         ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " +
-         m.allreduce.describe() + "; contention " + shortNumber(m.contention) +
-         " ns of compute per ns beside a collective\n";
+  out +=
+      "model from " + std::to_string(r.source.steps) + " steps from step " +
+      std::to_string(r.source.firstStep) + "; wire: all_gather " + m.gather.describe() +
+      ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " + m.allreduce.describe() +
+      (r.source.calibrated ? " (from the job's calibration where it timed the kind)" : "") +
+      "; contention " + shortNumber(m.contention) + " ns of compute per ns beside a collective\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
-         "); predictions below scale the recorded step by the replay's ratio\n\n";
+         "); predictions below scale the recorded step by the replay's ratio; \"within noise\": "
+         "inside the recorded steps' spread (p25-p75)\n\n";
   const size_t w = 34;
   out += padRight("change", w) + padLeft("predicted", 12) + padLeft("vs recorded", 13) +
-         padLeft("exposed comm", 14) + padLeft("units", 7) + padLeft("gathers", 9) + "\n";
+         padLeft("steps p25-p75", 20) + padLeft("exposed comm", 14) + padLeft("units", 7) +
+         padLeft("gathers", 9) + "\n";
   auto line = [&](const std::string& label, int64_t predicted, const std::string& share,
-                  const replay::FsdpReplay& x) {
+                  int64_t low, int64_t high, const replay::FsdpReplay& x, bool noise) {
     out += padRight(label, w) + padLeft(formatDuration(predicted), 12) + padLeft(share, 13) +
-           padLeft(formatDuration(x.exposedCommNs), 14) + padLeft(std::to_string(x.units), 7) +
-           padLeft(std::to_string(x.gathers), 9) + "\n";
+           padLeft(intervalText(low, high), 20) + padLeft(formatDuration(x.exposedCommNs), 14) +
+           padLeft(std::to_string(x.units), 7) + padLeft(std::to_string(x.gathers), 9) +
+           (noise ? "  within noise" : "") + "\n";
   };
-  line("as recorded", r.source.recordedStepNs, "", r.baseline);
+  const int64_t recorded = r.source.recordedStepNs, replayed = r.baseline.stepNs;
+  line("as recorded", recorded, "", scaledPrediction(recorded, replayed, r.baseline.stepLowNs),
+       scaledPrediction(recorded, replayed, r.baseline.stepHighNs), r.baseline, false);
   for (const FsdpWhatIfRow& row : r.rows) {
     if (!row.error.empty()) {
       out += padRight(row.change.label, w) + "  cannot predict: " + row.error + "\n";
       continue;
     }
-    line(row.change.label, row.predictedStepNs, percent(row.changeShare), row.replay);
+    line(row.change.label, row.predictedStepNs, percent(row.changeShare), row.predictedLowNs,
+         row.predictedHighNs, row.replay, row.withinNoise);
   }
   if (r.bestRow >= 0) {
     const FsdpWhatIfRow& best = r.rows[static_cast<size_t>(r.bestRow)];
-    out += "\nfastest schedule: " + best.change.label + " (" + percent(best.changeShare) + ")\n";
+    out += "\nfastest schedule: " + best.change.label + " (" + percent(best.changeShare) + ")" +
+           (best.withinNoise ? ", within the recorded steps' spread: not a sure gain" : "") + "\n";
   } else {
     out += "\nno schedule asked about is faster than the recorded one\n";
   }
@@ -370,6 +379,8 @@ namespace {
 
 void jsonReplay(std::string& out, const replay::FsdpReplay& r) {
   out += "\"step_ns\":" + std::to_string(r.stepNs) +
+         ",\"step_low_ns\":" + std::to_string(r.stepLowNs) +
+         ",\"step_high_ns\":" + std::to_string(r.stepHighNs) +
          ",\"exposed_comm_ns\":" + std::to_string(r.exposedCommNs) +
          ",\"comm_ns\":" + std::to_string(r.commNs) + ",\"units\":" + std::to_string(r.units) +
          ",\"gathers\":" + std::to_string(r.gathers) +

@@ -93,14 +93,27 @@ void askSharedQuestions(const std::vector<int64_t>& worldSizes,
   }
 }
 
-// Replays every change into `rows` (Row: change, replay, predictedStepNs, changeShare, error):
-// predictions scaled to the recorded step, a change the model cannot answer (invalid_argument)
-// kept with its message. Returns the row of the fastest plan change (`plan[i]`) that beats the
-// baseline, or -1.
-template <class Row, class Change, class Replay>
+// "11.20-12.90 ms": an interval of durations, the unit written once where both share it.
+inline std::string intervalText(int64_t lowNs, int64_t highNs) {
+  std::string low = formatDuration(lowNs);
+  const std::string high = formatDuration(highNs);
+  const size_t unit = low.rfind(' ');
+  if (unit != std::string::npos && high.size() > unit &&
+      low.substr(unit) == high.substr(high.rfind(' '))) {
+    low.resize(unit);
+  }
+  return low + "-" + high;
+}
+
+// Replays every change into `rows` (Row: change, replay, predictedStepNs, changeShare, the
+// interval, withinNoise, error): predictions scaled to the recorded step, a change the model
+// cannot answer (invalid_argument) kept with its message. Returns the row of the fastest plan
+// change (`plan[i]`) that beats the baseline, or -1.
+template <class Row, class Change, class Baseline, class Replay>
 int64_t answerRows(const std::vector<Change>& changes, const std::vector<bool>& plan,
-                   int64_t recordedNs, int64_t baselineNs, Replay replayOf,
+                   int64_t recordedNs, const Baseline& baseline, Replay replayOf,
                    std::vector<Row>* rows) {
+  const int64_t baselineNs = baseline.stepNs;
   int64_t best = baselineNs, bestRow = -1;
   for (size_t i = 0; i < changes.size(); ++i) {
     Row row;
@@ -110,6 +123,10 @@ int64_t answerRows(const std::vector<Change>& changes, const std::vector<bool>& 
       row.predictedStepNs = scaledPrediction(recordedNs, baselineNs, row.replay.stepNs);
       // The change against the replayed baseline: the model's own error cancels.
       row.changeShare = shareOf(row.replay.stepNs, baselineNs);
+      row.predictedLowNs = scaledPrediction(recordedNs, baselineNs, row.replay.stepLowNs);
+      row.predictedHighNs = scaledPrediction(recordedNs, baselineNs, row.replay.stepHighNs);
+      row.withinNoise =
+          row.replay.stepNs >= baseline.stepLowNs && row.replay.stepNs <= baseline.stepHighNs;
     } catch (const std::invalid_argument& e) {
       row.error = e.what();
     }
@@ -133,6 +150,9 @@ void appendRowsJson(std::string& out, const std::vector<Row>& rows, int64_t best
     out += std::string(i ? "," : "") + "{\"change\":";
     appendJsonString(out, row.change.label);
     out += ",\"predicted_step_ns\":" + std::to_string(row.predictedStepNs) +
+           ",\"predicted_low_ns\":" + std::to_string(row.predictedLowNs) +
+           ",\"predicted_high_ns\":" + std::to_string(row.predictedHighNs) +
+           ",\"within_noise\":" + (row.withinNoise ? "true" : "false") +
            ",\"change_share\":" + shortNumber(row.changeShare) + ",\"error\":";
     if (row.error.empty()) {
       out += "null,";

@@ -120,4 +120,14 @@ LinkFit fitLinkCost(const std::vector<CostSample>& all) {
   return fit;
 }
 
+LinkFit calibratedLink(const std::vector<CostSample>& calibration, std::string_view op) {
+  std::vector<CostSample> mine;
+  for (const CostSample& c : calibration) {
+    if (c.op == op && c.durationNs > 0) mine.push_back(c);
+  }
+  LinkFit fit = fitLinkCost(mine);
+  fit.ok = fit.ok && fit.separated;
+  return fit;
+}
+
 }  // namespace ringx::replay

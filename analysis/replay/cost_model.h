@@ -60,4 +60,10 @@ struct LinkFit {
 };
 LinkFit fitLinkCost(const std::vector<CostSample>& samples);
 
+// The fit of one op's samples from a calibration (ringx.trace.calibrate: the op timed alone at
+// a ladder of sizes): many sizes, so both constants are fitted where a trace's few bucket or
+// unit sizes leave the per-collective cost to noise. `ok` only when the ladder has two sizes
+// or more of `op`.
+LinkFit calibratedLink(const std::vector<CostSample>& calibration, std::string_view op);
+
 }  // namespace ringx::replay

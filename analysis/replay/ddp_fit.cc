@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analysis/figures.h"
+#include "analysis/replay/program.h"
 
 namespace ringx::replay {
 namespace {
@@ -15,6 +16,130 @@ namespace {
 bool complete(const DdpStepRecord& s) {
   return s.forwardBeginNs > 0 && s.backwardBeginNs > 0 && s.computeEndNs >= s.backwardBeginNs &&
          s.finalizeEndNs >= s.computeEndNs;
+}
+
+// The buckets of a step in launch order (by index: the engine launches in index order).
+std::vector<const DdpStepRecord::Bucket*> launched(const DdpStepRecord& s) {
+  std::vector<const DdpStepRecord::Bucket*> out;
+  for (const DdpStepRecord::Bucket& b : s.buckets) out.push_back(&b);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  return out;
+}
+
+// One rank's step as the replay takes it: its own durations; its gradients' offsets where the
+// step sampled them, else the median's scaled to the step's backward; its allreduces in flight
+// during backward (each from when it could start: launched, and the previous one done).
+DdpRankProfile profileOf(const DdpStepRecord& s, const DdpRankProfile& median) {
+  DdpRankProfile p;
+  p.rank = median.rank;
+  p.forwardNs = std::max<int64_t>(0, s.forwardEndNs - s.forwardBeginNs);
+  p.toBackwardNs = std::max<int64_t>(0, s.backwardBeginNs - s.forwardEndNs);
+  p.backwardComputeNs = s.computeEndNs - s.backwardBeginNs;
+  p.optimizerNs = s.optimizerNs >= 0 ? s.optimizerNs : median.optimizerNs;
+  const double scale =
+      median.backwardComputeNs > 0
+          ? static_cast<double>(p.backwardComputeNs) / static_cast<double>(median.backwardComputeNs)
+          : 1.0;
+  p.gradReadyNs.assign(median.gradReadyNs.size(), -1);
+  for (size_t q = 0; q < median.gradReadyNs.size(); ++q) {
+    if (median.gradReadyNs[q] >= 0) {
+      p.gradReadyNs[q] = std::llround(static_cast<double>(median.gradReadyNs[q]) * scale);
+    }
+  }
+  for (const auto& [param, ns] : s.grads) {
+    if (param < p.gradReadyNs.size()) p.gradReadyNs[param] = ns - s.backwardBeginNs;
+  }
+  int64_t copies = 0, lastWireEnd = 0;
+  for (const DdpStepRecord::Bucket& b : s.buckets) {
+    copies = copies >= 0 && b.copyBackNs >= 0 ? copies + b.copyBackNs : -1;
+    lastWireEnd = std::max(lastWireEnd, b.wireEndNs);
+  }
+  p.copyBackNs = s.buckets.empty() ? -1 : copies;
+  p.finalizeRestNs = std::max<int64_t>(
+      0, s.finalizeEndNs - std::max(s.computeEndNs, lastWireEnd) - std::max<int64_t>(0, copies));
+  int64_t previousEnd = 0;
+  for (const DdpStepRecord::Bucket* b : launched(s)) {
+    if (b->launchNs <= 0 || b->wireEndNs <= 0) continue;
+    const int64_t from = std::max(b->launchNs, previousEnd);
+    if (b->wireEndNs > from) {
+      p.flightNs.emplace_back(from - s.backwardBeginNs, b->wireEndNs - s.backwardBeginNs);
+    }
+    previousEnd = std::max(previousEnd, b->wireEndNs);
+  }
+  return p;
+}
+
+// The recorded steps every rank has, their allreduces as they ran, and contention (ddp_fit.h).
+void fitSteps(const DdpRecording& rec, DdpModel* m) {
+  std::map<int64_t, std::vector<const DdpStepRecord*>> byStep;
+  for (size_t r = 0; r < rec.ranks.size(); ++r) {
+    for (const DdpStepRecord& s : rec.ranks[r].steps) {
+      if (!complete(s)) continue;
+      std::vector<const DdpStepRecord*>& at = byStep[s.step];
+      at.resize(rec.ranks.size(), nullptr);
+      at[r] = &s;
+    }
+  }
+  ContentionSamples contention;
+  for (const auto& [step, records] : byStep) {
+    if (std::find(records.begin(), records.end(), nullptr) != records.end()) continue;
+    std::vector<DdpRankProfile>& ranks = m->samples.emplace_back();
+    for (size_t r = 0; r < records.size(); ++r) {
+      ranks.push_back(profileOf(*records[r], m->ranks[r]));
+      // Backward between two launches (and after the last), against its overlap.
+      const DdpStepRecord& s = *records[r];
+      const auto merged = mergeIntervals(ranks.back().flightNs);
+      int64_t previous = 0;
+      size_t k = 0;
+      for (const DdpStepRecord::Bucket* b : launched(s)) {
+        if (b->launchNs <= 0) continue;
+        const int64_t at =
+            std::clamp(b->launchNs - s.backwardBeginNs, previous, ranks.back().backwardComputeNs);
+        contention[{r, 1, k++}].emplace_back(at - previous, coveredNs(merged, previous, at));
+        previous = at;
+      }
+      const int64_t end = ranks.back().backwardComputeNs;
+      contention[{r, 1, k}].emplace_back(end - previous, coveredNs(merged, previous, end));
+    }
+    // Each bucket's allreduce as the ring ran it: from the last rank's start (launched, and
+    // the previous one done) to the last wire end.
+    std::vector<int64_t>& times = m->recordedAllreduceNs.emplace_back();
+    std::vector<int64_t> bytes;
+    std::vector<std::vector<const DdpStepRecord::Bucket*>> orders;
+    for (const DdpStepRecord* s : records) orders.push_back(launched(*s));
+    int64_t previousEnd = 0;
+    for (size_t i = 0;; ++i) {
+      int64_t launch = 0, end = 0;
+      bool known = true, any = false;
+      for (const std::vector<const DdpStepRecord::Bucket*>& order : orders) {
+        if (i >= order.size()) {
+          known = false;
+          continue;
+        }
+        any = true;
+        if (&order == &orders.front()) bytes.push_back(order[i]->bytes);
+        known = known && order[i]->launchNs > 0 && order[i]->wireEndNs > 0;
+        launch = std::max(launch, order[i]->launchNs);
+        end = std::max(end, order[i]->wireEndNs);
+      }
+      if (!any) break;
+      const int64_t start = std::max(launch, previousEnd);
+      times.push_back(known && end >= start ? end - start : -1);
+      previousEnd = std::max(previousEnd, end);
+    }
+    if (m->recordedBucketBytes.empty()) m->recordedBucketBytes = bytes;
+  }
+  m->contention = fitContention(contention);
+  // The typical step's finalize: medians over the samples.
+  for (size_t r = 0; r < m->ranks.size(); ++r) {
+    std::vector<int64_t> copies, rest;
+    for (const std::vector<DdpRankProfile>& step : m->samples) {
+      if (step[r].copyBackNs >= 0) copies.push_back(step[r].copyBackNs);
+      rest.push_back(step[r].finalizeRestNs);
+    }
+    m->ranks[r].copyBackNs = copies.empty() ? -1 : medianNs(copies);
+    m->ranks[r].finalizeRestNs = medianNs(rest);
+  }
 }
 
 }  // namespace
@@ -114,8 +239,13 @@ DdpFit fitDdpModel(const DdpRecording& rec) {
     samples.push_back({"allreduce", bucketBytes[bucket], m.worldSize, medianNs(times)});
   }
   fit.wire = fitLinkCost(samples);
+  if (const LinkFit calibrated = calibratedLink(rec.calibration, "allreduce"); calibrated.ok) {
+    fit.wire = calibrated;
+    fit.calibrated = true;
+  }
   m.link = fit.wire.link;
   m.copyNsPerByte = m.gradientAsBucketView || copyBytes <= 0 ? -1 : copyNs / copyBytes;
+  fitSteps(rec, &m);
   return fit;
 }
 

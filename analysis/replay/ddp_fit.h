@@ -10,9 +10,16 @@
 //     rebuild uses the first iteration's order);
 //   - the wire: per (bucket, step) the shortest time of any rank (the last arrival's: the
 //     others include waiting for it), per bucket the median over steps, fitted to the ring's
-//     cost (cost_model.h);
+//     cost (cost_model.h); the job's calibration's allreduce ladder instead where it ran one;
 //   - one gradient pass per byte: the buckets' copy-back time over their bytes (unknown with
 //     gradient_as_bucket_view, which copies nothing back);
+//   - the recorded steps every rank has, one after the other (DdpModel::samples): each rank's
+//     own durations of that step, its gradients' offsets where the step sampled them (else the
+//     median offsets scaled to the step's backward), its collectives in flight during
+//     backward, and each bucket's allreduce as it ran (the last rank's start, when it had
+//     launched it and the previous one was done, to the last wire end);
+//   - contention (program.h): per rank and stretch of backward between two launches, across
+//     steps, the extra compute per ns of overlap with the rank's collectives in flight;
 //   - the recorded step: per step the slowest rank's forward begin to its next, median.
 #pragma once
 
@@ -36,6 +43,8 @@ struct DdpStepRecord {
     int64_t bytes = 0;
     int64_t wireNs = -1;      // -1: not recorded
     int64_t copyBackNs = -1;  // -1: not recorded
+    int64_t launchNs = 0;     // issued; 0: not recorded
+    int64_t wireEndNs = 0;    // the backend finished it; 0: not recorded
   };
   std::vector<Bucket> buckets;
 };
@@ -51,11 +60,15 @@ struct DdpRecording {
   bool gradientAsBucketView = false;
   int64_t worldSize = 1;
   std::vector<DdpRankRecord> ranks;  // ascending
+  // The job's calibration, if it ran one (cost_model.h's calibratedLink): the wire's cost is
+  // then its allreduce ladder's fit rather than the buckets'.
+  std::vector<CostSample> calibration;
 };
 
 struct DdpFit {
   DdpModel model;
   LinkFit wire;
+  bool calibrated = false;  // the wire is the calibration's
   int64_t recordedStepNs = 0;
   uint64_t steps = 0;      // complete steps the medians are over (the fewest of any rank)
   uint64_t gradSteps = 0;  // of those, steps with gradient readiness (the fewest of any rank)

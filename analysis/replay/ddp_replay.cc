@@ -7,14 +7,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "analysis/replay/program.h"
 #include "base/format.h"
 
 namespace ringx::replay {
 namespace {
 
-// Steps replayed: the first starts every rank at 0; by the last, a rank that is faster than
-// the others has been held back by the ring as often as it would be in a long run.
-constexpr int kSteps = 4;
+// Steps replayed without recorded ones (the typical step, again): the first starts every rank at
+// 0; by the last, a rank that is faster than the others has been held back by the ring as often
+// as it would be in a long run.
+constexpr size_t kSteps = 4;
 
 struct Choice {
   BucketLimits limits;
@@ -84,130 +86,136 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
   const double copyNsPerByte = std::max(0.0, m.copyNsPerByte);
   const std::vector<BucketSpec> plan = plannedBuckets(m, change);
   const size_t nb = plan.size(), nr = m.ranks.size();
+  const bool recordedSteps = m.samples.size() >= 2;
+  const size_t steps = recordedSteps ? m.samples.size() : kSteps;
 
-  std::vector<Offsets> offsets;
-  for (const DdpRankProfile& r : m.ranks) offsets.push_back(offsetsFor(m, r, change.computeFree));
-  std::vector<int64_t> wire(nb), copyBack(nb);
-  for (size_t k = 0; k < nb; ++k) {
-    wire[k] = change.commFree ? 0 : collectiveNs(x.link, "allreduce", plan[k].bytes, x.worldSize);
-    copyBack[k] = x.view ? 0
-                         : static_cast<int64_t>(
-                               std::llround(static_cast<double>(plan[k].bytes) * copyNsPerByte));
-    if (change.computeFree) copyBack[k] = 0;
-  }
-  auto compute = [&](int64_t ns) { return change.computeFree ? int64_t{0} : ns; };
-
-  // Per step and rank: when it starts, and the times the last step's critical path needs.
-  std::vector<int64_t> start(nr, 0), next(nr, 0);
-  DdpReplay out;
-  for (int step = 0; step < kSteps; ++step) {
-    const bool last = step == kSteps - 1;
-    std::vector<int64_t> backwardBegin(nr), computeEnd(nr);
-    std::vector<std::vector<int64_t>> launch(nr, std::vector<int64_t>(nb));
-    std::vector<std::vector<int64_t>> ready(nr, std::vector<int64_t>(nb));
-    for (size_t r = 0; r < nr; ++r) {
-      const DdpRankProfile& p = m.ranks[r];
-      backwardBegin[r] = start[r] + compute(p.forwardNs) + compute(p.toBackwardNs);
-      computeEnd[r] = backwardBegin[r] + offsets[r].computeNs;
-      int64_t previous = backwardBegin[r];
-      for (size_t k = 0; k < nb; ++k) {
-        int64_t t = backwardBegin[r];
-        for (size_t q : plan[k].params) t = std::max(t, backwardBegin[r] + offsets[r].ready[q]);
-        ready[r][k] = t;
-        // In bucket order: a bucket launches once it and every bucket before it are ready.
-        previous = std::max(previous, t);
-        launch[r][k] = previous;
-      }
-    }
-    // The ring: collective k starts when every rank launched it and k-1 is done.
-    std::vector<int64_t> ringStart(nb), ringEnd(nb);
-    std::vector<size_t> lastLauncher(nb, 0);
-    int64_t previousEnd = 0;
+  // The program: slots 0 forward, 1 the loss, 2 + k backward up to bucket k's launch, 2 + nb
+  // the rest of backward, 3 + nb + k bucket k's copy back, 3 + 2 nb the rest of finalize, 4 +
+  // 2 nb the optimizer.
+  const size_t rest = 2 + nb, copy = 3 + nb, finalize = 3 + 2 * nb, optimizer = 4 + 2 * nb;
+  using K = PathSegment::Kind;
+  Program program;
+  for (size_t step = 0; step < steps; ++step) {
+    program.beginStep();
+    program.compute(K::kForward, 0);
+    program.compute(K::kForward, 1);
+    std::vector<size_t> issued;
     for (size_t k = 0; k < nb; ++k) {
-      int64_t arrive = 0;
-      for (size_t r = 0; r < nr; ++r) {
-        if (launch[r][k] >= arrive) {
-          arrive = launch[r][k];
-          lastLauncher[k] = r;
-        }
-      }
-      ringStart[k] = std::max(arrive, previousEnd);
-      ringEnd[k] = ringStart[k] + wire[k];
-      previousEnd = ringEnd[k];
+      program.compute(K::kBackward, 2 + k);
+      issued.push_back(program.issue(K::kAllreduce, plan[k].bytes, 0, static_cast<int64_t>(k)));
     }
-    // Finalize on each rank: after its compute, wait for each bucket and copy it back (the
-    // copy-backs' ends stay for the critical path).
-    std::vector<int64_t> finalizeEnd(nr);
-    std::vector<std::vector<int64_t>> copyEnds(nr, std::vector<int64_t>(nb));
-    for (size_t r = 0; r < nr; ++r) {
-      int64_t t = computeEnd[r];
-      for (size_t k = 0; k < nb; ++k) copyEnds[r][k] = t = std::max(t, ringEnd[k]) + copyBack[k];
-      finalizeEnd[r] = t;
-      next[r] = t + compute(m.ranks[r].optimizerNs);
+    program.compute(K::kBackward, rest);
+    for (size_t k = 0; k < nb; ++k) {
+      program.wait(issued[k]);
+      program.compute(K::kCopyBack, copy + k, static_cast<int64_t>(k));
     }
-    if (last) {
-      // Coupled by the ring, the ranks settle into one period; the slowest is the one the
-      // others wait for: the longest step, and of equal ones the last to start.
-      size_t slow = 0;
-      for (size_t r = 1; r < nr; ++r) {
-        const int64_t period = next[r] - start[r], best = next[slow] - start[slow];
-        if (period > best || (period == best && start[r] > start[slow])) slow = r;
+    program.compute(K::kBackward, finalize);
+    program.compute(K::kOptimizer, optimizer);
+  }
+  // Each allreduce: as it ran that step under the recorded plan, else the ring's fitted cost,
+  // scaled by how that step's recorded allreduces compared with the fit (so that another plan
+  // keeps the step's jitter and the fit's error cancels against the recorded plan's; not for
+  // another wire, which is the question asked).
+  std::vector<int64_t> planBytes;
+  for (const BucketSpec& b : plan) planBytes.push_back(b.bytes);
+  const bool recordedRing = recordedSteps && !change.modelledCollectives && !change.link;
+  const bool asRecorded =
+      recordedRing && x.worldSize == m.worldSize && planBytes == m.recordedBucketBytes;
+  std::vector<double> stepScale(steps, 1.0);
+  for (size_t step = 0; recordedRing && step < steps && step < m.recordedAllreduceNs.size();
+       ++step) {
+    const std::vector<int64_t>& ran = m.recordedAllreduceNs[step];
+    double recorded = 0, fitted = 0;
+    for (size_t k = 0; k < ran.size() && k < m.recordedBucketBytes.size(); ++k) {
+      if (ran[k] < 0) {
+        recorded = fitted = 0;
+        break;
       }
-      const int64_t origin = start[slow];
-      out.slowestRank = m.ranks[slow].rank;
-      out.stepNs = next[slow] - start[slow];
-      out.exposedCommNs = std::max<int64_t>(0, (nb ? ringEnd[nb - 1] : 0) - computeEnd[slow]);
+      recorded += static_cast<double>(ran[k]);
+      fitted += static_cast<double>(
+          collectiveNs(m.link, "allreduce", m.recordedBucketBytes[k], m.worldSize));
+    }
+    if (recorded > 0 && fitted > 0) stepScale[step] = recorded / fitted;
+  }
+  for (ProgramCollective& c : program.collectives) {
+    const size_t k = static_cast<size_t>(c.owner);
+    const std::vector<int64_t>* ran = asRecorded && c.step < m.recordedAllreduceNs.size()
+                                          ? &m.recordedAllreduceNs[c.step]
+                                          : nullptr;
+    if (change.commFree) {
+      c.ns = 0;
+    } else if (ran && k < ran->size() && (*ran)[k] >= 0) {
+      c.ns = (*ran)[k];
+    } else {
+      c.ns = std::llround(
+          static_cast<double>(collectiveNs(x.link, "allreduce", c.bytes, x.worldSize)) *
+          stepScale[c.step]);
+    }
+  }
+
+  // Per rank and step: the slots' durations, and backward's recorded overlap with the rank's
+  // allreduces in flight, for this plan's cuts.
+  ProgramTimes times;
+  times.contention = recordedSteps && !change.computeFree ? m.contention : 0;
+  for (size_t r = 0; r < nr; ++r) {
+    times.ranks.push_back(m.ranks[r].rank);
+    times.durations.emplace_back();
+    times.overlaps.emplace_back();
+    for (size_t step = 0; step < steps; ++step) {
+      const DdpRankProfile& p =
+          recordedSteps && r < m.samples[step].size() ? m.samples[step][r] : m.ranks[r];
+      const Offsets o = offsetsFor(m, p, change.computeFree);
+      std::vector<int64_t> d(optimizer + 1, 0), over(optimizer + 1, 0);
+      const auto flights = mergeIntervals(p.flightNs);
+      int64_t previous = 0;  // in bucket order: a bucket launches once every one before it did
       for (size_t k = 0; k < nb; ++k) {
-        int64_t readyLast = 0;
-        for (size_t r = 0; r < nr; ++r) readyLast = std::max(readyLast, ready[r][k]);
-        out.buckets.push_back({plan[k].bytes, plan[k].params.size(), readyLast - origin,
-                               ringStart[k] - origin, ringEnd[k] - origin});
-        out.commNs += wire[k];
+        int64_t ready = 0;
+        for (size_t q : plan[k].params) ready = std::max(ready, o.ready[q]);
+        const int64_t launch = std::max(previous, ready);
+        d[2 + k] = launch - previous;
+        over[2 + k] = coveredNs(flights, previous, launch);
+        previous = launch;
       }
-      // The critical path, walked back from the slowest rank's next forward.
-      using K = PathSegment::Kind;
-      std::vector<PathSegment> path;
-      auto add = [&](K kind, size_t r, int64_t bucket, int64_t b, int64_t e) {
-        if (e > b) path.push_back({kind, m.ranks[r].rank, bucket, b - origin, e - origin});
-      };
-      add(K::kOptimizer, slow, -1, finalizeEnd[slow], next[slow]);
-      // Finalize, backwards: each copy-back follows the later of the previous one and its
-      // bucket's end; where the bucket's end decided, the ring is on the path.
-      const std::vector<int64_t>& copyEnd = copyEnds[slow];
-      size_t k = nb;
-      size_t onRing = nb;  // the bucket where the path leaves finalize for the ring
-      while (k > 0) {
-        --k;
-        add(K::kCopyBack, slow, static_cast<int64_t>(k), copyEnd[k] - copyBack[k], copyEnd[k]);
-        const int64_t before = k ? copyEnd[k - 1] : computeEnd[slow];
-        if (ringEnd[k] >= before && ringEnd[k] > computeEnd[slow]) {
-          onRing = k;
-          break;
+      d[rest] = std::max<int64_t>(0, o.computeNs - previous);
+      over[rest] = coveredNs(flights, previous, o.computeNs);
+      if (!change.computeFree) {
+        d[0] = p.forwardNs;
+        d[1] = p.toBackwardNs;
+        d[optimizer] = p.optimizerNs;
+        d[finalize] = p.finalizeRestNs;
+        // The step's own copies back where it timed them (shared out by bytes), else one pass
+        // per byte.
+        int64_t planBytesTotal = 0;
+        for (const BucketSpec& b : plan) planBytesTotal += b.bytes;
+        for (size_t k = 0; k < nb && !x.view; ++k) {
+          d[copy + k] = p.copyBackNs >= 0 && !m.gradientAsBucketView && planBytesTotal > 0
+                            ? std::llround(static_cast<double>(p.copyBackNs) *
+                                           static_cast<double>(plan[k].bytes) /
+                                           static_cast<double>(planBytesTotal))
+                            : std::llround(static_cast<double>(plan[k].bytes) * copyNsPerByte);
         }
       }
-      size_t computeRank = slow;
-      int64_t computeUntil = computeEnd[slow];
-      if (onRing < nb) {
-        // Back along the ring: a collective started either after its predecessor or when its
-        // last rank launched it (that rank's backward is then the path).
-        size_t j = onRing;
-        while (true) {
-          add(K::kAllreduce, lastLauncher[j], static_cast<int64_t>(j), ringStart[j], ringEnd[j]);
-          if (j > 0 && ringEnd[j - 1] >= launch[lastLauncher[j]][j]) {
-            --j;
-            continue;
-          }
-          computeRank = lastLauncher[j];
-          computeUntil = ringStart[j];
-          break;
-        }
-      }
-      add(K::kBackward, computeRank, -1, backwardBegin[computeRank], computeUntil);
-      add(K::kForward, computeRank, -1, start[computeRank], backwardBegin[computeRank]);
-      std::reverse(path.begin(), path.end());
-      out.criticalPath = std::move(path);
+      times.durations[r].push_back(std::move(d));
+      times.overlaps[r].push_back(std::move(over));
     }
-    start = next;
+  }
+  const ProgramRun run = runProgram(program, times);
+
+  DdpReplay out;
+  out.stepNs = run.stepNs;
+  out.stepLowNs = run.stepLowNs;
+  out.stepHighNs = run.stepHighNs;
+  out.slowestRank = run.slowestRank;
+  out.criticalPath = run.criticalPath;
+  // Communication after backward's compute: the slowest rank's waits in finalize.
+  out.exposedCommNs = run.exposedCommNs;
+  for (size_t c = 0; c < program.collectives.size(); ++c) {
+    const ProgramCollective& ar = program.collectives[c];
+    if (ar.step != run.typical) continue;
+    const size_t k = static_cast<size_t>(ar.owner);
+    out.buckets.push_back(
+        {plan[k].bytes, plan[k].params.size(), run.issuedNs[c], run.startNs[c], run.endNs[c]});
+    out.commNs += ar.ns;
   }
   return out;
 }
@@ -227,6 +235,7 @@ CapChoice chooseBucketCap(const DdpModel& m, const std::vector<int64_t>& candida
   auto replayCap = [&](int64_t cap) {
     DdpWhatIf c;
     c.bucketCapBytes = cap;
+    c.modelledCollectives = true;  // the default on the same footing as the others
     return replayDdp(m, c);
   };
   const DdpReplay atDefault = replayCap(defaultCap);

@@ -16,9 +16,16 @@
 // of any cap can be re-planned with the engine's own rule (bucket_plan.h) and their ready
 // times follow. Filling a bucket slot (copy and scale, or with gradient_as_bucket_view a
 // scale in place: the same memory traffic) runs in the gradient's hook, so it is inside the
-// recorded offsets whatever the plan; the view saves the copy back in finalize. Ranks keep
-// their own compute; the ring couples them, so several steps are replayed and the step time
-// is the period they settle into.
+// recorded offsets whatever the plan; the view saves the copy back in finalize.
+//
+// The step is one program (program.h) of compute, issue and wait operations per rank: forward,
+// the loss, backward cut at each bucket's launch, the rest of backward, then per bucket a wait
+// and its copy back, the optimizer. The recorded steps are replayed one after the other, each
+// rank with its own compute of that step, so the ranks' jitter meets at the ring as it did;
+// under the recorded plan each allreduce takes the time it took that step, under another the
+// ring's fitted cost. Backward computed beside an allreduce in flight on its rank is slower
+// where the ranks' threads share too few cores (contention, fitted): a plan that moves the
+// allreduces under backward pays it, one that moves them out saves it.
 //
 // The replay answers "what if" by changing the model (DdpWhatIf) and running it again; the
 // unchanged model reproduces the recorded step, which is how its error is known
@@ -29,6 +36,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/replay/bucket_plan.h"
@@ -45,6 +53,15 @@ struct DdpRankProfile {
   int64_t backwardComputeNs = 0;     // backward begin to autograd done (copies included)
   std::vector<int64_t> gradReadyNs;  // per parameter: offset from backward begin; -1: unknown
   int64_t optimizerNs = 0;           // finalize end to the next forward
+  // Finalize, after backward's compute: the copies back, summed (-1: not recorded; then one
+  // pass per byte), and the rest of it beyond waiting and copying (waking up after the last
+  // allreduce, the engine's bookkeeping: on busy cores, milliseconds).
+  int64_t copyBackNs = -1;
+  int64_t finalizeRestNs = 0;
+  // The rank's allreduces in flight during backward (from when its group could start each to
+  // its wire end), as offsets from backward begin: the recorded overlap that contention takes
+  // out. Empty in the typical (median) profile.
+  std::vector<std::pair<int64_t, int64_t>> flightNs;
 };
 
 struct DdpModel {
@@ -60,6 +77,14 @@ struct DdpModel {
   // One pass over a gradient (filling its slot, copying it back); < 0: unknown (the recording
   // had gradient_as_bucket_view on, so it timed no copy back).
   double copyNsPerByte = 0;
+  // The recorded steps, samples[step][rank] in the order of ranks (fewer than 2: replay the
+  // typical step), and per step each bucket's allreduce as it ran (-1: not recorded), for the
+  // recorded plan's buckets (their bytes in launch order).
+  std::vector<std::vector<DdpRankProfile>> samples;
+  std::vector<std::vector<int64_t>> recordedAllreduceNs;
+  std::vector<int64_t> recordedBucketBytes;
+  // ns of backward compute added per ns it overlaps an allreduce of its rank (program.h).
+  double contention = 0;
 };
 
 // One change to replay; unset fields keep the recorded value.
@@ -72,18 +97,23 @@ struct DdpWhatIf {
   std::optional<LinkCost> link;
   bool commFree = false;     // communication takes no time: the step's floor from compute
   bool computeFree = false;  // compute takes no time: the step's floor from communication
+  // Every allreduce at the ring's fitted cost, under the recorded plan too: plans compared on
+  // one footing (the recorded times favour the plan that ran).
+  bool modelledCollectives = false;
 };
 
 struct ReplayedBucket {
   int64_t bytes = 0;
   size_t params = 0;
-  int64_t readyNs = 0;  // the last rank's, from the step's start
+  int64_t readyNs = 0;  // launched by the last rank, from the slowest rank's step start
   int64_t startNs = 0;  // on the ring
   int64_t endNs = 0;
 };
 
 struct DdpReplay {
   int64_t stepNs = 0;
+  // The replayed steps' spread: their 25th and 75th percentiles (program.h).
+  int64_t stepLowNs = 0, stepHighNs = 0;
   // Communication after backward's compute ended, on the slowest rank: what the step waits for.
   int64_t exposedCommNs = 0;
   int64_t commNs = 0;  // every bucket's allreduce, summed

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "analysis/replay/program.h"
+
 namespace ringx::replay {
 namespace {
 
@@ -92,30 +94,6 @@ std::vector<int64_t> gapOverlaps(const std::vector<TimedHook>& hooks, int64_t fr
     previous = h.time;
   }
   return out;
-}
-
-// The contention constant: the slope of a gap's compute on its overlap, within each gap
-// (rank, direction, hook) across steps, pooled: compute that ran beside more communication
-// took longer by this much per ns of it. Clamped to [0, 0.95]: the replay, which
-// stretches compute by it, settles only below 1.
-double fitContention(const std::map<std::tuple<size_t, int, size_t>,
-                                    std::vector<std::pair<int64_t, int64_t>>>& samples) {
-  double num = 0, den = 0;
-  for (const auto& [gap, points] : samples) {
-    if (points.size() < 2) continue;
-    double d = 0, o = 0;
-    for (const auto& [ns, over] : points) {
-      d += static_cast<double>(ns);
-      o += static_cast<double>(over);
-    }
-    d /= static_cast<double>(points.size());
-    o /= static_cast<double>(points.size());
-    for (const auto& [ns, over] : points) {
-      num += (static_cast<double>(ns) - d) * (static_cast<double>(over) - o);
-      den += (static_cast<double>(over) - o) * (static_cast<double>(over) - o);
-    }
-  }
-  return den > 0 ? std::clamp(num / den, 0.0, 0.95) : 0;
 }
 
 bool complete(const FsdpStepRecord& s) {
@@ -208,8 +186,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   std::map<std::pair<int, size_t>, int64_t> bytesOf;  // (kind, unit) -> bytes
   std::map<int64_t, std::vector<FsdpRankProfile>> byStep;
   // (rank, 0 forward | 1 backward, gap) -> (compute, overlap) per step
-  std::map<std::tuple<size_t, int, size_t>, std::vector<std::pair<int64_t, int64_t>>>
-      contention;  // step -> the ranks' profiles
+  ContentionSamples contention;
   for (const FsdpRankRecord& r : rec.ranks) {
     FsdpRankProfile p;
     p.rank = r.rank;
@@ -391,34 +368,75 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   fit.gather = fitLinkCost(byKind[0]);
   fit.reduceScatter = fitLinkCost(byKind[1]);
   fit.allreduce = fitLinkCost(byKind[2]);
-  m.gather = fit.gather.ok ? fit.gather.link : fit.all.link;
-  m.reduceScatter = fit.reduceScatter.ok ? fit.reduceScatter.link : fit.all.link;
-  m.allreduce = fit.allreduce.ok ? fit.allreduce.link : fit.all.link;
+  // A kind the recording lacks (NO_SHARD's allreduce) is priced from the job's calibration
+  // where it ran one (measured, not composed from the other kinds), else from all kinds' fit.
+  std::optional<LinkFit> calibrated[3];
+  for (int k = 0; k < 3; ++k) {
+    if (const LinkFit c = calibratedLink(rec.calibration, ops[k]); c.ok) calibrated[k] = c;
+  }
+  LinkFit* kindFit[3] = {&fit.gather, &fit.reduceScatter, &fit.allreduce};
+  LinkCost* kindLink[3] = {&m.gather, &m.reduceScatter, &m.allreduce};
+  auto kindOf = [&](PathSegment::Kind kind) {
+    return kind == PathSegment::Kind::kAllGather       ? 0
+           : kind == PathSegment::Kind::kReduceScatter ? 1
+                                                       : 2;
+  };
+  auto bytesOfCollective = [&](const FsdpModel::RecordedCollective& c) {
+    return c.kind == PathSegment::Kind::kAllGather ? m.units[c.unit].paramBytes
+                                                   : m.units[c.unit].gradBytes;
+  };
   // The fits are of typical times (medians); the replay of the recorded schedule uses each
   // collective's own, tails included. So that a change the fitted cost prices is compared
   // like with like, each fitted cost is scaled to sum to the recorded times of the
-  // collectives it prices (a kind not recorded: by all of them, as its fit is all of them).
-  auto scale = [&](LinkCost* link, std::optional<PathSegment::Kind> kind) {
-    double recordedNs = 0, fittedNs = 0;
+  // collectives it prices (a kind not recorded: by all of them; from the calibration, by how
+  // the recorded collectives compare with the calibration's price of them, the load).
+  auto ratio = [&](auto priceOf, std::optional<int> only) {
+    double recordedNs = 0, pricedNs = 0;
     for (const FsdpModel::RecordedCollective& c : m.recordedCollectives) {
-      if (kind && c.kind != *kind) continue;
-      const char* op = c.kind == PathSegment::Kind::kAllGather       ? "all_gather"
-                       : c.kind == PathSegment::Kind::kReduceScatter ? "reduce_scatter"
-                                                                     : "allreduce";
-      const int64_t bytes = c.kind == PathSegment::Kind::kAllGather ? m.units[c.unit].paramBytes
-                                                                    : m.units[c.unit].gradBytes;
+      const int k = kindOf(c.kind);
+      if (only && k != *only) continue;
+      const double priced = priceOf(k, bytesOfCollective(c));
+      if (priced <= 0) continue;
       recordedNs += static_cast<double>(c.ns);
-      fittedNs += static_cast<double>(collectiveNs(*link, op, bytes, m.worldSize));
+      pricedNs += priced;
     }
-    if (recordedNs <= 0 || fittedNs <= 0) return;
-    link->stepNs *= recordedNs / fittedNs;
-    link->nsPerByte *= recordedNs / fittedNs;
+    return recordedNs > 0 && pricedNs > 0 ? recordedNs / pricedNs : 1.0;
   };
-  using K = PathSegment::Kind;
-  scale(&m.gather, fit.gather.ok ? std::optional<K>(K::kAllGather) : std::nullopt);
-  scale(&m.reduceScatter,
-        fit.reduceScatter.ok ? std::optional<K>(K::kReduceScatter) : std::nullopt);
-  scale(&m.allreduce, fit.allreduce.ok ? std::optional<K>(K::kAllreduce) : std::nullopt);
+  auto scaled = [](LinkCost link, double by) {
+    link.stepNs *= by;
+    link.nsPerByte *= by;
+    return link;
+  };
+  for (int k = 0; k < 3; ++k) {
+    if (kindFit[k]->ok) {
+      const LinkCost own = kindFit[k]->link;
+      *kindLink[k] =
+          scaled(own, ratio(
+                          [&](int, int64_t b) {
+                            return static_cast<double>(collectiveNs(own, ops[k], b, m.worldSize));
+                          },
+                          k));
+    } else if (calibrated[k]) {
+      *kindFit[k] = *calibrated[k];
+      fit.calibrated = true;
+      const double load = ratio(
+          [&](int kind, int64_t b) {
+            return calibrated[kind] ? static_cast<double>(collectiveNs(calibrated[kind]->link,
+                                                                       ops[kind], b, m.worldSize))
+                                    : 0.0;
+          },
+          std::nullopt);
+      *kindLink[k] = scaled(calibrated[k]->link, load);
+    } else {
+      const LinkCost all = fit.all.link;
+      *kindLink[k] = scaled(
+          all, ratio(
+                   [&](int kind, int64_t b) {
+                     return static_cast<double>(collectiveNs(all, ops[kind], b, m.worldSize));
+                   },
+                   std::nullopt));
+    }
+  }
   return fit;
 }
 

@@ -61,11 +61,14 @@ struct FsdpRecording {
   FsdpRuntime runtime;             // the options the steps ran with
   int64_t worldSize = 1;
   std::vector<FsdpRankRecord> ranks;  // ascending
+  // The job's calibration, if it ran one: each kind's cost from its ladder (cost_model.h).
+  std::vector<CostSample> calibration;
 };
 
 struct FsdpFit {
   FsdpModel model;  // units reordered: the root (the first to open) is [0]
   LinkFit gather, reduceScatter, allreduce, all;
+  bool calibrated = false;  // a kind's cost is its calibration ladder's
   int64_t recordedStepNs = 0;
   uint64_t steps = 0;  // steps the medians are over (the fewest of any rank)
 };

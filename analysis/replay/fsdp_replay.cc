@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "analysis/replay/program.h"
+
 namespace ringx::replay {
 
 const char* fsdpShardingName(FsdpSharding s) {
@@ -177,32 +179,12 @@ constexpr size_t kSteps = 4;
 
 using Kind = PathSegment::Kind;
 
-struct Collective {
-  Kind kind = Kind::kAllGather;
-  int64_t bytes = 0;
-  size_t lane = 0;
-  size_t unit = 0;
-  size_t step = 0;
-  int64_t ns = 0;
-  bool prefetched = false;  // a gather issued ahead of need, to run beside compute
-};
-
-// One operation of the step's program. Compute durations are per rank: `slot` indexes the
-// rank's duration table (see Program::durations).
-struct Op {
-  enum class Type { kCompute, kIssue, kWait, kStepBegin } type = Type::kCompute;
-  Kind kind = Kind::kForward;  // compute: forward, backward or optimizer
-  size_t slot = 0;             // compute
-  size_t collective = 0;       // issue, wait
-  size_t step = 0;             // compute: whose durations
-};
-
-// The engine's schedule as a program (see engines/fsdp/engine.cc, which this follows hook by
-// hook). Compute slots: forward gaps, then backward gaps, then to-backward, finalize,
+// The engine's schedule as a program (program.h; see engines/fsdp/engine.cc, which this follows
+// hook by hook). Compute slots: forward gaps, then backward gaps, then to-backward, finalize,
 // optimizer, then one reshard per unit.
-class Program {
+class Schedule {
  public:
-  Program(const FsdpModel& m, const FsdpRuntime& rt, size_t steps) : m_(m), rt_(rt) {
+  Schedule(const FsdpModel& m, const FsdpRuntime& rt, size_t steps) : m_(m), rt_(rt) {
     const size_t nf = m.forward.size(), nb = m.backward.size();
     toBackward_ = nf + nb;
     finalize_ = toBackward_ + 1;
@@ -219,11 +201,10 @@ class Program {
     // NO_SHARD keeps every parameter in place; the others start sharded but for the root,
     // which stays gathered from one step to the next only within a step.
     if (rt.sharding == FsdpSharding::kNoShard) state_.assign(m.units.size(), State::kUnsharded);
-    for (step_ = 0; step_ < steps; ++step_) step();
+    for (size_t k = 0; k < steps; ++k) step();
   }
 
-  std::vector<Op> ops;
-  std::vector<Collective> collectives;
+  Program program;
   size_t slots() const { return reshard_ + m_.units.size(); }
   // Per rank: every slot's duration.
   // The compute's recorded overlap with the rank's collectives in flight (gaps only).
@@ -253,24 +234,20 @@ class Program {
  private:
   enum class State { kSharded, kGathering, kUnsharded };
 
-  void compute(Kind kind, size_t slot) {
-    ops.push_back({Op::Type::kCompute, kind, slot, 0, step_});
+  void compute(Kind kind, size_t slot) { program.compute(kind, slot); }
+  size_t issue(Kind kind, int64_t bytes, size_t lane, size_t unit, bool prefetched = false) {
+    const size_t c = program.issue(kind, bytes, lane, static_cast<int64_t>(unit), prefetched);
+    if (rt_.blocking) wait(c);  // the issuing thread waits for it there
+    return c;
   }
-  size_t issue(Kind kind, int64_t bytes, size_t lane, size_t unit) {
-    collectives.push_back({kind, bytes, lane, unit, step_, 0});
-    ops.push_back({Op::Type::kIssue, kind, 0, collectives.size() - 1});
-    if (rt_.blocking) wait(collectives.size() - 1);  // the issuing thread waits for it there
-    return collectives.size() - 1;
-  }
-  void wait(size_t c) { ops.push_back({Op::Type::kWait, collectives[c].kind, 0, c}); }
+  void wait(size_t c) { program.wait(c); }
 
   bool gathers() const { return rt_.sharding != FsdpSharding::kNoShard; }
   size_t gatherLane() const { return rt_.gatherLane ? 1 : 0; }
 
   void beginUnshard(size_t u, bool prefetched = false) {
     if (!gathers() || state_[u] != State::kSharded || m_.units[u].paramBytes <= 0) return;
-    gather_[u] = issue(Kind::kAllGather, m_.units[u].paramBytes, gatherLane(), u);
-    collectives[gather_[u]].prefetched = prefetched;
+    gather_[u] = issue(Kind::kAllGather, m_.units[u].paramBytes, gatherLane(), u, prefetched);
     state_[u] = State::kGathering;
   }
   void finishUnshard(size_t u) {
@@ -321,7 +298,7 @@ class Program {
   }
 
   void step() {
-    ops.push_back({Op::Type::kStepBegin, Kind::kForward, 0, 0});
+    program.beginStep();
     const size_t nf = m_.forward.size();
     for (size_t i = 0; i < nf; ++i) {
       compute(Kind::kForward, i);
@@ -355,7 +332,9 @@ class Program {
         const size_t c =
             issue(noShard ? Kind::kAllreduce : Kind::kReduceScatter, m_.units[u].gradBytes, 0, u);
         launched_.push_back(c);
-        if (retired_.size() < collectives.size()) retired_.resize(collectives.size(), 0);
+        if (retired_.size() < program.collectives.size()) {
+          retired_.resize(program.collectives.size(), 0);
+        }
       }
       reshard(u, Kind::kBackward);
       if (rt_.backwardPrefetch == FsdpBackwardPrefetch::kBackwardPost) prefetch(backwardTarget(u));
@@ -369,7 +348,7 @@ class Program {
 
   const FsdpModel& m_;
   const FsdpRuntime rt_;
-  size_t toBackward_ = 0, finalize_ = 0, optimizer_ = 0, reshard_ = 0, step_ = 0;
+  size_t toBackward_ = 0, finalize_ = 0, optimizer_ = 0, reshard_ = 0;
   std::vector<State> state_;
   std::vector<size_t> gather_;
   std::vector<size_t> order_;
@@ -404,7 +383,8 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   const size_t nr = m.ranks.size();
   const bool recordedSteps = m.samples.size() >= 2;
   const size_t steps = recordedSteps ? m.samples.size() : kSteps;
-  Program program(m, rt, steps);
+  Schedule schedule(m, rt, steps);
+  Program& program = schedule.program;
   // Recorded times for the recorded units' collectives: the same unit's collective of the kind
   // in that step that ran the same way (a gather waited on at once, or prefetched to run beside
   // compute: on busy cores the second took several times the first), in order; not for merged
@@ -417,9 +397,9 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
     }
   }
   std::map<RunKey, size_t> occurrences;
-  for (Collective& c : program.collectives) {
+  for (ProgramCollective& c : program.collectives) {
     if (change.commFree) continue;
-    const RunKey key{static_cast<int>(c.kind), c.unit, c.step, c.prefetched};
+    const RunKey key{static_cast<int>(c.kind), static_cast<size_t>(c.owner), c.step, c.prefetched};
     const size_t occurrence = occurrences[key]++;
     auto found = recordedNs.find(key);
     if (found != recordedNs.end() && !found->second.empty()) {
@@ -435,236 +415,43 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
                                                   : "reduce_scatter";
     c.ns = collectiveNs(link, op, c.bytes, world);
   }
-  // dur[r][step][slot]
-  std::vector<std::vector<std::vector<int64_t>>> dur(nr);
+  // Per rank and step: each slot's compute, and (for contention) its recorded overlap with the
+  // rank's collectives in flight. Free communication still takes the recorded overlap's share
+  // out (its collectives take no time, so nothing is in flight and none is added back): kept
+  // in, it left "communication free" slower than the baseline on traces whose replay overlaps
+  // less than the recording.
+  ProgramTimes times;
+  times.contention = change.computeFree ? 0 : m.contention;
   for (size_t r = 0; r < nr; ++r) {
+    times.ranks.push_back(m.ranks[r].rank);
+    times.durations.emplace_back();
+    times.overlaps.emplace_back();
     for (size_t k = 0; k < steps; ++k) {
       const FsdpRankProfile& p =
           recordedSteps && r < m.samples[k].size() ? m.samples[k][r] : m.ranks[r];
-      dur[r].push_back(program.durations(p));
-      if (change.computeFree) std::fill(dur[r].back().begin(), dur[r].back().end(), 0);
+      times.durations[r].push_back(schedule.durations(p));
+      if (change.computeFree) {
+        std::fill(times.durations[r].back().begin(), times.durations[r].back().end(), 0);
+      }
+      std::vector<int64_t> over(schedule.slots(), 0);
+      for (size_t slot = 0; slot < over.size(); ++slot) over[slot] = schedule.overlap(p, slot);
+      times.overlaps[r].push_back(std::move(over));
     }
   }
+  const ProgramRun run = runProgram(program, times);
 
-  // Run the program on every rank at once: a rank runs until it waits for a collective whose
-  // end is not known; a collective's end is known once every rank issued it and its group's
-  // previous one ended. extra[r][op]: what contention adds to compute op `op` on rank r.
-  const size_t nc = program.collectives.size();
-  const std::vector<Op>& ops = program.ops;
-  struct Interval {
-    Kind kind;
-    int64_t unit, begin, end;
-  };
-  struct Run {
-    std::vector<int64_t> t;
-    std::vector<std::vector<int64_t>> issued;
-    std::vector<int64_t> startAt, endAt, laneBefore;  // laneBefore: the lane's previous end
-    std::vector<int32_t> lastIssuer;
-    std::vector<std::vector<int64_t>> stepBegin;
-    std::vector<std::vector<Interval>> timeline;     // per rank: compute and waits
-    std::vector<std::vector<int64_t>> computeBegin;  // per rank and op (compute ops)
-  };
-  std::map<size_t, std::vector<size_t>> lanes;  // lane -> its collectives in issue order
-  for (size_t c = 0; c < nc; ++c) lanes[program.collectives[c].lane].push_back(c);
-  auto simulate = [&](const std::vector<std::vector<int64_t>>& extra) {
-    Run x;
-    std::vector<size_t> pc(nr, 0);
-    x.t.assign(nr, 0);
-    x.issued.assign(nc, std::vector<int64_t>(nr, -1));
-    x.startAt.assign(nc, -1);
-    x.endAt.assign(nc, -1);
-    x.laneBefore.assign(nc, 0);
-    x.lastIssuer.assign(nc, 0);
-    x.stepBegin.assign(nr, {});
-    x.timeline.assign(nr, {});
-    x.computeBegin.assign(nr, std::vector<int64_t>(ops.size(), 0));
-    std::map<size_t, size_t> laneNext;
-    std::map<size_t, int64_t> laneFree;
-    for (;;) {
-      bool progress = false;
-      for (size_t r = 0; r < nr; ++r) {
-        while (pc[r] < ops.size()) {
-          const Op& op = ops[pc[r]];
-          if (op.type == Op::Type::kCompute) {
-            const int64_t d = std::max<int64_t>(0, dur[r][op.step][op.slot] + extra[r][pc[r]]);
-            x.computeBegin[r][pc[r]] = x.t[r];
-            if (d > 0) x.timeline[r].push_back({op.kind, -1, x.t[r], x.t[r] + d});
-            x.t[r] += d;
-          } else if (op.type == Op::Type::kIssue) {
-            x.issued[op.collective][r] = x.t[r];
-          } else if (op.type == Op::Type::kWait) {
-            const int64_t end = x.endAt[op.collective];
-            if (end < 0) break;
-            if (end > x.t[r]) {
-              x.timeline[r].push_back(
-                  {op.kind, static_cast<int64_t>(program.collectives[op.collective].unit), x.t[r],
-                   end});
-              x.t[r] = end;
-            }
-          } else {
-            x.stepBegin[r].push_back(x.t[r]);
-          }
-          ++pc[r];
-          progress = true;
-        }
-      }
-      for (auto& [lane, list] : lanes) {
-        size_t& next = laneNext[lane];
-        while (next < list.size()) {
-          const size_t c = list[next];
-          int64_t arrive = -1;
-          for (size_t r = 0; r < nr; ++r) {
-            if (x.issued[c][r] < 0) {
-              arrive = -1;
-              break;
-            }
-            if (x.issued[c][r] >= arrive) {
-              arrive = x.issued[c][r];
-              x.lastIssuer[c] = m.ranks[r].rank;
-            }
-          }
-          if (arrive < 0) break;
-          x.laneBefore[c] = laneFree[lane];
-          x.startAt[c] = std::max(arrive, laneFree[lane]);
-          x.endAt[c] = x.startAt[c] + program.collectives[c].ns;
-          laneFree[lane] = x.endAt[c];
-          ++next;
-          progress = true;
-        }
-      }
-      bool done = true;
-      for (size_t r = 0; r < nr; ++r) done = done && pc[r] == ops.size();
-      if (done) break;
-      if (!progress) throw std::logic_error("FSDP replay: the schedule deadlocked (a bug)");
-    }
-    return x;
-  };
-
-  // Contention (fsdp_fit.h): compute is slower while the rank has a collective in flight, by
-  // `contention` ns per ns of overlap. The recorded gaps hold the recorded overlap's share;
-  // the replay takes it out and adds its own, found by running the schedule again with the
-  // overlaps of the run before (three runs: the schedule moves little after the second).
-  // Free communication still takes the recorded overlap's share out (its collectives take no
-  // time, so nothing is in flight and none is added back): kept in, it left "communication
-  // free" slower than the baseline on traces whose replay overlaps less than the recording.
-  const double kappa = change.computeFree ? 0 : m.contention;
-  std::vector<std::vector<int64_t>> extra(nr, std::vector<int64_t>(ops.size(), 0));
-  Run run = simulate(extra);
-  for (int pass = 0; kappa > 0 && pass < 2; ++pass) {
-    for (size_t r = 0; r < nr; ++r) {
-      // This rank's collectives in flight: from when its group could run them to their end.
-      std::vector<std::pair<int64_t, int64_t>> flight;
-      for (size_t c = 0; c < nc; ++c) {
-        const int64_t from = std::max(run.issued[c][r], run.laneBefore[c]);
-        if (run.endAt[c] > from) flight.emplace_back(from, run.endAt[c]);
-      }
-      std::sort(flight.begin(), flight.end());
-      std::vector<std::pair<int64_t, int64_t>> merged;
-      for (const auto& f : flight) {
-        if (!merged.empty() && f.first <= merged.back().second) {
-          merged.back().second = std::max(merged.back().second, f.second);
-        } else {
-          merged.push_back(f);
-        }
-      }
-      for (size_t i = 0; i < ops.size(); ++i) {
-        const Op& op = ops[i];
-        if (op.type != Op::Type::kCompute) continue;
-        const int64_t recordedOverlap = program.overlap(
-            recordedSteps && r < m.samples[op.step].size() ? m.samples[op.step][r] : m.ranks[r],
-            op.slot);
-        const int64_t base = dur[r][op.step][op.slot] -
-                             static_cast<int64_t>(kappa * static_cast<double>(recordedOverlap));
-        // The op's span in the last run, stretched: its overlap with the flights.
-        const int64_t begin = run.computeBegin[r][i];
-        const int64_t end = begin + std::max<int64_t>(0, dur[r][op.step][op.slot] + extra[r][i]);
-        int64_t overlap = 0;
-        for (const auto& f : merged) {
-          overlap += std::max<int64_t>(0, std::min(end, f.second) - std::max(begin, f.first));
-        }
-        // d = c + kappa * o, o the overlap the last run gave this compute: with kappa < 1 the
-        // runs settle (each moves a compute by at most kappa times its overlap's change).
-        const int64_t stretched = std::max<int64_t>(0, base) +
-                                  static_cast<int64_t>(kappa * static_cast<double>(overlap) + 0.5);
-        extra[r][i] = stretched - dur[r][op.step][op.slot];
-      }
-    }
-    run = simulate(extra);
-  }
-  std::vector<int64_t>& t = run.t;
-  std::vector<int64_t>& endAt = run.endAt;
-  std::vector<int32_t>& lastIssuer = run.lastIssuer;
-  std::vector<std::vector<int64_t>>& stepBegin = run.stepBegin;
-  std::vector<std::vector<Interval>>& timeline = run.timeline;
-  for (size_t r = 0; r < nr; ++r) stepBegin[r].push_back(t[r]);  // where a next step would begin
-
-  // The step time as the recording defines it: per step, the slowest rank's begin to its next;
-  // the median over the steps after the first (which every rank begins at 0, unlike any
-  // recorded one).
-  auto period = [&](size_t r, size_t k) { return stepBegin[r][k + 1] - stepBegin[r][k]; };
-  std::vector<int64_t> periods;
-  for (size_t k = 1; k < steps; ++k) {
-    int64_t slowest = 0;
-    for (size_t r = 0; r < nr; ++r) slowest = std::max(slowest, period(r, k));
-    periods.push_back(slowest);
-  }
   FsdpReplay out;
   out.units = m.units.size();
-  out.stepNs = medianNs(periods);
-  // The typical step (the one at the median) and its slowest rank: the longest period; of
-  // equal ones the last to start, then the one that waited least (the others waited for it).
-  size_t typical = 1;
-  for (size_t k = 1; k < steps; ++k) {
-    int64_t slowest = 0;
-    for (size_t r = 0; r < nr; ++r) slowest = std::max(slowest, period(r, k));
-    if (slowest == out.stepNs) {
-      typical = k;
-      break;
-    }
-  }
-  auto waited = [&](size_t r) {
-    int64_t w = 0;
-    for (const Interval& i : timeline[r]) {
-      if (i.unit >= 0 && i.begin >= stepBegin[r][typical] && i.begin < stepBegin[r][typical + 1]) {
-        w += i.end - i.begin;
-      }
-    }
-    return w;
-  };
-  auto key = [&](size_t x) {
-    return std::make_tuple(period(x, typical), stepBegin[x][typical], -waited(x));
-  };
-  size_t slow = 0;
-  for (size_t r = 1; r < nr; ++r) {
-    if (key(r) > key(slow)) slow = r;
-  }
-  const int64_t origin = stepBegin[slow][typical], until = stepBegin[slow][typical + 1];
-  out.slowestRank = m.ranks[slow].rank;
-  for (const Interval& i : timeline[slow]) {
-    if (i.begin < origin || i.begin >= until) continue;
-    const bool wait = i.unit >= 0;
-    if (wait) out.exposedCommNs += i.end - i.begin;
-    PathSegment seg{i.kind, out.slowestRank, i.unit, i.begin - origin, i.end - origin};
-    // Consecutive compute of one kind is one stretch.
-    if (!wait && !out.criticalPath.empty() && out.criticalPath.back().kind == seg.kind &&
-        out.criticalPath.back().bucket < 0 && out.criticalPath.back().endNs == seg.beginNs) {
-      out.criticalPath.back().endNs = seg.endNs;
-    } else {
-      out.criticalPath.push_back(seg);
-    }
-  }
-  for (size_t c = 0; c < nc; ++c) {
-    const Collective& x = program.collectives[c];
-    if (x.step != typical) continue;
-    out.commNs += x.ns;
-    out.gathers += x.kind == Kind::kAllGather;
-    // A wait is on the path because of the rank that issued the collective last.
-    for (PathSegment& seg : out.criticalPath) {
-      if (seg.bucket == static_cast<int64_t>(x.unit) && seg.kind == x.kind &&
-          endAt[c] - origin == seg.endNs) {
-        seg.rank = lastIssuer[c];
-      }
-    }
+  out.stepNs = run.stepNs;
+  out.stepLowNs = run.stepLowNs;
+  out.stepHighNs = run.stepHighNs;
+  out.slowestRank = run.slowestRank;
+  out.exposedCommNs = run.exposedCommNs;
+  out.criticalPath = run.criticalPath;
+  for (const ProgramCollective& c : program.collectives) {
+    if (c.step != run.typical) continue;
+    out.commNs += c.ns;
+    out.gathers += c.kind == Kind::kAllGather;
   }
   return out;
 }

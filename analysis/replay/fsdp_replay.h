@@ -25,10 +25,9 @@
 // so they overlap reduce-scatters. A collective's time is its kind's fitted ring cost
 // (cost_model.h).
 //
-// Contention: where the ranks' compute and their groups' threads share too few cores, compute
-// overlapped by a collective runs slower (fitted, fsdp_fit.h); the replay stretches each
-// compute by its overlap with the rank's collectives in flight, found by running the schedule
-// again with the previous run's overlaps.
+// The schedule is a program of program.h, which runs it on every rank at once; contention
+// (where the ranks' compute and their groups' threads share too few cores, compute overlapped
+// by a collective runs slower: fitted, fsdp_fit.h) is program.h's.
 //
 // Blocking collectives (FSDP2 on CPU): each issue is followed at once by its wait.
 //
@@ -148,6 +147,8 @@ struct FsdpWhatIf {
 
 struct FsdpReplay {
   int64_t stepNs = 0;
+  // The replayed steps' spread: their 25th and 75th percentiles (program.h).
+  int64_t stepLowNs = 0, stepHighNs = 0;
   // Time the slowest rank's step waited for collectives (gathers, limiter, the end).
   int64_t exposedCommNs = 0;
   int64_t commNs = 0;  // every collective's time, summed

@@ -508,7 +508,8 @@ void Reducer::keepAutoSample() {
          b.wireEndNs >= b.wireStartNs && b.wireStartNs > 0 ? b.wireEndNs - b.wireStartNs : -1,
          b.copyBackEndNs >= b.copyBackBeginNs && b.copyBackBeginNs > 0
              ? b.copyBackEndNs - b.copyBackBeginNs
-             : -1});
+             : -1,
+         b.launchNs, b.wireEndNs});
   }
   autoSamples_.push_back(std::move(s));
 }

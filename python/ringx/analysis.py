@@ -13,8 +13,16 @@ as a dict):
     whatif(trace_dir, bucket_cap_mb=[4, 8, 16], gradient_as_bucket_view=True, world_size=[8],
            link=["1.8:25"], bounds=True)
         -> {"recorded_step_ns", "replayed_step_ns", "baseline_error", "wire", "rows": [
-              {"change", "predicted_step_ns", "change_share", "exposed_comm_ns", "buckets",
-               "critical_path", "error"}, ...], "best_plan"}
+              {"change", "predicted_step_ns", "predicted_low_ns", "predicted_high_ns",
+               "within_noise", "change_share", "exposed_comm_ns", "buckets", "critical_path",
+               "error"}, ...], "best_plan"}
+
+And what to change (`ringx-trace advise`'s report, as a dict):
+
+    advise(trace_dir) -> {"engine", "recorded_step_ns", "model_error", "what_if_error",
+                          "changes": [{"change", "predicted_step_ns", "predicted_low_ns",
+                                       "predicted_high_ns", "change_share", "within_noise"}],
+                          "findings": [{"kind", "what", "evidence", "change"}]}
 """
 
 import json
@@ -24,7 +32,7 @@ import subprocess
 
 from ._C.analysis import bus_bandwidth_factor, bus_bandwidth_gbps, hidden_share
 
-__all__ = ["bus_bandwidth_factor", "bus_bandwidth_gbps", "hidden_share", "whatif"]
+__all__ = ["advise", "bus_bandwidth_factor", "bus_bandwidth_gbps", "hidden_share", "whatif"]
 
 
 def _ringx_trace():
@@ -85,7 +93,20 @@ def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_buck
         command += ["--link", wire]
     if not bounds:
         command.append("--no-bounds")
+    return _run(command)
+
+
+def advise(trace_dir):
+    """What slows the step recorded in `trace_dir` and what to change, as `ringx-trace advise
+    TRACE --json`: findings with their evidence, and every change the engine allows, fastest
+    predicted first. Raises RuntimeError with ringx-trace's message when the trace cannot be
+    read."""
+    return _run([_ringx_trace(), "advise", os.fspath(trace_dir), "--json"])
+
+
+def _run(command):
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(done.stderr.strip() or f"ringx-trace whatif failed ({done.returncode})")
+        raise RuntimeError(done.stderr.strip() or
+                           f"ringx-trace {command[1]} failed ({done.returncode})")
     return json.loads(done.stdout)

@@ -29,6 +29,7 @@ offset to rank 0 so readers can align them.
 import atexit
 import functools
 import os
+import warnings
 
 import torch.distributed as dist
 
@@ -37,7 +38,7 @@ from . import _C
 _t = _C.trace
 
 __all__ = ["start", "stop", "enabled", "span", "instant", "counter", "mark_step", "now",
-           "flush", "live_address"]
+           "flush", "live_address", "calibrate"]
 
 CATEGORIES = ("collective", "ddp", "fsdp", "memory", "step", "user")
 
@@ -53,13 +54,21 @@ def now():
 
 
 def start(dir=None, listen=None, token=None, group=None, rss_interval_ms=10,
-          clock_sync_interval_ms=10000):
+          clock_sync_interval_ms=10000, calibrate=False):
     """Start recording on this rank. Call it on every rank of `group` (default: the
     default group): ranks exchange their hosts, live addresses and clock connections.
 
     dir: directory for rank-N.ringx files and manifest.json (created if missing).
     listen: "HOST:PORT" for the live server (see module docs); token: its secret.
+    calibrate: then run calibrate(group) (a second or so), so that `ringx-trace whatif` prices
+    collectives of sizes the job did not run from measurements.
     """
+    _start(dir, listen, token, group, rss_interval_ms, clock_sync_interval_ms)
+    if calibrate:
+        _calibrate_now(group)
+
+
+def _start(dir, listen, token, group, rss_interval_ms, clock_sync_interval_ms):
     if not dir and not listen:
         raise ValueError("ringx.trace.start needs dir=... (files) and/or listen='HOST:PORT' "
                          "(live server)")
@@ -77,6 +86,76 @@ def start(dir=None, listen=None, token=None, group=None, rss_interval_ms=10,
     size = dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", "1"))
     os.makedirs(dir, exist_ok=True)
     _t.start_local(dir, rank, size, rss_interval_ms)
+
+
+# The calibration's ladder: 4 KiB to 16 MiB, a factor of 8 apart.
+CALIBRATION_SIZES = tuple(4096 * 8 ** i for i in range(5))
+CALIBRATION_OPS = ("allreduce", "all_gather", "reduce_scatter")
+
+
+def calibrate(group=None, sizes=CALIBRATION_SIZES, ops=CALIBRATION_OPS, reps=3, device=None):
+    """Times each collective of `ops` alone at each of `sizes` (bytes, as nccl-tests counts
+    them: all_gather's output, reduce_scatter's input) on `group` (default: the default group)
+    and records the results into the trace as "calibration" instants (op, bytes, ns,
+    group_size), which `ringx-trace whatif` fits the wire's cost to. Each is the median of
+    `reps` runs after a warm-up, and of the ranks the shortest (the last to arrive waited for
+    no one). `device`: the tensors' (default: the current CUDA device for NCCL, else the CPU).
+    Call it on every rank of the group while tracing, when no other work runs. Returns the
+    [(op, bytes, ns)] it recorded."""
+    import torch
+    if not enabled():
+        raise RuntimeError("ringx.trace.calibrate records into the trace: call "
+                           "ringx.trace.start first")
+    if not dist.is_initialized():
+        raise RuntimeError("ringx.trace.calibrate times collectives: initialise a process "
+                           "group first (torch.distributed.init_process_group)")
+    unknown = [op for op in ops if op not in CALIBRATION_OPS]
+    if unknown:
+        raise ValueError(f"ringx.trace.calibrate: unknown ops {unknown}; use any of "
+                         f"{', '.join(CALIBRATION_OPS)}")
+    n = dist.get_world_size(group)
+    if device is None:
+        device = (torch.device("cuda", torch.cuda.current_device())
+                  if dist.get_backend(group) == "nccl" else torch.device("cpu"))
+    device = torch.device(device)
+    results = []
+    for op in ops:
+        for size in sizes:
+            elements = max(n, size // 4 // n * n)  # a multiple of the ranks, float32
+            full = torch.ones(elements, device=device)
+            part = torch.ones(elements // n, device=device)
+
+            def run():
+                if op == "allreduce":
+                    dist.all_reduce(full, group=group)
+                elif op == "all_gather":
+                    dist.all_gather_into_tensor(full, part, group=group)
+                else:
+                    dist.reduce_scatter_tensor(part, full, group=group)
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+
+            with warnings.catch_warnings():  # torch 2.13 renames the *_tensor calls
+                warnings.simplefilter("ignore", FutureWarning)
+                run()  # warm-up: connections, buffers
+                times = []
+                for _ in range(reps):
+                    dist.barrier(group=group)
+                    begin = now()
+                    run()
+                    times.append(now() - begin)
+            results.append((op, elements * 4, sorted(times)[len(times) // 2]))
+    # Of the ranks the shortest: the last to arrive waited for no one.
+    shortest = torch.tensor([ns for _, _, ns in results], dtype=torch.int64)
+    dist.all_reduce(shortest, op=dist.ReduceOp.MIN, group=group)
+    for (op, nbytes, _), ns in zip(results, shortest.tolist()):
+        instant("calibration", track="calibration", category="user", op=op, bytes=nbytes,
+                ns=int(ns), group_size=n, reps=reps)
+    return [(op, nbytes, int(ns)) for (op, nbytes, _), ns in zip(results, shortest.tolist())]
+
+
+def _calibrate_now(group):
+    calibrate(group)  # start()'s argument of the same name hides the function there
 
 
 def stop():

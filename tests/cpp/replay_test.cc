@@ -1,11 +1,13 @@
-// The replay model (analysis/replay): the cost model's fit, and DDP steps whose answers are
-// worked out by hand in the comments.
+// The replay model (analysis/replay): the cost model's fit, the program runner, and DDP steps
+// whose answers are worked out by hand in the comments.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "analysis/replay/cost_model.h"
+#include "analysis/replay/ddp_fit.h"
 #include "analysis/replay/ddp_replay.h"
+#include "analysis/replay/program.h"
 
 namespace ringx::replay {
 namespace {
@@ -81,7 +83,8 @@ TEST(ReplayDdp, TheRecordedPlanReplaysToTheHandWorkedStep) {
   EXPECT_EQ(r.buckets[0].readyNs, 260);
   EXPECT_EQ(r.buckets[3].startNs, 560);
   EXPECT_EQ(r.buckets[3].endNs, 660);
-  EXPECT_EQ(r.exposedCommNs, 100);  // the last allreduce ends 100 after compute
+  // The last allreduce ends 100 after compute, while the first copies back run: no wait.
+  EXPECT_EQ(r.exposedCommNs, 0);
   EXPECT_EQ(r.commNs, 400);
 }
 
@@ -147,7 +150,8 @@ TEST(ReplayDdp, TheCriticalPathTilesTheStepAndFollowsTheStraggler) {
   EXPECT_EQ(base.criticalPath[2].kind, PathSegment::Kind::kCopyBack);
 
   // On a wire four times slower the ring is the path: backward until bucket 0 is filled (260),
-  // the four allreduces back to back (to 1860), the last copy back, the optimizer.
+  // the four allreduces back to back (to 1860), the last copy back, the optimizer. The slowest
+  // rank waits for them after its compute: 100 for the first, 350 for each after its copy back.
   DdpWhatIf slowWire;
   slowWire.link = LinkCost{0, 0.4};
   const DdpReplay wired = replayDdp(m, slowWire);
@@ -159,6 +163,7 @@ TEST(ReplayDdp, TheCriticalPathTilesTheStepAndFollowsTheStraggler) {
   }
   EXPECT_EQ(wired.criticalPath[6].kind, PathSegment::Kind::kCopyBack);
   EXPECT_EQ(wired.criticalPath[7].endNs, wired.stepNs);
+  EXPECT_EQ(wired.exposedCommNs, 100 + 3 * 350);
 
   // Rank 1 computes twice as long: the ring waits for it, and its backward is on the path.
   DdpRankProfile& slow = m.ranks[1];
@@ -169,7 +174,7 @@ TEST(ReplayDdp, TheCriticalPathTilesTheStepAndFollowsTheStraggler) {
   // Rank 1: backward 110..1010, its last gradient filled at 110 + 850 = 960 and on the ring
   // until 1060, before its compute ends; it copies back 1010..1210; optimizer: 1260. Rank 0
   // waits for it on the ring every step, so both settle at 1260, and rank 1 is the one waited
-  // for: its own compute is the whole path.
+  // for: its own compute is its whole step.
   EXPECT_EQ(r.stepNs, 1260);
   int64_t at = 0;
   for (const PathSegment& s : r.criticalPath) {
@@ -203,6 +208,136 @@ TEST(ReplayDdp, AutoChoosesTheCapTheReplayFindsFastestAndKeepsTheDefaultWithinTh
   EXPECT_EQ(kept.predictedNs, 2360);
   EXPECT_NE(kept.reason.find("no cap predicted more than 50% faster"), std::string::npos)
       << kept.reason;
+}
+
+// The program runner: a collective starts when the last rank has issued it and its lane is
+// free; a wait's rank is the last issuer.
+TEST(ReplayProgram, CollectivesWaitForTheLastIssuerAndTheirLane) {
+  using K = PathSegment::Kind;
+  Program p;
+  for (int step = 0; step < 2; ++step) {
+    p.beginStep();
+    p.compute(K::kForward, 0);
+    const size_t a = p.issue(K::kAllGather, 100, 0, 7);
+    const size_t b = p.issue(K::kAllGather, 100, 0, 8);      // same lane: after a
+    const size_t c = p.issue(K::kReduceScatter, 100, 1, 9);  // a lane of its own
+    p.compute(K::kBackward, 1);
+    p.wait(a);
+    p.wait(b);
+    p.wait(c);
+  }
+  for (ProgramCollective& c : p.collectives) c.ns = 100;
+  // Rank 0 computes 10 + 20, rank 1 50 + 20: every collective waits for rank 1's issue at 50.
+  ProgramTimes t;
+  t.ranks = {0, 1};
+  t.durations = {{{10, 20}, {10, 20}}, {{50, 20}, {50, 20}}};
+  const ProgramRun run = runProgram(p, t);
+  // Step 0: a 50..150, b 150..250, c 50..150; rank 1 ends at 250, rank 0 too. Step 1 the same
+  // from 250: a step of 250.
+  EXPECT_EQ(run.stepNs, 250);
+  EXPECT_EQ(run.typical, 1u);
+  ASSERT_EQ(run.startNs.size(), 6u);
+  EXPECT_EQ(run.startNs[4] - run.issuedNs[4], 100);  // b waited for a, on its lane
+  EXPECT_EQ(run.startNs[5], run.issuedNs[5]);        // c did not
+  // The slowest rank (equal periods: the last to start, then the one that waited least) is 1;
+  // its waits are on rank 1's issue.
+  EXPECT_EQ(run.slowestRank, 1);
+  EXPECT_EQ(run.exposedCommNs, 250 - 70);
+  for (const PathSegment& s : run.criticalPath) EXPECT_EQ(s.rank, 1);
+  EXPECT_THROW(runProgram(p, ProgramTimes{}), std::invalid_argument);
+}
+
+// Contention: compute beside a collective in flight on its rank is slower by the constant per
+// ns of overlap; the recorded overlap's share is taken out first.
+TEST(ReplayProgram, ContentionStretchesComputeBesideACollective) {
+  using K = PathSegment::Kind;
+  Program p;
+  for (int step = 0; step < 2; ++step) {
+    p.beginStep();
+    const size_t c = p.issue(K::kAllreduce, 100, 0, 0);
+    p.compute(K::kBackward, 0);  // 1000 ns, all of it beside the 1000 ns allreduce
+    p.wait(c);
+  }
+  for (ProgramCollective& c : p.collectives) c.ns = 1000;
+  ProgramTimes t;
+  t.ranks = {0};
+  t.durations = {{{1000}, {1000}}};
+  EXPECT_EQ(runProgram(p, t).stepNs, 1000);
+  // kappa 0.5, recorded with no overlap: 1000 + 0.5 * 1000 (the first run's overlap), then
+  // 1000 + 0.5 * 1000 again (the allreduce still covers only its first 1000 ns).
+  t.contention = 0.5;
+  t.overlaps = {{{0}, {0}}};
+  EXPECT_EQ(runProgram(p, t).stepNs, 1500);
+  // Recorded with all of it overlapped: 1000 is 500 of compute and 500 of contention; the
+  // replay, with the same overlap, gives it back.
+  t.overlaps = {{{1000}, {1000}}};
+  EXPECT_EQ(runProgram(p, t).stepNs, 1000);
+  // A constant of 0.5 from samples whose compute grows by half of each ns of overlap.
+  ContentionSamples samples;
+  samples[{0, 1, 0}] = {{1000, 0}, {1250, 500}, {1500, 1000}};
+  samples[{1, 1, 0}] = {{2000, 200}, {2100, 400}};
+  EXPECT_DOUBLE_EQ(fitContention(samples), 0.5);
+  samples[{0, 1, 0}] = {{1000, 0}, {5000, 1000}};  // more than the compute: clamped
+  samples.erase({1, 1, 0});
+  EXPECT_DOUBLE_EQ(fitContention(samples), 0.95);
+}
+
+// A DDP recording made by the replay's own rules (2 ranks, 2 buckets, a 150 ns ring), with
+// the ranks late in turn: rank 0's forward takes 400 ns in steps 1 and 3, rank 1's in steps 2
+// and 4, 100 otherwise. Every recorded step waits for one late rank; the medians (100 each)
+// hide it.
+DdpRecording lateInTurn() {
+  DdpRecording rec;
+  rec.params = {{1000, "float32@cpu"}, {1000, "float32@cpu"}};
+  rec.limits = {1000, 1000};
+  rec.worldSize = 2;
+  const int64_t steps = 7, wire = 150;
+  std::vector<int64_t> begin(2, 1000);
+  for (int32_t r = 0; r < 2; ++r) rec.ranks.push_back({r, {}});
+  for (int64_t k = 0; k < steps; ++k) {
+    std::vector<DdpStepRecord> s(2);
+    int64_t launch[2][2], ringEnd[2], previous = 0;
+    for (int r = 0; r < 2; ++r) {
+      const bool late = k > 0 && k < 5 && (k % 2 == 1) == (r == 0);
+      s[r].step = k;
+      s[r].forwardBeginNs = begin[r];
+      s[r].forwardEndNs = begin[r] + (late ? 400 : 100);
+      s[r].backwardBeginNs = s[r].forwardEndNs + 10;
+      s[r].computeEndNs = s[r].backwardBeginNs + 300;
+      s[r].grads = {{1, s[r].backwardBeginNs + 100}, {0, s[r].backwardBeginNs + 200}};
+      launch[r][0] = s[r].backwardBeginNs + 100;
+      launch[r][1] = s[r].backwardBeginNs + 200;
+    }
+    for (int b = 0; b < 2; ++b) {
+      const int64_t start = std::max({launch[0][b], launch[1][b], previous});
+      ringEnd[b] = previous = start + wire;
+      for (int r = 0; r < 2; ++r) {
+        s[r].buckets.push_back({b, 1000, wire, -1, launch[r][b], ringEnd[b]});
+      }
+    }
+    for (int r = 0; r < 2; ++r) {
+      s[r].finalizeEndNs = std::max(s[r].computeEndNs, ringEnd[1]);
+      s[r].optimizerNs = 50;
+      begin[r] = s[r].finalizeEndNs + 50;
+      rec.ranks[r].steps.push_back(s[r]);
+    }
+  }
+  return rec;
+}
+
+TEST(ReplayDdp, TheRecordedStepsReplayedInTurnGiveTheRecordedStepWhereMediansDoNot) {
+  const DdpFit fit = fitDdpModel(lateInTurn());
+  ASSERT_EQ(fit.model.samples.size(), 7u);
+  ASSERT_EQ(fit.model.recordedAllreduceNs.size(), 7u);
+  EXPECT_EQ(fit.model.recordedAllreduceNs[3], (std::vector<int64_t>{150, 150}));
+  EXPECT_EQ(fit.model.recordedBucketBytes, (std::vector<int64_t>{1000, 1000}));
+  EXPECT_DOUBLE_EQ(fit.model.contention, 0);  // backward never changed: nothing to fit
+  // A late step: 400 + 10 + 200 to the last launch, the ring to +150... 860 a step.
+  EXPECT_EQ(fit.recordedStepNs, 860);
+  EXPECT_EQ(replayDdp(fit.model).stepNs, fit.recordedStepNs);
+  DdpModel medians = fit.model;
+  medians.samples.clear();
+  EXPECT_LT(replayDdp(medians).stepNs, fit.recordedStepNs - 200);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ def _train(rank, world, trace_dir, steps=20):
                           nn.Linear(256, 8))
     ddp = ringx.ddp.DistributedDataParallel(model, bucket_cap_mb=0.1)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
-    ringx.trace.start(dir=trace_dir)
+    ringx.trace.start(dir=trace_dir, calibrate=True)  # the wire's cost from a measured ladder
     for step in range(steps):
         x = torch.randn(16, 64, generator=torch.Generator().manual_seed(step + rank))
         opt.zero_grad()
@@ -75,6 +75,30 @@ def test_the_report_answers_every_question_within_its_bounds(ddp_trace):
     path = report["baseline"]["critical_path"]
     assert path and path[-1]["kind"] == "optimizer"
     assert all(a["end_ns"] <= b["begin_ns"] + 1 for a, b in zip(path, path[1:]))
+
+
+def test_the_calibration_prices_the_wire_and_the_advice_ranks_the_changes(ddp_trace):
+    trace_dir, _ = ddp_trace
+    report = ringx.analysis.whatif(trace_dir)
+    # The ladder (5 sizes of each op) was recorded and fitted: the wire is the calibration's.
+    assert report["wire"]["calibrated"] is True and report["wire"]["samples"] == 5, report["wire"]
+    for row in report["rows"]:
+        assert row["predicted_low_ns"] <= row["predicted_step_ns"] <= row["predicted_high_ns"]
+        assert isinstance(row["within_noise"], bool)
+    advice = ringx.analysis.advise(trace_dir)
+    assert advice["engine"] == "ddp" and advice["what_if_error"] is None
+    shares = [c["change_share"] for c in advice["changes"]]
+    assert shares == sorted(shares) and len(shares) >= 10  # the cap ladder and the view
+    for finding in advice["findings"]:
+        assert finding["kind"] in ("straggler", "exposed-communication", "no-prefetch",
+                                   "late-launch") and finding["evidence"] and finding["change"]
+    text = ringx_trace("advise", str(trace_dir)).stdout
+    assert "what the trace shows" in text and "changes, fastest predicted first" in text
+
+
+def test_calibrate_needs_tracing_and_a_group():
+    with pytest.raises(RuntimeError, match="ringx.trace.start"):
+        ringx.trace.calibrate()
 
 
 def test_the_cli_prints_the_table_and_rejects_bad_input(ddp_trace, tmp_path):
@@ -159,7 +183,7 @@ def _train_fsdp(rank, world, trace_dir, steps=12):
                           nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 8))
     fsdp = ringx.fsdp.FullyShardedDataParallel(model, auto_wrap_policy={nn.Linear})
     opt = torch.optim.SGD(fsdp.parameters(), lr=0.01)
-    ringx.trace.start(dir=trace_dir)
+    ringx.trace.start(dir=trace_dir, calibrate=True)  # the wire's cost from a measured ladder
     for step in range(steps):
         x = torch.randn(16, 64, generator=torch.Generator().manual_seed(step + rank))
         opt.zero_grad(set_to_none=True)

@@ -87,11 +87,16 @@ WhatIfView tableOf(const char* engine, int64_t recordedStepNs, int64_t firstStep
   v.baseline = rowOf(baselineLabel, report.baseline);
   v.baseline.predictedStepNs = report.baseline.stepNs;
   v.baseline.changeShare = report.baselineErrorShare;
+  v.baseline.lowNs = report.baseline.stepLowNs;
+  v.baseline.highNs = report.baseline.stepHighNs;
   for (size_t i = 0; i < report.rows.size(); ++i) {
     const auto& r = report.rows[i];
     WhatIfRowView row = rowOf(r.change.label, r.replay);
     row.predictedStepNs = r.predictedStepNs;
     row.changeShare = r.changeShare;
+    row.lowNs = r.predictedLowNs;
+    row.highNs = r.predictedHighNs;
+    row.withinNoise = r.withinNoise;
     row.error = r.error;
     row.best = int64_t(i) == bestRow;
     v.rows.push_back(std::move(row));
@@ -166,8 +171,11 @@ WhatIfView adaptWhatIf(const analysis::FsdpWhatIfReport& report) {
 
 WhatIfView whatIfViewOf(const TraceStore& store) {
   try {
-    if (analysis::whatIfEngine(store) == "fsdp") return adaptWhatIf(analysis::fsdpWhatIf(store));
-    return adaptWhatIf(analysis::whatIf(store));
+    WhatIfView v = analysis::whatIfEngine(store) == "fsdp"
+                       ? adaptWhatIf(analysis::fsdpWhatIf(store))
+                       : adaptWhatIf(analysis::whatIf(store));
+    v.findings = analysis::advise(store, analysis::summarize(store, "")).findings;
+    return v;
   } catch (const std::exception& e) {
     WhatIfView v;
     v.error = e.what();
@@ -325,6 +333,17 @@ void WhatIfPanel::draw(const TraceStore& store, ViewState& view) {
         clippedNs_ > 0 ? (", the path's last " + formatNs(clippedNs_) + " past its end").c_str()
                        : "");
   }
+  if (!r.findings.empty() &&
+      ImGui::CollapsingHeader("What the trace shows", ImGuiTreeNodeFlags_DefaultOpen)) {
+    for (const analysis::Finding& f : r.findings) {
+      ImGui::Bullet();
+      ImGui::TextWrapped("%s", f.what.c_str());
+      ImGui::Indent();
+      ImGui::TextDisabled("%s", f.evidence.c_str());
+      ImGui::TextWrapped("change: %s", f.change.c_str());
+      ImGui::Unindent();
+    }
+  }
   if (!ImGui::BeginTable("##whatif", 2, ImGuiTableFlags_Resizable | ImGuiTableFlags_BordersInnerV))
     return;
   ImGui::TableNextColumn();
@@ -352,9 +371,9 @@ void WhatIfPanel::table() {
   const WhatIfView& r = report_;
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingStretchProp;
-  if (!ImGui::BeginTable("##rows", 5, flags)) return;
+  if (!ImGui::BeginTable("##rows", 6, flags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  for (const char* h : {"change", "predicted step", "vs recorded", "exposed comm",
+  for (const char* h : {"change", "predicted step", "vs recorded", "steps p25-p75", "exposed comm",
                         r.engine == "fsdp" ? "gathers" : "buckets"})
     ImGui::TableSetupColumn(h);
   ImGui::TableHeadersRow();
@@ -383,8 +402,12 @@ void WhatIfPanel::table() {
     ImGui::TableNextColumn();
     if (i < 0)
       ImGui::Text("model error %s", shareText(row.changeShare).c_str());
+    else if (row.withinNoise)
+      ImGui::TextDisabled("%s (noise)", shareText(row.changeShare).c_str());
     else
       ImGui::TextUnformatted(shareText(row.changeShare).c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%s-%s", formatNs(row.lowNs).c_str(), formatNs(row.highNs).c_str());
     ImGui::TableNextColumn();
     ImGui::TextUnformatted(formatNs(row.exposedCommNs).c_str());
     ImGui::TableNextColumn();

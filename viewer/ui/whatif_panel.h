@@ -5,8 +5,11 @@
 //   sets the step time, as the model replays it) drawn over the ranks' rows of the timeline,
 //   at a chosen recorded step; a checkbox turns it off.
 // - The table: per change its predicted step, the change against the recorded step, the
+//   replayed steps' spread (a change inside the recorded one is marked as noise), the
 //   exposed communication and the buckets; first the recorded plan replayed, whose change is
 //   the model's own error on the recorded step. The fastest plan is marked.
+// - Above the table, the advisor's findings (analysis/advise.h), each with its evidence and the
+//   change to make.
 // - A click on a row draws that alternative's predicted step under the recorded plan's, on
 //   one time axis: per rank its stretches of the critical path, and the ring's collectives.
 //
@@ -22,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advise.h"
 #include "analysis/whatif.h"
 #include "viewer/ui/view_state.h"
 
@@ -41,8 +45,10 @@ struct PredictedItem {
 // One row of the table and its predicted step.
 struct WhatIfRowView {
   std::string label;
-  int64_t predictedStepNs = 0;  // scaled to the recorded step (whatif.h)
-  double changeShare = 0;       // predicted / recorded - 1; the baseline: the model's error
+  int64_t predictedStepNs = 0;    // scaled to the recorded step (whatif.h)
+  double changeShare = 0;         // predicted / recorded - 1; the baseline: the model's error
+  int64_t lowNs = 0, highNs = 0;  // the replayed steps' spread (p25-p75), scaled as predicted
+  bool withinNoise = false;       // predicted inside the recorded steps' spread
   int64_t exposedCommNs = 0;
   size_t collectives = 0;            // DDP: buckets; FSDP: all-gathers a step
   std::string error;                 // the model cannot answer this one
@@ -60,6 +66,8 @@ struct WhatIfView {
   int32_t anchorRank = 0;      // whose step start the modelled times count from
   WhatIfRowView baseline;      // the recorded plan, replayed
   std::vector<WhatIfRowView> rows;
+  // What the trace proves (analysis/advise.h): each finding's what, evidence and change.
+  std::vector<analysis::Finding> findings;
   bool ok() const { return error.empty(); }
 };
 

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "tests/cpp/analysis/ddp_job.h"
 #include "tests/cpp/trace/trace_fixture.h"
 #include "trace/format/schema.h"
 #include "trace/model/loader.h"
@@ -18,54 +19,8 @@ namespace fx = ringx::trace::fixture;
 namespace targ = trace::arg;
 using trace::Category;
 
-// Per step from S: forward 100, loss 10, backward compute 450 with gradient hooks at 100, 200,
-// 300, 400 for parameters 3, 2, 1, 0 (1000 bytes each; each fills its slot in 50 ns), one
-// bucket each, allreduce 100 ns, copy back 50 ns per bucket, optimizer 50: 810 ns a step (the
-// replay test's fourBuckets() worked out by hand). Rank 1 arrives at each allreduce 60 ns
-// early and so waits: its wire times are 160, the last arrival's (rank 0's) 100.
 void writeJob(const fx::TempDir& dir, bool withGrads = true, bool withPlan = true) {
-  for (int rank = 0; rank < 2; ++rank) {
-    fx::RankStream s(rank, 2);
-    if (withPlan) {
-      s.instant(Category::kDdp, "ddp", "bucket_plan", 5000,
-                {{targ::kStep, 1},
-                 {targ::kBucketCapBytes, 1000},
-                 {targ::kFirstBucketBytes, 1000},
-                 {targ::kBucketView, 0},
-                 {targ::kGroupSize, 2},
-                 {"buckets", 4}});
-    }
-    for (int64_t step = 0; step < 7; ++step) {
-      const int64_t S = 10000 + step * 810;
-      if (step > 0) {
-        s.span(Category::kDdp, "ddp", "optimizer", S - 50, S, {{targ::kStep, step - 1}});
-      }
-      s.span(Category::kDdp, "ddp", "forward", S, S + 100, {{targ::kStep, step}});
-      s.span(Category::kDdp, "ddp", "backward", S + 110, S + 760,
-             {{targ::kStep, step}, {targ::kComputeEndNs, S + 560}});
-      for (int64_t k = 0; k < 4; ++k) {
-        const std::string track = "ddp:bucket" + std::to_string(k);
-        if (withGrads) {
-          s.instant(Category::kDdp, track, "grad", S + 110 + 100 * (k + 1),
-                    {{targ::kStep, step},
-                     {targ::kParam, 3 - k},
-                     {targ::kBytes, 1000},
-                     {targ::kParamGroup, "float32@cpu"}});
-        }
-        const int64_t wireEnd = S + 360 + 100 * k;
-        const int64_t wireStart = wireEnd - (rank == 0 ? 100 : 160);
-        s.span(Category::kDdp, track, "bucket", S + 210 + 100 * k, S + 610 + 50 * k,
-               {{targ::kBucket, k},
-                {targ::kStep, step},
-                {targ::kBytes, 1000},
-                {targ::kParams, 1},
-                {targ::kWireStartNs, wireStart},
-                {targ::kWireEndNs, wireEnd},
-                {targ::kCopyBackNs, S + 560 + 50 * k}});
-      }
-    }
-    s.writeTo(dir.file("rank-" + std::to_string(rank) + ".ringx"));
-  }
+  fx::writeDdpJob(dir, {withGrads, withPlan});
 }
 
 TEST(WhatIf, TheModelReadBackIsTheOneThatMadeTheTrace) {

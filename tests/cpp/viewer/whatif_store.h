@@ -10,8 +10,9 @@
 // ring, back to back: bucket k from S + 290 + 200k (rank 0 arrives 30 early and waits). The
 // copy back takes 50 per bucket, the optimizer 50: finalize ends at S + 1140, the step is
 // 1190. Replayed, the critical path is rank 1's forward and backward up to the first
-// allreduce, the four allreduces (launched last by rank 1), then rank 0's (the slowest of
-// equal ranks: the first) last copy back and optimizer. Steps 0-6; the bucket plan is step 1's.
+// allreduce, the four allreduces (launched last by rank 1), then rank 1's (of ranks with equal
+// steps, the one that waited least: the one the others wait for) last copy back and optimizer.
+// Steps 0-6; the bucket plan is step 1's.
 #pragma once
 
 #include <string>

@@ -64,11 +64,11 @@ TEST(WhatIfAdapter, ReadsTheRowsAndTheCriticalPathOfTheReport) {
     EXPECT_TRUE(path[i].onPath);
   }
   // This job's path (whatif_store.h, worked out by hand): rank 1's compute up to the first
-  // allreduce, the four allreduces, rank 0's last copy back and optimizer.
+  // allreduce, the four allreduces, its last copy back and optimizer.
   EXPECT_EQ(describe(path),
             "forward#-1@1 [0, 110]*\nbackward#-1@1 [110, 290]*\nallreduce#0@1 [290, 490]*\n"
             "allreduce#1@1 [490, 690]*\nallreduce#2@1 [690, 890]*\nallreduce#3@1 [890, 1090]*\n"
-            "copy back#3@0 [1090, 1140]*\noptimizer#-1@0 [1140, 1190]*\n");
+            "copy back#3@1 [1090, 1140]*\noptimizer#-1@1 [1140, 1190]*\n");
   // The predicted timeline: the path's stretches on their ranks' lanes, every bucket's
   // allreduce on the ring's, those on the path marked.
   int ring = 0, ringOnPath = 0;
@@ -123,6 +123,10 @@ TEST(WhatIfAdapter, ReadsAnFsdpReport) {
   ASSERT_GE(best, 0);
   EXPECT_EQ(v.rows[size_t(best)].label, "sharding_strategy=NO_SHARD");
   EXPECT_EQ(v.rows[size_t(best)].predictedStepNs, 2205);
+  // The advisor's findings come with the view: B's gathers are never prefetched.
+  bool unprefetched = false;
+  for (const analysis::Finding& f : v.findings) unprefetched |= f.kind == "no-prefetch";
+  EXPECT_TRUE(unprefetched);
   // Steps 0-4 have a next one.
   EXPECT_EQ(recordedStepsOf(store, v.anchorRank, v.firstStep).size(), 5u);
 }
@@ -152,13 +156,13 @@ TEST(WhatIfMapping, ThePathGoesOverItsRanksFromTheChosenStepsStart) {
   ASSERT_EQ(bands.size(), v.baseline.path.size());
   EXPECT_EQ(clipped, 0);
   const int64_t S = whatIfStepBegin(3);
-  // Rank 1's forward, as recorded at step 3; rank 0's optimizer, up to step 4's forward.
+  // Rank 1's forward, as recorded at step 3; its optimizer, up to step 4's forward.
   EXPECT_EQ(bands.front().rank, 1);
   EXPECT_EQ(bands.front().beginNs, S);
   EXPECT_EQ(bands.front().endNs, S + 110 * u);
   EXPECT_EQ(bands.front().color, pathKindColor(replay::PathSegment::Kind::kForward));
   EXPECT_EQ(bands.front().label, "forward");
-  EXPECT_EQ(bands.back().rank, 0);
+  EXPECT_EQ(bands.back().rank, 1);
   EXPECT_EQ(bands.back().beginNs, whatIfStepBegin(4) - 50 * u);
   EXPECT_EQ(bands.back().endNs, whatIfStepBegin(4));
   // Bucket 2's allreduce, over rank 1 (it launched it last), where step 3 ran it.
@@ -167,7 +171,7 @@ TEST(WhatIfMapping, ThePathGoesOverItsRanksFromTheChosenStepsStart) {
   EXPECT_EQ(bands[4].beginNs, S + 690 * u);
   EXPECT_EQ(bands[4].endNs, S + 890 * u);
   EXPECT_EQ(bands[6].label, "copy back 3");
-  EXPECT_EQ(bands[6].rank, 0);
+  EXPECT_EQ(bands[6].rank, 1);
   // A recorded step shorter than the model's: what runs past its end is cut, and counted.
   RecordedStep shorter = steps[2];
   shorter.endNs = S + 1160 * u;

@@ -1,0 +1,377 @@
+// The replay program's runner (see program.h for the model and why it is built this way).
+#include "analysis/replay/program.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "analysis/figures.h"
+
+namespace ringx::replay {
+
+using Kind = PathSegment::Kind;
+
+void Program::beginStep() {
+  ops.push_back({ProgramOp::Type::kStepBegin});
+  ++steps;
+}
+
+void Program::compute(Kind kind, size_t slot, int64_t owner) {
+  ops.push_back({ProgramOp::Type::kCompute, kind, slot, 0, steps ? steps - 1 : 0, owner});
+}
+
+size_t Program::issue(Kind kind, int64_t bytes, size_t lane, int64_t owner, bool prefetched) {
+  collectives.push_back({kind, bytes, lane, owner, steps ? steps - 1 : 0, 0, prefetched});
+  ops.push_back({ProgramOp::Type::kIssue, kind, 0, collectives.size() - 1});
+  return collectives.size() - 1;
+}
+
+void Program::wait(size_t c) { ops.push_back({ProgramOp::Type::kWait, collectives[c].kind, 0, c}); }
+
+std::vector<std::pair<int64_t, int64_t>> mergeIntervals(
+    std::vector<std::pair<int64_t, int64_t>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& f : intervals) {
+    if (f.second <= f.first) continue;
+    if (!merged.empty() && f.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, f.second);
+    } else {
+      merged.push_back(f);
+    }
+  }
+  return merged;
+}
+
+int64_t coveredNs(const std::vector<std::pair<int64_t, int64_t>>& merged, int64_t begin,
+                  int64_t end) {
+  int64_t total = 0;
+  for (const auto& f : merged) {
+    total += std::max<int64_t>(0, std::min(end, f.second) - std::max(begin, f.first));
+  }
+  return total;
+}
+
+double fitContention(const ContentionSamples& all) {
+  // A stretch covered (nearly) end to end by a collective says nothing: its overlap is its own
+  // duration, so the two grow together whatever the cores do. Only stretches a collective
+  // covers in part, where the overlap is set by the collective, are kept.
+  ContentionSamples samples;
+  for (const auto& [stretch, points] : all) {
+    for (const auto& [ns, over] : points) {
+      if (over * 10 < ns * 9) samples[stretch].emplace_back(ns, over);
+    }
+  }
+  double num = 0, den = 0;
+  for (const auto& [stretch, points] : samples) {
+    if (points.size() < 2) continue;
+    double d = 0, o = 0;
+    for (const auto& [ns, over] : points) {
+      d += static_cast<double>(ns);
+      o += static_cast<double>(over);
+    }
+    d /= static_cast<double>(points.size());
+    o /= static_cast<double>(points.size());
+    for (const auto& [ns, over] : points) {
+      num += (static_cast<double>(ns) - d) * (static_cast<double>(over) - o);
+      den += (static_cast<double>(over) - o) * (static_cast<double>(over) - o);
+    }
+  }
+  return den > 0 ? std::clamp(num / den, 0.0, 0.95) : 0;
+}
+
+namespace {
+
+struct Interval {
+  Kind kind;
+  int64_t owner, begin, end;
+  bool wait;
+};
+
+// One run of the program: every rank's clock, and each collective's times.
+struct Run {
+  std::vector<int64_t> t;
+  std::vector<std::vector<int64_t>> issued;         // [collective][rank]
+  std::vector<int64_t> startAt, endAt, laneBefore;  // laneBefore: the lane's previous end
+  std::vector<size_t> lastIssuer;                   // index into the ranks
+  std::vector<size_t> lanePrevious;                 // the lane's collective before; npos: none
+  std::vector<std::vector<int64_t>> stepBegin;      // [rank][step]
+  std::vector<std::vector<Interval>> timeline;      // per rank: compute and waits
+  std::vector<std::vector<int64_t>> computeBegin;   // [rank][op] (compute ops)
+};
+
+Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
+             const std::vector<std::vector<size_t>>& lanes, size_t nr) {
+  const std::vector<ProgramOp>& ops = p.ops;
+  const size_t nc = p.collectives.size();
+  Run x;
+  std::vector<size_t> pc(nr, 0);
+  x.t.assign(nr, 0);
+  x.issued.assign(nc, std::vector<int64_t>(nr, -1));
+  x.startAt.assign(nc, -1);
+  x.endAt.assign(nc, -1);
+  x.laneBefore.assign(nc, 0);
+  x.lastIssuer.assign(nc, 0);
+  x.lanePrevious.assign(nc, static_cast<size_t>(-1));
+  x.stepBegin.assign(nr, {});
+  x.timeline.assign(nr, {});
+  x.computeBegin.assign(nr, std::vector<int64_t>(ops.size(), 0));
+  std::vector<size_t> laneNext(lanes.size(), 0);
+  std::vector<int64_t> laneFree(lanes.size(), 0);
+  for (;;) {
+    bool progress = false;
+    for (size_t r = 0; r < nr; ++r) {
+      while (pc[r] < ops.size()) {
+        const ProgramOp& op = ops[pc[r]];
+        if (op.type == ProgramOp::Type::kCompute) {
+          const int64_t d = std::max<int64_t>(0, dur[r][pc[r]]);
+          x.computeBegin[r][pc[r]] = x.t[r];
+          if (d > 0) x.timeline[r].push_back({op.kind, op.owner, x.t[r], x.t[r] + d, false});
+          x.t[r] += d;
+        } else if (op.type == ProgramOp::Type::kIssue) {
+          x.issued[op.collective][r] = x.t[r];
+        } else if (op.type == ProgramOp::Type::kWait) {
+          const int64_t end = x.endAt[op.collective];
+          if (end < 0) break;
+          if (end > x.t[r]) {
+            x.timeline[r].push_back(
+                {op.kind, p.collectives[op.collective].owner, x.t[r], end, true});
+            x.t[r] = end;
+          }
+        } else {
+          x.stepBegin[r].push_back(x.t[r]);
+        }
+        ++pc[r];
+        progress = true;
+      }
+    }
+    for (size_t lane = 0; lane < lanes.size(); ++lane) {
+      const std::vector<size_t>& list = lanes[lane];
+      size_t& next = laneNext[lane];
+      while (next < list.size()) {
+        const size_t c = list[next];
+        int64_t arrive = -1;
+        for (size_t r = 0; r < nr; ++r) {
+          if (x.issued[c][r] < 0) {
+            arrive = -1;
+            break;
+          }
+          if (x.issued[c][r] >= arrive) {
+            arrive = x.issued[c][r];
+            x.lastIssuer[c] = r;
+          }
+        }
+        if (arrive < 0) break;
+        x.laneBefore[c] = laneFree[lane];
+        if (next > 0) x.lanePrevious[c] = list[next - 1];
+        x.startAt[c] = std::max(arrive, laneFree[lane]);
+        x.endAt[c] = x.startAt[c] + p.collectives[c].ns;
+        laneFree[lane] = x.endAt[c];
+        ++next;
+        progress = true;
+      }
+    }
+    bool done = true;
+    for (size_t r = 0; r < nr; ++r) done = done && pc[r] == ops.size();
+    if (done) break;
+    if (!progress) throw std::logic_error("replay: the schedule deadlocked (a bug)");
+  }
+  return x;
+}
+
+// The critical path of [origin, until) on rank `slow`, walked back from its end: a rank's
+// compute goes back to what ran before it on that rank; a wait, to its collective, which began
+// either when its lane's previous collective ended (that one is next on the path) or when its
+// last rank issued it (that rank's work up to the issue is). Compute of one kind for no bucket
+// or unit, back to back on one rank, is one stretch; a collective is on the rank that issued
+// it last.
+std::vector<PathSegment> criticalPath(const Program& p, const Run& run,
+                                      const std::vector<int32_t>& ranks, size_t slow,
+                                      int64_t origin, int64_t until) {
+  std::vector<PathSegment> path;  // backwards
+  auto add = [&](Kind kind, size_t r, int64_t owner, int64_t begin, int64_t end, bool compute) {
+    begin = std::max(begin, origin);
+    if (end <= begin) return;
+    PathSegment seg{kind, ranks[r], owner, begin - origin, end - origin};
+    if (compute && owner < 0 && !path.empty() && path.back().kind == kind &&
+        path.back().bucket < 0 && path.back().rank == seg.rank &&
+        path.back().beginNs == seg.endNs) {
+      path.back().beginNs = seg.beginNs;
+    } else {
+      path.push_back(seg);
+    }
+  };
+  size_t r = slow;
+  int64_t t = until;
+  // Each step moves t back or goes from a collective to an earlier one; bounded all the same.
+  for (size_t guard = 0; t > origin && guard < 4 * (p.ops.size() + p.collectives.size()) + 8;
+       ++guard) {
+    const std::vector<Interval>& line = run.timeline[r];
+    // The rank's interval that ends at t (its time is contiguous: compute and waits).
+    auto it = std::upper_bound(line.begin(), line.end(), t,
+                               [](int64_t at, const Interval& i) { return at <= i.begin; });
+    if (it == line.begin()) break;
+    --it;
+    if (!it->wait) {
+      add(it->kind, r, it->owner, it->begin, std::min(t, it->end), true);
+      t = it->begin;
+      continue;
+    }
+    // A wait: its collective (the one of this owner and kind that ended there).
+    size_t c = p.collectives.size();
+    for (size_t k = 0; k < p.collectives.size(); ++k) {
+      if (run.endAt[k] == it->end && p.collectives[k].owner == it->owner &&
+          p.collectives[k].kind == it->kind) {
+        c = k;
+        break;
+      }
+    }
+    if (c == p.collectives.size()) {  // not found (cannot happen): the wait stands for it
+      add(it->kind, r, it->owner, it->begin, std::min(t, it->end), false);
+      t = it->begin;
+      continue;
+    }
+    // Back along the lane while each collective waited for the one before it.
+    for (;;) {
+      const int64_t arrive = run.issued[c][run.lastIssuer[c]];
+      add(p.collectives[c].kind, run.lastIssuer[c], p.collectives[c].owner, run.startAt[c],
+          run.endAt[c], false);
+      const size_t before = run.lanePrevious[c];
+      if (before < p.collectives.size() && run.laneBefore[c] > arrive && run.startAt[c] > origin) {
+        c = before;
+        continue;
+      }
+      r = run.lastIssuer[c];
+      t = std::min(run.startAt[c], arrive);
+      break;
+    }
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace
+
+ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
+  const size_t nr = times.ranks.size(), steps = p.steps;
+  if (nr == 0 || steps == 0 || times.durations.size() != nr) {
+    throw std::invalid_argument("replay: no ranks or no steps to run");
+  }
+  const std::vector<ProgramOp>& ops = p.ops;
+  const size_t nc = p.collectives.size();
+  // Each compute op's duration and recorded overlap on each rank.
+  std::vector<std::vector<int64_t>> dur(nr, std::vector<int64_t>(ops.size(), 0));
+  std::vector<std::vector<int64_t>> recordedOverlap = dur;
+  for (size_t r = 0; r < nr; ++r) {
+    if (times.durations[r].size() < steps) {
+      throw std::invalid_argument("replay: a rank's durations do not cover every step");
+    }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const ProgramOp& op = ops[i];
+      if (op.type != ProgramOp::Type::kCompute) continue;
+      const std::vector<int64_t>& d = times.durations[r][op.step];
+      dur[r][i] = op.slot < d.size() ? d[op.slot] : 0;
+      if (r < times.overlaps.size() && op.step < times.overlaps[r].size() &&
+          op.slot < times.overlaps[r][op.step].size()) {
+        recordedOverlap[r][i] = times.overlaps[r][op.step][op.slot];
+      }
+    }
+  }
+  size_t laneCount = 0;
+  for (const ProgramCollective& c : p.collectives) laneCount = std::max(laneCount, c.lane + 1);
+  std::vector<std::vector<size_t>> lanes(laneCount);
+  for (size_t c = 0; c < nc; ++c) lanes[p.collectives[c].lane].push_back(c);
+
+  // Contention: take the recorded overlap's share out, add the run's own (program.h). `eff`:
+  // the durations the last run used.
+  const double kappa = times.contention;
+  std::vector<std::vector<int64_t>> eff = dur;
+  Run run = simulate(p, eff, lanes, nr);
+  for (int pass = 0; kappa > 0 && pass < 2; ++pass) {
+    std::vector<std::vector<int64_t>> next = eff;
+    for (size_t r = 0; r < nr; ++r) {
+      // This rank's collectives in flight: from when its lane could run them to their end.
+      std::vector<std::pair<int64_t, int64_t>> flight;
+      for (size_t c = 0; c < nc; ++c) {
+        flight.emplace_back(std::max(run.issued[c][r], run.laneBefore[c]), run.endAt[c]);
+      }
+      const auto merged = mergeIntervals(std::move(flight));
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (ops[i].type != ProgramOp::Type::kCompute) continue;
+        const int64_t base =
+            dur[r][i] - static_cast<int64_t>(kappa * static_cast<double>(recordedOverlap[r][i]));
+        // The op's span in the last run, and its overlap with the flights: d = c + kappa * o
+        // (with kappa < 1 the runs settle: each moves a compute by at most kappa times its
+        // overlap's change).
+        const int64_t begin = run.computeBegin[r][i];
+        const int64_t over = coveredNs(merged, begin, begin + std::max<int64_t>(0, eff[r][i]));
+        next[r][i] = std::max<int64_t>(0, base) +
+                     static_cast<int64_t>(kappa * static_cast<double>(over) + 0.5);
+      }
+    }
+    eff.swap(next);
+    run = simulate(p, eff, lanes, nr);
+  }
+  for (size_t r = 0; r < nr; ++r) run.stepBegin[r].push_back(run.t[r]);  // a next step's begin
+
+  // The step time: per step the slowest rank's period; the median over the steps after the
+  // first.
+  auto period = [&](size_t r, size_t k) { return run.stepBegin[r][k + 1] - run.stepBegin[r][k]; };
+  auto slowestPeriod = [&](size_t k) {
+    int64_t slowest = 0;
+    for (size_t r = 0; r < nr; ++r) slowest = std::max(slowest, period(r, k));
+    return slowest;
+  };
+  ProgramRun out;
+  std::vector<int64_t> periods;
+  for (size_t k = steps > 1 ? 1 : 0; k < steps; ++k) periods.push_back(slowestPeriod(k));
+  out.stepNs = medianNs(periods);
+  std::sort(periods.begin(), periods.end());
+  out.stepLowNs = analysis::percentile(periods, 25);
+  out.stepHighNs = analysis::percentile(periods, 75);
+  // The typical step (the one at the median) and its slowest rank: the longest period; of
+  // equal ones the last to start, then the one that waited least (the others waited for it).
+  out.typical = steps > 1 ? 1 : 0;
+  for (size_t k = out.typical; k < steps; ++k) {
+    if (slowestPeriod(k) == out.stepNs) {
+      out.typical = k;
+      break;
+    }
+  }
+  const size_t typical = out.typical;
+  auto waited = [&](size_t r) {
+    int64_t w = 0;
+    for (const Interval& i : run.timeline[r]) {
+      if (i.wait && i.begin >= run.stepBegin[r][typical] &&
+          i.begin < run.stepBegin[r][typical + 1]) {
+        w += i.end - i.begin;
+      }
+    }
+    return w;
+  };
+  auto key = [&](size_t x) {
+    return std::make_tuple(period(x, typical), run.stepBegin[x][typical], -waited(x));
+  };
+  size_t slow = 0;
+  for (size_t r = 1; r < nr; ++r) {
+    if (key(r) > key(slow)) slow = r;
+  }
+  const int64_t origin = run.stepBegin[slow][typical], until = run.stepBegin[slow][typical + 1];
+  out.slowestRank = times.ranks[slow];
+  for (const Interval& i : run.timeline[slow]) {
+    if (i.wait && i.begin >= origin && i.begin < until) out.exposedCommNs += i.end - i.begin;
+  }
+  out.criticalPath = criticalPath(p, run, times.ranks, slow, origin, until);
+  out.issuedNs.assign(nc, 0);
+  out.startNs.assign(nc, 0);
+  out.endNs.assign(nc, 0);
+  for (size_t c = 0; c < nc; ++c) {
+    int64_t last = 0;
+    for (size_t r = 0; r < nr; ++r) last = std::max(last, run.issued[c][r]);
+    out.issuedNs[c] = last - origin;
+    out.startNs[c] = run.startAt[c] - origin;
+    out.endNs[c] = run.endAt[c] - origin;
+  }
+  return out;
+}
+
+}  // namespace ringx::replay

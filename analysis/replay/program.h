@@ -1,0 +1,118 @@
+// One replay program for every engine: a training step as each rank's operations (compute,
+// issue a collective, wait for one), run over recorded durations on every rank at once.
+//
+// An engine's replay (ddp_replay.h, fsdp_replay.h) writes its schedule as a Program: the same
+// operations on every rank, in the engine's order, for each step to replay; the durations are
+// per rank and per step (ProgramTimes), the recorded steps one after the other, so that the
+// ranks' step-to-step jitter meets at the collectives as it did (medians would hide a wait for
+// whichever rank was late that step). A rank runs until it waits for a collective whose end is
+// not yet known; a collective runs on its lane (a process group: one at a time, in issue
+// order) from when every rank has issued it and the lane's previous collective is done, for
+// its `ns` (recorded or modelled by the engine's replay).
+//
+// Shared cores: where compute and the communication threads share too few cores, compute that
+// runs beside a collective in flight on its rank is slower. The recorded durations hold the
+// recording's own share of it; the program takes that out (the recorded overlap times the
+// contention constant) and adds back its own, for the new schedule, found by running the
+// program again with the previous run's overlaps (three runs: the schedule moves little after
+// the second; with a constant below 1 the runs settle). The constant is fitted from the
+// recording (fitContention): within one stretch of compute across steps, the extra time per ns
+// of overlap.
+//
+// The step time is the recording's definition: per step, the slowest rank's begin to its next
+// begin, the median over the steps after the first (which every rank begins at 0).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "analysis/replay/step.h"
+
+namespace ringx::replay {
+
+struct ProgramCollective {
+  PathSegment::Kind kind = PathSegment::Kind::kAllreduce;
+  int64_t bytes = 0;
+  size_t lane = 0;
+  int64_t owner = -1;  // the DDP bucket or FSDP unit it belongs to
+  size_t step = 0;
+  int64_t ns = 0;           // its duration: the engine's replay sets it before running
+  bool prefetched = false;  // a gather issued ahead of need
+};
+
+struct ProgramOp {
+  enum class Type { kCompute, kIssue, kWait, kStepBegin };
+  Type type = Type::kCompute;
+  PathSegment::Kind kind = PathSegment::Kind::kForward;
+  size_t slot = 0;        // compute: the duration's index in ProgramTimes
+  size_t collective = 0;  // issue, wait
+  size_t step = 0;        // compute: whose durations
+  int64_t owner = -1;     // compute: the bucket or unit it serves (a copy back), else -1
+};
+
+class Program {
+ public:
+  std::vector<ProgramOp> ops;
+  std::vector<ProgramCollective> collectives;
+  size_t steps = 0;
+
+  void beginStep();  // the next step starts here (its index: steps - 1)
+  void compute(PathSegment::Kind kind, size_t slot, int64_t owner = -1);
+  size_t issue(PathSegment::Kind kind, int64_t bytes, size_t lane, int64_t owner,
+               bool prefetched = false);
+  void wait(size_t collective);
+};
+
+// Durations per rank, step and slot; the recorded overlap of each with the rank's collectives
+// in flight (the same shape, or empty where none was recorded: no contention taken out).
+struct ProgramTimes {
+  std::vector<int32_t> ranks;  // the rank ids, in the order of the tables
+  std::vector<std::vector<std::vector<int64_t>>> durations;  // [rank][step][slot]
+  std::vector<std::vector<std::vector<int64_t>>> overlaps;   // [rank][step][slot]
+  double contention = 0;  // ns of compute added per ns of overlap, in [0, 1)
+};
+
+struct ProgramRun {
+  int64_t stepNs = 0;
+  // The spread of the replayed steps (each recorded step replayed with its own durations):
+  // the 25th and 75th percentiles of the slowest rank's periods, as stepNs is their median.
+  int64_t stepLowNs = 0, stepHighNs = 0;
+  size_t typical = 0;  // the replayed step at the median
+  int32_t slowestRank = 0;
+  // The critical path of the slowest rank's typical step, in time order from its start: walked
+  // back from its end, through compute on a rank and through the collectives it waited for,
+  // each to whatever made it start (the lane's previous collective, or its last issuer's work
+  // before the issue); a collective's rank is the one that issued it last. It tiles the step.
+  std::vector<PathSegment> criticalPath;
+  int64_t exposedCommNs = 0;  // the slowest rank's waits in that step
+  // Per collective, from the slowest rank's start of the typical step: when the last rank
+  // issued it, when it ran.
+  std::vector<int64_t> issuedNs, startNs, endNs;
+};
+
+// Throws std::logic_error if the program deadlocks (a wait before its issue: a bug), and
+// std::invalid_argument if the times do not fit the program.
+ProgramRun runProgram(const Program& program, const ProgramTimes& times);
+
+// The contention constant: the slope of a stretch of compute on its overlap with collectives in
+// flight, within each stretch (keyed by the caller: rank, direction, index) across steps,
+// pooled: compute that ran beside more communication took longer by this much per ns of it.
+// Samples covered for 90% or more of their duration are left out (their overlap follows their
+// own duration). Clamped to [0, 0.95]: the replay, which stretches compute by it, settles only
+// below 1.
+using ContentionSamples =
+    std::map<std::tuple<size_t, int, size_t>, std::vector<std::pair<int64_t, int64_t>>>;
+double fitContention(const ContentionSamples& samples);
+
+// Intervals as (begin, end): sorted and merged into disjoint ones; the time of [begin, end)
+// they cover.
+std::vector<std::pair<int64_t, int64_t>> mergeIntervals(
+    std::vector<std::pair<int64_t, int64_t>> intervals);
+int64_t coveredNs(const std::vector<std::pair<int64_t, int64_t>>& merged, int64_t begin,
+                  int64_t end);
+
+}  // namespace ringx::replay
