@@ -81,7 +81,14 @@ std::string share(int64_t part, int64_t whole) {
 
 void stragglerFinding(const Summary& s, std::vector<Finding>* out) {
   const SkewStats& k = s.skew;
-  if (k.mostOftenLast < 0 || k.matched < 8 || 2 * k.mostOftenLastCount <= k.matched) return;
+  // Chance makes some rank last 1/n of the time: the rank must be last at more than halfway
+  // from chance to always (3/4 of the collectives at 2 ranks, 2/3 at 3, over 1/2 at many).
+  const double n = std::max<double>(2, static_cast<double>(s.worldSize));
+  const double bar = std::max(0.5, (1 / n + 1) / 2);
+  if (k.mostOftenLast < 0 || k.matched < 8 ||
+      static_cast<double>(k.mostOftenLastCount) <= bar * static_cast<double>(k.matched)) {
+    return;
+  }
   const RankStats* late = nullptr;
   int64_t othersLateness = 0;
   size_t others = 0;
@@ -138,8 +145,9 @@ void exposedFinding(const Advice& a, const Summary& s, int64_t step, std::vector
                formatDuration(best->predictedStepNs) + " (" + percent(best->changeShare) + ")";
   } else if (ddp) {
     f.change =
-        "no bucket plan is predicted to hide it: the allreduce itself is the cost (a faster "
-        "wire, fp16/bf16 gradient compression with a comm hook, or fewer ranks per ring)";
+        "no bucket plan is predicted to gain beyond the recorded steps' spread: the allreduce "
+        "itself is the cost (a faster wire, fp16/bf16 gradient compression with a comm hook, or "
+        "fewer ranks per ring)";
   } else {
     f.change =
         "prefetch the gathers (forward and backward prefetch) or make fewer, larger "

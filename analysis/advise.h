@@ -49,10 +49,10 @@ struct Advice {
   std::vector<Finding> findings;       // in the order above
 };
 
-// Findings are thresholded: a straggler is last at more than half of at least 8 matched
-// collectives; exposed communication is at least 10% of the step; a never-prefetched unit
-// made compute wait at least 5% of the step in total per step; a bucket's mean launch delay is
-// at least 5% of the step.
+// Findings are thresholded: a straggler is last at more of at least 8 matched collectives than
+// halfway from chance (1/n) to all of them; exposed communication is at least 10% of the step; a
+// never-prefetched unit made compute wait at least 5% of the step in total per step; a bucket's
+// mean launch delay is at least 5% of the step.
 Advice advise(const model::TraceStore& store, const Summary& summary);
 
 std::string formatAdvice(const Advice& advice, const std::string& source);
