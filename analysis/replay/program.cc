@@ -85,6 +85,7 @@ struct Interval {
   Kind kind;
   int64_t owner, begin, end;
   bool wait;
+  size_t collective;  // a wait's
 };
 
 // One run of the program: every rank's clock, and each collective's times.
@@ -125,7 +126,7 @@ Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
         if (op.type == ProgramOp::Type::kCompute) {
           const int64_t d = std::max<int64_t>(0, dur[r][pc[r]]);
           x.computeBegin[r][pc[r]] = x.t[r];
-          if (d > 0) x.timeline[r].push_back({op.kind, op.owner, x.t[r], x.t[r] + d, false});
+          if (d > 0) x.timeline[r].push_back({op.kind, op.owner, x.t[r], x.t[r] + d, false, 0});
           x.t[r] += d;
         } else if (op.type == ProgramOp::Type::kIssue) {
           x.issued[op.collective][r] = x.t[r];
@@ -134,7 +135,7 @@ Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
           if (end < 0) break;
           if (end > x.t[r]) {
             x.timeline[r].push_back(
-                {op.kind, p.collectives[op.collective].owner, x.t[r], end, true});
+                {op.kind, p.collectives[op.collective].owner, x.t[r], end, true, op.collective});
             x.t[r] = end;
           }
         } else {
@@ -216,20 +217,7 @@ std::vector<PathSegment> criticalPath(const Program& p, const Run& run,
       t = it->begin;
       continue;
     }
-    // A wait: its collective (the one of this owner and kind that ended there).
-    size_t c = p.collectives.size();
-    for (size_t k = 0; k < p.collectives.size(); ++k) {
-      if (run.endAt[k] == it->end && p.collectives[k].owner == it->owner &&
-          p.collectives[k].kind == it->kind) {
-        c = k;
-        break;
-      }
-    }
-    if (c == p.collectives.size()) {  // not found (cannot happen): the wait stands for it
-      add(it->kind, r, it->owner, it->begin, std::min(t, it->end), false);
-      t = it->begin;
-      continue;
-    }
+    size_t c = it->collective;  // a wait: its collective
     // Back along the lane while each collective waited for the one before it.
     for (;;) {
       const int64_t arrive = run.issued[c][run.lastIssuer[c]];
