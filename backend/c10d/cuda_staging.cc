@@ -169,8 +169,8 @@ class CudaCollectivesImpl : public CudaCollectives {
  public:
   explicit CudaCollectivesImpl(int rank) : rank_(rank) {}
 
-  c10::intrusive_ptr<::c10d::Work> run(HostStaging& staging, ::c10d::OpType type,
-                                       const char* title, std::vector<at::Tensor> outputs,
+  c10::intrusive_ptr<::c10d::Work> run(HostStaging& staging, ::c10d::OpType type, const char* title,
+                                       std::vector<at::Tensor> outputs,
                                        std::chrono::milliseconds timeout,
                                        const CpuCall& cpuCall) override {
     TORCH_CHECK(!staging.pairs().empty(), "ringx: ", title, ": no CUDA tensor to stage");
@@ -189,8 +189,7 @@ class CudaCollectivesImpl : public CudaCollectives {
     auto caller =
         cuda::CudaStream::borrow(c10::cuda::getCurrentCUDAStream(device).stream(), device);
     auto future = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::ofTensors(),
-        std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
+        c10::ListType::ofTensors(), std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
     // Held until the device is done with the stand-ins (the completions thread lets go).
     auto pairs = std::make_shared<std::vector<HostStaging::Pair>>(staging.pairs());
     c10::cuda::CUDAStreamGuard onComm(commStream);
@@ -272,6 +271,11 @@ class CudaCollectivesImpl : public CudaCollectives {
     return ring_ && device == ringDevice_ ? ring_.get() : nullptr;
   }
 
+  void leaveRing(Store& store, std::chrono::milliseconds timeout) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ring_) ring_->leave(store, Clock::now() + timeout);
+  }
+
   std::pair<std::string, std::string> ringTransport() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (ring_) return {"cuda-ipc", ""};
@@ -318,12 +322,10 @@ class CudaCollectivesImpl : public CudaCollectives {
     }
     auto end = comm->record();
     auto future = c10::make_intrusive<c10::ivalue::Future>(
-        c10::ListType::ofTensors(),
-        std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
+        c10::ListType::ofTensors(), std::vector<c10::Device>{c10::Device(c10::kCUDA, device)});
     device_ring::DeviceRing* watched = &ring;
     // The watch reads the ring's status words only (no CUDA call: device_stream.h).
-    auto watch =
-        enqueueWatch([=] { return watched->finish(sequence, Clock::now() + timeout); });
+    auto watch = enqueueWatch([=] { return watched->finish(sequence, Clock::now() + timeout); });
     // The future completes on the completions thread (completing a CUDA future calls CUDA),
     // once the watch has ended and the stream has run what follows the kernel.
     WorkQueue* completions = &completions_;

@@ -129,6 +129,9 @@ class CudaCollectives {
                                                      std::vector<at::Tensor> outputs,
                                                      std::chrono::milliseconds timeout,
                                                      const EnqueueWatch& enqueueWatch) = 0;
+  // Leaves the device ring in step with the peers (DeviceRing::leave), waiting for them at
+  // most `timeout`; nothing when there is none.
+  virtual void leaveRing(Store& store, std::chrono::milliseconds timeout) = 0;
   // The device ring's transport ("cuda-ipc"), or "" and why there is none (yet).
   virtual std::pair<std::string, std::string> ringTransport() = 0;
 };

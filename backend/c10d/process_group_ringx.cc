@@ -53,15 +53,21 @@ ProcessGroupRingx::GilRelease gilRelease;
 
 void ProcessGroupRingx::setGilRelease(GilRelease gil) { gilRelease = gil; }
 
-ProcessGroupRingx::~ProcessGroupRingx() { close(); }
+ProcessGroupRingx::~ProcessGroupRingx() { close(/*inStep=*/true); }
 
-void ProcessGroupRingx::close() {
+void ProcessGroupRingx::close(bool inStep) {
   if (closed_.exchange(true)) return;
   // Python drops the last reference (or calls shutdown) with the GIL held. Our threads may
   // be releasing tensors that Python owns, which needs the GIL: joining them while holding
   // it would deadlock, so let go of it while they finish.
   void* released = gilRelease.release ? gilRelease.release() : nullptr;
   queue_.reset();  // finish what was issued while the group still exists
+  if (inStep && cuda_) {
+    // A peer may still be reading this rank's last slots of the device ring: its region must
+    // outlive that (bounded: a peer that never shuts down is not waited for long).
+    cuda_->leaveRing(group_->store(),
+                     std::min(group_->timeout(), std::chrono::milliseconds(30000)));
+  }
   group_.reset();
   if (released) gilRelease.restore(released);
 }
@@ -72,7 +78,7 @@ void ProcessGroupRingx::checkOpen(const char* collective) const {
               "new group");
 }
 
-void ProcessGroupRingx::shutdown() { close(); }
+void ProcessGroupRingx::shutdown() { close(/*inStep=*/true); }
 
 void ProcessGroupRingx::abort() {
   if (closed_.load()) return;
@@ -80,7 +86,7 @@ void ProcessGroupRingx::abort() {
   // joining the communication thread does not wait out a timeout.
   group_->abort("the process group was aborted on rank " + std::to_string(rank_) +
                 " (ProcessGroup.abort or destroy_process_group after an error)");
-  close();
+  close(/*inStep=*/false);
 }
 
 // ---- coalescing, splitting, options -------------------------------------------------------------

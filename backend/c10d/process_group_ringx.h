@@ -199,7 +199,8 @@ class ProcessGroupRingx : public BackendBase {
   // Raises if the group was shut down or aborted; what every call checks first.
   void checkOpen(const char* collective) const;
   // Joins the communication thread after the work queued so far, then closes the group.
-  void close();
+  // `inStep`: leave the device ring with the peers (not after an abort: they may be gone).
+  void close(bool inStep);
   // Remembers `work` for endCoalescing when a coalescing block is open.
   void noteIssued(const c10::intrusive_ptr<RingxWork>& work);
   // An output/input pair of an all-gather (outputIsWhole) or a reduce-scatter: same dtype,

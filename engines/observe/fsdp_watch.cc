@@ -268,6 +268,7 @@ void FsdpWatch::collectiveFinished(uint64_t token, int64_t ns) {
   if (it == collectives_.end()) return;
   Collective c = std::move(it->second);
   collectives_.erase(it);
+  if (collectives_.empty()) settled_.notify_all();
   const WireTimes wire = c.wire ? c.wire() : WireTimes{};
   UnitState* unit = unitLocked(c.unit);
   if (c.gather) {
@@ -291,6 +292,11 @@ void FsdpWatch::collectiveFinished(uint64_t token, int64_t ns) {
     hold(unit->holdsShardedGrads, true, memory_.gradBytes, unit->unit.shardedGradBytes);
     sampleMemoryLocked();
   }
+}
+
+bool FsdpWatch::awaitCollectives(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return settled_.wait_until(lock, deadline, [&] { return collectives_.empty(); });
 }
 
 int64_t FsdpWatch::iterations() const {

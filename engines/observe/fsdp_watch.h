@@ -23,6 +23,8 @@
 // reduction until the optimizer's zero_grad.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -95,6 +97,10 @@ class FsdpWatch {
   uint64_t collectiveIssued(FsdpScope scope, const std::string& unit, int64_t ns);
   void collectiveFinished(uint64_t token, int64_t ns);
   void attachWire(uint64_t token, WireReader reader);
+  // Waits until every collective issued so far has finished (recorded), or `deadline`; whether
+  // they all did. On a GPU, FSDP2's last reduce-scatters finish after the step's Python
+  // returns: tracing stops only once they are recorded.
+  bool awaitCollectives(std::chrono::steady_clock::time_point deadline);
 
   int64_t iterations() const;  // iterations begun
   fsdp::MemoryCounters memory() const;
@@ -124,6 +130,7 @@ class FsdpWatch {
   void recordConfigLocked(int64_t ns);  // the schedule as iteration step_ begins at ns
 
   mutable std::mutex mutex_;
+  std::condition_variable settled_;  // collectives_ became empty
   std::map<std::string, UnitState> units_;
   FsdpSchedule schedule_;
   bool haveUnits_ = false;

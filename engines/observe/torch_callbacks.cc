@@ -274,6 +274,11 @@ bool installed() { return isInstalled.load(); }
 
 std::shared_ptr<FsdpWatch> fsdpWatch() { return currentFsdp(); }
 
+void settleWatches(std::chrono::milliseconds limit) {
+  // DDP's are waited for by the Reducer's finalize before its iteration is recorded.
+  if (auto watch = currentFsdp()) watch->awaitCollectives(std::chrono::steady_clock::now() + limit);
+}
+
 void watchBackwardOf(std::shared_ptr<DdpWatch> watch) {
   std::lock_guard<std::mutex> lock(mutex);
   if (handle == 0) return;  // not tracing

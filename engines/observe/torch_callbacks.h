@@ -7,6 +7,7 @@
 // scope or node it does not record costs a name check.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "engines/observe/ddp_watch.h"
@@ -24,6 +25,11 @@ bool installed();
 // The DDP watch whose backward comes next (the Python wrapper calls it after a forward that
 // syncs gradients); the callbacks feed it until its iteration is recorded.
 void watchBackwardOf(std::shared_ptr<DdpWatch> watch);
+
+// Waits (at most `limit`) until the collectives the watches saw issued have finished and are
+// recorded: what stopping a recording does first, since on a GPU they finish after the Python
+// that issued them returned.
+void settleWatches(std::chrono::milliseconds limit);
 
 // The FSDP2 watch of this recording (nullptr when not tracing): FSDP2's scopes feed it; Python
 // gives it the units' sizes once the root's lazy init has made them.

@@ -114,6 +114,7 @@ void registerTraceBindings(py::module& parent) {
   m.def(
       "stop",
       [] {
+        observe::settleWatches(std::chrono::seconds(10));
         TraceSession::stop();
         Recorder::instance().stop();
       },

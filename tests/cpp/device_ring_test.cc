@@ -182,6 +182,41 @@ TEST(DeviceRing, StuckPeerIsATimeoutNamingIt) {
   EXPECT_EQ(errors[1], "");
 }
 
+// leave() is collective: rank 0 leaves at once and returns only once rank 1, which leaves
+// after a pause, has left too (its last slots may still be read until then); a rank that left
+// refuses collectives; and a peer that died is not waited for.
+TEST(DeviceRing, LeaveWaitsForEveryLivePeerAndRefusesLaterCollectives) {
+  const int n = 3;
+  auto errors = ringx::testing::runProcesses(n, [&](int rank, std::shared_ptr<Store> store) {
+    auto ring = makeRing(*store, rank, n, smallGeometry());
+    std::vector<int32_t> data(5000, rank);
+    ring->allreduce(data.data(), data.data(), data.size(), DataType::kInt32, ReduceOp::kSum,
+                    soon());
+    if (rank == 2) ::_exit(0);  // dies between collectives: no one waits for it
+    if (rank == 1) {
+      store->get("rank 0 is leaving", std::chrono::seconds(120));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      store->setString("rank 1 is leaving", "1");
+    } else {
+      store->setString("rank 0 is leaving", "1");
+    }
+    ring->leave(*store, soon());
+    if (rank == 0) {
+      RINGX_CHECK(store->check("rank 1 is leaving"), "rank 0 left before rank 1 did");
+    }
+    try {
+      ring->allreduce(data.data(), data.data(), data.size(), DataType::kInt32, ReduceOp::kSum,
+                      soon());
+    } catch (const PeerError& e) {
+      RINGX_CHECK(std::string(e.what()).find("left the ring") != std::string::npos,
+                  "the refusal: ", e.what());
+      return;
+    }
+    RINGX_THROW(Error, "a collective ran after leave()");
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
 TEST(DeviceRing, RanksWithOtherGeometriesAreRefused) {
   auto errors = ringx::testing::runProcesses(2, [&](int rank, std::shared_ptr<Store> store) {
     Geometry g = smallGeometry();

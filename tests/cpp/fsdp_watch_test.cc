@@ -2,6 +2,9 @@
 // counters (engines/observe/fsdp_watch.h), driven as torch_callbacks.cc would drive it.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "engines/observe/fsdp_watch.h"
 
 namespace ringx::observe {
@@ -66,6 +69,25 @@ TEST(FsdpWatch, CountsWhatEachUnitHolds) {
 
 namespace ringx::observe {
 namespace {
+
+// A reduce-scatter still on the GPU when the step's Python returned: awaitCollectives waits
+// for its finish (on another thread), and it is recorded by then.
+TEST(FsdpWatch, AwaitCollectivesWaitsForOnesStillRunning) {
+  FsdpWatch w;
+  w.setUnits({{"1", 100, 400, 800, 200, true, 0}}, FsdpSchedule{});
+  EXPECT_TRUE(w.awaitCollectives(std::chrono::steady_clock::now()));  // none issued
+  w.scopeBegin(FsdpScope::kPostBackwardAccumulate, "1", 60, false);
+  w.scopeBegin(FsdpScope::kPostBackwardReduce, "1", 70, false);
+  const uint64_t reduce = w.collectiveIssued(FsdpScope::kPostBackwardReduce, "1", 71);
+  EXPECT_FALSE(w.awaitCollectives(std::chrono::steady_clock::now()));
+  std::thread device([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    w.collectiveFinished(reduce, 80);
+  });
+  EXPECT_TRUE(w.awaitCollectives(std::chrono::steady_clock::now() + std::chrono::minutes(1)));
+  EXPECT_EQ(w.memory().gradBytes, 200);  // recorded: the sharded gradients stay
+  device.join();
+}
 
 TEST(FsdpWatch, ReshardingToASmallerGroupKeepsItsShardUntilTheNextGather) {
   FsdpWatch w;

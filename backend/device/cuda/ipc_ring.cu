@@ -289,6 +289,12 @@ class CudaIpcInstance : public IpcRingInstance {
             "the device ring's kernel");
     }
   }
+  void closePeerRegions() override {
+    DeviceGuard guard(device_);
+    join();
+    for (void* p : opened_) cudaIpcCloseMemHandle(p);
+    opened_.clear();
+  }
 
  private:
   int device_;

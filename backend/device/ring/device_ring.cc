@@ -49,7 +49,11 @@ bool processRuns(int64_t pid) {
 DeviceRing::DeviceRing(Store& store, const std::string& keyPrefix, int rank, int size,
                        std::unique_ptr<Instance> instance, const Geometry& geometry,
                        Deadline deadline)
-    : rank_(rank), size_(size), geometry_(geometry), instance_(std::move(instance)) {
+    : rank_(rank),
+      size_(size),
+      keyPrefix_(keyPrefix),
+      geometry_(geometry),
+      instance_(std::move(instance)) {
   RINGX_CHECK(size >= 1 && size <= kMaxRanks, "ringx: the device ring takes 1 to ", kMaxRanks,
               " ranks of one host, not ", size);
   RINGX_CHECK(geometry.channels >= 1 && geometry.channels <= kMaxChannels,
@@ -125,6 +129,35 @@ DeviceRing::~DeviceRing() {
     __atomic_store_n(&instance_->hostControl()->stop.value, 1 + rank_, __ATOMIC_RELEASE);
   }
   instance_->join();
+}
+
+void DeviceRing::leave(Store& store, Deadline deadline) {
+  while (finished_.load() < sequence_ && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!broken_.empty() || finished_.load() < sequence_) return;
+    broken_ = "this rank left the ring";
+  }
+  // Once every rank is past its last collective no kernel reads a region; once every rank
+  // has closed its mappings, each may free its own.
+  meetPeers(store, "finished", deadline);
+  instance_->closePeerRegions();
+  meetPeers(store, "closed", deadline);
+}
+
+void DeviceRing::meetPeers(Store& store, const std::string& phase, Deadline deadline) {
+  const std::string prefix = keyPrefix_ + "/leave/" + phase + "/";
+  store.setString(prefix + std::to_string(rank_), "");
+  for (int peer = 0; peer < size_; ++peer) {
+    auto pause = std::chrono::microseconds(100);
+    while (peer != rank_ && !store.check(prefix + std::to_string(peer)) &&
+           processRuns(pids_[peer]) && Clock::now() < deadline) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(20000));
+    }
+  }
 }
 
 uint64_t DeviceRing::start(RingOp op, const void* input, void* output, uint64_t count,

@@ -62,6 +62,10 @@ class Instance {
   virtual int64_t hostNs(uint64_t clock) = 0;
   // Waits until every launched job's kernels have returned (after a stop, they return soon).
   virtual void join() = 0;
+  // Lets go of every peer's region (no kernel of this rank reads them any more). CUDA IPC
+  // needs it before the peers free theirs: an exporter's free before an importer's close is
+  // undefined. Shared host memory needs nothing.
+  virtual void closePeerRegions() {}
 };
 
 // Whether process `pid` of this host still runs (a zombie does not).
@@ -114,11 +118,24 @@ class DeviceRing {
                  ReduceOp reduceOp, const std::string& what);
   DeviceSpan finish(uint64_t sequence, Deadline deadline);
 
+  // Leaves the ring for good, collectively: returns once every rank that still runs has
+  // finished its collectives and let go of the others' regions, so that freeing this rank's
+  // (the destructor, or the process's exit) pulls no memory from under a peer still reading
+  // its last slots. A peer that died or does not come before `deadline` is not waited for. A
+  // broken ring, or one with collectives outstanding at the deadline, does not leave in step:
+  // its destructor stops the kernels. Later collectives are refused.
+  void leave(Store& store, Deadline deadline);
+
  private:
+  // Posts this rank's `phase` through the store and waits for every peer's (or its death, or
+  // the deadline).
+  void meetPeers(Store& store, const std::string& phase, Deadline deadline);
+
   [[noreturn]] void failWith(uint64_t sequence, int blamed, const std::string& detail);
   std::string describe(int blamed) const;
 
   const int rank_, size_;
+  const std::string keyPrefix_;
   const Geometry geometry_;
   std::unique_ptr<Instance> instance_;
   std::vector<char*> regions_;
