@@ -137,6 +137,29 @@ std::vector<replay::CostSample> calibrationOf(const model::TraceStore& store) {
   return out;
 }
 
+replay::HostCores hostCoresOf(const model::TraceStore& store) {
+  const StringPool& pool = store.strings();
+  const uint32_t name = pool.find("host"), cores = pool.find("cores"),
+                 threads = pool.find("compute_threads");
+  replay::HostCores out;
+  std::vector<std::string> hosts;
+  for (const RankData& rank : store.ranks()) {
+    if (std::find(hosts.begin(), hosts.end(), rank.host) == hosts.end()) hosts.push_back(rank.host);
+    for (const Track& track : rank.tracks) {
+      for (const Instant& i : track.instants) {
+        if (name == 0 || cores == 0 || i.name != name) continue;
+        const ArgRange a(rank, i.firstArg, i.argCount);
+        // The fewest cores any rank may use, the most threads any computes with.
+        const int64_t c = a.integer(cores, 0);
+        if (c > 0) out.cores = out.cores > 0 ? std::min(out.cores, c) : c;
+        out.threadsPerRank = std::max(out.threadsPerRank, a.integer(threads, 1));
+      }
+    }
+  }
+  out.hosts = std::max<int64_t>(1, static_cast<int64_t>(hosts.size()));
+  return out;
+}
+
 DdpModelSource ddpModelOf(const model::TraceStore& store) {
   std::vector<RankRecord> records;
   for (const RankData& rank : store.ranks()) {
@@ -190,6 +213,7 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
     }
   }
   rec.calibration = calibrationOf(store);
+  rec.host = hostCoresOf(store);
   DdpModelSource src;
   static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(rec);
   src.planStep = plan.step;
@@ -270,7 +294,8 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
          (r.source.calibrated ? " sizes of the job's calibration" : " buckets") +
          ", median error " + percent(r.source.wire.medianErrorShare).substr(1) + "); contention " +
          shortNumber(m.contention) + " ns of backward per ns beside an allreduce; " +
-         std::to_string(m.samples.size()) + " recorded steps replayed in turn\n";
+         std::to_string(m.samples.size()) + " recorded steps replayed in turn" +
+         hostCoresText(m.host) + "\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
          "); predictions below scale the recorded step by the replay's ratio; \"within noise\": "
@@ -331,7 +356,8 @@ void jsonReplay(std::string& out, const replay::DdpReplay& r) {
          ",\"buckets\":" + std::to_string(r.buckets.size()) +
          ",\"slowest_rank\":" + std::to_string(r.slowestRank) + ",\"bucket_bytes\":[";
   for (size_t i = 0; i < r.buckets.size(); ++i) {
-    out += (i ? "," : "") + std::to_string(r.buckets[i].bytes);
+    if (i > 0) out += ",";
+    out += std::to_string(r.buckets[i].bytes);
   }
   out += "],\"critical_path\":";
   appendPathJson(out, r.criticalPath);
@@ -357,7 +383,7 @@ std::string whatIfJson(const WhatIfReport& r) {
                     ",\"median_error\":" + shortNumber(r.source.wire.medianErrorShare) +
                     ",\"calibrated\":" + (r.source.calibrated ? "true" : "false") +
                     "},\"copy_ns_per_byte\":" + shortNumber(m.copyNsPerByte) +
-                    ",\"contention\":" + shortNumber(m.contention) +
+                    ",\"contention\":" + shortNumber(m.contention) + hostCoresJson(m.host) +
                     ",\"replayed_steps\":" + std::to_string(m.samples.size()) + ",\"baseline\":{";
   jsonReplay(out, r.baseline);
   out += "},";

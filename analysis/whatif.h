@@ -32,6 +32,10 @@ DdpModelSource ddpModelOf(const model::TraceStore& store);
 // The calibration a job recorded (ringx.trace.calibrate: "calibration" instants with op,
 // bytes, ns and group_size), the lowest rank's that has one; empty when none ran.
 std::vector<replay::CostSample> calibrationOf(const model::TraceStore& store);
+// The hosts' cores, from the "host" instant each rank records as it starts tracing (cores it
+// may run on, torch's compute threads), and how many hosts the ranks are on; cores 0 when no
+// rank recorded one.
+replay::HostCores hostCoresOf(const model::TraceStore& store);
 
 // What to ask. Empty lists ask the default set: bucket caps from a quarter of the recorded one
 // to four times it plus torch's 25 MB, gradient_as_bucket_view flipped, and the two bounds.

@@ -196,6 +196,7 @@ FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
   }
   FsdpModelSource src;
   rec.calibration = calibrationOf(store);
+  rec.host = hostCoresOf(store);
   static_cast<replay::FsdpFit&>(src) = replay::fitFsdpModel(rec);
   src.firstStep = since;
   return src;
@@ -322,12 +323,13 @@ std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& sourc
            ", forward_prefetch=" + (m.runtime.forwardPrefetch ? "True" : "False") +
            ", limit_all_gathers=" + (m.runtime.limitAllGathers ? "True" : "False") + "\n";
   }
-  out +=
-      "model from " + std::to_string(r.source.steps) + " steps from step " +
-      std::to_string(r.source.firstStep) + "; wire: all_gather " + m.gather.describe() +
-      ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " + m.allreduce.describe() +
-      (r.source.calibrated ? " (from the job's calibration where it timed the kind)" : "") +
-      "; contention " + shortNumber(m.contention) + " ns of compute per ns beside a collective\n";
+  out += "model from " + std::to_string(r.source.steps) + " steps from step " +
+         std::to_string(r.source.firstStep) + "; wire: all_gather " + m.gather.describe() +
+         ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " +
+         m.allreduce.describe() +
+         (r.source.calibrated ? " (from the job's calibration where it timed the kind)" : "") +
+         "; contention " + shortNumber(m.contention) + " ns of compute per ns beside a collective" +
+         hostCoresText(m.host) + "\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
          "); predictions below scale the recorded step by the replay's ratio; \"within noise\": "
@@ -411,7 +413,7 @@ std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
          ",\"recorded_step_ns\":" + std::to_string(r.source.recordedStepNs) +
          ",\"replayed_step_ns\":" + std::to_string(r.baseline.stepNs) +
          ",\"baseline_error\":" + shortNumber(r.baselineErrorShare) +
-         ",\"contention\":" + shortNumber(m.contention) + ",\"wire\":{";
+         ",\"contention\":" + shortNumber(m.contention) + hostCoresJson(m.host) + ",\"wire\":{";
   jsonLink(out, "all_gather", m.gather);
   out += ",";
   jsonLink(out, "reduce_scatter", m.reduceScatter);

@@ -36,6 +36,22 @@ inline std::string padLeft(const std::string& text, size_t width) {
   return text.size() < width ? std::string(width - text.size(), ' ') + text : text;
 }
 
+// The hosts' cores as the report states them ("; cores: 2 per host, 1 compute thread per rank,
+// 1 host (world_size shares them)"), and as JSON ("host_cores":{...}, null when not recorded).
+inline std::string hostCoresText(const replay::HostCores& h) {
+  if (h.cores <= 0) return "; cores: not recorded (world_size keeps each rank's compute)";
+  return "; cores: " + std::to_string(h.cores) + " per host, " + std::to_string(h.threadsPerRank) +
+         " compute thread" + (h.threadsPerRank == 1 ? "" : "s") + " per rank, " +
+         std::to_string(h.hosts) + " host" + (h.hosts == 1 ? "" : "s") +
+         " (world_size shares them out)";
+}
+inline std::string hostCoresJson(const replay::HostCores& h) {
+  if (h.cores <= 0) return ",\"host_cores\":null";
+  return ",\"host_cores\":{\"cores\":" + std::to_string(h.cores) +
+         ",\"threads_per_rank\":" + std::to_string(h.threadsPerRank) +
+         ",\"hosts\":" + std::to_string(h.hosts) + "}";
+}
+
 // A prediction: the recorded step scaled by the replay's ratio of the change to the
 // unchanged model, so that the model's own error on the recorded step cancels.
 inline int64_t scaledPrediction(int64_t recordedNs, int64_t baselineNs, int64_t changedNs) {

@@ -277,6 +277,55 @@ def analyse(root, rounds, engine="ddp"):
     return table
 
 
+def base_dir(root, engine, model_name, r):
+    """The base run's trace of `engine` (and, for DDP, `model_name`) in round r."""
+    if engine in ("fsdp", "fsdp2"):
+        return os.path.join(root, engine, FSDP_BASE[0], f"round{r}")
+    return os.path.join(root, engine_dir(engine), model_name, BASE[0], f"round{r}")
+
+
+def analyse_world_sizes(roots, rounds, engines):
+    """--world-size checked against real runs: every world's base trace predicts the base run
+    at every other world size of the bench, beside that run's measured step (medians over the
+    rounds). {(engine, model): [(from, to, predicted_ns, measured_ns)]}."""
+    from ringx.analysis import whatif
+
+    out = {}
+    for engine in engines:
+        models = ["fsdp"] if engine in ("fsdp", "fsdp2") else list(MODELS)
+        for model_name in models:
+            rows = []
+            for w_from in roots:
+                for w_to in roots:
+                    if w_to == w_from:
+                        continue
+                    predicted = [
+                        {row["change"]: row for row in whatif(
+                            base_dir(roots[w_from], engine, model_name, r), world_size=[w_to],
+                            bounds=False)["rows"]}[f"world_size={w_to}"]["predicted_step_ns"]
+                        for r in range(rounds)]
+                    measured = [whatif(base_dir(roots[w_to], engine, model_name, r),
+                                       bounds=False)["recorded_step_ns"] for r in range(rounds)]
+                    rows.append((w_from, w_to, statistics.median(predicted),
+                                 statistics.median(measured)))
+            if rows:
+                out[(engine, model_name)] = rows
+    return out
+
+
+def report_world_sizes(worlds, args):
+    errors = []
+    for (engine, model_name), rows in worlds.items():
+        name = model_name if engine in ("ddp", "torch-ddp") else f"{2 * PAIRS} blocks of d={DIM}"
+        print(f"\n{ENGINE_NAMES[engine]}, {name}: --world-size predicted from one world's base "
+              f"trace, measured at the other's base run, medians of {args.rounds} rounds")
+        print_rows([(f"{w_from} ranks -> {w_to}", pred, meas)
+                    for w_from, w_to, pred, meas in rows], 30, errors)
+    if errors:
+        print(f"\n--world-size: {len(errors)} cases, median |error| "
+              f"{statistics.median(errors) * 100:.1f}%, worst {max(errors) * 100:.1f}%")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -298,10 +347,12 @@ def main():
         docs_table.require("whatif")
     engines = args.engines.split(",")
     tables, fsdp_tables = {}, {}  # {(engine, world): ...}
-    for world in [int(w) for w in args.world_sizes.split(",")]:
-        with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as scratch:
+    roots = {}  # world -> its traces
+    with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as scratch:
+        for world in [int(w) for w in args.world_sizes.split(",")]:
             kept = args.reanalyse or args.traces
-            root = os.path.join(kept, f"world{world}") if kept else scratch
+            root = os.path.join(kept or scratch, f"world{world}")
+            roots[world] = root
             choices = os.path.join(root, "auto_choices.json")
             if args.reanalyse:
                 chosen = json.load(open(choices)) if os.path.exists(choices) else {}
@@ -315,8 +366,10 @@ def main():
                     tables[(engine, world)][model_name]["auto"] = reasons
             for engine in [e for e in engines if e in ("fsdp", "fsdp2")]:
                 fsdp_tables[(engine, world)] = analyse_fsdp(root, args.rounds, engine)
+        worlds = analyse_world_sizes(roots, args.rounds, engines)
     with docs_table.table(args.docs, "whatif"):
         report(tables, fsdp_tables, args)
+        report_world_sizes(worlds, args)
     return 0
 
 

@@ -25,6 +25,17 @@ RingShape ringShape(std::string_view op, int64_t bytes, int64_t ranks) {
   return shape;
 }
 
+double hostShareRatio(const HostCores& host, int64_t recordedWorld, int64_t worldSize) {
+  if (host.cores <= 0 || recordedWorld <= 0 || worldSize <= 0) return 1;
+  const int64_t hosts = std::max<int64_t>(1, host.hosts);
+  auto slowdown = [&](int64_t world) {
+    const int64_t perHost = (world + hosts - 1) / hosts;
+    return std::max(1.0, static_cast<double>(perHost * std::max<int64_t>(1, host.threadsPerRank)) /
+                             static_cast<double>(host.cores));
+  };
+  return slowdown(worldSize) / slowdown(recordedWorld);
+}
+
 int64_t collectiveNs(const LinkCost& link, std::string_view op, int64_t bytes, int64_t ranks) {
   const RingShape shape = ringShape(op, bytes, ranks);
   if (shape.steps == 0) return 0;

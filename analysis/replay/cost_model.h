@@ -60,6 +60,20 @@ struct LinkFit {
 };
 LinkFit fitLinkCost(const std::vector<CostSample>& samples);
 
+// The cores of the job's hosts, which their ranks share (recorded as each rank starts tracing:
+// the "host" instant, ringx.trace.start). A first cut of the host as a shared resource:
+// data-parallel ranks compute and communicate in lockstep, so each rank's threads get
+// cores / (ranks on the host x threads per rank) of a core when that is below one, and a world
+// of another size on the same hosts changes that share for compute and collectives alike.
+struct HostCores {
+  int64_t cores = 0;           // per host; 0: not recorded (nothing is scaled)
+  int64_t threadsPerRank = 1;  // torch's compute threads per rank
+  int64_t hosts = 1;
+};
+// How many times slower a rank's work runs at `worldSize` than at `recordedWorld` on the same
+// hosts; 1 when the cores are unknown.
+double hostShareRatio(const HostCores& host, int64_t recordedWorld, int64_t worldSize);
+
 // The fit of one op's samples from a calibration (ringx.trace.calibrate: the op timed alone at
 // a ladder of sizes): many sizes, so both constants are fitted where a trace's few bucket or
 // unit sizes leave the per-collective cost to noise. `ok` only when the ladder has two sizes

@@ -154,6 +154,7 @@ DdpFit fitDdpModel(const DdpRecording& rec) {
   m.limits = rec.limits;
   m.gradientAsBucketView = rec.gradientAsBucketView;
   m.worldSize = rec.worldSize;
+  m.host = rec.host;
 
   fit.steps = UINT64_MAX;
   fit.gradSteps = UINT64_MAX;

@@ -63,6 +63,7 @@ struct DdpRecording {
   // The job's calibration, if it ran one (cost_model.h's calibratedLink): the wire's cost is
   // then its allreduce ladder's fit rather than the buckets'.
   std::vector<CostSample> calibration;
+  HostCores host;  // the hosts' cores, if recorded
 };
 
 struct DdpFit {

@@ -137,6 +137,8 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
     }
     if (recorded > 0 && fitted > 0) stepScale[step] = recorded / fitted;
   }
+  // Another world size on the same hosts shares their cores out differently (cost_model.h).
+  const double share = hostShareRatio(m.host, m.worldSize, x.worldSize);
   for (ProgramCollective& c : program.collectives) {
     const size_t k = static_cast<size_t>(c.owner);
     const std::vector<int64_t>* ran = asRecorded && c.step < m.recordedAllreduceNs.size()
@@ -149,7 +151,7 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
     } else {
       c.ns = std::llround(
           static_cast<double>(collectiveNs(x.link, "allreduce", c.bytes, x.worldSize)) *
-          stepScale[c.step]);
+          stepScale[c.step] * share);
     }
   }
 
@@ -157,6 +159,7 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
   // allreduces in flight, for this plan's cuts.
   ProgramTimes times;
   times.contention = recordedSteps && !change.computeFree ? m.contention : 0;
+  times.computeScale = share;
   for (size_t r = 0; r < nr; ++r) {
     times.ranks.push_back(m.ranks[r].rank);
     times.durations.emplace_back();

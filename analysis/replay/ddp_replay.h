@@ -71,6 +71,7 @@ struct DdpModel {
   BucketLimits limits;
   bool gradientAsBucketView = false;
   int64_t worldSize = 1;
+  HostCores host;  // what another world size on these hosts shares (cost_model.h)
   // The order buckets are built in (the engine's rebuild order: gradients as they became ready).
   std::vector<size_t> order;
   LinkCost link;

@@ -165,6 +165,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   FsdpModel& m = fit.model;
   m.runtime = rec.runtime;
   m.worldSize = rec.worldSize;
+  m.host = rec.host;
   m.units.resize(n);
   for (size_t u = 0; u < n; ++u) m.units[index[u]].name = rec.units[u];
   for (const TimedHook& h : refForward) m.forward.push_back({index[h.hook.unit], h.hook.open});

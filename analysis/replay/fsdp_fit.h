@@ -63,6 +63,7 @@ struct FsdpRecording {
   std::vector<FsdpRankRecord> ranks;  // ascending
   // The job's calibration, if it ran one: each kind's cost from its ladder (cost_model.h).
   std::vector<CostSample> calibration;
+  HostCores host;  // the hosts' cores, if recorded
 };
 
 struct FsdpFit {

@@ -2,6 +2,7 @@
 #include "analysis/replay/fsdp_replay.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -377,6 +378,8 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   // ringx.fsdp gives gathers their own group for the sharded strategies only.
   if (rt.sharding == FsdpSharding::kNoShard) rt.gatherLane = false;
   const int64_t world = change.worldSize.value_or(m.worldSize);
+  // Another world size on the same hosts shares their cores out differently (cost_model.h).
+  const double share = hostShareRatio(m.host, m.worldSize, world);
 
   // The steps: the recorded ones, each rank with its own compute of that step, so that the
   // ranks' step-to-step jitter meets at the collectives as it did; else the typical step.
@@ -413,7 +416,7 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
     const char* op = c.kind == Kind::kAllGather   ? "all_gather"
                      : c.kind == Kind::kAllreduce ? "allreduce"
                                                   : "reduce_scatter";
-    c.ns = collectiveNs(link, op, c.bytes, world);
+    c.ns = std::llround(static_cast<double>(collectiveNs(link, op, c.bytes, world)) * share);
   }
   // Per rank and step: each slot's compute, and (for contention) its recorded overlap with the
   // rank's collectives in flight. Free communication still takes the recorded overlap's share
@@ -422,6 +425,7 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   // less than the recording.
   ProgramTimes times;
   times.contention = change.computeFree ? 0 : m.contention;
+  times.computeScale = share;
   for (size_t r = 0; r < nr; ++r) {
     times.ranks.push_back(m.ranks[r].rank);
     times.durations.emplace_back();

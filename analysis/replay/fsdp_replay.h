@@ -123,6 +123,7 @@ struct FsdpModel {
   std::vector<RecordedCollective> recordedCollectives;
   FsdpRuntime runtime;
   int64_t worldSize = 1;
+  HostCores host;  // what another world size on these hosts shares (cost_model.h)
   // Per collective kind, fitted from the recording (a kind it lacks: the fit of all kinds).
   LinkCost gather, reduceScatter, allreduce;
   // Contention: ns of compute added per ns the compute overlaps a collective of its rank (the

@@ -2,6 +2,7 @@
 #include "analysis/replay/program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "analysis/figures.h"
@@ -257,10 +258,13 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
       const ProgramOp& op = ops[i];
       if (op.type != ProgramOp::Type::kCompute) continue;
       const std::vector<int64_t>& d = times.durations[r][op.step];
-      dur[r][i] = op.slot < d.size() ? d[op.slot] : 0;
+      auto scaled = [&](int64_t ns) {
+        return std::llround(static_cast<double>(ns) * times.computeScale);
+      };
+      dur[r][i] = op.slot < d.size() ? scaled(d[op.slot]) : 0;
       if (r < times.overlaps.size() && op.step < times.overlaps[r].size() &&
           op.slot < times.overlaps[r][op.step].size()) {
-        recordedOverlap[r][i] = times.overlaps[r][op.step][op.slot];
+        recordedOverlap[r][i] = scaled(times.overlaps[r][op.step][op.slot]);
       }
     }
   }

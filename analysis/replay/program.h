@@ -74,6 +74,9 @@ struct ProgramTimes {
   std::vector<std::vector<std::vector<int64_t>>> durations;  // [rank][step][slot]
   std::vector<std::vector<std::vector<int64_t>>> overlaps;   // [rank][step][slot]
   double contention = 0;  // ns of compute added per ns of overlap, in [0, 1)
+  // Every duration (and overlap) times this: the hosts' cores shared by more or fewer ranks
+  // than recorded (cost_model.h's hostShareRatio).
+  double computeScale = 1;
 };
 
 struct ProgramRun {

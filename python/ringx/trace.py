@@ -64,6 +64,7 @@ def start(dir=None, listen=None, token=None, group=None, rss_interval_ms=10,
     collectives of sizes the job did not run from measurements.
     """
     _start(dir, listen, token, group, rss_interval_ms, clock_sync_interval_ms)
+    _record_host()
     if calibrate:
         _calibrate_now(group)
 
@@ -86,6 +87,15 @@ def _start(dir, listen, token, group, rss_interval_ms, clock_sync_interval_ms):
     size = dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", "1"))
     os.makedirs(dir, exist_ok=True)
     _t.start_local(dir, rank, size, rss_interval_ms)
+
+
+def _record_host():
+    """The cores this rank may run on and torch's compute threads, as a "host" instant: what
+    `ringx-trace whatif --world-size` shares out among more or fewer ranks on the same hosts."""
+    import torch
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    instant("host", track="host", category="user", cores=int(cores or 0),
+            compute_threads=int(torch.get_num_threads()))
 
 
 # The calibration's ladder: 4 KiB to 16 MiB, a factor of 8 apart.

@@ -132,6 +132,40 @@ TEST(ReplayDdp, BoundsWorldSizeAndWire) {
   EXPECT_THROW(replayDdp(DdpModel{}), std::invalid_argument);
 }
 
+// The hosts' cores shared out: each rank's threads get cores / (ranks on the host x threads)
+// of a core when that is below one.
+TEST(ReplayCost, HostSharesFollowTheRanksPerCore) {
+  const HostCores twoCores{2, 1, 1};
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 2, 4), 2.0);     // 1 core each -> half a core
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 2, 3), 1.5);     // three ranks on two cores
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 4, 2), 0.5);     // and back
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 1, 2), 1.0);     // still a core each
+  EXPECT_DOUBLE_EQ(hostShareRatio({1, 1, 1}, 2, 3), 1.5);    // two ranks on one core, then three
+  EXPECT_DOUBLE_EQ(hostShareRatio({2, 2, 1}, 1, 2), 2.0);    // two compute threads per rank
+  EXPECT_DOUBLE_EQ(hostShareRatio({2, 1, 2}, 4, 8), 2.0);    // two hosts: 2 ranks each, then 4
+  EXPECT_DOUBLE_EQ(hostShareRatio({16, 1, 1}, 2, 4), 1.0);   // cores to spare
+  EXPECT_DOUBLE_EQ(hostShareRatio(HostCores{}, 2, 4), 1.0);  // not recorded: nothing scaled
+}
+
+// Four ranks where two ran on two cores: every compute and every collective takes twice as
+// long. Bucket k is filled at 110 x 2 + (100(k+1) + 50) x 2 (backward from 220) and runs 300 ns
+// (150 at four ranks, doubled) from max(its fill, the previous one's end): 520, 820, 1120, 1420
+// to 1720; the copies back (100 each) follow compute's end at 1120 and each allreduce: the last
+// at 1720 + 100, the optimizer 100 more.
+TEST(ReplayDdp, AWorldOfMoreRanksOnTheSameCoresStretchesComputeAndCollectives) {
+  DdpModel m = fourBuckets();
+  m.host = {2, 1, 1};
+  DdpWhatIf four;
+  four.worldSize = 4;
+  const DdpReplay r = replayDdp(m, four);
+  EXPECT_EQ(r.buckets[0].startNs, 520);
+  EXPECT_EQ(r.buckets[3].endNs, 1720);
+  EXPECT_EQ(r.stepNs, 1720 + 100 + 100);
+  DdpWhatIf two;
+  two.worldSize = 2;  // as recorded: nothing changes
+  EXPECT_EQ(replayDdp(m, two).stepNs, 810);
+}
+
 TEST(ReplayDdp, TheCriticalPathTilesTheStepAndFollowsTheStraggler) {
   DdpModel m = fourBuckets();
   const DdpReplay base = replayDdp(m);

@@ -9,6 +9,7 @@ and the counts the engine records.
 bench/whatif.py checks the predictions against real runs."""
 
 import functools
+import os
 import subprocess
 
 import pytest
@@ -85,6 +86,15 @@ def test_the_calibration_prices_the_wire_and_the_advice_ranks_the_changes(ddp_tr
     for row in report["rows"]:
         assert row["predicted_low_ns"] <= row["predicted_step_ns"] <= row["predicted_high_ns"]
         assert isinstance(row["within_noise"], bool)
+    # Each rank recorded its host's cores; a world of 4 on them shares them out: every compute
+    # and collective at least that many times slower (more ring steps on top).
+    host = report["host_cores"]
+    assert host["cores"] == len(os.sched_getaffinity(0)) and host["hosts"] == 1, host
+    threads = host["threads_per_rank"]
+    share = max(1, 4 * threads / host["cores"]) / max(1, 2 * threads / host["cores"])
+    four = ringx.analysis.whatif(trace_dir, world_size=4, bounds=False)["rows"][0]
+    assert four["change"] == "world_size=4"
+    assert four["predicted_step_ns"] >= 0.99 * share * report["recorded_step_ns"], (four, share)
     advice = ringx.analysis.advise(trace_dir)
     assert advice["engine"] == "ddp" and advice["what_if_error"] is None
     shares = [c["change_share"] for c in advice["changes"]]
