@@ -28,7 +28,7 @@ struct Config {
   }
 };
 
-struct RankRecord {
+struct FsdpRankReading {
   int32_t rank = 0;
   std::map<int64_t, replay::FsdpStepRecord> steps;
   std::vector<Config> configs;  // by step
@@ -42,8 +42,8 @@ size_t unitIndex(std::vector<std::string>& units, const std::string& name) {
   return units.size() - 1;
 }
 
-RankRecord readRank(const model::TraceStore& store, const RankData& rank,
-                    std::vector<std::string>& units) {
+FsdpRankReading readFsdpRank(const model::TraceStore& store, const RankData& rank,
+                             std::vector<std::string>& units) {
   const StringPool& pool = store.strings();
   const Keys keys(pool);
   const uint32_t forward = pool.find("forward"), backward = pool.find("backward"),
@@ -57,7 +57,7 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank,
                  issue = pool.find(targ::kIssueNs), engine = pool.find(targ::kEngine),
                  blocking = pool.find(targ::kBlocking);
   const std::string_view prefix = trace::track::kFsdpUnitPrefix;
-  RankRecord r;
+  FsdpRankReading r;
   r.rank = rank.rank;
   for (const Track& track : rank.tracks) {
     if (track.kind == TrackKind::kFsdp) {
@@ -141,9 +141,9 @@ std::string whatIfEngine(const model::TraceStore& store) {
 
 FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
   std::vector<std::string> units;
-  std::vector<RankRecord> records;
+  std::vector<FsdpRankReading> records;
   for (const RankData& rank : store.ranks()) {
-    RankRecord r = readRank(store, rank, units);
+    FsdpRankReading r = readFsdpRank(store, rank, units);
     if (!r.steps.empty()) records.push_back(std::move(r));
   }
   if (records.empty()) {
@@ -151,7 +151,7 @@ FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
         "no ringx.fsdp iterations in this trace: what-if replays a job trained with "
         "ringx.fsdp.FullyShardedDataParallel and traced (RINGX_TRACE_DIR)");
   }
-  const RankRecord& first = records.front();
+  const FsdpRankReading& first = records.front();
   if (first.configs.empty()) {
     throw std::runtime_error(
         "this trace has no fsdp_config event (recorded before trace schema 6): record it again "
@@ -185,7 +185,7 @@ FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
   if (rec.runtime.sharding == replay::FsdpSharding::kNoShard) {
     rec.worldSize = static_cast<int64_t>(store.ranks().size());
   }
-  for (RankRecord& r : records) {
+  for (FsdpRankReading& r : records) {
     replay::FsdpRankRecord& out = rec.ranks.emplace_back();
     out.rank = r.rank;
     for (auto& [step, s] : r.steps) {
@@ -379,7 +379,7 @@ std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& sourc
 
 namespace {
 
-void jsonReplay(std::string& out, const replay::FsdpReplay& r) {
+void jsonFsdpReplay(std::string& out, const replay::FsdpReplay& r) {
   out += "\"step_ns\":" + std::to_string(r.stepNs) +
          ",\"step_low_ns\":" + std::to_string(r.stepLowNs) +
          ",\"step_high_ns\":" + std::to_string(r.stepHighNs) +
@@ -420,9 +420,9 @@ std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
   out += ",";
   jsonLink(out, "allreduce", m.allreduce);
   out += "},\"baseline\":{";
-  jsonReplay(out, r.baseline);
+  jsonFsdpReplay(out, r.baseline);
   out += "},";
-  appendRowsJson(out, r.rows, r.bestRow, jsonReplay);
+  appendRowsJson(out, r.rows, r.bestRow, jsonFsdpReplay);
   return out;
 }
 

@@ -16,9 +16,12 @@ WHICH=${1:-all}
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 JOBS=${JOBS:-2}
 # Without the viewer too: the trace model, the analyses and ringx-trace (which the analysis tests
-# run) build with no ImGui or GLFW, as the layering says (scripts/check_layers.py).
+# run) build with no ImGui or GLFW, as the layering says (scripts/check_layers.py). Unity builds
+# (each target's sources compiled a few to a translation unit): the TSan build took 115 s
+# instead of 168 on the idle 2-core machine; the plain build (make) still compiles every file
+# on its own, which is what catches a file that forgets an include.
 TORCH_FREE=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGX_BUILD_PYTHON=OFF -DRINGX_BUILD_VIEWER=OFF
-  -DRINGX_BUILD_CUDA=OFF)
+  -DRINGX_BUILD_CUDA=OFF -DCMAKE_UNITY_BUILD=ON)
 SANITIZED_TARGETS=(ringx_core_tests ringx_trace_tests ringx_trace_model_tests ringx_analysis_tests
   ringx_nccl_tests)
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"

@@ -13,11 +13,6 @@
 namespace ringx::replay {
 namespace {
 
-// Steps replayed without recorded ones (the typical step, again): the first starts every rank at
-// 0; by the last, a rank that is faster than the others has been held back by the ring as often
-// as it would be in a long run.
-constexpr size_t kSteps = 4;
-
 struct Choice {
   BucketLimits limits;
   bool view = false;
@@ -87,7 +82,7 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
   const std::vector<BucketSpec> plan = plannedBuckets(m, change);
   const size_t nb = plan.size(), nr = m.ranks.size();
   const bool recordedSteps = m.samples.size() >= 2;
-  const size_t steps = recordedSteps ? m.samples.size() : kSteps;
+  const size_t steps = recordedSteps ? m.samples.size() : kTypicalSteps;
 
   // The program: slots 0 forward, 1 the loss, 2 + k backward up to bucket k's launch, 2 + nb
   // the rest of backward, 3 + nb + k bucket k's copy back, 3 + 2 nb the rest of finalize, 4 +

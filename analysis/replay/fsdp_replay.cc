@@ -174,10 +174,6 @@ FsdpModel mergeUnits(const FsdpModel& m, int64_t k) {
 
 namespace {
 
-// Without recorded steps, the typical one is replayed this often, as in the DDP replay: the
-// ranks settle into one period.
-constexpr size_t kSteps = 4;
-
 using Kind = PathSegment::Kind;
 
 // The engine's schedule as a program (program.h; see engines/fsdp/engine.cc, which this follows
@@ -385,7 +381,7 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   // ranks' step-to-step jitter meets at the collectives as it did; else the typical step.
   const size_t nr = m.ranks.size();
   const bool recordedSteps = m.samples.size() >= 2;
-  const size_t steps = recordedSteps ? m.samples.size() : kSteps;
+  const size_t steps = recordedSteps ? m.samples.size() : kTypicalSteps;
   Schedule schedule(m, rt, steps);
   Program& program = schedule.program;
   // Recorded times for the recorded units' collectives: the same unit's collective of the kind

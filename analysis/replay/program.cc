@@ -82,7 +82,7 @@ double fitContention(const ContentionSamples& all) {
 
 namespace {
 
-struct Interval {
+struct TimelineEntry {
   Kind kind;
   int64_t owner, begin, end;
   bool wait;
@@ -92,13 +92,13 @@ struct Interval {
 // One run of the program: every rank's clock, and each collective's times.
 struct Run {
   std::vector<int64_t> t;
-  std::vector<std::vector<int64_t>> issued;         // [collective][rank]
-  std::vector<int64_t> startAt, endAt, laneBefore;  // laneBefore: the lane's previous end
-  std::vector<size_t> lastIssuer;                   // index into the ranks
-  std::vector<size_t> lanePrevious;                 // the lane's collective before; npos: none
-  std::vector<std::vector<int64_t>> stepBegin;      // [rank][step]
-  std::vector<std::vector<Interval>> timeline;      // per rank: compute and waits
-  std::vector<std::vector<int64_t>> computeBegin;   // [rank][op] (compute ops)
+  std::vector<std::vector<int64_t>> issued;          // [collective][rank]
+  std::vector<int64_t> startAt, endAt, laneBefore;   // laneBefore: the lane's previous end
+  std::vector<size_t> lastIssuer;                    // index into the ranks
+  std::vector<size_t> lanePrevious;                  // the lane's collective before; npos: none
+  std::vector<std::vector<int64_t>> stepBegin;       // [rank][step]
+  std::vector<std::vector<TimelineEntry>> timeline;  // per rank: compute and waits
+  std::vector<std::vector<int64_t>> computeBegin;    // [rank][op] (compute ops)
 };
 
 Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
@@ -207,10 +207,10 @@ std::vector<PathSegment> criticalPath(const Program& p, const Run& run,
   // Each step moves t back or goes from a collective to an earlier one; bounded all the same.
   for (size_t guard = 0; t > origin && guard < 4 * (p.ops.size() + p.collectives.size()) + 8;
        ++guard) {
-    const std::vector<Interval>& line = run.timeline[r];
+    const std::vector<TimelineEntry>& line = run.timeline[r];
     // The rank's interval that ends at t (its time is contiguous: compute and waits).
     auto it = std::upper_bound(line.begin(), line.end(), t,
-                               [](int64_t at, const Interval& i) { return at <= i.begin; });
+                               [](int64_t at, const TimelineEntry& i) { return at <= i.begin; });
     if (it == line.begin()) break;
     --it;
     if (!it->wait) {
@@ -332,7 +332,7 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
   const size_t typical = out.typical;
   auto waited = [&](size_t r) {
     int64_t w = 0;
-    for (const Interval& i : run.timeline[r]) {
+    for (const TimelineEntry& i : run.timeline[r]) {
       if (i.wait && i.begin >= run.stepBegin[r][typical] &&
           i.begin < run.stepBegin[r][typical + 1]) {
         w += i.end - i.begin;
@@ -349,7 +349,7 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
   }
   const int64_t origin = run.stepBegin[slow][typical], until = run.stepBegin[slow][typical + 1];
   out.slowestRank = times.ranks[slow];
-  for (const Interval& i : run.timeline[slow]) {
+  for (const TimelineEntry& i : run.timeline[slow]) {
     if (i.wait && i.begin >= origin && i.begin < until) out.exposedCommNs += i.end - i.begin;
   }
   out.criticalPath = criticalPath(p, run, times.ranks, slow, origin, until);

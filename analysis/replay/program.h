@@ -34,6 +34,11 @@
 
 namespace ringx::replay {
 
+// Steps an engine's replay runs without recorded ones (the typical step, again): the first
+// starts every rank at 0; by the last, a rank that is faster than the others has been held back
+// by the ring as often as it would be in a long run.
+constexpr size_t kTypicalSteps = 4;
+
 struct ProgramCollective {
   PathSegment::Kind kind = PathSegment::Kind::kAllreduce;
   int64_t bytes = 0;

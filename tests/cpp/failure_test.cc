@@ -19,18 +19,10 @@ namespace {
 
 using algorithms::Collective;
 using algorithms::CollectiveKind;
+using testing::allreduceFloats;
 using testing::messageOf;
 using testing::runThreads;
 using testing::testOptions;
-
-void allreduceFloats(Group& group, std::vector<float>& data,
-                     std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
-  group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, timeout,
-            [&](Collective& c) {
-              algorithms::allreduce(c, data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
-                                    group.tuning());
-            });
-}
 
 TEST(Failure, SizeMismatchIsAnErrorOnBothSides) {
   auto store = std::make_shared<InMemoryStore>();

@@ -22,6 +22,7 @@ namespace {
 
 using algorithms::Collective;
 using algorithms::CollectiveKind;
+using testing::allreduceFloats;
 using trace::FlightState;
 
 FlightRecorder::Entry runOne(FlightRecorder& r, int64_t seq, const char* algorithm = "ring") {
@@ -188,14 +189,6 @@ TEST(FlightRecorder, EntriesFromTheEnvironmentAreACount) {
   EXPECT_THROW(FlightRecorder::entriesFromEnvironment(), InvalidArgument);
   ::unsetenv("RINGX_FLIGHT_RECORDER_ENTRIES");
   EXPECT_EQ(FlightRecorder::entriesFromEnvironment(), FlightRecorder::kDefaultEntries);
-}
-
-void allreduceFloats(Group& group, std::vector<float>& data, std::chrono::milliseconds timeout) {
-  group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, timeout,
-            [&](Collective& c) {
-              algorithms::allreduce(c, data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
-                                    group.tuning());
-            });
 }
 
 TEST(FlightRecorder, AGroupRecordsItsCollectivesAndDumpsWhenOneTimesOut) {

@@ -2,6 +2,7 @@
 // in-memory store and real TCP loopback connections (gloo's test style).
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/algorithms/algorithms.h"
 #include "backend/group/group.h"
 #include "backend/store/store.h"
 
@@ -71,6 +73,16 @@ inline std::string messageOf(const std::function<void()>& fn) {
     return e.what();
   }
   return "";
+}
+
+// One float32 sum allreduce of `data` on `group` (0 ms: the group's timeout).
+inline void allreduceFloats(Group& group, std::vector<float>& data,
+                            std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  group.run(algorithms::CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, timeout,
+            [&](algorithms::Collective& c) {
+              algorithms::allreduce(c, data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
+                                    group.tuning());
+            });
 }
 
 }  // namespace ringx::testing

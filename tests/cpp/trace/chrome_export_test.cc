@@ -335,7 +335,9 @@ TEST(ChromeExport, CollectivesAreJoinedAcrossRanksByFlowsInArrivalOrder) {
     EXPECT_EQ(e.at("cat"), "collective.flow");  // not the spans' "collective"
     // "t" and "f" bind to the span that begins where they are, as "s" does.
     EXPECT_EQ(e.contains("bp"), std::string(ph) != "s");
-    if (e.contains("bp")) EXPECT_EQ(e.at("bp"), "e");
+    if (e.contains("bp")) {
+      EXPECT_EQ(e.at("bp"), "e");
+    }
   };
   // Times are microseconds from rank 2's first span (1 ms aligned).
   auto it = chains.begin();

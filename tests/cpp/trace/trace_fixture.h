@@ -19,6 +19,8 @@
 
 namespace ringx::trace::fixture {
 
+inline constexpr int64_t kMs = 1000000;  // ns
+
 // A fresh directory, removed with its contents when the test ends.
 class TempDir {
  public:

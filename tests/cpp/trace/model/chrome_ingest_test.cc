@@ -31,7 +31,7 @@ using trace::Category;
 namespace fx = trace::fixture;
 namespace arg = trace::arg;
 
-constexpr int64_t kMs = 1000000;
+using fx::kMs;
 
 TraceStore ingestText(const std::string& text, const std::string& source = "test.json") {
   TraceStore store;

@@ -22,7 +22,7 @@ namespace {
 
 using trace::Category;
 namespace fx = trace::fixture;
-constexpr int64_t kMs = 1000000;
+using fx::kMs;
 
 // Three ranks, rank 1's clock 5 ms ahead. World allreduce seq 0 begins on rank
 // 2 at 1 ms, rank 0 at 2 ms, rank 1 at 2 ms + 500 ns (aligned); seq 1 on ranks
@@ -49,7 +49,7 @@ trace::TraceSet threeRanks(const fx::TempDir& dir) {
 }
 
 // "rank:track@time>rank:track@time name" per flow, times shifted by `shift`.
-std::vector<std::string> describe(const TraceStore& store, int64_t shift = 0) {
+std::vector<std::string> describeFlows(const TraceStore& store, int64_t shift = 0) {
   std::vector<std::string> out;
   for (const Flow& f : store.flows())
     out.push_back(strCat(f.from.rank, ":", store.str(f.from.track), "@", f.from.time + shift, ">",
@@ -70,7 +70,7 @@ TEST(CollectiveFlows, RingxIngestChainsEachCollectiveFromTheFirstRankToArriveToT
       strCat("0:comm:world@", 4 * kMs, ">1:comm:world@", 4 * kMs + 7, " allreduce"),
       strCat("0:comm:pair@", 6 * kMs, ">1:comm:pair@", 6 * kMs + 1, " broadcast"),
   };
-  EXPECT_EQ(describe(store), want);
+  EXPECT_EQ(describeFlows(store), want);
 }
 
 TEST(CollectiveFlows, TheChromeExportReadsBackAsTheSameArrows) {
@@ -87,7 +87,7 @@ TEST(CollectiveFlows, TheChromeExportReadsBackAsTheSameArrows) {
   EXPECT_TRUE(chrome.warnings().empty()) << chrome.warnings()[0];
   ASSERT_EQ(direct.flows().size(), 4u);
   // Chrome times count from the export's origin; ringx's are rank 0's clock.
-  EXPECT_EQ(describe(chrome, stats.originNs), describe(direct));
+  EXPECT_EQ(describeFlows(chrome, stats.originNs), describeFlows(direct));
 }
 
 TEST(CollectiveFlows, ChainsAreCompleteOnceEveryMemberArrivedAndBoundedWhileWaiting) {

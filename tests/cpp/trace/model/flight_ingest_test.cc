@@ -17,7 +17,7 @@ namespace {
 namespace fx = trace::fixture;
 using trace::FlightState;
 
-constexpr int64_t kMs = 1'000'000;
+using fx::kMs;
 
 trace::FlightEntry entry(int64_t seq, FlightState state) {
   trace::FlightEntry e;

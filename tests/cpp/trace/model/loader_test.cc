@@ -23,7 +23,7 @@ namespace {
 
 using trace::Category;
 namespace fx = trace::fixture;
-constexpr int64_t kMs = 1000000;
+using fx::kMs;
 
 TEST(ArgList, PackedArgumentsReadBackAsTheyWentIn) {
   TraceStore store;

@@ -6,11 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/cpp/trace/trace_fixture.h"
 #include "trace/model/trace_store.h"
 
 namespace ringx::model::testing {
 
-inline constexpr int64_t kMs = 1000000;
+using trace::fixture::kMs;
 
 using IntArgs = std::vector<std::pair<std::string, int64_t>>;
 using StringArgs = std::vector<std::pair<std::string, std::string>>;
