@@ -138,6 +138,7 @@ void FsdpWatch::scopeBegin(FsdpScope scope, const std::string& name, int64_t ns,
       UnitState* unit = unitLocked(name);
       const int64_t waitBegin = unit->gather.waitBeginNs;
       unit->gather = fsdp::GatherTiming{};
+      unit->gatherToken = 0;
       unit->gather.backward = inBackward_;
       unit->gather.prefetched = prefetch;
       unit->gather.step = std::max<int64_t>(0, step_);
@@ -193,9 +194,15 @@ void FsdpWatch::scopeEnd(FsdpScope scope, const std::string& name, int64_t begin
       if (unit->gather.issueNs > 0) {
         unit->gather.readyNs = endNs;
         if (unit->gather.waitBeginNs > endNs) unit->gather.waitBeginNs = 0;
-        fsdp::recordGather(name, unit->gather);
+        auto running = collectives_.find(unit->gatherToken);
+        if (running != collectives_.end()) {
+          running->second.copiedOut = unit->gather;  // recorded as it finishes
+        } else {
+          fsdp::recordGather(name, unit->gather);
+        }
       }
       unit->gather = fsdp::GatherTiming{};
+      unit->gatherToken = 0;
       // FSDP2 frees a reshard_after_forward=N slice once the copy-out is done.
       hold(unit->holdsPostForward, false, memory_.unshardedBytes, unit->unit.heldAfterForwardBytes);
       hold(unit->holdsUnsharded, true, memory_.unshardedBytes, unit->unit.unshardedBytes);
@@ -252,6 +259,7 @@ uint64_t FsdpWatch::collectiveIssued(FsdpScope scope, const std::string& name, i
     c.bytes = unit->unit.shardedGradBytes;
   }
   const uint64_t token = nextToken_++;
+  if (c.gather) unit->gatherToken = token;
   collectives_[token] = std::move(c);
   return token;
 }
@@ -272,9 +280,16 @@ void FsdpWatch::collectiveFinished(uint64_t token, int64_t ns) {
   const WireTimes wire = c.wire ? c.wire() : WireTimes{};
   UnitState* unit = unitLocked(c.unit);
   if (c.gather) {
-    if (unit->gather.issueNs > 0) {
-      unit->gather.wireStartNs = wire.startNs ? wire.startNs : c.issueNs;
-      unit->gather.wireEndNs = wire.endNs ? wire.endNs : ns;
+    auto withWire = [&](fsdp::GatherTiming& g) {
+      g.wireStartNs = wire.startNs ? wire.startNs : c.issueNs;
+      g.wireEndNs = wire.endNs ? wire.endNs : ns;
+    };
+    if (c.copiedOut.issueNs > 0) {
+      withWire(c.copiedOut);
+      fsdp::recordGather(c.unit, c.copiedOut);
+    } else if (unit->gatherToken == token && unit->gather.issueNs > 0) {
+      withWire(unit->gather);
+      unit->gatherToken = 0;
     }
     return;
   }

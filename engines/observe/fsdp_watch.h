@@ -114,10 +114,16 @@ class FsdpWatch {
     int64_t bytes = 0;
     int64_t issueNs = 0;
     WireReader wire;
+    // A gather whose copy-out ended before its collective finished (on a GPU the host only
+    // enqueues the copy-out behind it): recorded when the collective finishes, with its wire.
+    fsdp::GatherTiming copiedOut;
   };
   struct UnitState {
     FsdpUnit unit;
     fsdp::GatherTiming gather;  // the pending gather (issueNs == 0: none)
+    // Its collective, until it finishes (0: none, or finished). A unit's next gather can be
+    // issued before its last one's collective finishes on a GPU: a finish updates only its own.
+    uint64_t gatherToken = 0;
     int64_t computeBeginNs = 0;
     bool holdsUnsharded = false;
     bool holdsGrads = false;

@@ -2,10 +2,18 @@
 // counters (engines/observe/fsdp_watch.h), driven as torch_callbacks.cc would drive it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "engines/observe/fsdp_watch.h"
+#include "trace/format/codec.h"
+#include "trace/record/file_sink.h"
+#include "trace/record/recorder.h"
 
 namespace ringx::observe {
 namespace {
@@ -111,6 +119,59 @@ TEST(FsdpWatch, ReshardingToASmallerGroupKeepsItsShardUntilTheNextGather) {
   w.scopeEnd(FsdpScope::kPostBackwardReshard, "1", 11, 12);
   EXPECT_EQ(w.memory().unshardedBytes, 0);
   EXPECT_EQ(w.memory().peakBytes, 100 + 400 + 400);  // sharded, gathered, unsharded gradients
+}
+
+}  // namespace
+}  // namespace ringx::observe
+
+namespace ringx::observe {
+namespace {
+
+// On a GPU the host enqueues a gather's copy-out behind its collective and goes on: the unit's
+// next gather can be issued before the last one's collective finishes (the H200 saw a backward
+// gather recorded with its forward gather's wire, starting before its own issue). Each gather
+// is recorded with its own collective's wire, once that finishes.
+TEST(FsdpWatch, AGatherCopiedOutBeforeItsCollectiveFinishesGetsItsOwnWire) {
+  char path[] = "/tmp/ringx-fsdp-watch-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  trace::Recorder& recorder = trace::Recorder::instance();
+  recorder.start(trace::RecorderOptions{});
+  recorder.addSink(std::make_unique<trace::FileSink>(path));
+
+  FsdpWatch w;
+  w.setUnits({{"1", 100, 400, 400, 100, true, 0}}, FsdpSchedule{});
+  w.scopeBegin(FsdpScope::kRootPreForward, "", 1, false);
+  w.scopeBegin(FsdpScope::kAllGather, "1", 10, false);
+  const uint64_t forward = w.collectiveIssued(FsdpScope::kAllGather, "1", 11);
+  w.attachWire(forward, [] { return WireTimes{12, 30, 1}; });
+  w.scopeBegin(FsdpScope::kCopyOut, "1", 13, false);
+  w.scopeEnd(FsdpScope::kCopyOut, "1", 13, 14);  // enqueued; the collective still runs
+  w.scopeBegin(FsdpScope::kPreBackward, "1", 20, false);
+  w.scopeBegin(FsdpScope::kAllGather, "1", 21, false);
+  const uint64_t backward = w.collectiveIssued(FsdpScope::kAllGather, "1", 22);
+  w.attachWire(backward, [] { return WireTimes{31, 40, 2}; });
+  w.collectiveFinished(forward, 30);  // the forward gather's, after the backward one's issue
+  w.scopeBegin(FsdpScope::kCopyOut, "1", 23, false);
+  w.scopeEnd(FsdpScope::kCopyOut, "1", 23, 24);
+  w.collectiveFinished(backward, 41);
+  EXPECT_TRUE(w.awaitCollectives(std::chrono::steady_clock::now()));
+  recorder.stop();
+
+  trace::RankTrace t = trace::readTraceFile(path);
+  std::remove(path);
+  std::vector<std::vector<int64_t>> gathers;  // issue, wire start, wire end, phase is backward
+  for (const trace::Event& e : t.events) {
+    if (e.category != trace::Category::kFsdp || t.str(e.name) != "all_gather") continue;
+    gathers.push_back({t.findArg(e, "issue_ns")->intValue, t.findArg(e, "wire_start_ns")->intValue,
+                       t.findArg(e, "wire_end_ns")->intValue,
+                       t.str(t.findArg(e, "phase")->stringId) == "backward" ? 1 : 0});
+  }
+  std::sort(gathers.begin(), gathers.end());
+  ASSERT_EQ(gathers.size(), 2u);
+  EXPECT_EQ(gathers[0], (std::vector<int64_t>{10, 12, 30, 0}));
+  EXPECT_EQ(gathers[1], (std::vector<int64_t>{21, 31, 40, 1}));
 }
 
 }  // namespace
