@@ -292,8 +292,8 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
          std::to_string(r.source.planStep) + "; wire " + m.link.describe() + " (fit of " +
          std::to_string(r.source.wire.samples) +
          (r.source.calibrated ? " sizes of the job's calibration" : " buckets") +
-         ", median error " + percent(r.source.wire.medianErrorShare).substr(1) + "); contention " +
-         shortNumber(m.contention) + " ns of backward per ns beside an allreduce; " +
+         ", median error " + percent(r.source.wire.medianErrorShare).substr(1) + ")" +
+         contentionText(m.contention, m.contentionFitted, "backward", "an allreduce") + "; " +
          std::to_string(m.samples.size()) + " recorded steps replayed in turn" +
          hostCoresText(m.host) + "\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
@@ -383,7 +383,7 @@ std::string whatIfJson(const WhatIfReport& r) {
                     ",\"median_error\":" + shortNumber(r.source.wire.medianErrorShare) +
                     ",\"calibrated\":" + (r.source.calibrated ? "true" : "false") +
                     "},\"copy_ns_per_byte\":" + shortNumber(m.copyNsPerByte) +
-                    ",\"contention\":" + shortNumber(m.contention) + hostCoresJson(m.host) +
+                    contentionJson(m.contention, m.contentionFitted) + hostCoresJson(m.host) +
                     ",\"replayed_steps\":" + std::to_string(m.samples.size()) + ",\"baseline\":{";
   jsonReplay(out, r.baseline);
   out += "},";

@@ -328,7 +328,7 @@ std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& sourc
          ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " +
          m.allreduce.describe() +
          (r.source.calibrated ? " (from the job's calibration where it timed the kind)" : "") +
-         "; contention " + shortNumber(m.contention) + " ns of compute per ns beside a collective" +
+         contentionText(m.contention, m.contentionFitted, "compute", "a collective") +
          hostCoresText(m.host) + "\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
@@ -413,7 +413,7 @@ std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
          ",\"recorded_step_ns\":" + std::to_string(r.source.recordedStepNs) +
          ",\"replayed_step_ns\":" + std::to_string(r.baseline.stepNs) +
          ",\"baseline_error\":" + shortNumber(r.baselineErrorShare) +
-         ",\"contention\":" + shortNumber(m.contention) + hostCoresJson(m.host) + ",\"wire\":{";
+         contentionJson(m.contention, m.contentionFitted) + hostCoresJson(m.host) + ",\"wire\":{";
   jsonLink(out, "all_gather", m.gather);
   out += ",";
   jsonLink(out, "reduce_scatter", m.reduceScatter);

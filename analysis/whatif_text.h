@@ -36,6 +36,21 @@ inline std::string padLeft(const std::string& text, size_t width) {
   return text.size() < width ? std::string(width - text.size(), ' ') + text : text;
 }
 
+// The contention constant as the report states it ("; contention 0.2 ns of backward per ns beside
+// an allreduce", saying where it came from when the recording could not fit it), and as JSON.
+inline std::string contentionText(double contention, bool fitted, const char* compute,
+                                  const char* collective) {
+  return "; contention " + shortNumber(contention) + " ns of " + compute + " per ns beside " +
+         collective +
+         (fitted ? ""
+                 : " (from the cores: no recorded " + std::string(compute) +
+                       " ran beside part of " + collective + ")");
+}
+inline std::string contentionJson(double contention, bool fitted) {
+  return ",\"contention\":" + shortNumber(contention) +
+         ",\"contention_fitted\":" + (fitted ? "true" : "false");
+}
+
 // The hosts' cores as the report states them ("; cores: 2 per host, 1 compute thread per rank,
 // 1 host (world_size shares them)"), and as JSON ("host_cores":{...}, null when not recorded).
 inline std::string hostCoresText(const replay::HostCores& h) {

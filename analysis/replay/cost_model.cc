@@ -25,15 +25,29 @@ RingShape ringShape(std::string_view op, int64_t bytes, int64_t ranks) {
   return shape;
 }
 
+namespace {
+
+// The share of a core each of a host's runnable threads gets: `threadsPerRank` of them on each of
+// the host's ranks of `world` (the ranks spread evenly over the hosts), capped at one.
+double coreShare(const HostCores& host, int64_t world, int64_t threadsPerRank) {
+  const int64_t hosts = std::max<int64_t>(1, host.hosts);
+  const int64_t perHost = (world + hosts - 1) / hosts;
+  return std::min(1.0, static_cast<double>(host.cores) /
+                           static_cast<double>(perHost * std::max<int64_t>(1, threadsPerRank)));
+}
+
+}  // namespace
+
 double hostShareRatio(const HostCores& host, int64_t recordedWorld, int64_t worldSize) {
   if (host.cores <= 0 || recordedWorld <= 0 || worldSize <= 0) return 1;
-  const int64_t hosts = std::max<int64_t>(1, host.hosts);
-  auto slowdown = [&](int64_t world) {
-    const int64_t perHost = (world + hosts - 1) / hosts;
-    return std::max(1.0, static_cast<double>(perHost * std::max<int64_t>(1, host.threadsPerRank)) /
-                             static_cast<double>(host.cores));
-  };
-  return slowdown(worldSize) / slowdown(recordedWorld);
+  return coreShare(host, recordedWorld, host.threadsPerRank) /
+         coreShare(host, worldSize, host.threadsPerRank);
+}
+
+double coresContention(const HostCores& host, int64_t worldSize) {
+  if (host.cores <= 0 || worldSize <= 0) return 0;
+  const int64_t threads = std::max<int64_t>(1, host.threadsPerRank);
+  return 1 - coreShare(host, worldSize, threads + 1) / coreShare(host, worldSize, threads);
 }
 
 int64_t collectiveNs(const LinkCost& link, std::string_view op, int64_t bytes, int64_t ranks) {

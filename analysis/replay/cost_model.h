@@ -73,6 +73,15 @@ struct HostCores {
 // How many times slower a rank's work runs at `worldSize` than at `recordedWorld` on the same
 // hosts; 1 when the cores are unknown.
 double hostShareRatio(const HostCores& host, int64_t recordedWorld, int64_t worldSize);
+// Compute's slowdown beside a collective in flight on its rank, from the cores alone: the
+// contention constant (program.h) where the recording cannot fit it (no compute ran beside part
+// of a collective: one bucket, launched as backward ends). While its collective runs, a rank's
+// communication thread is runnable beside its compute threads, so a compute thread's share of a
+// core falls from cores / (ranks on the host x threads) to cores / (ranks on the host x
+// (threads + 1)), each capped at one core; compute beside the collective gets after / before
+// of its speed, 1 - after / before ns more per ns of overlap. 0 where the cores are unknown or
+// enough for every thread.
+double coresContention(const HostCores& host, int64_t worldSize);
 
 // The fit of one op's samples from a calibration (ringx.trace.calibrate: the op timed alone at
 // a ladder of sizes): many sizes, so both constants are fitted where a trace's few bucket or

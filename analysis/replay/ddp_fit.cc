@@ -129,7 +129,9 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
     }
     if (m->recordedBucketBytes.empty()) m->recordedBucketBytes = bytes;
   }
-  m->contention = fitContention(contention);
+  const std::optional<double> fitted = fitContention(contention);
+  m->contentionFitted = fitted.has_value();
+  m->contention = fitted ? *fitted : coresContention(m->host, m->worldSize);
   // The typical step's finalize: medians over the samples.
   for (size_t r = 0; r < m->ranks.size(); ++r) {
     std::vector<int64_t> copies, rest;

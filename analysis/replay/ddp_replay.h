@@ -84,8 +84,10 @@ struct DdpModel {
   std::vector<std::vector<DdpRankProfile>> samples;
   std::vector<std::vector<int64_t>> recordedAllreduceNs;
   std::vector<int64_t> recordedBucketBytes;
-  // ns of backward compute added per ns it overlaps an allreduce of its rank (program.h).
+  // ns of backward compute added per ns it overlaps an allreduce of its rank (program.h);
+  // fitted from the recording, else from the cores (cost_model.h's coresContention).
   double contention = 0;
+  bool contentionFitted = false;
 };
 
 // One change to replay; unset fields keep the recorded value.

@@ -128,8 +128,10 @@ struct FsdpModel {
   LinkCost gather, reduceScatter, allreduce;
   // Contention: ns of compute added per ns the compute overlaps a collective of its rank (the
   // group threads take cores the compute would have). 0: none. A change that moves
-  // collectives under compute (prefetching) or out of it pays or saves this.
+  // collectives under compute (prefetching) or out of it pays or saves this. Fitted from the
+  // recording, else from the cores (cost_model.h's coresContention).
   double contention = 0;
+  bool contentionFitted = false;
 };
 
 // One change to replay; unset fields keep the recorded value.

@@ -52,7 +52,7 @@ int64_t coveredNs(const std::vector<std::pair<int64_t, int64_t>>& merged, int64_
   return total;
 }
 
-double fitContention(const ContentionSamples& all) {
+std::optional<double> fitContention(const ContentionSamples& all) {
   // A stretch covered (nearly) end to end by a collective says nothing: its overlap is its own
   // duration, so the two grow together whatever the cores do. Only stretches a collective
   // covers in part, where the overlap is set by the collective, are kept.
@@ -77,7 +77,8 @@ double fitContention(const ContentionSamples& all) {
       den += (static_cast<double>(over) - o) * (static_cast<double>(over) - o);
     }
   }
-  return den > 0 ? std::clamp(num / den, 0.0, 0.95) : 0;
+  if (den <= 0) return std::nullopt;
+  return std::clamp(num / den, 0.0, 0.95);
 }
 
 namespace {

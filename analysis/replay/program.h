@@ -17,7 +17,8 @@
 // program again with the previous run's overlaps (three runs: the schedule moves little after
 // the second; with a constant below 1 the runs settle). The constant is fitted from the
 // recording (fitContention): within one stretch of compute across steps, the extra time per ns
-// of overlap.
+// of overlap; where the recording has no compute beside part of a collective, from the cores
+// (cost_model.h's coresContention).
 //
 // The step time is the recording's definition: per step, the slowest rank's begin to its next
 // begin, the median over the steps after the first (which every rank begins at 0).
@@ -26,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -111,10 +113,11 @@ ProgramRun runProgram(const Program& program, const ProgramTimes& times);
 // pooled: compute that ran beside more communication took longer by this much per ns of it.
 // Samples covered for 90% or more of their duration are left out (their overlap follows their
 // own duration). Clamped to [0, 0.95]: the replay, which stretches compute by it, settles only
-// below 1.
+// below 1. None when no stretch was partly covered in two steps or more: nothing to fit
+// (cost_model.h's coresContention prices it from the cores instead).
 using ContentionSamples =
     std::map<std::tuple<size_t, int, size_t>, std::vector<std::pair<int64_t, int64_t>>>;
-double fitContention(const ContentionSamples& samples);
+std::optional<double> fitContention(const ContentionSamples& samples);
 
 // Intervals as (begin, end): sorted and merged into disjoint ones; the time of [begin, end)
 // they cover.

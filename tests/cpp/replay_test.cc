@@ -310,10 +310,34 @@ TEST(ReplayProgram, ContentionStretchesComputeBesideACollective) {
   ContentionSamples samples;
   samples[{0, 1, 0}] = {{1000, 0}, {1250, 500}, {1500, 1000}};
   samples[{1, 1, 0}] = {{2000, 200}, {2100, 400}};
-  EXPECT_DOUBLE_EQ(fitContention(samples), 0.5);
+  EXPECT_DOUBLE_EQ(fitContention(samples).value_or(-1), 0.5);
   samples[{0, 1, 0}] = {{1000, 0}, {5000, 1000}};  // more than the compute: clamped
   samples.erase({1, 1, 0});
-  EXPECT_DOUBLE_EQ(fitContention(samples), 0.95);
+  EXPECT_DOUBLE_EQ(fitContention(samples).value_or(-1), 0.95);
+  // One bucket launched as backward ends: no stretch ran beside part of a collective.
+  samples[{0, 1, 0}] = {{1000, 0}, {1100, 0}};
+  EXPECT_FALSE(fitContention(samples).has_value());
+  samples[{0, 1, 0}] = {{1000, 1000}, {1100, 1100}};  // covered end to end: says nothing either
+  EXPECT_FALSE(fitContention(samples).has_value());
+}
+
+// Where the recording cannot fit it, contention comes from the cores: a rank's ring thread,
+// runnable beside its compute threads while a collective runs, takes its share of them.
+TEST(ReplayCost, ContentionFromTheCoresIsTheComputeShareARingThreadTakes) {
+  // Two ranks of one compute thread on two cores: a core each, then half a core beside the ring
+  // thread: compute beside a collective runs at half speed, 0.5 ns more per ns of it.
+  EXPECT_DOUBLE_EQ(coresContention({2, 1, 1}, 2), 0.5);
+  // Three on two cores: 2/3 of a core, then 1/3.
+  EXPECT_DOUBLE_EQ(coresContention({2, 1, 1}, 3), 0.5);
+  // Two ranks on one core: half a core, then a quarter.
+  EXPECT_DOUBLE_EQ(coresContention({1, 1, 1}, 2), 0.5);
+  // Two compute threads per rank, two ranks on four cores: a core each, then 4/6 of one.
+  EXPECT_NEAR(coresContention({4, 2, 1}, 2), 1.0 / 3, 1e-12);
+  // Cores to spare (16 for two ranks of two threads and their ring threads): none.
+  EXPECT_DOUBLE_EQ(coresContention({16, 2, 1}, 2), 0);
+  // Three ranks, one compute thread each, on four cores: a core each, then 4/6 of one.
+  EXPECT_NEAR(coresContention({4, 1, 1}, 3), 1.0 / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(coresContention(HostCores{}, 2), 0);  // not recorded
 }
 
 // A DDP recording made by the replay's own rules (2 ranks, 2 buckets, a 150 ns ring), with
@@ -372,6 +396,26 @@ TEST(ReplayDdp, TheRecordedStepsReplayedInTurnGiveTheRecordedStepWhereMediansDoN
   DdpModel medians = fit.model;
   medians.samples.clear();
   EXPECT_LT(replayDdp(medians).stepNs, fit.recordedStepNs - 200);
+}
+
+// Every bucket launched as backward ends (one bucket of torch's 25 MB, say): no backward ran
+// beside part of an allreduce, so the recording cannot fit the contention; the cores price it.
+TEST(ReplayDdp, ContentionTheRecordingCannotShowComesFromTheCores) {
+  DdpRecording rec = lateInTurn();
+  for (DdpRankRecord& rank : rec.ranks) {
+    for (DdpStepRecord& s : rank.steps) {
+      for (DdpStepRecord::Bucket& b : s.buckets) {
+        b.launchNs = s.computeEndNs;
+        b.wireEndNs = std::max(b.wireEndNs, s.computeEndNs + 150);
+      }
+    }
+  }
+  rec.host = {2, 1, 1};  // two ranks of one compute thread on two cores
+  const DdpFit fit = fitDdpModel(rec);
+  EXPECT_FALSE(fit.model.contentionFitted);
+  EXPECT_DOUBLE_EQ(fit.model.contention, 0.5);
+  rec.host = {16, 1, 1};  // cores to spare
+  EXPECT_DOUBLE_EQ(fitDdpModel(rec).model.contention, 0);
 }
 
 }  // namespace
