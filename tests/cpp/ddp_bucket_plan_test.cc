@@ -11,9 +11,7 @@
 
 #include "analysis/replay/bucket_plan.h"
 #include "engines/ddp/timing.h"
-#include "trace/format/codec.h"
-#include "trace/record/file_sink.h"
-#include "trace/record/recorder.h"
+#include "tests/cpp/recorded_file.h"
 
 namespace ringx::ddp {
 namespace {
@@ -90,13 +88,7 @@ TEST(BucketPlan, AnOrderThatIsNotAPermutationIsRejected) {
 }
 
 TEST(DdpTiming, AnIterationBecomesPhaseSpansOneSpanPerBucketAndGradientInstants) {
-  char path[] = "/tmp/ringx-ddp-timing-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  trace::Recorder& recorder = trace::Recorder::instance();
-  recorder.start(trace::RecorderOptions{});
-  recorder.addSink(std::make_unique<trace::FileSink>(path));
+  testing::RecordedFile recorded;
 
   IterationTiming it;
   it.iteration = 3;
@@ -137,10 +129,7 @@ TEST(DdpTiming, AnIterationBecomesPhaseSpansOneSpanPerBucketAndGradientInstants)
   plan.buckets = 2;
   plan.reason = "chosen";
   recordBucketPlan(plan);
-  recorder.stop();
-
-  trace::RankTrace t = trace::readTraceFile(path);
-  std::remove(path);
+  const trace::RankTrace t = recorded.finish();
   std::map<std::string, const trace::Event*> byName;
   std::vector<const trace::Event*> buckets, grads;
   for (const trace::Event& e : t.events) {

@@ -10,9 +10,7 @@
 
 #include "engines/fsdp/flat_layout.h"
 #include "engines/fsdp/timing.h"
-#include "trace/format/codec.h"
-#include "trace/record/file_sink.h"
-#include "trace/record/recorder.h"
+#include "tests/cpp/recorded_file.h"
 
 namespace ringx::fsdp {
 namespace {
@@ -55,13 +53,7 @@ TEST(FlatLayout, AnEmptyUnitStillHasOneElementPerRankAndBadInputIsRefused) {
 }
 
 TEST(FsdpTiming, GathersReductionsAndMemoryBecomeEventsOnTheUnitsTrack) {
-  char path[] = "/tmp/ringx-fsdp-timing-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  trace::Recorder& recorder = trace::Recorder::instance();
-  recorder.start(trace::RecorderOptions{});
-  recorder.addSink(std::make_unique<trace::FileSink>(path));
+  testing::RecordedFile recorded;
 
   GatherTiming g;
   g.backward = true;
@@ -86,10 +78,7 @@ TEST(FsdpTiming, GathersReductionsAndMemoryBecomeEventsOnTheUnitsTrack) {
   recordPhase("forward", 500, 900, 4);
   MemoryCounters m{100, 200, 300, 600};
   recordMemory(m);
-  recorder.stop();
-
-  trace::RankTrace t = trace::readTraceFile(path);
-  std::remove(path);
+  const trace::RankTrace t = recorded.finish();
   std::map<std::string, const trace::Event*> spans;
   std::map<std::string, double> counters;
   for (const trace::Event& e : t.events) {

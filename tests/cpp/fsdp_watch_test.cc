@@ -11,9 +11,7 @@
 #include <vector>
 
 #include "engines/observe/fsdp_watch.h"
-#include "trace/format/codec.h"
-#include "trace/record/file_sink.h"
-#include "trace/record/recorder.h"
+#include "tests/cpp/recorded_file.h"
 
 namespace ringx::observe {
 namespace {
@@ -132,13 +130,7 @@ namespace {
 // gather recorded with its forward gather's wire, starting before its own issue). Each gather
 // is recorded with its own collective's wire, once that finishes.
 TEST(FsdpWatch, AGatherCopiedOutBeforeItsCollectiveFinishesGetsItsOwnWire) {
-  char path[] = "/tmp/ringx-fsdp-watch-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  trace::Recorder& recorder = trace::Recorder::instance();
-  recorder.start(trace::RecorderOptions{});
-  recorder.addSink(std::make_unique<trace::FileSink>(path));
+  testing::RecordedFile recorded;
 
   FsdpWatch w;
   w.setUnits({{"1", 100, 400, 400, 100, true, 0}}, FsdpSchedule{});
@@ -157,10 +149,7 @@ TEST(FsdpWatch, AGatherCopiedOutBeforeItsCollectiveFinishesGetsItsOwnWire) {
   w.scopeEnd(FsdpScope::kCopyOut, "1", 23, 24);
   w.collectiveFinished(backward, 41);
   EXPECT_TRUE(w.awaitCollectives(std::chrono::steady_clock::now()));
-  recorder.stop();
-
-  trace::RankTrace t = trace::readTraceFile(path);
-  std::remove(path);
+  const trace::RankTrace t = recorded.finish();
   std::vector<std::vector<int64_t>> gathers;  // issue, wire start, wire end, phase is backward
   for (const trace::Event& e : t.events) {
     if (e.category != trace::Category::kFsdp || t.str(e.name) != "all_gather") continue;
