@@ -63,9 +63,12 @@ def test_the_report_answers_every_question_within_its_bounds(ddp_trace):
         assert row["error"] is None, row
         assert row["predicted_step_ns"] > 0
     # The bounds are the recorded plan's: it cannot beat free communication or free compute, nor
-    # can a change of the wire alone (world size, link) beat free communication.
+    # can a change of the wire alone (world size, link) beat free communication. Each recorded
+    # step is replayed with its own durations and the step is the median of their periods
+    # (begin to next begin), which shorter durations need not shorten (a late rank's step can
+    # move to the next period): a bound stays inside the unchanged replay's spread.
     for bound in ("communication free", "compute free"):
-        assert rows[bound]["step_ns"] <= report["baseline"]["step_ns"]
+        assert rows[bound]["step_ns"] <= report["baseline"]["step_high_ns"], (bound, rows[bound])
     for wire in ("world_size=4", "world_size=8", "link 40.0 us/step, 0.50 GB/s"):
         assert rows["communication free"]["step_ns"] <= rows[wire]["step_ns"], wire
     # A larger cap never makes more buckets; 25 MB holds all 6 parameters' 0.3 MB in one.
