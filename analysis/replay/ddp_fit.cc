@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "analysis/figures.h"
 #include "analysis/replay/program.h"
@@ -129,9 +130,7 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
     }
     if (m->recordedBucketBytes.empty()) m->recordedBucketBytes = bytes;
   }
-  const std::optional<double> fitted = fitContention(contention);
-  m->contentionFitted = fitted.has_value();
-  m->contention = fitted ? *fitted : coresContention(m->host, m->worldSize);
+  std::tie(m->contention, m->contentionFitted) = modelContention(contention, m->host, m->worldSize);
   // The typical step's finalize: medians over the samples.
   for (size_t r = 0; r < m->ranks.size(); ++r) {
     std::vector<int64_t> copies, rest;

@@ -306,9 +306,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     const Span& sp = spans[key];
     if (sp.ranks == rec.ranks.size() && sp.end > sp.start) ns = sp.end - sp.start;
   }
-  const std::optional<double> fitted = fitContention(contention);
-  m.contentionFitted = fitted.has_value();
-  m.contention = fitted ? *fitted : coresContention(m.host, m.worldSize);
+  std::tie(m.contention, m.contentionFitted) = modelContention(contention, m.host, m.worldSize);
   for (size_t i = 0; i < m.ranks.size(); ++i) {  // the typical step's overlaps: medians
     for (int direction = 0; direction < 2; ++direction) {
       std::vector<int64_t>& out =

@@ -81,6 +81,12 @@ std::optional<double> fitContention(const ContentionSamples& all) {
   return std::clamp(num / den, 0.0, 0.95);
 }
 
+std::pair<double, bool> modelContention(const ContentionSamples& samples, const HostCores& host,
+                                        int64_t worldSize) {
+  const std::optional<double> fitted = fitContention(samples);
+  return {fitted ? *fitted : coresContention(host, worldSize), fitted.has_value()};
+}
+
 namespace {
 
 struct TimelineEntry {

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/replay/cost_model.h"
 #include "analysis/replay/step.h"
 
 namespace ringx::replay {
@@ -118,6 +119,10 @@ ProgramRun runProgram(const Program& program, const ProgramTimes& times);
 using ContentionSamples =
     std::map<std::tuple<size_t, int, size_t>, std::vector<std::pair<int64_t, int64_t>>>;
 std::optional<double> fitContention(const ContentionSamples& samples);
+// The contention a model replays with, and whether the recording fitted it: the samples' fit,
+// else what the cores give (coresContention) for `worldSize` ranks on `host`.
+std::pair<double, bool> modelContention(const ContentionSamples& samples, const HostCores& host,
+                                        int64_t worldSize);
 
 // Intervals as (begin, end): sorted and merged into disjoint ones; the time of [begin, end)
 // they cover.
