@@ -10,6 +10,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -179,9 +180,24 @@ def test_attaches_to_a_running_job_and_saves_what_it_received(tmp_path):
     env.pop("RANK", None)
     job = subprocess.Popen([sys.executable, os.path.join(ROOT, "samples", "train_ddp.py"),
                             "--world-size", "2", "--steps", "100000"], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)
     try:
+        # Attach once both ranks are training (rank 0 prints step 0 after the first step), so
+        # the viewer's 12 s see steps however long torch's import and the rendezvous take that
+        # day; a reader thread keeps draining the job's output so it never blocks on a full pipe.
+        training = threading.Event()
+
+        def drain():
+            for line in job.stdout:
+                if line.startswith("step"):
+                    training.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        deadline = time.monotonic() + 300
+        while not training.wait(1):
+            assert job.poll() is None, "the job exited: " + job.stderr.read()
+            assert time.monotonic() < deadline, "the job printed no step in 300 s"
         saved = tmp_path / "received"
         result = viewer("--attach", f"127.0.0.1:{port}", "--seconds", "12", "--panel", "live",
                         "--screenshot", str(tmp_path / "live.png"), "--print-stats",
