@@ -64,6 +64,32 @@ tsan() {
   run_gtests build-tsan
 }
 
+# One libFuzzer target: the inputs that once crashed it, then FUZZ_SECONDS over its corpus.
+fuzz_one() {
+  local target=$1 work=$2 name status=0
+  name=$(basename "$target")
+  mkdir -p "$work/$name"
+  # Crashers found earlier: each must now run clean (libFuzzer runs the files it is given).
+  if [ -d "tests/fuzz/regressions/$name" ]; then
+    if ! "$target" tests/fuzz/regressions/"$name"/* >"$work/$name.regressions.log" 2>&1; then
+      echo "FAILED $name on a regression input:"
+      tail -30 "$work/$name.regressions.log"
+      status=1
+    fi
+  fi
+  # New inputs go to a scratch corpus; the committed seeds are only read.
+  if "$target" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$work/$name-" -print_final_stats=1 "$work/$name" "tests/fuzz/corpus/$name" \
+    >"$work/$name.log" 2>&1; then
+    echo "   $name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$name.log" | grep -o '[0-9]*$') executions, $(ls "$work/$name" | wc -l) new corpus inputs, no findings"
+  else
+    echo "FAILED $name: a finding (input saved as $work/$name-crash-*); its report:"
+    grep -A30 -m1 -E "ERROR|runtime error|deadly signal" "$work/$name.log" | head -40
+    status=1
+  fi
+  return $status
+}
+
 asan_and_fuzz() {
   echo "-- asan+ubsan: building (clang-14, -fsanitize=address,undefined, libFuzzer targets)"
   local SANITIZED_TARGETS=("${SANITIZED_TARGETS[@]}" ringx_fuzzers)
@@ -74,29 +100,19 @@ asan_and_fuzz() {
 
   local work
   work=$(mktemp -d)
+  # Each fuzzer is one process on one core: JOBS of them run at once, each target's lines
+  # printed when it ends (so they never interleave).
+  local pids=() target
   for target in build-asan/bin/fuzz_*; do
-    local name
-    name=$(basename "$target")
-    mkdir -p "$work/$name"
-    # Crashers found earlier: each must now run clean (libFuzzer runs the files it is given).
-    if [ -d "tests/fuzz/regressions/$name" ]; then
-      if ! "$target" tests/fuzz/regressions/"$name"/* >"$work/$name.regressions.log" 2>&1; then
-        echo "FAILED $name on a regression input:"
-        tail -30 "$work/$name.regressions.log"
-        status=1
-      fi
-    fi
-    # New inputs go to a scratch corpus; the committed seeds are only read.
-    if "$target" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="$work/$name-" -print_final_stats=1 "$work/$name" "tests/fuzz/corpus/$name" \
-      >"$work/$name.log" 2>&1; then
-      echo "   $name: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$name.log" | grep -o '[0-9]*$') executions, $(ls "$work/$name" | wc -l) new corpus inputs, no findings"
-    else
-      echo "FAILED $name: a finding (input saved as $work/$name-crash-*); its report:"
-      grep -A30 -m1 -E "ERROR|runtime error|deadly signal" "$work/$name.log" | head -40
-      status=1
+    fuzz_one "$target" "$work" >"$work/$(basename "$target").out" 2>&1 &
+    pids+=($!)
+    if [ ${#pids[@]} -ge "$JOBS" ]; then
+      wait "${pids[0]}" || status=1
+      pids=("${pids[@]:1}")
     fi
   done
+  for pid in "${pids[@]+"${pids[@]}"}"; do wait "$pid" || status=1; done
+  cat "$work"/*.out
   return $status
 }
 

@@ -18,9 +18,11 @@ namespace {
 
 using algorithms::Collective;
 using algorithms::CollectiveKind;
+using testing::broadcastPattern;
 using testing::expectedReduction;
 using testing::makeInput;
 using testing::runGroup;
+using testing::sameBytes;
 
 const int kWorldSizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
 const size_t kCounts[] = {0, 1, 2, 7, 13, 1009, 65537};
@@ -228,11 +230,9 @@ TEST(Broadcast, EveryAlgorithmRootWorldSizeAndSize) {
     for (int size : kWorldSizes) {
       for (int root = 0; root < size; ++root) {
         for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{1 << 20}}) {
+          const auto sent = broadcastPattern(bytes);
           runGroup(size, [&](Group& group) {
-            std::vector<char> data(bytes, static_cast<char>(group.rank()));
-            if (group.rank() == root) {
-              for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
-            }
+            auto data = group.rank() == root ? sent : std::vector<char>(bytes, char(group.rank()));
             group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, root, {},
                       [&](Collective& c) {
                         if (direct) {
@@ -241,7 +241,7 @@ TEST(Broadcast, EveryAlgorithmRootWorldSizeAndSize) {
                           algorithms::chainBroadcast(c, data.data(), bytes, root, 1000);
                         }
                       });
-            for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(data[i], static_cast<char>(i * 7 + 1));
+            ASSERT_TRUE(sameBytes(data, sent)) << "rank " << group.rank() << " of " << size;
           });
         }
       }
@@ -254,15 +254,13 @@ TEST(Broadcast, BinomialTreeEveryRootAndWorldSize) {
     for (int root : {0, 1, size / 2, size - 1}) {
       if (root >= size) continue;
       for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}}) {
+        const auto sent = broadcastPattern(bytes);
         runGroup(size, [&](Group& group) {
-          std::vector<char> data(bytes, static_cast<char>(group.rank()));
-          if (group.rank() == root) {
-            for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
-          }
+          auto data = group.rank() == root ? sent : std::vector<char>(bytes, char(group.rank()));
           group.run(
               CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, root, {},
               [&](Collective& c) { algorithms::binomialBroadcast(c, data.data(), bytes, root); });
-          for (size_t i = 0; i < bytes; ++i) ASSERT_EQ(data[i], static_cast<char>(i * 7 + 1));
+          ASSERT_TRUE(sameBytes(data, sent)) << "rank " << group.rank() << " of " << size;
         });
       }
     }

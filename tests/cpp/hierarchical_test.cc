@@ -19,10 +19,12 @@ using algorithms::Collective;
 using algorithms::CollectiveKind;
 using algorithms::Tuning;
 using bootstrap::HostLayout;
+using testing::broadcastPattern;
 using testing::expectedReduction;
 using testing::makeInput;
 using testing::messageOf;
 using testing::runGroup;
+using testing::sameBytes;
 
 // Sets an environment variable for the life of the object (tests run one at a time).
 class ScopedEnv {
@@ -376,14 +378,13 @@ TEST(HierarchicalBroadcast, EveryLayoutRootAndSize) {
     const int size = static_cast<int>(hosts.size());
     for (int root = 0; root < size; ++root) {
       for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{100003}}) {
+        const auto sent = broadcastPattern(bytes);
         for (int directMaxRanks : {8, 1}) {
           runGroup(
               size,
               [&](Group& group) {
-                std::vector<char> data(bytes, static_cast<char>(group.rank()));
-                if (group.rank() == root) {
-                  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
-                }
+                auto data =
+                    group.rank() == root ? sent : std::vector<char>(bytes, char(group.rank()));
                 group.run(CollectiveKind::kBroadcast, DataType::kUInt8, ReduceOp::kSum, root, {},
                           [&](Collective& c) {
                             algorithms::broadcast(c, data.data(), bytes, root, group.tuning());
@@ -391,11 +392,9 @@ TEST(HierarchicalBroadcast, EveryLayoutRootAndSize) {
                               ASSERT_STREQ(c.algorithm(), "hierarchical");
                             }
                           });
-                for (size_t i = 0; i < bytes; ++i) {
-                  ASSERT_EQ(data[i], static_cast<char>(i * 7 + 1))
-                      << "rank " << group.rank() << " of " << size << ", root " << root << ", "
-                      << bytes << " bytes";
-                }
+                ASSERT_TRUE(sameBytes(data, sent))
+                    << "rank " << group.rank() << " of " << size << ", root " << root << ", "
+                    << bytes << " bytes";
               },
               [&](GroupOptions& options) {
                 options.fakeHosts = hosts;

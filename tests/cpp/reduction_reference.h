@@ -2,6 +2,9 @@
 // (one rank after another): what the collective tests compare every algorithm with.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <complex>
 #include <cstdint>
 #include <cstring>
@@ -100,6 +103,29 @@ inline std::vector<float> randomFloats(size_t count, uint32_t seed) {
     x = static_cast<float>(state) / 4294967296.0f - 0.5f;
   }
   return data;
+}
+
+// What a broadcast test's root sends: byte i is i * 7 + 1, so a misplaced chunk shows.
+inline std::vector<char> broadcastPattern(size_t bytes) {
+  std::vector<char> data(bytes);
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>(i * 7 + 1);
+  return data;
+}
+
+// One assertion per buffer, naming the first byte that differs: a gtest assertion per byte of a
+// 1 MiB broadcast, on every rank, for every root and world size, was most of what the sanitizer
+// legs spent on the broadcast sweeps.
+inline ::testing::AssertionResult sameBytes(const std::vector<char>& got,
+                                            const std::vector<char>& want) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << got.size() << " bytes where " << want.size() << " were expected";
+  }
+  const auto differ = std::mismatch(got.begin(), got.end(), want.begin());
+  if (differ.first == got.end()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "byte " << (differ.first - got.begin()) << " is " << int(*differ.first) << ", expected "
+         << int(*differ.second);
 }
 
 }  // namespace ringx::testing
