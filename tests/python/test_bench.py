@@ -18,6 +18,7 @@ import docs_table  # noqa: E402  (bench/ is not a package)
 from call_cost import classify, samples_of  # noqa: E402
 from fsdp import recorded_collectives  # noqa: E402
 from vs_libraries import ONECCL_SETTINGS  # noqa: E402
+from whatif import print_rows, row, summary  # noqa: E402
 
 
 def run_bench(name, *args):
@@ -178,6 +179,26 @@ def test_whatif_bench_puts_predicted_beside_measured():
     for label in ("sharding_strategy=SHARD_GRAD_OP", "backward_prefetch=NONE", "units merged by 2"):
         assert f"  {label} " in out, out
     assert "ringx.fsdp: 7 cases, median |error|" in out, out
+
+
+def test_whatif_names_the_misses_measured_noise_explains(capsys):
+    """A prediction the rounds' measurements land on both sides of is marked "noise", a change
+    that ran the base's own bucket plan "same plan as the base", and the summary counts them
+    apart from the misses nothing explains."""
+    errors = []
+    print_rows([row("inside", [100e6, 100e6], [80e6, 130e6]),  # median 105: -4.8%, no mark
+                row("inside, off by 25%", [125e6], [90e6, 100e6, 130e6]),
+                row("the base's plan", [100e6], [150e6, 160e6], same_plan=True),
+                row("outside", [150e6, 150e6], [100e6, 110e6])], 20, errors)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[-1] == "-4.8%", lines
+    assert lines[2].split()[-2:] == ["+25.0%", "noise"], lines
+    assert lines[3].endswith("-35.5%  same plan as the base"), lines
+    assert lines[4].split()[-1] == "+42.9%", lines
+    assert [cause for _, cause in errors] == ["noise", "noise", "same plan as the base", ""]
+    assert summary(errors).endswith(
+        "; of those over 10%, 1 inside their rounds' range and 1 that ran the base's own plan "
+        "(measurement noise); worst of the rest 42.9%"), summary(errors)
 
 
 def test_fault_bench_puts_gloo_beside_ringx():
