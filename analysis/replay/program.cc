@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "analysis/figures.h"
@@ -52,39 +53,71 @@ int64_t coveredNs(const std::vector<std::pair<int64_t, int64_t>>& merged, int64_
   return total;
 }
 
-std::optional<double> fitContention(const ContentionSamples& all) {
+std::optional<ContentionFit> fitContention(const ContentionSamples& all) {
   // A stretch covered (nearly) end to end by a collective says nothing: its overlap is its own
   // duration, so the two grow together whatever the cores do. Only stretches a collective
   // covers in part, where the overlap is set by the collective, are kept.
-  ContentionSamples samples;
+  std::vector<std::vector<std::pair<double, double>>> stretches;
   for (const auto& [stretch, points] : all) {
+    std::vector<std::pair<double, double>> kept;
     for (const auto& [ns, over] : points) {
-      if (over * 10 < ns * 9) samples[stretch].emplace_back(ns, over);
+      if (over * 10 < ns * 9) kept.emplace_back(static_cast<double>(ns), static_cast<double>(over));
     }
+    if (kept.size() >= 2) stretches.push_back(std::move(kept));
   }
+  // Least squares with a mean of its own per stretch (each stretch's compute differs), one
+  // slope for all: num / den. Its standard error from the residuals says how much the
+  // recording pins it down.
   double num = 0, den = 0;
-  for (const auto& [stretch, points] : samples) {
-    if (points.size() < 2) continue;
+  size_t points = 0;
+  std::vector<std::pair<double, double>> means;
+  for (const auto& stretch : stretches) {
     double d = 0, o = 0;
-    for (const auto& [ns, over] : points) {
-      d += static_cast<double>(ns);
-      o += static_cast<double>(over);
+    for (const auto& [ns, over] : stretch) {
+      d += ns;
+      o += over;
     }
-    d /= static_cast<double>(points.size());
-    o /= static_cast<double>(points.size());
-    for (const auto& [ns, over] : points) {
-      num += (static_cast<double>(ns) - d) * (static_cast<double>(over) - o);
-      den += (static_cast<double>(over) - o) * (static_cast<double>(over) - o);
+    d /= static_cast<double>(stretch.size());
+    o /= static_cast<double>(stretch.size());
+    means.emplace_back(d, o);
+    for (const auto& [ns, over] : stretch) {
+      num += (ns - d) * (over - o);
+      den += (over - o) * (over - o);
     }
+    points += stretch.size();
   }
   if (den <= 0) return std::nullopt;
-  return std::clamp(num / den, 0.0, 0.95);
+  const double slope = num / den;
+  double residuals = 0;
+  for (size_t i = 0; i < stretches.size(); ++i) {
+    for (const auto& [ns, over] : stretches[i]) {
+      const double r = (ns - means[i].first) - slope * (over - means[i].second);
+      residuals += r * r;
+    }
+  }
+  // Degrees of freedom: the points less a mean per stretch and the slope.
+  const size_t fitted = stretches.size() + 1;
+  const double standardError =
+      points > fitted ? std::sqrt(residuals / static_cast<double>(points - fitted) / den)
+                      : std::numeric_limits<double>::infinity();
+  return ContentionFit{std::clamp(slope, 0.0, 0.95), standardError};
 }
 
 std::pair<double, bool> modelContention(const ContentionSamples& samples, const HostCores& host,
                                         int64_t worldSize) {
-  const std::optional<double> fitted = fitContention(samples);
-  return {fitted ? *fitted : coresContention(host, worldSize), fitted.has_value()};
+  const double cores = coresContention(host, worldSize);
+  const std::optional<ContentionFit> fitted = fitContention(samples);
+  if (!fitted || std::isinf(fitted->standardError)) return {cores, false};
+  if (fitted->standardError == 0) return {fitted->value, true};
+  // The cores' value is where the constant starts; the recording moves it as far as it pins
+  // the constant down (inverse-variance weights): a fit from a few noisy overlaps, which two
+  // recordings of one job put at 0 and at 0.93, stays near the cores', and a fit the
+  // recording is sure of is taken as it is.
+  const double fitWeight = 1.0 / (fitted->standardError * fitted->standardError);
+  const double coresWeight = 1.0 / (kCoresContentionSpread * kCoresContentionSpread);
+  return {std::clamp((fitted->value * fitWeight + cores * coresWeight) / (fitWeight + coresWeight),
+                     0.0, 0.95),
+          true};
 }
 
 namespace {

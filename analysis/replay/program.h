@@ -17,8 +17,9 @@
 // program again with the previous run's overlaps (three runs: the schedule moves little after
 // the second; with a constant below 1 the runs settle). The constant is fitted from the
 // recording (fitContention): within one stretch of compute across steps, the extra time per ns
-// of overlap; where the recording has no compute beside part of a collective, from the cores
-// (cost_model.h's coresContention).
+// of overlap, weighed against what the cores give (cost_model.h's coresContention) by how well
+// the recording pins it down; where the recording has no compute beside part of a collective,
+// from the cores alone.
 //
 // The step time is the recording's definition: per step, the slowest rank's begin to its next
 // begin, the median over the steps after the first (which every rank begins at 0).
@@ -116,11 +117,20 @@ ProgramRun runProgram(const Program& program, const ProgramTimes& times);
 // own duration). Clamped to [0, 0.95]: the replay, which stretches compute by it, settles only
 // below 1. None when no stretch was partly covered in two steps or more: nothing to fit
 // (cost_model.h's coresContention prices it from the cores instead).
+// With the slope, its standard error (infinite when the samples leave no residual freedom).
 using ContentionSamples =
     std::map<std::tuple<size_t, int, size_t>, std::vector<std::pair<int64_t, int64_t>>>;
-std::optional<double> fitContention(const ContentionSamples& samples);
-// The contention a model replays with, and whether the recording fitted it: the samples' fit,
-// else what the cores give (coresContention) for `worldSize` ranks on `host`.
+struct ContentionFit {
+  double value = 0;
+  double standardError = 0;
+};
+std::optional<ContentionFit> fitContention(const ContentionSamples& samples);
+// How far a job's contention may lie from what its cores give (coresContention), as a standard
+// deviation: the weight the cores' value keeps beside a fit.
+constexpr double kCoresContentionSpread = 0.25;
+// The contention a model replays with, and whether the recording fitted it: the samples' fit
+// and the cores' value (coresContention for `worldSize` ranks on `host`) weighted by their
+// inverse variances; the cores' alone when nothing could be fitted.
 std::pair<double, bool> modelContention(const ContentionSamples& samples, const HostCores& host,
                                         int64_t worldSize);
 

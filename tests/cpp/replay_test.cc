@@ -2,6 +2,7 @@
 // whose answers are worked out by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "analysis/replay/cost_model.h"
@@ -310,10 +311,10 @@ TEST(ReplayProgram, ContentionStretchesComputeBesideACollective) {
   ContentionSamples samples;
   samples[{0, 1, 0}] = {{1000, 0}, {1250, 500}, {1500, 1000}};
   samples[{1, 1, 0}] = {{2000, 200}, {2100, 400}};
-  EXPECT_DOUBLE_EQ(fitContention(samples).value_or(-1), 0.5);
+  EXPECT_DOUBLE_EQ(fitContention(samples).value_or(ContentionFit{-1, 0}).value, 0.5);
   samples[{0, 1, 0}] = {{1000, 0}, {5000, 1000}};  // more than the compute: clamped
   samples.erase({1, 1, 0});
-  EXPECT_DOUBLE_EQ(fitContention(samples).value_or(-1), 0.95);
+  EXPECT_DOUBLE_EQ(fitContention(samples).value_or(ContentionFit{-1, 0}).value, 0.95);
   // One bucket launched as backward ends: no stretch ran beside part of a collective.
   samples[{0, 1, 0}] = {{1000, 0}, {1100, 0}};
   EXPECT_FALSE(fitContention(samples).has_value());
@@ -338,6 +339,26 @@ TEST(ReplayCost, ContentionFromTheCoresIsTheComputeShareARingThreadTakes) {
   // Three ranks, one compute thread each, on four cores: a core each, then 4/6 of one.
   EXPECT_NEAR(coresContention({4, 1, 1}, 3), 1.0 / 3, 1e-12);
   EXPECT_DOUBLE_EQ(coresContention(HostCores{}, 2), 0);  // not recorded
+}
+
+// The recording's fit and the cores' value, each weighted by how sure it is: the cores' by
+// kCoresContentionSpread (0.25), the fit by its standard error.
+TEST(ReplayCost, ContentionIsTheFitAsFarAsTheRecordingPinsItDown) {
+  const HostCores twoCores{2, 1, 1}, spare{16, 2, 1};  // 0.5 and 0 from the cores
+  ContentionSamples samples;
+  // On a line: the fit is exact and taken as it is, whatever the cores say.
+  samples[{0, 1, 0}] = {{1000, 0}, {1250, 500}, {1500, 1000}};
+  EXPECT_EQ(modelContention(samples, spare, 2), std::make_pair(0.5, true));
+  // Two points of one stretch leave no freedom for an error: the cores' value, not fitted.
+  samples[{0, 1, 0}] = {{1000, 0}, {1500, 1000}};
+  EXPECT_EQ(modelContention(samples, spare, 2), std::make_pair(0.0, false));
+  // Noisy: slope 40000 / 50000 = 0.8, residuals -80, 240, -240, 80 on 4 - 2 degrees of
+  // freedom, standard error sqrt(128000 / 2 / 50000) = sqrt(1.28); the cores' 0.5 weighs 16.
+  samples[{0, 1, 0}] = {{1000, 0}, {1400, 100}, {1000, 200}, {1400, 300}};
+  EXPECT_NEAR(fitContention(samples)->standardError, std::sqrt(1.28), 1e-12);
+  const auto [kappa, fitted] = modelContention(samples, twoCores, 2);
+  EXPECT_NEAR(kappa, (0.8 / 1.28 + 0.5 * 16) / (1 / 1.28 + 16), 1e-12);
+  EXPECT_TRUE(fitted);
 }
 
 // A DDP recording made by the replay's own rules (2 ranks, 2 buckets, a 150 ns ring), with
