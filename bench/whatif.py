@@ -263,10 +263,15 @@ def measured_run(root, model_name, label, r):
     gradient_as_bucket_view), None for FSDP."""
     from ringx.analysis import whatif
     result = whatif(os.path.join(root, model_name, label, f"round{r}"), bounds=False)
-    plan = None
-    if "bucket_bytes" in result["baseline"]:
-        plan = (tuple(result["baseline"]["bucket_bytes"]), result["gradient_as_bucket_view"])
-    return result["recorded_step_ns"], plan
+    return result["recorded_step_ns"], plan_of(result)
+
+
+def plan_of(result):
+    """The DDP bucket plan a whatif result recorded (bucket sizes, gradient_as_bucket_view);
+    None for FSDP."""
+    if "bucket_bytes" not in result["baseline"]:
+        return None
+    return tuple(result["baseline"]["bucket_bytes"]), result["gradient_as_bucket_view"]
 
 
 def analyse(root, rounds, engine="ddp"):
@@ -280,14 +285,15 @@ def analyse(root, rounds, engine="ddp"):
     for model_name in MODELS:
         predicted = {label: [] for label, _, _ in ALTERNATIVES}
         measured = {label: [] for label, _, _ in ALTERNATIVES}
-        base_error = []
+        base_error, base_steps = [], []
         other_plan = set()
         for r in range(rounds):
             base = whatif(os.path.join(root, model_name, BASE[0], f"round{r}"), bucket_cap_mb=caps,
                           gradient_as_bucket_view=True, bounds=False)
             base_error.append(base["baseline_error"])
+            base_steps.append(base["recorded_step_ns"])
             rows = {row["change"]: row for row in base["rows"]}
-            base_plan = measured_run(root, model_name, BASE[0], r)[1]
+            base_plan = plan_of(base)
             for label, _, _ in ALTERNATIVES:
                 predicted[label].append(rows[label]["predicted_step_ns"])
                 step, plan = measured_run(root, model_name, label, r)
@@ -296,8 +302,9 @@ def analyse(root, rounds, engine="ddp"):
                     other_plan.add(label)
         table[model_name] = {
             "base_error": statistics.median(base_error),
-            "measured": {label: [measured_step(root, model_name, label, r) for r in range(rounds)]
-                         for label in ((BASE[0], AUTO[0]) if engine == "ddp" else (BASE[0],))},
+            "measured": {BASE[0]: base_steps, **({AUTO[0]: [
+                measured_step(root, model_name, AUTO[0], r) for r in range(rounds)]}
+                if engine == "ddp" else {})},
             "rows": [row(label, predicted[label], measured[label], label not in other_plan)
                      for label, _, _ in ALTERNATIVES]}
     return table
@@ -399,9 +406,10 @@ def main():
 
 def print_rows(rows, width, errors):
     """One line per row(): predicted, measured (the median round), the rounds' range and the
-    error; each (|error|, inside the range) appended to errors. A prediction inside the range of
-    the rounds' measurements is marked "noise": the same change run again landed on both sides
-    of it, so its error is the run-to-run noise of the measurement, not of the replay."""
+    error; each (|error|, cause) appended to errors, cause naming the measured noise that explains
+    the miss or "": "noise" for a prediction inside the range of the rounds' measurements (the
+    same change run again landed on both sides of it), "same plan as the base" for a change that
+    ran the base's own bucket plan."""
     print(f"  {'change':{width}s} {'predicted':>11s} {'measured':>11s} {'rounds':>15s} "
           f"{'error':>8s}")
     for label, pred, meas, (low, high), same_plan in rows:
