@@ -8,21 +8,31 @@ hosts and talks TCP between them over addresses that exist only inside the names
 
 `run_job` runs a whole fault job on two such hosts (netns_worker.py is each rank): the fault
 tests (test_partitions.py) and the gloo-beside-ringx fault benchmark (bench/faults.py) share it.
+Its ranks are forked from the fork server that imported torch and ringx once
+(rank_processes.py) and enter their host themselves (`Hosts.fork`): a rank started fresh
+imported torch again, about 3 s of a core each, most of what a fault test took.
 
 Creating namespaces needs root (CAP_NET_ADMIN); `why_unavailable()` says why not, for a skip
 (`bench_skipped()`: a benchmark's).
 """
 
+import atexit
+import ctypes
 import json
 import os
+import runpy
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from multiprocessing import reduction
 
+import rank_processes
 from harness import ringx_shm_segments
 
 SUBNET = "10.77.0"
@@ -102,11 +112,127 @@ class Hosts:
         self.procs.append(p)
         return p
 
+    def fork(self, name, script, argv, env):
+        """Runs the Python `script` with `argv` on host `name`, as `start` would, in a process
+        forked from the fork server (torch and ringx already imported). Returns what run_job
+        uses of a Popen: pid, stdout, stderr, poll, wait, kill, communicate, returncode."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ctx = rank_processes.context(["torch", "torch.distributed", "ringx", "harness"], [HERE])
+        p = ctx.Process(target=_forked_main,
+                        args=(self.netns[name], f"host-{name}", script, list(argv), dict(env),
+                              _InheritedFd(out_w), _InheritedFd(err_w)))
+        try:
+            p.start()
+        finally:
+            os.close(out_w)  # the child holds the write ends now: its exit is their EOF
+            os.close(err_w)
+        forked = _ForkedProcess(p, out_r, err_r)
+        self.procs.append(forked)
+        return forked
+
     def cut(self, name=None):
         """Takes the link down (on host `name`'s side; the first host's by default): packets
         stop, no RST reaches either side."""
         name = name or self.names[0]
         _ip("-n", self.netns[name], "link", "set", self.device[name], "down")
+
+
+_CLONE_NEWNET, _CLONE_NEWUTS = 0x40000000, 0x04000000
+
+
+class _InheritedFd:
+    """A descriptor handed to a process of the fork server: pickled with the process, the
+    server passes it on (as multiprocessing passes a Connection's)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def __reduce__(self):
+        return _inherited, (reduction.DupFd(self.fd),)
+
+
+def _inherited(dup):
+    return _InheritedFd(dup.detach())
+
+
+def _forked_main(netns, hostname, script, argv, env, stdout, stderr):
+    """A process of Hosts.fork: its output to the pipes, into the host (what `ip netns exec`
+    and `unshare --uts` do for Hosts.start), then the script as __main__."""
+    os.dup2(stdout.fd, 1)
+    os.dup2(stderr.fd, 2)
+    os.close(stdout.fd)
+    os.close(stderr.fd)
+    os.environ.clear()
+    os.environ.update(env)
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open(f"/var/run/netns/{netns}") as ns:
+        if libc.setns(ns.fileno(), _CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into network namespace {netns}")
+    if libc.unshare(_CLONE_NEWUTS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUTS)")
+    socket.sethostname(hostname)
+    sys.argv = [script, *argv]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        # A forked process ends with os._exit, which skips what a fresh one runs at exit
+        # (ringx writes out its trace there): run it, as harness._rank_main does.
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+class _ForkedProcess:
+    """The Popen face of a Hosts.fork process."""
+
+    def __init__(self, process, stdout_fd, stderr_fd):
+        self._process = process
+        self.pid = process.pid
+        self.stdout = os.fdopen(stdout_fd, "r")
+        self.stderr = os.fdopen(stderr_fd, "r")
+        self.returncode = None
+        self._readers = None
+        self._read = {}
+
+    def poll(self):
+        if self.returncode is None:
+            self.returncode = self._process.exitcode  # -N when signal N ended it, as Popen's
+        return self.returncode
+
+    def wait(self, timeout=None):
+        self._process.join(timeout)
+        if self.poll() is None:
+            raise subprocess.TimeoutExpired(f"forked {self.pid}", timeout)
+        return self.returncode
+
+    def kill(self):
+        if self.poll() is None:
+            self._process.kill()
+
+    def communicate(self, timeout=None):
+        """(stdout, stderr) once the process has ended; TimeoutExpired keeps what was read,
+        so a kill and a second call get all of it, as with Popen."""
+        if self._readers is None:
+            def drain(key, stream):
+                self._read[key] = stream.read()
+            self._readers = [threading.Thread(target=drain, args=(key, stream), daemon=True)
+                             for key, stream in (("out", self.stdout), ("err", self.stderr))]
+            for reader in self._readers:
+                reader.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left():
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        for reader in self._readers:
+            reader.join(left())
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(f"forked {self.pid}", timeout)
+        self.wait(left())
+        self.stdout.close()
+        self.stderr.close()
+        return self._read["out"], self._read["err"]
 
 
 def _read_ready(procs, deadline):
@@ -168,8 +294,7 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
         procs, rank = [], 0
         for host, count in layout.items():
             for _ in range(count):
-                argv = [sys.executable, os.path.join(HERE, "netns_worker.py"), "--backend",
-                        backend, "--rank",
+                argv = ["--backend", backend, "--rank",
                         str(rank), "--world", str(world), "--init", init, "--timeout",
                         str(TIMEOUT_S), "--elements", str(elements),
                         "--iterations", str(iterations)]
@@ -179,8 +304,8 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
                     argv += ["--store", f"{hosts.address[first]}:29500"]
                 argv += extra_args(rank) if extra_args else []
                 # gloo binds to the hostname's address unless told an interface (no DNS here).
-                procs.append(hosts.start(host, argv,
-                                         dict(env, GLOO_SOCKET_IFNAME=hosts.device[host])))
+                procs.append(hosts.fork(host, os.path.join(HERE, "netns_worker.py"), argv,
+                                        dict(env, GLOO_SOCKET_IFNAME=hosts.device[host])))
                 rank += 1
         started = _read_ready(procs, time.monotonic() + 90)
         if started and store_sig is not None:
@@ -194,7 +319,7 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
             cut_at = time.monotonic()
             if cut is not None:
                 hosts.cut(cut)
-            else:  # `ip netns exec`, unshare and sh all exec: the pid is the rank's python
+            else:
                 os.kill(procs[signal_rank].pid, sig)
         reports = []
         order = [r for r in range(len(procs)) if r != signal_rank] + (
@@ -221,7 +346,7 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
         if store is not None:
             store.kill()
             store.wait()
-    # `ip netns exec`, unshare and sh all exec: each rank's pid names its segments.
+    # Each rank's pid names its segments.
     left = ringx_shm_segments([p.pid for p in procs])
     assert left == [], f"shared-memory segments left behind: {left}"
     return cut_at, [report for _, report in sorted(reports, key=lambda item: item[0])]
