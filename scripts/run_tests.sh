@@ -6,7 +6,7 @@
 #   gtest (through ctest)  the torch-free core: algorithms x transport x world size
 #   sanitizers             the torch-free gtests under TSan, and under ASan+UBSan with the
 #                          libFuzzer targets run briefly (scripts/sanitizers.sh)
-#   pytest                 the Python face, multi-process
+#   pytest                 the Python face, multi-process (two streams at once: below)
 #   conformance            PyTorch's own distributed_test.py with BACKEND=ringx, at world
 #                          sizes 2 and 3, strict against the gloo baseline
 #   torch-compat           the torch-version shims (backend/c10d/torch_compat.h) and the backend
@@ -32,6 +32,7 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 # The failure tests make every rank dump its flight recorder: keep those dumps out of the
 # default /tmp/ringx-flight-recorder-<user>.
 export RINGX_DUMP_DIR=${RINGX_DUMP_DIR:-$(mktemp -d /tmp/ringx-test-dumps.XXXXXX)}
+mkdir -p "$RINGX_DUMP_DIR"
 # A test that gloo passes and a plugin can reach, but that does not pass for ringx, fails the run.
 export STRICT_BASELINE=1
 
@@ -57,7 +58,31 @@ run_suite() {
 run_suite layers "$PYTHON" scripts/check_layers.py --extension "$(ls "$BUILD_DIR"/python/ringx/_C*.so)"
 run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
 run_suite sanitizers scripts/sanitizers.sh all
-run_suite pytest "$PYTHON" -m pytest -q tests/python
+# pytest in two streams at once, each about half of the suite's time: the quick runs of the
+# benchmarks and the fault tests between network-namespace hosts beside the rest (in one
+# stream the suite kept the 2 cores busy only 118% of the time: processes starting, timeouts
+# waited out). Each stream has its own flight-recorder dump directory (test_flight_recorder
+# reads its dumps back by rank) and its own log, printed when both have ended.
+SECOND_STREAM=(tests/python/test_bench.py tests/python/test_partitions.py)
+pytest_streams() {
+  local logs status=0 second first
+  logs=$(mktemp -d /tmp/ringx-pytest.XXXXXX)
+  RINGX_DUMP_DIR=$(mktemp -d "$RINGX_DUMP_DIR/second.XXXXXX") \
+    "$PYTHON" -m pytest -q "${SECOND_STREAM[@]}" >"$logs/second.log" 2>&1 &
+  second=$!
+  RINGX_DUMP_DIR=$(mktemp -d "$RINGX_DUMP_DIR/first.XXXXXX") \
+    "$PYTHON" -m pytest -q tests/python "${SECOND_STREAM[@]/#/--ignore=}" >"$logs/first.log" 2>&1 &
+  first=$!
+  wait "$first" || status=1
+  echo "-- tests/python but ${SECOND_STREAM[*]##*/}"
+  cat "$logs/first.log"
+  wait "$second" || status=1
+  echo "-- ${SECOND_STREAM[*]##*/}"
+  cat "$logs/second.log"
+  rm -rf "$logs"
+  return $status
+}
+run_suite pytest pytest_streams
 run_suite conformance env PYTHON="$PYTHON" tests/conformance/run_conformance.sh ringx "2 3"
 run_suite torch-compat "$PYTHON" scripts/torch_matrix.py --header-check 2.11.0
 

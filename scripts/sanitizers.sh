@@ -41,15 +41,16 @@ configure_and_build() {
     { tail -40 "$dir.build.log"; return 1; }
 }
 
-# Every gtest of a build; on failure, the failing tests' output (the sanitizer's report).
+# Every gtest of a build but those matching `skip` (a regex); on failure, the failing tests'
+# output (the sanitizer's report).
 run_gtests() {
-  local dir=$1
+  local dir=$1 skip=$2
   # AnalysisScale builds and analyses a million events, 5-15x slower instrumented, for no
   # thread or memory use the smaller tests lack. SummaryScale's peak-memory test measures
   # RSS, which the sanitizers' shadow memory inflates by design (both run in the plain gtest
   # leg).
-  if ctest --test-dir "$dir" -j 2 --timeout 300 -E '^(AnalysisScale\.|SummaryScale\.PeakMemory)' \
-    >"$dir.ctest.log" 2>&1; then
+  if ctest --test-dir "$dir" -j 2 --timeout 300 \
+    -E "^(AnalysisScale\.|SummaryScale\.PeakMemory${skip:+|$skip})" >"$dir.ctest.log" 2>&1; then
     echo "   $(grep -E 'tests passed' "$dir.ctest.log")"
   else
     ctest --test-dir "$dir" --rerun-failed --output-on-failure --timeout 300 2>&1 | tail -80
@@ -61,7 +62,10 @@ run_gtests() {
 tsan() {
   echo "-- tsan: building (gcc, -fsanitize=thread)"
   configure_and_build build-tsan -DRINGX_SANITIZE=thread || return 1
-  run_gtests build-tsan
+  # ChromeExport.ManyEventsStream exports 100,000 events on one thread: 57 s under TSan (the
+  # slowest test of the leg but the collective sweeps) with no thread to check; the trace
+  # reader's threads it starts from are the loader tests' (ASan runs it).
+  run_gtests build-tsan 'ChromeExport\.ManyEventsStream$'
 }
 
 # One libFuzzer target: the inputs that once crashed it, then FUZZ_SECONDS over its corpus.
@@ -96,7 +100,7 @@ asan_and_fuzz() {
   CC=clang-14 CXX=clang++-14 configure_and_build build-asan -DRINGX_SANITIZE=address,undefined \
     -DRINGX_FUZZ=ON || return 1
   local status=0
-  run_gtests build-asan || status=1
+  run_gtests build-asan "" || status=1
 
   local work
   work=$(mktemp -d)
