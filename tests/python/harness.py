@@ -57,6 +57,13 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend
     atexit._run_exitfuncs()
 
 
+def rank_context():
+    """The fork server the tests' ranks start from (rank_processes.py), torch and ringx
+    imported: run_ranks' ranks and the fault tests' (netns_hosts.Hosts.fork)."""
+    return rank_processes.context(["torch", "torch.distributed", "ringx", "harness"],
+                                  [os.path.dirname(os.path.abspath(__file__))])
+
+
 def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False,
               backend="ringx", pids=None):
     """Returns [result of rank 0, ...] (results must pickle by value: return
@@ -64,8 +71,7 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
     returning one, applied in each rank before it joins. With allow_errors, a failed rank's entry is
     ("error", text) and a killed/vanished rank's entry is ("missing", None). `pids`, a list when
     given, receives the ranks' process ids (in rank order)."""
-    ctx = rank_processes.context(["torch", "torch.distributed", "ringx", "harness"],
-                                 [os.path.dirname(os.path.abspath(__file__))])
+    ctx = rank_context()
     queue = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         init_method = "file://" + os.path.join(tmp, "rendezvous")

@@ -9,7 +9,7 @@ hosts and talks TCP between them over addresses that exist only inside the names
 `run_job` runs a whole fault job on two such hosts (netns_worker.py is each rank): the fault
 tests (test_partitions.py) and the gloo-beside-ringx fault benchmark (bench/faults.py) share it.
 Its ranks are forked from the fork server that imported torch and ringx once
-(rank_processes.py) and enter their host themselves (`Hosts.fork`): a rank started fresh
+(harness.rank_context) and enter their host themselves (`Hosts.fork`): a rank started fresh
 imported torch again, about 3 s of a core each, most of what a fault test took.
 
 Creating namespaces needs root (CAP_NET_ADMIN); `why_unavailable()` says why not, for a skip
@@ -32,8 +32,7 @@ import time
 import uuid
 from multiprocessing import reduction
 
-import rank_processes
-from harness import ringx_shm_segments
+from harness import rank_context, ringx_shm_segments
 
 SUBNET = "10.77.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -118,8 +117,7 @@ class Hosts:
         uses of a Popen: pid, stdout, stderr, poll, wait, kill, communicate, returncode."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        ctx = rank_processes.context(["torch", "torch.distributed", "ringx", "harness"], [HERE])
-        p = ctx.Process(target=_forked_main,
+        p = rank_context().Process(target=_forked_main,
                         args=(self.netns[name], f"host-{name}", script, list(argv), dict(env),
                               _InheritedFd(out_w), _InheritedFd(err_w)))
         try:
