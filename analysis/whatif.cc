@@ -293,8 +293,9 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
          std::to_string(r.source.wire.samples) +
          (r.source.calibrated ? " sizes of the job's calibration" : " buckets") +
          ", median error " + percent(r.source.wire.medianErrorShare).substr(1) + ")" +
-         contentionText(m.contention, m.contentionFitted, "backward", "an allreduce") + "; " +
-         std::to_string(m.samples.size()) + " recorded steps replayed in turn" +
+         contentionText(m.contention, m.contentionFitted, "backward", "an allreduce",
+                        m.host.cores > 0) +
+         "; " + std::to_string(m.samples.size()) + " recorded steps replayed in turn" +
          hostCoresText(m.host) + "\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +

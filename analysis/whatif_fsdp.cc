@@ -328,7 +328,8 @@ std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& sourc
          ", reduce_scatter " + m.reduceScatter.describe() + ", allreduce " +
          m.allreduce.describe() +
          (r.source.calibrated ? " (from the job's calibration where it timed the kind)" : "") +
-         contentionText(m.contention, m.contentionFitted, "compute", "a collective") +
+         contentionText(m.contention, m.contentionFitted, "compute", "a collective",
+                        m.host.cores > 0) +
          hostCoresText(m.host) + "\n";
   out += "recorded step " + formatDuration(r.source.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +

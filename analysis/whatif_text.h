@@ -38,10 +38,11 @@ inline std::string padLeft(const std::string& text, size_t width) {
 
 // The contention constant as the report states it ("; contention 0.2 ns of backward per ns beside
 // an allreduce", saying where it came from when the recording could not fit it), and as JSON.
+// With the cores recorded it prices another world size only (program.h).
 inline std::string contentionText(double contention, bool fitted, const char* compute,
-                                  const char* collective) {
+                                  const char* collective, bool coresRecorded) {
   return "; contention " + shortNumber(contention) + " ns of " + compute + " per ns beside " +
-         collective +
+         collective + (coresRecorded ? " for another world size" : "") +
          (fitted ? ""
                  : " (from the cores: no recorded " + std::string(compute) +
                        " ran beside part of " + collective + ")");
@@ -52,13 +53,14 @@ inline std::string contentionJson(double contention, bool fitted) {
 }
 
 // The hosts' cores as the report states them ("; cores: 2 per host, 1 compute thread per rank,
-// 1 host (world_size shares them)"), and as JSON ("host_cores":{...}, null when not recorded).
+// 1 host (each compute at the share its schedule leaves it; world_size shares them out)"), and
+// as JSON ("host_cores":{...}, null when not recorded).
 inline std::string hostCoresText(const replay::HostCores& h) {
   if (h.cores <= 0) return "; cores: not recorded (world_size keeps each rank's compute)";
   return "; cores: " + std::to_string(h.cores) + " per host, " + std::to_string(h.threadsPerRank) +
          " compute thread" + (h.threadsPerRank == 1 ? "" : "s") + " per rank, " +
          std::to_string(h.hosts) + " host" + (h.hosts == 1 ? "" : "s") +
-         " (world_size shares them out)";
+         " (each compute at the share its schedule leaves it; world_size shares them out)";
 }
 inline std::string hostCoresJson(const replay::HostCores& h) {
   if (h.cores <= 0) return ",\"host_cores\":null";

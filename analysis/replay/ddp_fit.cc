@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/figures.h"
+#include "analysis/replay/core_shares.h"
 #include "analysis/replay/program.h"
 
 namespace ringx::replay {
@@ -29,8 +30,12 @@ std::vector<const DdpStepRecord::Bucket*> launched(const DdpStepRecord& s) {
 
 // One rank's step as the replay takes it: its own durations; its gradients' offsets where the
 // step sampled them, else the median's scaled to the step's backward; its allreduces in flight
-// during backward (each from when it could start: launched, and the previous one done).
-DdpRankProfile profileOf(const DdpStepRecord& s, const DdpRankProfile& median) {
+// during backward, each from when the ring started it (`starts`, by launch order: every rank
+// had launched it and the previous one was done) to its wire end on this rank. Before the
+// start the communication thread waits for a late peer asleep (transport/doorbell.h), so it
+// takes no core from compute.
+DdpRankProfile profileOf(const DdpStepRecord& s, const DdpRankProfile& median,
+                         const std::vector<int64_t>& starts) {
   DdpRankProfile p;
   p.rank = median.rank;
   p.forwardNs = std::max<int64_t>(0, s.forwardEndNs - s.forwardBeginNs);
@@ -58,14 +63,14 @@ DdpRankProfile profileOf(const DdpStepRecord& s, const DdpRankProfile& median) {
   p.copyBackNs = s.buckets.empty() ? -1 : copies;
   p.finalizeRestNs = std::max<int64_t>(
       0, s.finalizeEndNs - std::max(s.computeEndNs, lastWireEnd) - std::max<int64_t>(0, copies));
-  int64_t previousEnd = 0;
+  size_t i = 0;
   for (const DdpStepRecord::Bucket* b : launched(s)) {
-    if (b->launchNs <= 0 || b->wireEndNs <= 0) continue;
-    const int64_t from = std::max(b->launchNs, previousEnd);
+    const int64_t from = i < starts.size() ? starts[i] : -1;
+    ++i;
+    if (b->launchNs <= 0 || b->wireEndNs <= 0 || from < 0) continue;
     if (b->wireEndNs > from) {
       p.flightNs.emplace_back(from - s.backwardBeginNs, b->wireEndNs - s.backwardBeginNs);
     }
-    previousEnd = std::max(previousEnd, b->wireEndNs);
   }
   return p;
 }
@@ -81,27 +86,24 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
       at[r] = &s;
     }
   }
-  ContentionSamples contention;
+  // Per step every rank has: when each allreduce started on the ring (by launch order), and
+  // when each rank's finalize compute began and its step ended.
+  struct Shared {
+    const std::vector<const DdpStepRecord*>* records;
+    std::vector<int64_t> starts, finalizeFrom, stepEnd;
+  };
+  std::vector<Shared> shared;
+  // The host's cores as the recording shared them (core_shares.h), over every step at once (a
+  // rank's step overlaps its neighbours' on the others): each rank computes from forward begin
+  // to backward's compute end, and from finalize's compute (after its last allreduce) to its
+  // next forward (the optimizer, and the training loop's own work around it); the ring runs
+  // each allreduce from its start to the last wire end.
+  std::vector<CoreShares::Intervals> compute(rec.ranks.size());
+  CoreShares::Intervals ring;
   for (const auto& [step, records] : byStep) {
     if (std::find(records.begin(), records.end(), nullptr) != records.end()) continue;
-    std::vector<DdpRankProfile>& ranks = m->samples.emplace_back();
-    for (size_t r = 0; r < records.size(); ++r) {
-      ranks.push_back(profileOf(*records[r], m->ranks[r]));
-      // Backward between two launches (and after the last), against its overlap.
-      const DdpStepRecord& s = *records[r];
-      const auto merged = mergeIntervals(ranks.back().flightNs);
-      int64_t previous = 0;
-      size_t k = 0;
-      for (const DdpStepRecord::Bucket* b : launched(s)) {
-        if (b->launchNs <= 0) continue;
-        const int64_t at =
-            std::clamp(b->launchNs - s.backwardBeginNs, previous, ranks.back().backwardComputeNs);
-        contention[{r, 1, k++}].emplace_back(at - previous, coveredNs(merged, previous, at));
-        previous = at;
-      }
-      const int64_t end = ranks.back().backwardComputeNs;
-      contention[{r, 1, k}].emplace_back(end - previous, coveredNs(merged, previous, end));
-    }
+    Shared& x = shared.emplace_back();
+    x.records = &records;
     // Each bucket's allreduce as the ring ran it: from the last rank's start (launched, and
     // the previous one done) to the last wire end.
     std::vector<int64_t>& times = m->recordedAllreduceNs.emplace_back();
@@ -125,10 +127,56 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
       }
       if (!any) break;
       const int64_t start = std::max(launch, previousEnd);
+      x.starts.push_back(known ? start : -1);
+      if (known && end > start) ring.emplace_back(start, end);
       times.push_back(known && end >= start ? end - start : -1);
       previousEnd = std::max(previousEnd, end);
     }
     if (m->recordedBucketBytes.empty()) m->recordedBucketBytes = bytes;
+    const auto next = byStep.find(step + 1);
+    for (size_t r = 0; r < records.size(); ++r) {
+      const DdpStepRecord& s = *records[r];
+      int64_t lastWireEnd = 0;
+      for (const DdpStepRecord::Bucket& b : s.buckets) {
+        lastWireEnd = std::max(lastWireEnd, b.wireEndNs);
+      }
+      x.finalizeFrom.push_back(std::min(s.finalizeEndNs, std::max(s.computeEndNs, lastWireEnd)));
+      x.stepEnd.push_back(
+          next != byStep.end() && next->second.size() > r && next->second[r] != nullptr
+              ? std::max(s.finalizeEndNs, next->second[r]->forwardBeginNs)
+              : s.finalizeEndNs + std::max<int64_t>(0, s.optimizerNs >= 0
+                                                           ? s.optimizerNs
+                                                           : m->ranks[r].optimizerNs));
+      compute[r].emplace_back(s.forwardBeginNs, s.computeEndNs);
+      compute[r].emplace_back(x.finalizeFrom.back(), x.stepEnd.back());
+    }
+  }
+  const CoreShares shares(m->host, 1, compute, ring);
+
+  ContentionSamples contention;
+  for (const Shared& x : shared) {
+    const std::vector<const DdpStepRecord*>& records = *x.records;
+    std::vector<DdpRankProfile>& ranks = m->samples.emplace_back();
+    for (size_t r = 0; r < records.size(); ++r) {
+      const DdpStepRecord& s = *records[r];
+      ranks.push_back(profileOf(s, m->ranks[r], x.starts));
+      ranks.back().lossRates =
+          shares.lossRates(r, s.forwardBeginNs, x.stepEnd[r], s.backwardBeginNs);
+      ranks.back().finalizeFromNs = x.finalizeFrom[r] - s.backwardBeginNs;
+      // Backward between two launches (and after the last), against its overlap.
+      const auto merged = mergeIntervals(ranks.back().flightNs);
+      int64_t previous = 0;
+      size_t k = 0;
+      for (const DdpStepRecord::Bucket* b : launched(s)) {
+        if (b->launchNs <= 0) continue;
+        const int64_t at =
+            std::clamp(b->launchNs - s.backwardBeginNs, previous, ranks.back().backwardComputeNs);
+        contention[{r, 1, k++}].emplace_back(at - previous, coveredNs(merged, previous, at));
+        previous = at;
+      }
+      const int64_t end = ranks.back().backwardComputeNs;
+      contention[{r, 1, k}].emplace_back(end - previous, coveredNs(merged, previous, end));
+    }
   }
   std::tie(m->contention, m->contentionFitted) = modelContention(contention, m->host, m->worldSize);
   // The typical step's finalize: medians over the samples.

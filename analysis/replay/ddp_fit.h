@@ -18,8 +18,12 @@
 //     median offsets scaled to the step's backward), its collectives in flight during
 //     backward, and each bucket's allreduce as it ran (the last rank's start, when it had
 //     launched it and the previous one was done, to the last wire end);
-//   - contention (program.h): per rank and stretch of backward between two launches, across
-//     steps, the extra compute per ns of overlap with the rank's collectives in flight;
+//   - the cores as the recorded steps shared them (core_shares.h): each rank's compute and
+//     the ring's allreduces over every step at once, each step's loss to sharing by offset
+//     from its backward begin (DdpRankProfile::lossRates);
+//   - contention (program.h), where the shares are not used: per rank and stretch of backward
+//     between two launches, across steps, the extra compute per ns of overlap with the rank's
+//     collectives in flight (from when the ring started each);
 //   - the recorded step: per step the slowest rank's forward begin to its next, median.
 #pragma once
 

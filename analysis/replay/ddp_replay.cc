@@ -155,6 +155,15 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
   ProgramTimes times;
   times.contention = recordedSteps && !change.computeFree ? m.contention : 0;
   times.computeScale = share;
+  // The host's cores shared by this schedule (core_shares.h), where the steps recorded how
+  // they were shared.
+  const bool sharing =
+      recordedSteps && !change.computeFree && m.host.cores > 0 && x.worldSize == m.worldSize;
+  if (sharing) {
+    times.host = m.host;
+    times.world = x.worldSize;
+    times.computeScale = 1;
+  }
   for (size_t r = 0; r < nr; ++r) {
     times.ranks.push_back(m.ranks[r].rank);
     times.durations.emplace_back();
@@ -192,6 +201,32 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
                                            static_cast<double>(planBytesTotal))
                             : std::llround(static_cast<double>(plan[k].bytes) * copyNsPerByte);
         }
+      }
+      if (sharing) {
+        // Each slot's loss where it ran in the recorded step: forward and the loss before
+        // backward, backward between this plan's launches, finalize's and the optimizer's.
+        const std::vector<LossRate>& rates = p.lossRates;
+        std::vector<double> lost(d.size(), 0);
+        lost[0] = lostIn(rates, -(p.toBackwardNs + p.forwardNs), -p.toBackwardNs);
+        lost[1] = lostIn(rates, -p.toBackwardNs, 0);
+        int64_t at = 0;
+        for (size_t k = 0; k < nb; ++k) {
+          lost[2 + k] = lostIn(rates, at, at + d[2 + k]);
+          at += d[2 + k];
+        }
+        lost[rest] = lostIn(rates, at, at + d[rest]);
+        // Copies and the rest of finalize: the recorded finalize's rate, over this plan's.
+        const int64_t finalizeNs = std::max<int64_t>(0, p.copyBackNs) + p.finalizeRestNs;
+        const double rate = finalizeNs > 0
+                                ? lostIn(rates, p.finalizeFromNs, p.finalizeFromNs + finalizeNs) /
+                                      static_cast<double>(finalizeNs)
+                                : 0;
+        for (size_t k = 0; k < nb; ++k) lost[copy + k] = rate * static_cast<double>(d[copy + k]);
+        lost[finalize] = rate * static_cast<double>(d[finalize]);
+        const int64_t optimizerFrom = p.finalizeFromNs + finalizeNs;
+        lost[optimizer] = lostIn(rates, optimizerFrom, optimizerFrom + d[optimizer]);
+        times.lost.resize(nr);
+        times.lost[r].push_back(std::move(lost));
       }
       times.durations[r].push_back(std::move(d));
       times.overlaps[r].push_back(std::move(over));

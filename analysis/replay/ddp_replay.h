@@ -23,9 +23,10 @@
 // and its copy back, the optimizer. The recorded steps are replayed one after the other, each
 // rank with its own compute of that step, so the ranks' jitter meets at the ring as it did;
 // under the recorded plan each allreduce takes the time it took that step, under another the
-// ring's fitted cost. Backward computed beside an allreduce in flight on its rank is slower
-// where the ranks' threads share too few cores (contention, fitted): a plan that moves the
-// allreduces under backward pays it, one that moves them out saves it.
+// ring's fitted cost. Where the ranks' threads share too few cores, each compute runs at the
+// share of them its schedule leaves it (program.h, core_shares.h): a plan that moves the
+// allreduces under backward pays for the cores the ring threads take, one that moves them out
+// saves it.
 //
 // The replay answers "what if" by changing the model (DdpWhatIf) and running it again; the
 // unchanged model reproduces the recorded step, which is how its error is known
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "analysis/replay/bucket_plan.h"
+#include "analysis/replay/core_shares.h"
 #include "analysis/replay/cost_model.h"
 #include "analysis/replay/step.h"
 
@@ -58,10 +60,15 @@ struct DdpRankProfile {
   // allreduce, the engine's bookkeeping: on busy cores, milliseconds).
   int64_t copyBackNs = -1;
   int64_t finalizeRestNs = 0;
-  // The rank's allreduces in flight during backward (from when its group could start each to
-  // its wire end), as offsets from backward begin: the recorded overlap that contention takes
-  // out. Empty in the typical (median) profile.
+  // The rank's allreduces in flight during backward (from when the ring started each to its
+  // wire end here), as offsets from backward begin: the recorded overlap that contention
+  // (program.h) takes out. Empty in the typical (median) profile.
   std::vector<std::pair<int64_t, int64_t>> flightNs;
+  // The recorded step's loss to sharing the host's cores (core_shares.h), from forward begin
+  // to the optimizer's end, as offsets from backward begin; and where finalize's compute began
+  // (after backward's compute and the last allreduce). Empty in the typical (median) profile.
+  std::vector<LossRate> lossRates;
+  int64_t finalizeFromNs = 0;
 };
 
 struct DdpModel {

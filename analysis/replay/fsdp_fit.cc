@@ -2,12 +2,14 @@
 #include "analysis/replay/fsdp_fit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 
+#include "analysis/replay/core_shares.h"
 #include "analysis/replay/program.h"
 
 namespace ringx::replay {
@@ -105,10 +107,22 @@ bool complete(const FsdpStepRecord& s) {
 // What the engine spent not computing in a step: waiting for gathers, freeing, waiting for
 // reductions (after each post-backward with the limiter; after the last hook always).
 std::vector<Interval> busyOf(const FsdpStepRecord& s, const std::vector<TimedHook>& backward,
-                             bool limiter) {
+                             bool limiter, bool blocking) {
   std::vector<Interval> busy;
+  // A blocking collective holds the thread that issued it until it ends there (what follows,
+  // copying the gathered parameters out, is compute); otherwise compute waits for a gather
+  // from when it needs it until it is ready.
   for (const FsdpStepRecord::Gather& g : s.gathers) {
-    if (g.exposedNs > 0 && g.readyNs > 0) busy.push_back({g.readyNs - g.exposedNs, g.readyNs});
+    if (blocking && g.issueNs > 0 && g.wireEndNs > g.issueNs) {
+      busy.push_back({g.issueNs, g.wireEndNs});
+    } else if (!blocking && g.exposedNs > 0 && g.readyNs > 0) {
+      busy.push_back({g.readyNs - g.exposedNs, g.readyNs});
+    }
+  }
+  for (const FsdpStepRecord::Reduction& x : s.reductions) {
+    if (blocking && x.launchNs > 0 && x.wireEndNs > x.launchNs) {
+      busy.push_back({x.launchNs, x.wireEndNs});
+    }
   }
   for (const FsdpStepRecord::Span& r : s.reshards) busy.push_back({r.beginNs, r.endNs});
   for (size_t i = 0; i < backward.size(); ++i) {
@@ -135,7 +149,56 @@ std::vector<Interval> busyOf(const FsdpStepRecord& s, const std::vector<TimedHoo
   return busy;
 }
 
+// When a rank computed within [begin, end): all of it but what the engine spent not computing
+// (busyOf), as the gaps count it (gaps: the replay runs each gap as compute).
+CoreShares::Intervals computeIn(int64_t begin, int64_t end, const std::vector<Interval>& busy) {
+  std::vector<std::pair<int64_t, int64_t>> holes;
+  for (const Interval& b : busy) holes.emplace_back(b.begin, b.end);
+  CoreShares::Intervals out;
+  int64_t t = begin;
+  for (const auto& [b, e] : mergeIntervals(std::move(holes))) {
+    if (e <= t) continue;
+    if (b >= end) break;
+    if (b > t) out.emplace_back(t, b);
+    t = std::max(t, e);
+  }
+  if (end > t) out.emplace_back(t, end);
+  return out;
+}
+
 }  // namespace
+
+// A step's collectives on one rank, in issue order, each from when its lane could start it on
+// this rank (issued, and the lane's previous collective done) to its wire end; `occurrence`
+// counts a (kind, unit)'s collectives within the step (FULL_SHARD gathers a unit twice).
+struct Issued {
+  int64_t issue = 0, start = 0, wireEnd = 0;
+  int kind = 0;  // 0 all-gather, 1 reduce-scatter, 2 allreduce
+  size_t unit = 0;
+  int occurrence = 0;
+  int64_t bytes = 0;
+  bool prefetched = false;
+};
+std::vector<Issued> issuedOf(const FsdpStepRecord& s, bool gatherLane) {
+  std::vector<Issued> out;
+  for (const FsdpStepRecord::Gather& g : s.gathers) {
+    out.push_back({g.issueNs, 0, g.wireEndNs, 0, g.unit, 0, g.bytes, g.prefetched});
+  }
+  for (const FsdpStepRecord::Reduction& x : s.reductions) {
+    out.push_back({x.launchNs, 0, x.wireEndNs, x.allreduce ? 2 : 1, x.unit, 0, x.bytes, false});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Issued& a, const Issued& b) { return a.issue < b.issue; });
+  std::map<int, int64_t> laneFree;             // lane -> the previous collective's wire end
+  std::map<std::pair<int, size_t>, int> seen;  // (kind, unit) -> occurrences so far
+  for (Issued& c : out) {
+    c.occurrence = seen[{c.kind, c.unit}]++;
+    const int lane = c.kind == 0 && gatherLane ? 1 : 0;
+    c.start = std::max(c.issue, laneFree[lane]);
+    laneFree[lane] = std::max(laneFree[lane], c.wireEnd);
+  }
+  return out;
+}
 
 FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   if (rec.units.empty() || rec.ranks.empty()) {
@@ -188,6 +251,62 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   std::map<int64_t, std::vector<FsdpRankProfile>> byStep;
   // (rank, 0 forward | 1 backward, gap) -> (compute, overlap) per step
   ContentionSamples contention;
+  // Each collective as the ring ran it: from the last rank's start to the last rank's end.
+  for (const FsdpRankRecord& r : rec.ranks) {
+    for (const FsdpStepRecord& s : r.steps) {
+      for (const Issued& c : issuedOf(s, rec.runtime.gatherLane)) {
+        int64_t& b = bytesOf[{c.kind, c.unit}];
+        b = std::max(b, c.bytes);
+        if (c.issue <= 0 || c.wireEnd <= c.start) continue;
+        const auto key = std::make_tuple(c.kind, c.unit, s.step, c.occurrence);
+        if (c.prefetched) prefetchedKeys.insert(key);
+        auto [at, fresh] = shortest.emplace(key, c.wireEnd - c.start);
+        if (!fresh) at->second = std::min(at->second, c.wireEnd - c.start);
+        Span& sp = spans[key];
+        sp.start = std::max(sp.start, c.start);
+        sp.end = std::max(sp.end, c.wireEnd);
+        ++sp.ranks;
+      }
+    }
+  }
+  // The host's cores as the recording shared them (core_shares.h), over every step at once:
+  // each rank computes from a step's forward begin to its next one, but while the engine waits
+  // or frees (and a blocking collective holds its thread); the ring runs each collective every
+  // rank recorded from the last rank's start to the last end.
+  std::vector<CoreShares::Intervals> computing(rec.ranks.size());
+  auto stepEnd = [](const FsdpRankRecord& r, size_t i) {
+    const FsdpStepRecord& s = r.steps[i];
+    return i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1
+               ? std::max(s.backwardEndNs, r.steps[i + 1].forwardBeginNs)
+               : s.backwardEndNs + std::max<int64_t>(0, s.optimizerNs);
+  };
+  for (size_t ri = 0; ri < rec.ranks.size(); ++ri) {
+    const FsdpRankRecord& r = rec.ranks[ri];
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      const FsdpStepRecord& s = r.steps[i];
+      if (!complete(s)) continue;
+      const std::vector<Interval> busy =
+          busyOf(s, hooksOf(s.backward), rec.runtime.limitAllGathers, rec.runtime.blocking);
+      for (const auto& x : computeIn(s.forwardBeginNs, stepEnd(r, i), busy)) {
+        computing[ri].push_back(x);
+      }
+    }
+  }
+  CoreShares::Intervals ring;
+  for (const auto& [key, sp] : spans) {
+    if (sp.ranks == rec.ranks.size() && sp.end > sp.start) ring.emplace_back(sp.start, sp.end);
+  }
+  const CoreShares shares(m.host, 1, computing, ring);
+  // What `rank` lost over the compute in [begin, end).
+  auto lostOver = [&](size_t rank, const CoreShares::Intervals& compute, int64_t begin,
+                      int64_t end) {
+    double lost = 0;
+    for (const auto& [b, e] : compute) {
+      lost += shares.lostNs(rank, std::max(b, begin), std::min(e, end));
+    }
+    return lost;
+  };
+
   for (const FsdpRankRecord& r : rec.ranks) {
     FsdpRankProfile p;
     p.rank = r.rank;
@@ -200,54 +319,55 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       if (i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1) {
         recorded.add(s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
       }
-      // Each collective from when its group could start it on this rank to its wire end.
-      struct Issued {
-        int64_t issue, wireEnd;
-        int kind;
-        size_t unit;
-        int64_t bytes;
-        bool prefetched;
-      };
-      std::vector<Issued> issued;
-      for (const FsdpStepRecord::Gather& g : s.gathers) {
-        issued.push_back({g.issueNs, g.wireEndNs, 0, g.unit, g.bytes, g.prefetched});
-      }
-      for (const FsdpStepRecord::Reduction& x : s.reductions) {
-        issued.push_back({x.launchNs, x.wireEndNs, x.allreduce ? 2 : 1, x.unit, x.bytes, false});
-      }
-      std::sort(issued.begin(), issued.end(),
-                [](const Issued& a, const Issued& b) { return a.issue < b.issue; });
-      std::map<int, int64_t> laneFree;             // lane -> the previous collective's wire end
-      std::map<std::pair<int, size_t>, int> seen;  // (kind, unit) -> occurrences so far
+      // Its collectives in flight on this rank: from when the ring started each (every rank
+      // had issued it: before, the communication thread waits for a late peer asleep,
+      // transport/doorbell.h) to its wire end here.
       std::vector<Interval> flights;
-      for (const Issued& c : issued) {
-        const int occurrence = seen[{c.kind, c.unit}]++;
-        int64_t& b = bytesOf[{c.kind, c.unit}];
-        b = std::max(b, c.bytes);
-        const int lane = c.kind == 0 && rec.runtime.gatherLane ? 1 : 0;
-        const int64_t start = std::max(c.issue, laneFree[lane]);
-        laneFree[lane] = std::max(laneFree[lane], c.wireEnd);
-        if (c.issue <= 0 || c.wireEnd <= start) continue;
-        flights.push_back({start, c.wireEnd});
-        if (c.prefetched)
-          prefetchedKeys.insert(std::make_tuple(c.kind, c.unit, s.step, occurrence));
-        auto [at, fresh] = shortest.emplace(std::make_tuple(c.kind, c.unit, s.step, occurrence),
-                                            c.wireEnd - start);
-        if (!fresh) at->second = std::min(at->second, c.wireEnd - start);
-        Span& sp = spans[std::make_tuple(c.kind, c.unit, s.step, occurrence)];
-        sp.start = std::max(sp.start, start);
-        sp.end = std::max(sp.end, c.wireEnd);
-        ++sp.ranks;
+      for (const Issued& c : issuedOf(s, rec.runtime.gatherLane)) {
+        if (c.issue <= 0 || c.wireEnd <= c.start) continue;
+        const Span& sp = spans[std::make_tuple(c.kind, c.unit, s.step, c.occurrence)];
+        const int64_t start = sp.ranks == rec.ranks.size() ? sp.start : c.start;
+        if (c.wireEnd > start) flights.push_back({start, c.wireEnd});
       }
       if (!complete(s)) continue;
       const std::vector<TimedHook> forward = hooksOf(s.forward), backward = hooksOf(s.backward);
       if (!sameOrder(forward, origForward) || !sameOrder(backward, origBackward)) continue;
       ++used;
-      const std::vector<Interval> busy = busyOf(s, backward, rec.runtime.limitAllGathers);
+      const std::vector<Interval> busy =
+          busyOf(s, backward, rec.runtime.limitAllGathers, rec.runtime.blocking);
       FsdpRankProfile one;
       one.rank = r.rank;
       one.forwardGapNs = gaps(forward, s.forwardBeginNs, busy);
       one.backwardGapNs = gaps(backward, s.backwardBeginNs, busy);
+      {
+        // Each gap's loss to sharing the cores, and the rest of the step's rate.
+        const size_t rankIndex = static_cast<size_t>(&r - rec.ranks.data());
+        const CoreShares::Intervals compute = computeIn(s.forwardBeginNs, stepEnd(r, i), busy);
+        double inGaps = 0, gapNs = 0;
+        auto gapLosses = [&](const std::vector<TimedHook>& hooks, int64_t from,
+                             std::vector<int64_t>* out) {
+          int64_t previous = from;
+          for (const TimedHook& h : hooks) {
+            const double lost = lostOver(rankIndex, compute, previous, h.time);
+            out->push_back(std::llround(lost));
+            inGaps += lost;
+            for (const auto& [b, e] : compute) {
+              gapNs += static_cast<double>(
+                  std::max<int64_t>(0, std::min(e, h.time) - std::max(b, previous)));
+            }
+            previous = h.time;
+          }
+        };
+        gapLosses(forward, s.forwardBeginNs, &one.forwardLostNs);
+        gapLosses(backward, s.backwardBeginNs, &one.backwardLostNs);
+        double all = 0, allNs = 0;
+        for (const auto& [b, e] : compute) {
+          all += shares.lostNs(rankIndex, b, e);
+          allNs += static_cast<double>(e - b);
+        }
+        one.otherLossRate =
+            allNs > gapNs ? std::clamp((all - inGaps) / (allNs - gapNs), 0.0, 1.0) : 0;
+      }
       one.forwardOverlapNs = gapOverlaps(forward, s.forwardBeginNs, busy, flights);
       one.backwardOverlapNs = gapOverlaps(backward, s.backwardBeginNs, busy, flights);
       const std::vector<int64_t>& f = one.forwardGapNs;

@@ -156,6 +156,11 @@ FsdpModel mergeUnits(const FsdpModel& m, int64_t k) {
     if (!p.backwardOverlapNs.empty()) {
       keepHooks(m.backward, group, p.backwardOverlapNs, &q->backwardOverlapNs, &overlapTail);
     }
+    if (!p.forwardLostNs.empty()) {
+      int64_t lostTail = 0;
+      keepHooks(m.forward, group, p.forwardLostNs, &q->forwardLostNs, &lostTail);
+      keepHooks(m.backward, group, p.backwardLostNs, &q->backwardLostNs, &lostTail);
+    }
     out.forward = keepHooks(m.forward, group, p.forwardGapNs, &q->forwardGapNs, &forwardTail);
     out.backward = keepHooks(m.backward, group, p.backwardGapNs, &q->backwardGapNs, &backwardTail);
     q->toBackwardNs = p.toBackwardNs + forwardTail;
@@ -212,6 +217,17 @@ class Schedule {
       return slot - nf < p.backwardOverlapNs.size() ? p.backwardOverlapNs[slot - nf] : 0;
     }
     return 0;
+  }
+  // What the slot's compute lost to sharing the cores as recorded: a gap's own, the rest at
+  // the step's rate.
+  double lost(const FsdpRankProfile& p, size_t slot, int64_t ns) const {
+    const size_t nf = m_.forward.size();
+    if (slot < nf && slot < p.forwardLostNs.size())
+      return static_cast<double>(p.forwardLostNs[slot]);
+    if (slot >= nf && slot < toBackward_ && slot - nf < p.backwardLostNs.size()) {
+      return static_cast<double>(p.backwardLostNs[slot - nf]);
+    }
+    return p.otherLossRate * static_cast<double>(ns);
   }
   std::vector<int64_t> durations(const FsdpRankProfile& p) const {
     std::vector<int64_t> d(slots(), 0);
@@ -422,6 +438,16 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   ProgramTimes times;
   times.contention = change.computeFree ? 0 : m.contention;
   times.computeScale = share;
+  // The host's cores shared by this schedule (core_shares.h), where the steps recorded how
+  // they were shared.
+  const bool sharing =
+      recordedSteps && !change.computeFree && m.host.cores > 0 && world == m.worldSize;
+  if (sharing) {
+    times.host = m.host;
+    times.world = world;
+    times.computeScale = 1;
+    times.lost.resize(nr);
+  }
   for (size_t r = 0; r < nr; ++r) {
     times.ranks.push_back(m.ranks[r].rank);
     times.durations.emplace_back();
@@ -436,6 +462,12 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
       std::vector<int64_t> over(schedule.slots(), 0);
       for (size_t slot = 0; slot < over.size(); ++slot) over[slot] = schedule.overlap(p, slot);
       times.overlaps[r].push_back(std::move(over));
+      if (sharing) {
+        const std::vector<int64_t>& d = times.durations[r].back();
+        std::vector<double> lost(d.size(), 0);
+        for (size_t slot = 0; slot < d.size(); ++slot) lost[slot] = schedule.lost(p, slot, d[slot]);
+        times.lost[r].push_back(std::move(lost));
+      }
     }
   }
   const ProgramRun run = runProgram(program, times);

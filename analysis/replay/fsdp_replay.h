@@ -25,9 +25,10 @@
 // so they overlap reduce-scatters. A collective's time is its kind's fitted ring cost
 // (cost_model.h).
 //
-// The schedule is a program of program.h, which runs it on every rank at once; contention
-// (where the ranks' compute and their groups' threads share too few cores, compute overlapped
-// by a collective runs slower: fitted, fsdp_fit.h) is program.h's.
+// The schedule is a program of program.h, which runs it on every rank at once; where the
+// ranks' compute and their groups' threads share too few cores, compute runs at the share of
+// them its schedule leaves it (program.h, core_shares.h; fsdp_fit.h says what each gap lost as
+// recorded).
 //
 // Blocking collectives (FSDP2 on CPU): each issue is followed at once by its wait.
 //
@@ -96,6 +97,10 @@ struct FsdpRankProfile {
   std::vector<int64_t> reshardNs;      // per unit: freeing its parameters once
   // How much of each gap ran while the rank had a collective in flight (see contention).
   std::vector<int64_t> forwardOverlapNs, backwardOverlapNs;
+  // What each gap lost to sharing the host's cores as recorded (core_shares.h), and the rate
+  // the rest of the step's compute lost at (per ns). Empty in the typical (median) profile.
+  std::vector<int64_t> forwardLostNs, backwardLostNs;
+  double otherLossRate = 0;
 };
 
 struct FsdpModel {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "analysis/figures.h"
+#include "analysis/replay/core_shares.h"
 
 namespace ringx::replay {
 
@@ -315,18 +316,56 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
 
   // Contention: take the recorded overlap's share out, add the run's own (program.h). `eff`:
   // the durations the last run used.
-  const double kappa = times.contention;
+  const bool sharing = times.host.cores > 0 && times.lost.size() == nr;
+  const double kappa = sharing ? 0 : times.contention;
   std::vector<std::vector<int64_t>> eff = dur;
   Run run = simulate(p, eff, lanes, nr);
+  if (sharing) {
+    // Each compute's work: its duration less what it lost to the recording's sharing.
+    std::vector<std::vector<double>> work(nr, std::vector<double>(ops.size(), 0));
+    for (size_t r = 0; r < nr; ++r) {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const ProgramOp& op = ops[i];
+        if (op.type != ProgramOp::Type::kCompute) continue;
+        double lost = 0;
+        if (op.step < times.lost[r].size() && op.slot < times.lost[r][op.step].size()) {
+          lost = times.lost[r][op.step][op.slot] * times.computeScale;
+        }
+        work[r][i] = std::max(0.0, static_cast<double>(dur[r][i]) - lost);
+      }
+    }
+    const double copies =
+        times.world > 0 ? static_cast<double>(times.world) / static_cast<double>(nr) : 1.0;
+    // Each pass runs every compute at the shares the last run's schedule gives it; the
+    // schedule moves little after the second.
+    for (int pass = 0; pass < 3; ++pass) {
+      std::vector<CoreShares::Intervals> compute(nr);
+      for (size_t r = 0; r < nr; ++r) {
+        for (const TimelineEntry& e : run.timeline[r]) {
+          if (!e.wait) compute[r].emplace_back(e.begin, e.end);
+        }
+      }
+      CoreShares::Intervals ring;
+      for (size_t c = 0; c < nc; ++c) ring.emplace_back(run.startAt[c], run.endAt[c]);
+      const CoreShares shares(times.host, copies, compute, ring);
+      for (size_t r = 0; r < nr; ++r) {
+        for (size_t i = 0; i < ops.size(); ++i) {
+          if (ops[i].type != ProgramOp::Type::kCompute) continue;
+          eff[r][i] = shares.durationNs(r, run.computeBegin[r][i], work[r][i]);
+        }
+      }
+      run = simulate(p, eff, lanes, nr);
+    }
+  }
   for (int pass = 0; kappa > 0 && pass < 2; ++pass) {
     std::vector<std::vector<int64_t>> next = eff;
+    // The collectives in flight: from when the ring started them (every rank had issued them
+    // and the lane was free) to their end. A rank that issued one early waits for the others
+    // asleep, taking no core from compute (transport/doorbell.h).
+    std::vector<std::pair<int64_t, int64_t>> flight;
+    for (size_t c = 0; c < nc; ++c) flight.emplace_back(run.startAt[c], run.endAt[c]);
+    const auto merged = mergeIntervals(std::move(flight));
     for (size_t r = 0; r < nr; ++r) {
-      // This rank's collectives in flight: from when its lane could run them to their end.
-      std::vector<std::pair<int64_t, int64_t>> flight;
-      for (size_t c = 0; c < nc; ++c) {
-        flight.emplace_back(std::max(run.issued[c][r], run.laneBefore[c]), run.endAt[c]);
-      }
-      const auto merged = mergeIntervals(std::move(flight));
       for (size_t i = 0; i < ops.size(); ++i) {
         if (ops[i].type != ProgramOp::Type::kCompute) continue;
         const int64_t base =

@@ -10,12 +10,19 @@
 // order) from when every rank has issued it and the lane's previous collective is done, for
 // its `ns` (recorded or modelled by the engine's replay).
 //
-// Shared cores: where compute and the communication threads share too few cores, compute that
-// runs beside a collective in flight on its rank is slower. The recorded durations hold the
-// recording's own share of it; the program takes that out (the recorded overlap times the
-// contention constant) and adds back its own, for the new schedule, found by running the
-// program again with the previous run's overlaps (three runs: the schedule moves little after
-// the second; with a constant below 1 the runs settle). The constant is fitted from the
+// Shared cores: where the job's threads outnumber the host's cores, compute runs at the share
+// of a core that the threads runnable beside it leave (core_shares.h): every rank's compute,
+// and every rank's communication thread while the ring runs a collective. The recorded
+// durations hold the recording's sharing; the engine's replay says what each lost to it
+// (ProgramTimes::lost, from the recording's own timelines), the rest is its work, and the
+// program runs that work at the shares of its own schedule, found by running it again over the
+// previous run's schedule (three passes: the schedule moves little after the second).
+//
+// Where the shares cannot be had (a trace recorded without its cores, the typical step, another
+// world size, whose cores' throughput one world's recording cannot show), a contention constant
+// stands in: compute that runs beside a collective in flight is slower by it per ns of
+// overlap; the program takes the recorded overlap's share out and adds back its own, over the
+// previous run's overlaps (with a constant below 1 the runs settle). The constant is fitted from the
 // recording (fitContention): within one stretch of compute across steps, the extra time per ns
 // of overlap, weighed against what the cores give (cost_model.h's coresContention) by how well
 // the recording pins it down; where the recording has no compute beside part of a collective,
@@ -83,6 +90,13 @@ struct ProgramTimes {
   std::vector<std::vector<std::vector<int64_t>>> durations;  // [rank][step][slot]
   std::vector<std::vector<std::vector<int64_t>>> overlaps;   // [rank][step][slot]
   double contention = 0;  // ns of compute added per ns of overlap, in [0, 1)
+  // The host's cores (core_shares.h): with `lost` (the shape of durations: each duration's ns
+  // lost to sharing the cores as recorded), each compute's work is its duration less that,
+  // and it runs at the shares of the replay's own schedule; `world`: the ranks the program
+  // stands for (0: its own), every rank standing for world / ranks of them.
+  HostCores host;
+  int64_t world = 0;
+  std::vector<std::vector<std::vector<double>>> lost;  // [rank][step][slot]
   // Every duration (and overlap) times this: the hosts' cores shared by more or fewer ranks
   // than recorded (cost_model.h's hostShareRatio).
   double computeScale = 1;

@@ -439,5 +439,21 @@ TEST(ReplayDdp, ContentionTheRecordingCannotShowComesFromTheCores) {
   EXPECT_DOUBLE_EQ(fitDdpModel(rec).model.contention, 0);
 }
 
+// The same steps recorded by two ranks on one core: where both computed, each had half of it
+// (core_shares.h). Replayed at the shares its own schedule leaves each compute, the recorded
+// plan gives the recorded step back.
+TEST(ReplayDdp, TwoRanksOnOneCoreLoseHalfWhereBothComputeAndReplayTheirStep) {
+  DdpRecording rec = lateInTurn();
+  rec.host = {1, 1, 1};
+  const DdpFit fit = fitDdpModel(rec);
+  const DdpRankProfile& first = fit.model.samples[0][0];
+  ASSERT_FALSE(first.lossRates.empty());
+  // Step 0: both ranks begin forward at 1000 and compute to their backward's end at 410: half
+  // a core each (offsets from backward begin, 110 after forward begin).
+  EXPECT_EQ(first.lossRates.front().begin, -110);
+  EXPECT_DOUBLE_EQ(first.lossRates.front().rate, 0.5);
+  EXPECT_EQ(replayDdp(fit.model).stepNs, fit.recordedStepNs);
+}
+
 }  // namespace
 }  // namespace ringx::replay
