@@ -153,11 +153,13 @@ int64_t answerRows(const std::vector<Change>& changes, const std::vector<bool>& 
     row.change = changes[i];
     try {
       row.replay = replayOf(row.change);
-      row.predictedStepNs = scaledPrediction(recordedNs, baselineNs, row.replay.stepNs);
-      // The change against the replayed baseline: the model's own error cancels.
-      row.changeShare = shareOf(row.replay.stepNs, baselineNs);
-      row.predictedLowNs = scaledPrediction(recordedNs, baselineNs, row.replay.stepLowNs);
-      row.predictedHighNs = scaledPrediction(recordedNs, baselineNs, row.replay.stepHighNs);
+      // The change against the replayed baseline (in the model it replayed with: another
+      // world size's, replay.referenceNs): the model's own error cancels.
+      const int64_t referenceNs = row.replay.referenceNs > 0 ? row.replay.referenceNs : baselineNs;
+      row.predictedStepNs = scaledPrediction(recordedNs, referenceNs, row.replay.stepNs);
+      row.changeShare = shareOf(row.replay.stepNs, referenceNs);
+      row.predictedLowNs = scaledPrediction(recordedNs, referenceNs, row.replay.stepLowNs);
+      row.predictedHighNs = scaledPrediction(recordedNs, referenceNs, row.replay.stepHighNs);
       row.withinNoise =
           row.replay.stepNs >= baseline.stepLowNs && row.replay.stepNs <= baseline.stepHighNs;
     } catch (const std::invalid_argument& e) {

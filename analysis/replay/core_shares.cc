@@ -50,15 +50,26 @@ CoreShares::CoreShares(const HostCores& host, double ranksPerRank,
 
 double CoreShares::share(size_t rank, size_t i) const {
   const double threads = static_cast<double>(std::max<int64_t>(1, host_.threadsPerRank));
-  const double others = static_cast<double>(computing_[i]) - (rank < ranks_ && own_[i][rank]);
-  const double runnable = copies_ *
-                          (threads * (others + 1) + static_cast<double>(ranks_ * running_[i])) /
-                          static_cast<double>(std::max<int64_t>(1, host_.hosts));
+  const double hosts = static_cast<double>(std::max<int64_t>(1, host_.hosts));
+  const double ranks = static_cast<double>(ranks_);
+  // The ring's threads: every rank's, while a collective runs (it does here, whatever the
+  // timelines it was given say); a rank's compute: its own threads with the others'.
+  const double runnable = rank == kRing ? copies_ *
+                                              (threads * static_cast<double>(computing_[i]) +
+                                               ranks * std::max<double>(1, running_[i])) /
+                                              hosts
+                                        : copies_ *
+                                              (threads * (static_cast<double>(computing_[i]) -
+                                                          (rank < ranks_ && own_[i][rank]) + 1) +
+                                               ranks * static_cast<double>(running_[i])) /
+                                              hosts;
   return std::min(1.0, static_cast<double>(host_.cores) / runnable);
 }
 
-double CoreShares::shareAlone() const {
-  const double threads = static_cast<double>(std::max<int64_t>(1, host_.threadsPerRank));
+double CoreShares::shareAlone(size_t rank) const {
+  const double threads = rank == kRing
+                             ? static_cast<double>(ranks_)
+                             : static_cast<double>(std::max<int64_t>(1, host_.threadsPerRank));
   return std::min(1.0, static_cast<double>(host_.cores) *
                            static_cast<double>(std::max<int64_t>(1, host_.hosts)) /
                            (copies_ * threads));
@@ -83,7 +94,7 @@ std::vector<LossRate> CoreShares::lossRates(size_t rank, int64_t begin, int64_t 
   int64_t t = begin;
   while (t < end) {
     const int64_t next = i < at_.size() ? std::min(end, at_[i]) : end;
-    const double s = i == 0 || i >= at_.size() ? shareAlone() : share(rank, i - 1);
+    const double s = i == 0 || i >= at_.size() ? shareAlone(rank) : share(rank, i - 1);
     if (s < 1 && next > t) {
       if (!out.empty() && out.back().end == t - origin && out.back().rate == 1 - s) {
         out.back().end = next - origin;
@@ -107,7 +118,7 @@ int64_t CoreShares::durationNs(size_t rank, int64_t begin, double work) const {
   size_t i = static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), begin) - at_.begin());
   int64_t t = begin;
   for (;;) {
-    const double s = i == 0 || i >= at_.size() ? shareAlone() : share(rank, i - 1);
+    const double s = i == 0 || i >= at_.size() ? shareAlone(rank) : share(rank, i - 1);
     if (i >= at_.size()) return t - begin + std::llround(work / s);
     const double can = s * static_cast<double>(at_[i] - t);
     if (can >= work) return t - begin + std::llround(work / s);

@@ -39,6 +39,9 @@ class CoreShares {
   CoreShares(const HostCores& host, double ranksPerRank, const std::vector<Intervals>& compute,
              const Intervals& collectives);
 
+  // Where a rank is asked for, kRing asks for the ring's threads: every rank's communication
+  // thread while a collective runs on the ring.
+  static constexpr size_t kRing = static_cast<size_t>(-1);
   // The time `rank` lost to sharing while computing over [begin, end).
   double lostNs(size_t rank, int64_t begin, int64_t end) const;
   // The same as rates over [begin, end), each interval shifted by -origin.
@@ -48,9 +51,10 @@ class CoreShares {
   int64_t durationNs(size_t rank, int64_t begin, double work) const;
 
  private:
-  // The share of a core `rank`'s compute thread gets in segment i (it computes there).
+  // The share of a core `rank`'s compute thread gets in segment i (it computes there), or the
+  // ring's threads (kRing: a collective runs there).
   double share(size_t rank, size_t i) const;
-  double shareAlone() const;
+  double shareAlone(size_t rank) const;
 
   HostCores host_;
   double copies_ = 1;

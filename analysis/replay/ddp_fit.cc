@@ -152,6 +152,20 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
     }
   }
   const CoreShares shares(m->host, 1, compute, ring);
+  double ringNs = 0, ringLost = 0;
+  for (const auto& [b, e] : ring) {
+    ringNs += static_cast<double>(e - b);
+    ringLost += shares.lostNs(CoreShares::kRing, b, e);
+  }
+  m->ringLossShare = ringNs > 0 ? ringLost / ringNs : 0;
+  // Each recorded allreduce's loss, from where the ring ran it.
+  for (size_t i = 0; i < shared.size(); ++i) {
+    std::vector<double>& lost = m->recordedAllreduceLostNs.emplace_back();
+    for (size_t k = 0; k < shared[i].starts.size(); ++k) {
+      const int64_t ns = m->recordedAllreduceNs[i][k], from = shared[i].starts[k];
+      lost.push_back(ns > 0 && from >= 0 ? shares.lostNs(CoreShares::kRing, from, from + ns) : 0);
+    }
+  }
 
   ContentionSamples contention;
   for (const Shared& x : shared) {

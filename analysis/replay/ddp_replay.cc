@@ -143,10 +143,15 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
       c.ns = 0;
     } else if (ran && k < ran->size() && (*ran)[k] >= 0) {
       c.ns = (*ran)[k];
+      if (c.step < m.recordedAllreduceLostNs.size() &&
+          k < m.recordedAllreduceLostNs[c.step].size()) {
+        c.lostNs = m.recordedAllreduceLostNs[c.step][k];
+      }
     } else {
       c.ns = std::llround(
           static_cast<double>(collectiveNs(x.link, "allreduce", c.bytes, x.worldSize)) *
           stepScale[c.step] * share);
+      c.lostNs = static_cast<double>(c.ns) * m.ringLossShare;
     }
   }
 
@@ -157,8 +162,8 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
   times.computeScale = share;
   // The host's cores shared by this schedule (core_shares.h), where the steps recorded how
   // they were shared.
-  const bool sharing =
-      recordedSteps && !change.computeFree && m.host.cores > 0 && x.worldSize == m.worldSize;
+  const bool canShare = recordedSteps && !change.computeFree && m.host.cores > 0;
+  const bool sharing = canShare && change.sharedCores && x.worldSize == m.worldSize;
   if (sharing) {
     times.host = m.host;
     times.world = x.worldSize;
@@ -235,6 +240,11 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
   const ProgramRun run = runProgram(program, times);
 
   DdpReplay out;
+  if (canShare && change.sharedCores && !sharing) {
+    DdpWhatIf unchanged;
+    unchanged.sharedCores = false;
+    out.referenceNs = replayDdp(m, unchanged).stepNs;
+  }
   out.stepNs = run.stepNs;
   out.stepLowNs = run.stepLowNs;
   out.stepHighNs = run.stepHighNs;

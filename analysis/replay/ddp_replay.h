@@ -90,6 +90,10 @@ struct DdpModel {
   // recorded plan's buckets (their bytes in launch order).
   std::vector<std::vector<DdpRankProfile>> samples;
   std::vector<std::vector<int64_t>> recordedAllreduceNs;
+  std::vector<std::vector<double>> recordedAllreduceLostNs;  // of those, lost to sharing
+  // The share of the recorded allreduces' time their ring threads lost to sharing the host's
+  // cores (core_shares.h): what every allreduce's time holds of it, recorded or modelled.
+  double ringLossShare = 0;
   std::vector<int64_t> recordedBucketBytes;
   // ns of backward compute added per ns it overlaps an allreduce of its rank (program.h);
   // fitted from the recording, else from the cores (cost_model.h's coresContention).
@@ -107,6 +111,9 @@ struct DdpWhatIf {
   std::optional<LinkCost> link;
   bool commFree = false;     // communication takes no time: the step's floor from compute
   bool computeFree = false;  // compute takes no time: the step's floor from communication
+  // false: the contention constant in place of the cores' shares (program.h), as another
+  // world size replays; its baseline.
+  bool sharedCores = true;
   // Every allreduce at the ring's fitted cost, under the recorded plan too: plans compared on
   // one footing (the recorded times favour the plan that ran).
   bool modelledCollectives = false;
@@ -124,6 +131,10 @@ struct DdpReplay {
   int64_t stepNs = 0;
   // The replayed steps' spread: their 25th and 75th percentiles (program.h).
   int64_t stepLowNs = 0, stepHighNs = 0;
+  // The unchanged step in the same model where the change replays in another (another world
+  // size: the contention constant, not the cores' shares); 0: the baseline's. Predictions
+  // scale the recorded step by stepNs over this.
+  int64_t referenceNs = 0;
   // Communication after backward's compute ended, on the slowest rank: what the step waits for.
   int64_t exposedCommNs = 0;
   int64_t commNs = 0;  // every bucket's allreduce, summed

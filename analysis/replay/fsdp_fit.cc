@@ -297,6 +297,12 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     if (sp.ranks == rec.ranks.size() && sp.end > sp.start) ring.emplace_back(sp.start, sp.end);
   }
   const CoreShares shares(m.host, 1, computing, ring);
+  double ringNs = 0, ringLost = 0;
+  for (const auto& [b, e] : ring) {
+    ringNs += static_cast<double>(e - b);
+    ringLost += shares.lostNs(CoreShares::kRing, b, e);
+  }
+  m.ringLossShare = ringNs > 0 ? ringLost / ringNs : 0;
   // What `rank` lost over the compute in [begin, end).
   auto lostOver = [&](size_t rank, const CoreShares::Intervals& compute, int64_t begin,
                       int64_t end) {
@@ -454,9 +460,15 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     for (auto it = shortest.lower_bound({0, 0, INT64_MIN, 0}); it != shortest.end(); ++it) {
       const auto& [kind, unit, at, occurrence] = it->first;
       if (at != step) continue;
+      // What it lost to sharing the cores, from where the ring ran it.
+      const Span& sp = spans[it->first];
+      const double lost = sp.end > sp.start ? shares.lostNs(CoreShares::kRing, sp.start, sp.end) /
+                                                  static_cast<double>(sp.end - sp.start) *
+                                                  static_cast<double>(it->second)
+                                            : 0;
       m.recordedCollectives.push_back({kinds[kind], index[unit], m.samples.size(),
                                        static_cast<size_t>(occurrence), it->second,
-                                       prefetchedKeys.count(it->first) > 0});
+                                       prefetchedKeys.count(it->first) > 0, lost});
     }
     m.samples.push_back(std::move(ranks));
   }

@@ -405,10 +405,10 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   // compute: on busy cores the second took several times the first), in order; not for merged
   // units, another wire or another world size.
   using RunKey = std::tuple<int, size_t, size_t, bool>;  // kind, unit, sample, prefetched
-  std::map<RunKey, std::vector<int64_t>> recordedNs;     // by occurrence
+  std::map<RunKey, std::vector<const FsdpModel::RecordedCollective*>> recordedNs;  // in order
   if (recordedSteps && change.mergeUnits <= 1 && !change.link && world == m.worldSize) {
     for (const FsdpModel::RecordedCollective& c : m.recordedCollectives) {
-      recordedNs[{static_cast<int>(c.kind), c.unit, c.sample, c.prefetched}].push_back(c.ns);
+      recordedNs[{static_cast<int>(c.kind), c.unit, c.sample, c.prefetched}].push_back(&c);
     }
   }
   std::map<RunKey, size_t> occurrences;
@@ -418,7 +418,10 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
     const size_t occurrence = occurrences[key]++;
     auto found = recordedNs.find(key);
     if (found != recordedNs.end() && !found->second.empty()) {
-      c.ns = found->second[std::min(occurrence, found->second.size() - 1)];
+      const FsdpModel::RecordedCollective& ran =
+          *found->second[std::min(occurrence, found->second.size() - 1)];
+      c.ns = ran.ns;
+      c.lostNs = ran.lostNs;
       continue;
     }
     const LinkCost& link = change.link                  ? *change.link
@@ -429,6 +432,7 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
                      : c.kind == Kind::kAllreduce ? "allreduce"
                                                   : "reduce_scatter";
     c.ns = std::llround(static_cast<double>(collectiveNs(link, op, c.bytes, world)) * share);
+    c.lostNs = static_cast<double>(c.ns) * m.ringLossShare;
   }
   // Per rank and step: each slot's compute, and (for contention) its recorded overlap with the
   // rank's collectives in flight. Free communication still takes the recorded overlap's share
@@ -440,8 +444,8 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   times.computeScale = share;
   // The host's cores shared by this schedule (core_shares.h), where the steps recorded how
   // they were shared.
-  const bool sharing =
-      recordedSteps && !change.computeFree && m.host.cores > 0 && world == m.worldSize;
+  const bool canShare = recordedSteps && !change.computeFree && m.host.cores > 0;
+  const bool sharing = canShare && change.sharedCores && world == m.worldSize;
   if (sharing) {
     times.host = m.host;
     times.world = world;
@@ -473,6 +477,11 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   const ProgramRun run = runProgram(program, times);
 
   FsdpReplay out;
+  if (canShare && change.sharedCores && !sharing) {
+    FsdpWhatIf unchanged;
+    unchanged.sharedCores = false;
+    out.referenceNs = replayFsdp(recorded, unchanged).stepNs;
+  }
   out.units = m.units.size();
   out.stepNs = run.stepNs;
   out.stepLowNs = run.stepLowNs;

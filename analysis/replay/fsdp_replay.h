@@ -124,8 +124,12 @@ struct FsdpModel {
     size_t occurrence = 0;  // the unit's first, second... collective of the kind in the step
     int64_t ns = 0;
     bool prefetched = false;  // a gather issued ahead of need
+    double lostNs = 0;        // of ns, lost to sharing the host's cores (core_shares.h)
   };
   std::vector<RecordedCollective> recordedCollectives;
+  // The share of the recorded collectives' time their ring threads lost to sharing the host's
+  // cores (core_shares.h): what every collective's time holds of it, recorded or modelled.
+  double ringLossShare = 0;
   FsdpRuntime runtime;
   int64_t worldSize = 1;
   HostCores host;  // what another world size on these hosts shares (cost_model.h)
@@ -151,12 +155,19 @@ struct FsdpWhatIf {
   std::optional<LinkCost> link;  // every collective on this wire
   bool commFree = false;
   bool computeFree = false;
+  // false: the contention constant in place of the cores' shares (program.h), as another
+  // world size replays; its baseline.
+  bool sharedCores = true;
 };
 
 struct FsdpReplay {
   int64_t stepNs = 0;
   // The replayed steps' spread: their 25th and 75th percentiles (program.h).
   int64_t stepLowNs = 0, stepHighNs = 0;
+  // The unchanged step in the same model where the change replays in another (another world
+  // size: the contention constant, not the cores' shares); 0: the baseline's. Predictions
+  // scale the recorded step by stepNs over this.
+  int64_t referenceNs = 0;
   // Time the slowest rank's step waited for collectives (gathers, limiter, the end).
   int64_t exposedCommNs = 0;
   int64_t commNs = 0;  // every collective's time, summed

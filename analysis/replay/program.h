@@ -10,20 +10,21 @@
 // order) from when every rank has issued it and the lane's previous collective is done, for
 // its `ns` (recorded or modelled by the engine's replay).
 //
-// Shared cores: where the job's threads outnumber the host's cores, compute runs at the share
-// of a core that the threads runnable beside it leave (core_shares.h): every rank's compute,
-// and every rank's communication thread while the ring runs a collective. The recorded
-// durations hold the recording's sharing; the engine's replay says what each lost to it
-// (ProgramTimes::lost, from the recording's own timelines), the rest is its work, and the
-// program runs that work at the shares of its own schedule, found by running it again over the
-// previous run's schedule (three passes: the schedule moves little after the second).
+// Shared cores: where the job's threads outnumber the host's cores, compute and the ring's
+// threads run at the share of a core that the threads runnable beside them leave
+// (core_shares.h): every rank's compute, and every rank's communication thread while the ring
+// runs a collective. The recorded durations hold the recording's sharing; the engine's replay
+// says what each lost to it (ProgramTimes::lost, ProgramCollective::lostNs, from the
+// recording's own timelines), the rest is its work, and the program runs that work at the
+// shares of its own schedule, found by running it again over the previous run's schedule
+// until the step settles.
 //
 // Where the shares cannot be had (a trace recorded without its cores, the typical step, another
 // world size, whose cores' throughput one world's recording cannot show), a contention constant
 // stands in: compute that runs beside a collective in flight is slower by it per ns of
 // overlap; the program takes the recorded overlap's share out and adds back its own, over the
-// previous run's overlaps (with a constant below 1 the runs settle). The constant is fitted from the
-// recording (fitContention): within one stretch of compute across steps, the extra time per ns
+// previous run's overlaps (with a constant below 1 the runs settle). The constant is fitted from
+// the recording (fitContention): within one stretch of compute across steps, the extra time per ns
 // of overlap, weighed against what the cores give (cost_model.h's coresContention) by how well
 // the recording pins it down; where the recording has no compute beside part of a collective,
 // from the cores alone.
@@ -56,7 +57,11 @@ struct ProgramCollective {
   size_t lane = 0;
   int64_t owner = -1;  // the DDP bucket or FSDP unit it belongs to
   size_t step = 0;
-  int64_t ns = 0;           // its duration: the engine's replay sets it before running
+  int64_t ns = 0;  // its duration: the engine's replay sets it before running
+  // With the host's cores shared (ProgramTimes::lost): what `ns` lost to sharing them where it
+  // was measured; the rest is the ring threads' work, run at the shares of the replay's own
+  // schedule.
+  double lostNs = 0;
   bool prefetched = false;  // a gather issued ahead of need
 };
 

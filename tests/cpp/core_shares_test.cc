@@ -41,12 +41,17 @@ TEST(CoreShares, ThreeRanksOnTwoCoresAndTheRingsThreads) {
   EXPECT_DOUBLE_EQ(rates[0].rate, 1.0 / 3);
   EXPECT_DOUBLE_EQ(rates[1].rate, 0.5);
   EXPECT_DOUBLE_EQ(lostIn(rates, 0, 5000), 2000.0 / 3 + 1500);
+  // The ring's threads: beside rank 0's compute, 1 + 3 threads, half a core; alone, three
+  // threads on the two cores, two thirds.
+  EXPECT_DOUBLE_EQ(shares.lostNs(CoreShares::kRing, 3000, 6000), 1500);
+  EXPECT_DOUBLE_EQ(shares.lostNs(CoreShares::kRing, 6000, 7000), 1000.0 / 3);
   // Each recorded rank standing for two: six ranks on the two cores, a third of a core each.
   const CoreShares doubled(twoCores, 2, {{{0, 3000}}, {{0, 3000}}, {{0, 3000}}}, {});
   EXPECT_DOUBLE_EQ(doubled.lostNs(0, 0, 3000), 2000);
 }
 
-// One step per rank: compute, then an allreduce of 2000 ns waited on at once.
+// One step per rank: compute, then an allreduce of 2000 ns of its ring threads' work (timed
+// alone on enough cores) waited on at once.
 Program computeThenAllreduce(size_t steps) {
   Program p;
   for (size_t step = 0; step < steps; ++step) {
@@ -60,7 +65,7 @@ Program computeThenAllreduce(size_t steps) {
 
 // Two ranks on one core, 4000 and 8000 ns of work recorded alone (nothing lost): rank 0 runs at
 // half a core until it ends at 8000; rank 1 has done 4000 by then and the rest alone, to 12000;
-// the allreduce runs 12000..14000 with nothing to compute beside it.
+// the allreduce's two ring threads then share the core: 4000 more, to 16000.
 TEST(ReplayProgram, TwoRanksOnOneCoreShareItAsTheirScheduleDoes) {
   const Program p = computeThenAllreduce(1);
   ProgramTimes t;
@@ -69,17 +74,18 @@ TEST(ReplayProgram, TwoRanksOnOneCoreShareItAsTheirScheduleDoes) {
   EXPECT_EQ(runProgram(p, t).stepNs, 10000);  // the cores unknown: as recorded
   t.host = {1, 1, 1};
   t.lost = {{{0}}, {{0}}};
-  EXPECT_EQ(runProgram(p, t).stepNs, 14000);
+  EXPECT_EQ(runProgram(p, t).stepNs, 16000);
   // The same step recorded as it ran on that core: 8000 and 12000 ns, of which 4000 and 4000
   // were lost to the other rank. The replay of its own schedule gives it back.
   t.durations = {{{8000}}, {{12000}}};
   t.lost = {{{4000}}, {{4000}}};
-  EXPECT_EQ(runProgram(p, t).stepNs, 14000);
+  EXPECT_EQ(runProgram(p, t).stepNs, 16000);
 }
 
-// Three ranks on two cores, 3000 ns of work each: two thirds of a core each, 4500 ns, then the
-// allreduce's 2000: 6500 a step. Replayed as six ranks on the same cores (each recorded rank
-// standing for two): a third of a core each, 9000 ns of compute, 11000 a step.
+// Three ranks on two cores, 3000 ns of work each: two thirds of a core each, 4500 ns; then the
+// allreduce's three ring threads, two thirds each: 3000; 7500 a step. Replayed as six ranks on
+// the same cores (each recorded rank standing for two): a third of a core each, 9000 ns of
+// compute and 6000 of allreduce, 15000 a step.
 TEST(ReplayProgram, ThreeRanksOnTwoCores) {
   const Program p = computeThenAllreduce(3);
   ProgramTimes t;
@@ -89,9 +95,27 @@ TEST(ReplayProgram, ThreeRanksOnTwoCores) {
     t.durations.push_back({{4500}, {4500}, {4500}});
     t.lost.push_back({{1500}, {1500}, {1500}});
   }
-  EXPECT_EQ(runProgram(p, t).stepNs, 6500);
+  EXPECT_EQ(runProgram(p, t).stepNs, 7500);
   t.world = 6;
-  EXPECT_EQ(runProgram(p, t).stepNs, 11000);
+  EXPECT_EQ(runProgram(p, t).stepNs, 15000);
+}
+
+// Two ranks on one core, each issuing an allreduce of 2000 ns of its ring threads' work and
+// computing 2000 ns beside it: four threads on the core, a quarter each, so both take 8000.
+TEST(ReplayProgram, ARingBesideComputeOnTooFewCoresSlowsBoth) {
+  Program p;
+  p.beginStep();
+  const size_t c = p.issue(K::kAllreduce, 100, 0, 0);
+  p.compute(K::kBackward, 0);
+  p.wait(c);
+  p.collectives[c].ns = 2000;
+  ProgramTimes t;
+  t.ranks = {0, 1};
+  t.durations = {{{2000}}, {{2000}}};
+  EXPECT_EQ(runProgram(p, t).stepNs, 2000);
+  t.host = {1, 1, 1};
+  t.lost = {{{0}}, {{0}}};
+  EXPECT_NEAR(static_cast<double>(runProgram(p, t).stepNs), 8000, 80);
 }
 
 }  // namespace
