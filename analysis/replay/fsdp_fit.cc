@@ -109,14 +109,13 @@ bool complete(const FsdpStepRecord& s) {
 std::vector<Interval> busyOf(const FsdpStepRecord& s, const std::vector<TimedHook>& backward,
                              bool limiter, bool blocking) {
   std::vector<Interval> busy;
-  // A blocking collective holds the thread that issued it until it ends there (what follows,
-  // copying the gathered parameters out, is compute); otherwise compute waits for a gather
-  // from when it needs it until it is ready.
+  // Compute waits for a gather from when it needs it until it is ready (blocking gathers,
+  // FSDP2 on CPU: copying the parameters out, after the wire end, is that wait; copyOutOf); a
+  // blocking collective also holds the thread that issued it until it ends there.
   for (const FsdpStepRecord::Gather& g : s.gathers) {
+    if (g.exposedNs > 0 && g.readyNs > 0) busy.push_back({g.readyNs - g.exposedNs, g.readyNs});
     if (blocking && g.issueNs > 0 && g.wireEndNs > g.issueNs) {
       busy.push_back({g.issueNs, g.wireEndNs});
-    } else if (!blocking && g.exposedNs > 0 && g.readyNs > 0) {
-      busy.push_back({g.readyNs - g.exposedNs, g.readyNs});
     }
   }
   for (const FsdpStepRecord::Reduction& x : s.reductions) {
@@ -146,6 +145,12 @@ std::vector<Interval> busyOf(const FsdpStepRecord& s, const std::vector<TimedHoo
     }
     if (done > from) busy.push_back({from, done});
   }
+  // Disjoint, so that what they cover is counted once (a blocking gather's hold and its wait
+  // overlap).
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const Interval& b : busy) spans.emplace_back(b.begin, b.end);
+  busy.clear();
+  for (const auto& [b, e] : mergeIntervals(std::move(spans))) busy.push_back({b, e});
   return busy;
 }
 
@@ -318,7 +323,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     p.rank = r.rank;
     std::vector<std::vector<int64_t>> fwd(m.forward.size()), bwd(m.backward.size());
     std::vector<int64_t> toBackward, finalize, optimizer;
-    std::vector<std::vector<int64_t>> reshard(n);
+    std::vector<std::vector<int64_t>> reshard(n), copyOut(n);
     uint64_t used = 0;
     for (size_t i = 0; i < r.steps.size(); ++i) {
       const FsdpStepRecord& s = r.steps[i];
@@ -405,6 +410,17 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       one.optimizerNs = s.optimizerNs;  // < 0: the rank's median, below
       one.reshardNs.assign(n, 0);
       for (size_t u = 0; u < n; ++u) one.reshardNs[index[u]] = medianNs(frees[u]);
+      std::vector<std::vector<int64_t>> copies(n);
+      for (const FsdpStepRecord::Gather& g : s.gathers) {
+        if (!rec.runtime.blocking || g.issueNs <= 0 || g.wireEndNs <= g.issueNs) continue;
+        // From the later of its wire end and the wait's start to ready: a prefetched gather
+        // ended on the wire long before it was needed, and is copied out when it is.
+        copies[g.unit].push_back(std::max<int64_t>(
+            0, g.readyNs - std::max(g.wireEndNs, g.readyNs - std::max<int64_t>(0, g.exposedNs))));
+        copyOut[g.unit].push_back(copies[g.unit].back());
+      }
+      one.copyOutNs.assign(n, 0);
+      for (size_t u = 0; u < n; ++u) one.copyOutNs[index[u]] = medianNs(copies[u]);
       std::vector<FsdpRankProfile>& ranks = byStep[s.step];
       ranks.resize(rec.ranks.size());
       ranks[static_cast<size_t>(&r - rec.ranks.data())] = std::move(one);
@@ -421,6 +437,8 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     p.optimizerNs = medianNs(optimizer);
     p.reshardNs.assign(n, 0);
     for (size_t u = 0; u < n; ++u) p.reshardNs[index[u]] = medianNs(reshard[u]);
+    p.copyOutNs.assign(n, 0);
+    for (size_t u = 0; u < n; ++u) p.copyOutNs[index[u]] = medianNs(copyOut[u]);
     m.ranks.push_back(std::move(p));
   }
   fit.recordedStepNs = recorded.medianNs();

@@ -5,11 +5,12 @@
 //     every rank with that order are used;
 //   - per rank, the medians over those steps of the compute between hooks: the time between
 //     them less what the engine spent not computing in it: waiting for a gather (its
-//     exposed_ns; a blocking gather, FSDP2 on CPU, from its issue to its wire end, the copy
-//     out after it being compute), a blocking reduction from its launch to its wire end,
+//     exposed_ns), a blocking collective (FSDP2 on CPU) from its issue to its wire end,
 //     freeing parameters (reshard spans), and waiting for reductions (with the rate limiter,
 //     after each post-backward; at the end, always): from the post-backward (and its reshard)
 //     to the reductions' done time;
+//   - per unit, a blocking gather's copy out (from the later of its wire end and the wait's
+//     start until ready): compute of its own, which the replay runs after each gather;
 //   - the cores as the recorded steps shared them (core_shares.h): each rank computing from a
 //     step's forward begin to its next but for that time, the ring running each collective
 //     every rank recorded; each gap's loss to sharing, and the rest of the step's rate;

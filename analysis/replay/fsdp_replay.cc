@@ -169,6 +169,10 @@ FsdpModel mergeUnits(const FsdpModel& m, int64_t k) {
     for (size_t u = 0; u < n && u < p.reshardNs.size(); ++u) {
       q->reshardNs[group[u]] += p.reshardNs[u];
     }
+    q->copyOutNs.assign(out.units.size(), 0);
+    for (size_t u = 0; u < n && u < p.copyOutNs.size(); ++u) {
+      q->copyOutNs[group[u]] += p.copyOutNs[u];
+    }
   };
   for (size_t r = 0; r < m.ranks.size(); ++r) merge(m.ranks[r], &out.ranks[r]);
   for (size_t i = 0; i < m.samples.size(); ++i) {
@@ -183,7 +187,7 @@ using Kind = PathSegment::Kind;
 
 // The engine's schedule as a program (program.h; see engines/fsdp/engine.cc, which this follows
 // hook by hook). Compute slots: forward gaps, then backward gaps, then to-backward, finalize,
-// optimizer, then one reshard per unit.
+// optimizer, then one reshard per unit, then one copy-out per unit (after a blocking gather).
 class Schedule {
  public:
   Schedule(const FsdpModel& m, const FsdpRuntime& rt, size_t steps) : m_(m), rt_(rt) {
@@ -192,6 +196,7 @@ class Schedule {
     finalize_ = toBackward_ + 1;
     optimizer_ = finalize_ + 1;
     reshard_ = optimizer_ + 1;
+    copyOut_ = reshard_ + m.units.size();
     state_.assign(m.units.size(), State::kSharded);
     gather_.assign(m.units.size(), kNone);
     // The forward order of units (their first pre-forward): prefetch targets.
@@ -207,7 +212,7 @@ class Schedule {
   }
 
   Program program;
-  size_t slots() const { return reshard_ + m_.units.size(); }
+  size_t slots() const { return copyOut_ + m_.units.size(); }
   // Per rank: every slot's duration.
   // The compute's recorded overlap with the rank's collectives in flight (gaps only).
   int64_t overlap(const FsdpRankProfile& p, size_t slot) const {
@@ -241,6 +246,8 @@ class Schedule {
     d[optimizer_] = p.optimizerNs;
     for (size_t u = 0; u < p.reshardNs.size() && u < m_.units.size(); ++u)
       d[reshard_ + u] = p.reshardNs[u];
+    for (size_t u = 0; u < p.copyOutNs.size() && u < m_.units.size(); ++u)
+      d[copyOut_ + u] = p.copyOutNs[u];
     return d;
   }
 
@@ -263,8 +270,11 @@ class Schedule {
     gather_[u] = issue(Kind::kAllGather, m_.units[u].paramBytes, gatherLane(), u, prefetched);
     state_[u] = State::kGathering;
   }
-  void finishUnshard(size_t u) {
-    if (state_[u] == State::kGathering) wait(gather_[u]);
+  void finishUnshard(size_t u, Kind kind) {
+    if (state_[u] == State::kGathering) {
+      wait(gather_[u]);
+      compute(kind, copyOut_ + u);  // the gathered parameters copied out
+    }
     if (state_[u] != State::kSharded || m_.units[u].paramBytes > 0) state_[u] = State::kUnsharded;
   }
   void reshard(size_t u, Kind kind) {
@@ -318,7 +328,7 @@ class Schedule {
       const size_t u = m_.forward[i].unit;
       if (m_.forward[i].open) {
         beginUnshard(u);
-        finishUnshard(u);
+        finishUnshard(u, Kind::kForward);
         if (rt_.forwardPrefetch) {
           auto it = std::find(order_.begin(), order_.end(), u);
           if (it != order_.end() && it + 1 != order_.end()) prefetch(*(it + 1));
@@ -336,7 +346,7 @@ class Schedule {
       if (m_.backward[i].open) {
         preBackwardDone_[u] = 1;
         beginUnshard(u);
-        finishUnshard(u);
+        finishUnshard(u, Kind::kBackward);
         if (rt_.backwardPrefetch == FsdpBackwardPrefetch::kBackwardPre) prefetch(backwardTarget(u));
         continue;
       }
@@ -361,7 +371,7 @@ class Schedule {
 
   const FsdpModel& m_;
   const FsdpRuntime rt_;
-  size_t toBackward_ = 0, finalize_ = 0, optimizer_ = 0, reshard_ = 0;
+  size_t toBackward_ = 0, finalize_ = 0, optimizer_ = 0, reshard_ = 0, copyOut_ = 0;
   std::vector<State> state_;
   std::vector<size_t> gather_;
   std::vector<size_t> order_;

@@ -97,6 +97,18 @@ TEST(ReplayFsdp, ScheduleChangesGiveTheHandWorkedSteps) {
   EXPECT_EQ(replayFsdp(m, c).stepNs, 2405);
 }
 
+// A blocking gather's copy out (FSDP2 on CPU) comes with the gather: 20 ns for A and B each
+// after every gather, on the compute thread, where the unit is needed: four of them, +80;
+// SHARD_GRAD_OP gathers A and B in forward only: +40.
+TEST(ReplayFsdp, ACopyOutComesAndGoesWithItsGather) {
+  FsdpModel m = rootAndTwoBlocks();
+  for (FsdpRankProfile& p : m.ranks) p.copyOutNs = {0, 20, 20};
+  EXPECT_EQ(replayFsdp(m).stepNs, 2405 + 80);
+  FsdpWhatIf c;
+  c.sharding = FsdpSharding::kShardGradOp;
+  EXPECT_EQ(replayFsdp(m, c).stepNs, 2305 + 40);
+}
+
 // A and B merged: one unit of 4000 bytes (gathers and reduce-scatters of 200 ns). Forward:
 // root 0-50, AB 60-260, compute 600 to 860, root 870, loss 890; backward: AB 900-1100,
 // compute 1200 to 2300, its reduce-scatter 2300-2500, the root's 2500-2550; 2555, 2605.
@@ -228,6 +240,18 @@ TEST(FitFsdp, GapsLeaveOutWaitsAndFrees) {
   const double factor = m.allreduce.nsPerByte / fit.all.link.nsPerByte;
   EXPECT_GT(factor, 1);
   EXPECT_NEAR(m.allreduce.stepNs, fit.all.link.stepNs * factor, 1e-6);
+
+  // The same steps with blocking collectives (FSDP2 on CPU): each holds its thread from issue to
+  // wire end, and a gather's parameters are copied out from the later of its wire end and the
+  // wait's start until ready: the root's 60 (40 to 100), A's 5 in forward and 15 in backward
+  // (the lower median, 5). A's reduce-scatter holds the thread 2000-2090, inside the root's
+  // last gap (A's free, 2000-2010, within it): 1000 - 90.
+  rec.runtime.blocking = true;
+  const FsdpFit blocking = fitFsdpModel(rec);
+  const FsdpRankProfile& b = blocking.model.ranks[0];
+  EXPECT_EQ(b.copyOutNs, (std::vector<int64_t>{60, 5}));
+  EXPECT_EQ(b.forwardGapNs, p.forwardGapNs);
+  EXPECT_EQ(b.backwardGapNs, (std::vector<int64_t>{0, 40, 900, 910}));
 }
 
 }  // namespace
