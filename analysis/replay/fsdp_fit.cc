@@ -109,9 +109,9 @@ bool complete(const FsdpStepRecord& s) {
 std::vector<Interval> busyOf(const FsdpStepRecord& s, const std::vector<TimedHook>& backward,
                              bool limiter, bool blocking) {
   std::vector<Interval> busy;
-  // Compute waits for a gather from when it needs it until it is ready (blocking gathers,
-  // FSDP2 on CPU: copying the parameters out, after the wire end, is that wait; copyOutOf); a
-  // blocking collective also holds the thread that issued it until it ends there.
+  // Compute waits for a gather from when it needs it until it is ready (what of that wait
+  // follows the wire end is the gather's copy out, a slot of its own); a blocking collective
+  // (FSDP2 on CPU) also holds the thread that issued it until it ends there.
   for (const FsdpStepRecord::Gather& g : s.gathers) {
     if (g.exposedNs > 0 && g.readyNs > 0) busy.push_back({g.readyNs - g.exposedNs, g.readyNs});
     if (blocking && g.issueNs > 0 && g.wireEndNs > g.issueNs) {
@@ -412,7 +412,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       for (size_t u = 0; u < n; ++u) one.reshardNs[index[u]] = medianNs(frees[u]);
       std::vector<std::vector<int64_t>> copies(n);
       for (const FsdpStepRecord::Gather& g : s.gathers) {
-        if (!rec.runtime.blocking || g.issueNs <= 0 || g.wireEndNs <= g.issueNs) continue;
+        if (g.issueNs <= 0 || g.wireEndNs <= g.issueNs) continue;
         // From the later of its wire end and the wait's start to ready: a prefetched gather
         // ended on the wire long before it was needed, and is copied out when it is.
         copies[g.unit].push_back(std::max<int64_t>(

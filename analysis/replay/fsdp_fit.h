@@ -9,8 +9,8 @@
 //     freeing parameters (reshard spans), and waiting for reductions (with the rate limiter,
 //     after each post-backward; at the end, always): from the post-backward (and its reshard)
 //     to the reductions' done time;
-//   - per unit, a blocking gather's copy out (from the later of its wire end and the wait's
-//     start until ready): compute of its own, which the replay runs after each gather;
+//   - per unit, a gather's copy out (from the later of its wire end and the wait's start
+//     until ready): compute of its own, which the replay runs after each gather;
 //   - the cores as the recorded steps shared them (core_shares.h): each rank computing from a
 //     step's forward begin to its next but for that time, the ring running each collective
 //     every rank recorded; each gap's loss to sharing, and the rest of the step's rate;

@@ -187,7 +187,7 @@ using Kind = PathSegment::Kind;
 
 // The engine's schedule as a program (program.h; see engines/fsdp/engine.cc, which this follows
 // hook by hook). Compute slots: forward gaps, then backward gaps, then to-backward, finalize,
-// optimizer, then one reshard per unit, then one copy-out per unit (after a blocking gather).
+// optimizer, then one reshard per unit, then one copy-out per unit (after each gather).
 class Schedule {
  public:
   Schedule(const FsdpModel& m, const FsdpRuntime& rt, size_t steps) : m_(m), rt_(rt) {

@@ -95,8 +95,8 @@ struct FsdpRankProfile {
   int64_t finalizeNs = 0;              // after the last reduction: the end of backward
   int64_t optimizerNs = 0;             // backward end to the next forward
   std::vector<int64_t> reshardNs;      // per unit: freeing its parameters once
-  // Per unit: copying its gathered parameters out once, after a blocking gather's wire end
-  // (FSDP2 on CPU; 0 elsewhere): work a gather brings, gone with the gather.
+  // Per unit: a gather's work on the compute thread between its wire end and the parameters
+  // being ready (copying them out of the gathered buffer): it comes and goes with the gather.
   std::vector<int64_t> copyOutNs;
   // How much of each gap ran while the rank had a collective in flight (see contention).
   std::vector<int64_t> forwardOverlapNs, backwardOverlapNs;

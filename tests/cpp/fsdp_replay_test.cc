@@ -222,6 +222,9 @@ TEST(FitFsdp, GapsLeaveOutWaitsAndFrees) {
   EXPECT_EQ(p.finalizeNs, 100);
   EXPECT_EQ(p.optimizerNs, 6700);
   EXPECT_EQ(p.reshardNs[1], 10);  // the (lower) median of three 20s and three 10s
+  // A gather's copy out, from the later of its wire end and the wait's start until ready: the
+  // root's 60 (40 to 100), A's 5 in forward and 15 in backward (the lower median, 5).
+  EXPECT_EQ(p.copyOutNs, (std::vector<int64_t>{60, 5}));
   EXPECT_EQ(fit.recordedStepNs, 10000);
   EXPECT_EQ(fit.steps, 3u);
   ASSERT_EQ(m.samples.size(), 3u);  // every step, every rank, for the replay to run as recorded
@@ -242,10 +245,8 @@ TEST(FitFsdp, GapsLeaveOutWaitsAndFrees) {
   EXPECT_NEAR(m.allreduce.stepNs, fit.all.link.stepNs * factor, 1e-6);
 
   // The same steps with blocking collectives (FSDP2 on CPU): each holds its thread from issue to
-  // wire end, and a gather's parameters are copied out from the later of its wire end and the
-  // wait's start until ready: the root's 60 (40 to 100), A's 5 in forward and 15 in backward
-  // (the lower median, 5). A's reduce-scatter holds the thread 2000-2090, inside the root's
-  // last gap (A's free, 2000-2010, within it): 1000 - 90.
+  // wire end; the copies out are the same. A's reduce-scatter holds the thread 2000-2090,
+  // inside the root's last gap (A's free, 2000-2010, within it): 1000 - 90.
   rec.runtime.blocking = true;
   const FsdpFit blocking = fitFsdpModel(rec);
   const FsdpRankProfile& b = blocking.model.ranks[0];
