@@ -151,7 +151,12 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
       compute[r].emplace_back(x.finalizeFrom.back(), x.stepEnd.back());
     }
   }
-  const CoreShares shares(m->host, 1, compute, ring);
+  // Each recorded rank stands for worldSize / ranks of them (the engine's own choice of
+  // bucket_cap_mb="auto" records rank 0 alone).
+  const CoreShares shares(m->host,
+                          static_cast<double>(m->worldSize) /
+                              static_cast<double>(std::max<size_t>(1, rec.ranks.size())),
+                          compute, ring);
   double ringNs = 0, ringLost = 0;
   for (const auto& [b, e] : ring) {
     ringNs += static_cast<double>(e - b);

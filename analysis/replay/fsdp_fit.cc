@@ -301,7 +301,10 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   for (const auto& [key, sp] : spans) {
     if (sp.ranks == rec.ranks.size() && sp.end > sp.start) ring.emplace_back(sp.start, sp.end);
   }
-  const CoreShares shares(m.host, 1, computing, ring);
+  const CoreShares shares(
+      m.host,
+      static_cast<double>(m.worldSize) / static_cast<double>(std::max<size_t>(1, rec.ranks.size())),
+      computing, ring);
   double ringNs = 0, ringLost = 0;
   for (const auto& [b, e] : ring) {
     ringNs += static_cast<double>(e - b);

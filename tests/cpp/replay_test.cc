@@ -453,6 +453,13 @@ TEST(ReplayDdp, TwoRanksOnOneCoreLoseHalfWhereBothComputeAndReplayTheirStep) {
   EXPECT_EQ(first.lossRates.front().begin, -110);
   EXPECT_DOUBLE_EQ(first.lossRates.front().rate, 0.5);
   EXPECT_EQ(replayDdp(fit.model).stepNs, fit.recordedStepNs);
+  // Rank 0 recorded alone (as ringx.ddp's bucket_cap_mb="auto" records itself) stands for
+  // both: where it computes, so does the other, and each has half the core.
+  DdpRecording alone = rec;
+  alone.ranks.resize(1);
+  const DdpFit one = fitDdpModel(alone);
+  ASSERT_FALSE(one.model.samples[0][0].lossRates.empty());
+  EXPECT_DOUBLE_EQ(one.model.samples[0][0].lossRates.front().rate, 0.5);
 }
 
 }  // namespace
