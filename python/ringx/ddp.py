@@ -11,8 +11,9 @@ every rank built the same model, copies rank 0's parameters and buffers to every
 and from then on every backward averages the gradients across ranks, bucket by bucket,
 while backward is still running. `no_sync()` accumulates gradients locally;
 `bucket_cap_mb="auto"` times the first steps after the bucket rebuild, replays them with
-other caps (ringx-trace whatif's model) and rebuilds once with the fastest (`auto_choice()`
-says which and why). `register_comm_hook(state, hook)` takes PyTorch's hooks (same GradBucket contract) and
+other caps (ringx-trace whatif's model, the host's cores shared among every rank's threads as
+that schedule would share them) and rebuilds once with the fastest (`auto_choice()` says
+which and why). `register_comm_hook(state, hook)` takes PyTorch's hooks (same GradBucket contract) and
 ringx's built-in `fp16_compress_hook` / `bf16_compress_hook`, which run in C++.
 
 It works over any process group (gloo included) and is fastest over ringx. With tracing
