@@ -75,6 +75,19 @@ double CoreShares::shareAlone(size_t rank) const {
                            (copies_ * threads));
 }
 
+double CoreShares::shareBefore(size_t rank, size_t i) const {
+  return i == 0 || i >= at_.size() ? shareAlone(rank) : share(rank, i - 1);
+}
+
+double CoreShares::ringLossShare(const Intervals& ring) const {
+  double ns = 0, lost = 0;
+  for (const auto& [b, e] : ring) {
+    ns += static_cast<double>(e - b);
+    lost += lostNs(kRing, b, e);
+  }
+  return ns > 0 ? lost / ns : 0;
+}
+
 double lostIn(const std::vector<LossRate>& rates, int64_t begin, int64_t end) {
   double lost = 0;
   for (const LossRate& x : rates) {
@@ -94,7 +107,7 @@ std::vector<LossRate> CoreShares::lossRates(size_t rank, int64_t begin, int64_t 
   int64_t t = begin;
   while (t < end) {
     const int64_t next = i < at_.size() ? std::min(end, at_[i]) : end;
-    const double s = i == 0 || i >= at_.size() ? shareAlone(rank) : share(rank, i - 1);
+    const double s = shareBefore(rank, i);
     if (s < 1 && next > t) {
       if (!out.empty() && out.back().end == t - origin && out.back().rate == 1 - s) {
         out.back().end = next - origin;
@@ -118,7 +131,7 @@ int64_t CoreShares::durationNs(size_t rank, int64_t begin, double work) const {
   size_t i = static_cast<size_t>(std::upper_bound(at_.begin(), at_.end(), begin) - at_.begin());
   int64_t t = begin;
   for (;;) {
-    const double s = i == 0 || i >= at_.size() ? shareAlone(rank) : share(rank, i - 1);
+    const double s = shareBefore(rank, i);
     if (i >= at_.size()) return t - begin + std::llround(work / s);
     const double can = s * static_cast<double>(at_[i] - t);
     if (can >= work) return t - begin + std::llround(work / s);

@@ -49,12 +49,16 @@ class CoreShares {
   // How long `rank` takes for `work` ns of a core's work from `begin`, computing throughout;
   // past the last recorded moment, alone with its own threads.
   int64_t durationNs(size_t rank, int64_t begin, double work) const;
+  // The share of the ring's time over `ring` (intervals) that its threads lost to sharing.
+  double ringLossShare(const Intervals& ring) const;
 
  private:
   // The share of a core `rank`'s compute thread gets in segment i (it computes there), or the
   // ring's threads (kRing: a collective runs there).
   double share(size_t rank, size_t i) const;
   double shareAlone(size_t rank) const;
+  // The share in the segment that ends at at_[i] (before the first and after the last: alone).
+  double shareBefore(size_t rank, size_t i) const;
 
   HostCores host_;
   double copies_ = 1;

@@ -157,12 +157,7 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
                           static_cast<double>(m->worldSize) /
                               static_cast<double>(std::max<size_t>(1, rec.ranks.size())),
                           compute, ring);
-  double ringNs = 0, ringLost = 0;
-  for (const auto& [b, e] : ring) {
-    ringNs += static_cast<double>(e - b);
-    ringLost += shares.lostNs(CoreShares::kRing, b, e);
-  }
-  m->ringLossShare = ringNs > 0 ? ringLost / ringNs : 0;
+  m->ringLossShare = shares.ringLossShare(ring);
   // Each recorded allreduce's loss, from where the ring ran it.
   for (size_t i = 0; i < shared.size(); ++i) {
     std::vector<double>& lost = m->recordedAllreduceLostNs.emplace_back();

@@ -168,6 +168,7 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
     times.host = m.host;
     times.world = x.worldSize;
     times.computeScale = 1;
+    times.lost.resize(nr);
   }
   for (size_t r = 0; r < nr; ++r) {
     times.ranks.push_back(m.ranks[r].rank);
@@ -230,7 +231,6 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
         lost[finalize] = rate * static_cast<double>(d[finalize]);
         const int64_t optimizerFrom = p.finalizeFromNs + finalizeNs;
         lost[optimizer] = lostIn(rates, optimizerFrom, optimizerFrom + d[optimizer]);
-        times.lost.resize(nr);
         times.lost[r].push_back(std::move(lost));
       }
       times.durations[r].push_back(std::move(d));

@@ -285,16 +285,20 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
                ? std::max(s.backwardEndNs, r.steps[i + 1].forwardBeginNs)
                : s.backwardEndNs + std::max<int64_t>(0, s.optimizerNs);
   };
+  // Per rank and step (complete ones): the engine's busy time, and the compute around it.
+  std::vector<std::vector<std::vector<Interval>>> busyAt(rec.ranks.size());
+  std::vector<std::vector<CoreShares::Intervals>> computeAt(rec.ranks.size());
   for (size_t ri = 0; ri < rec.ranks.size(); ++ri) {
     const FsdpRankRecord& r = rec.ranks[ri];
+    busyAt[ri].resize(r.steps.size());
+    computeAt[ri].resize(r.steps.size());
     for (size_t i = 0; i < r.steps.size(); ++i) {
       const FsdpStepRecord& s = r.steps[i];
       if (!complete(s)) continue;
-      const std::vector<Interval> busy =
+      busyAt[ri][i] =
           busyOf(s, hooksOf(s.backward), rec.runtime.limitAllGathers, rec.runtime.blocking);
-      for (const auto& x : computeIn(s.forwardBeginNs, stepEnd(r, i), busy)) {
-        computing[ri].push_back(x);
-      }
+      computeAt[ri][i] = computeIn(s.forwardBeginNs, stepEnd(r, i), busyAt[ri][i]);
+      computing[ri].insert(computing[ri].end(), computeAt[ri][i].begin(), computeAt[ri][i].end());
     }
   }
   CoreShares::Intervals ring;
@@ -305,12 +309,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       m.host,
       static_cast<double>(m.worldSize) / static_cast<double>(std::max<size_t>(1, rec.ranks.size())),
       computing, ring);
-  double ringNs = 0, ringLost = 0;
-  for (const auto& [b, e] : ring) {
-    ringNs += static_cast<double>(e - b);
-    ringLost += shares.lostNs(CoreShares::kRing, b, e);
-  }
-  m.ringLossShare = ringNs > 0 ? ringLost / ringNs : 0;
+  m.ringLossShare = shares.ringLossShare(ring);
   // What `rank` lost over the compute in [begin, end).
   auto lostOver = [&](size_t rank, const CoreShares::Intervals& compute, int64_t begin,
                       int64_t end) {
@@ -347,16 +346,15 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       const std::vector<TimedHook> forward = hooksOf(s.forward), backward = hooksOf(s.backward);
       if (!sameOrder(forward, origForward) || !sameOrder(backward, origBackward)) continue;
       ++used;
-      const std::vector<Interval> busy =
-          busyOf(s, backward, rec.runtime.limitAllGathers, rec.runtime.blocking);
+      const size_t rankIndex = static_cast<size_t>(&r - rec.ranks.data());
+      const std::vector<Interval>& busy = busyAt[rankIndex][i];
       FsdpRankProfile one;
       one.rank = r.rank;
       one.forwardGapNs = gaps(forward, s.forwardBeginNs, busy);
       one.backwardGapNs = gaps(backward, s.backwardBeginNs, busy);
       {
         // Each gap's loss to sharing the cores, and the rest of the step's rate.
-        const size_t rankIndex = static_cast<size_t>(&r - rec.ranks.data());
-        const CoreShares::Intervals compute = computeIn(s.forwardBeginNs, stepEnd(r, i), busy);
+        const CoreShares::Intervals& compute = computeAt[rankIndex][i];
         double inGaps = 0, gapNs = 0;
         auto gapLosses = [&](const std::vector<TimedHook>& hooks, int64_t from,
                              std::vector<int64_t>* out) {
@@ -386,7 +384,6 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
       one.backwardOverlapNs = gapOverlaps(backward, s.backwardBeginNs, busy, flights);
       const std::vector<int64_t>& f = one.forwardGapNs;
       const std::vector<int64_t>& b = one.backwardGapNs;
-      const size_t rankIndex = static_cast<size_t>(&r - rec.ranks.data());
       for (size_t k = 0; k < f.size(); ++k) {
         contention[{rankIndex, 0, k}].emplace_back(f[k], one.forwardOverlapNs[k]);
       }

@@ -7,8 +7,6 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <ATen/Parallel.h>
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,10 +14,11 @@
 #include <limits>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <unordered_set>
 
+#include "backend/bootstrap/host_identity.h"
 #include "backend/c10d/work.h"
+#include "backend/transport/core_contention.h"
 #include "trace/record/recorder.h"
 
 namespace ringx::ddp {
@@ -541,27 +540,19 @@ void Reducer::chooseBucketCapIfDue() {
   processGroup_->allreduce(wireTensors, minimum)->wait();
   // The hosts' cores, which the replay shares out among the ranks' threads (core_shares.h):
   // this rank's, torch's compute threads, and how many hosts the ranks are on (each rank's
-  // host name hashed into its slot, summed across ranks).
+  // host identity hashed into its slot, summed across ranks).
   at::Tensor hostIds = at::zeros({worldSize_}, at::kLong);
-  {
-    char name[256] = {};
-    gethostname(name, sizeof name - 1);
-    hostIds.data_ptr<int64_t>()[processGroup_->getRank()] =
-        static_cast<int64_t>(std::hash<std::string>{}(name)&0x3fffffffffffffff) | 1;
-    std::vector<at::Tensor> hostTensors{hostIds};
-    processGroup_->allreduce(hostTensors)->wait();
-  }
+  hostIds.data_ptr<int64_t>()[processGroup_->getRank()] =
+      static_cast<int64_t>(std::hash<std::string>{}(bootstrap::hostIdentity()) &
+                           0x3fffffffffffffff) |
+      1;
+  std::vector<at::Tensor> hostTensors{hostIds};
+  processGroup_->allreduce(hostTensors)->wait();
   replay::HostCores host;
-  {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    host.cores = sched_getaffinity(0, sizeof set, &set) == 0
-                     ? CPU_COUNT(&set)
-                     : static_cast<int64_t>(std::thread::hardware_concurrency());
-    host.threadsPerRank = std::max<int64_t>(1, at::get_num_threads());
-    const int64_t* ids = hostIds.data_ptr<int64_t>();
-    host.hosts = static_cast<int64_t>(std::unordered_set<int64_t>(ids, ids + worldSize_).size());
-  }
+  host.cores = transport::usableCores();
+  host.threadsPerRank = std::max<int64_t>(1, at::get_num_threads());
+  const int64_t* ids = hostIds.data_ptr<int64_t>();
+  host.hosts = static_cast<int64_t>(std::unordered_set<int64_t>(ids, ids + worldSize_).size());
 
   // Rank 0 replays its own steps with those wire times and chooses; every rank builds its pick.
   at::Tensor choice = at::zeros({2}, at::kLong);
