@@ -23,7 +23,14 @@ void Program::compute(Kind kind, size_t slot, int64_t owner) {
 }
 
 size_t Program::issue(Kind kind, int64_t bytes, size_t lane, int64_t owner, bool prefetched) {
-  collectives.push_back({kind, bytes, lane, owner, steps ? steps - 1 : 0, 0, prefetched});
+  ProgramCollective c;
+  c.kind = kind;
+  c.bytes = bytes;
+  c.lane = lane;
+  c.owner = owner;
+  c.step = steps ? steps - 1 : 0;
+  c.prefetched = prefetched;
+  collectives.push_back(c);
   ops.push_back({ProgramOp::Type::kIssue, kind, 0, collectives.size() - 1});
   return collectives.size() - 1;
 }
