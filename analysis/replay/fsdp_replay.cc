@@ -213,6 +213,7 @@ class Schedule {
 
   Program program;
   size_t slots() const { return copyOut_ + m_.units.size(); }
+  size_t optimizerSlot() const { return optimizer_; }
   // Per rank: every slot's duration.
   // The compute's recorded overlap with the rank's collectives in flight (gaps only).
   int64_t overlap(const FsdpRankProfile& p, size_t slot) const {
@@ -402,6 +403,13 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   const int64_t world = change.worldSize.value_or(m.worldSize);
   // Another world size on the same hosts shares their cores out differently (cost_model.h).
   const double share = hostShareRatio(m.host, m.worldSize, world);
+  // The optimizer steps over the parameters a rank holds: its shard (1 / world of them) under
+  // the sharded strategies, all of them under NO_SHARD. Its work scales with that (at 3 ranks
+  // NO_SHARD's optimizer measured 3.1x FULL_SHARD's, bench/whatif.py).
+  const auto held = [](FsdpSharding sharding, int64_t ranks) {
+    return sharding == FsdpSharding::kNoShard ? 1.0 : 1.0 / static_cast<double>(ranks);
+  };
+  const double optimizerScale = held(rt.sharding, world) / held(m.runtime.sharding, m.worldSize);
 
   // The steps: the recorded ones, each rank with its own compute of that step, so that the
   // ranks' step-to-step jitter meets at the collectives as it did; else the typical step.
@@ -470,6 +478,8 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
       const FsdpRankProfile& p =
           recordedSteps && r < m.samples[k].size() ? m.samples[k][r] : m.ranks[r];
       times.durations[r].push_back(schedule.durations(p));
+      int64_t& optimizer = times.durations[r].back()[schedule.optimizerSlot()];
+      optimizer = std::llround(static_cast<double>(optimizer) * optimizerScale);
       if (change.computeFree) {
         std::fill(times.durations[r].back().begin(), times.durations[r].back().end(), 0);
       }

@@ -122,7 +122,7 @@ TEST(WhatIfAdapter, ReadsAnFsdpReport) {
   }
   ASSERT_GE(best, 0);
   EXPECT_EQ(v.rows[size_t(best)].label, "sharding_strategy=NO_SHARD");
-  EXPECT_EQ(v.rows[size_t(best)].predictedStepNs, 2205);
+  EXPECT_EQ(v.rows[size_t(best)].predictedStepNs, 2255);
   // The advisor's findings come with the view: B's gathers are never prefetched.
   bool unprefetched = false;
   for (const analysis::Finding& f : v.findings) unprefetched |= f.kind == "no-prefetch";
