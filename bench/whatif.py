@@ -23,8 +23,9 @@ the base" when the change ran the base's own bucket plan (a cap above the model'
 whatever it measured apart from the base is the machine's). The summary counts the misses over
 10% so explained apart from the rest.
 
-FSDP: a transformer-like stack (bench/fsdp.py's blocks, grouped in pairs) under ringx.fsdp on the
-default ringx group (so gathers have their own lane), every block a unit; the base run is
+FSDP: two transformer-like stacks (bench/fsdp.py's blocks, grouped in pairs: 8 blocks of d=256 and
+16 of d=128; --quick runs the first) under ringx.fsdp on the default ringx group (so gathers have
+their own lane), every block a unit; the base run is
 FULL_SHARD with the defaults, the alternatives are the other strategies, backward prefetch modes,
 forward prefetch, no rate limiter, and the pairs as units (auto_wrap_policy={Pair}: the replay's
 "units merged by 2"), each predicted from the base run's trace and run for real the same way.
@@ -79,12 +80,16 @@ class Pair(nn.Module):
         return self.second(self.first(x))
 
 
-PAIRS = 4  # 8 blocks
+# The FSDP engines' models: name -> (d, pairs of blocks). The first (2 MiB units, compute and
+# wire about even) and a deeper, narrower one (16 units of 512 KiB: every collective short,
+# each step's many hooks and launches weigh more). --quick runs the first only.
+FSDP_SHAPES = {"8 blocks of d=256": (DIM, 4), "16 blocks of d=128": (128, 8)}
 
 
-def pair_net():
-    net = Net()
-    net.blocks = nn.Sequential(*[Pair() for _ in range(PAIRS)])
+def pair_net(shape):
+    dim, pairs = FSDP_SHAPES[shape]
+    net = Net(dim=dim, blocks=0)
+    net.blocks = nn.Sequential(*[Pair(dim) for _ in range(pairs)])
     return net
 
 
@@ -119,7 +124,7 @@ def ddp_wrapper(engine, model, cap, view):
     return RingxDDP(model, bucket_cap_mb=cap, gradient_as_bucket_view=view)
 
 
-def worker(rank, world, init, root, rounds, steps, engines, results):
+def worker(rank, world, init, root, rounds, steps, engines, shapes, results):
     import ringx
 
     dist.init_process_group("ringx", init_method=init, rank=rank, world_size=world,
@@ -127,7 +132,8 @@ def worker(rank, world, init, root, rounds, steps, engines, results):
     generator = torch.Generator().manual_seed(rank)
     chosen = {}
     for engine in [e for e in engines if e in ("fsdp", "fsdp2")]:
-        fsdp_runs(root, rounds, steps, generator, engine)
+        for shape in shapes:
+            fsdp_runs(root, rounds, steps, generator, engine, shape)
     for engine in [e for e in engines if e in ("ddp", "torch-ddp")]:
         ddp_runs(engine, root, rounds, steps, generator, chosen)
     results[rank] = chosen
@@ -169,19 +175,19 @@ def engine_dir(engine):
     return "" if engine == "ddp" else engine
 
 
-def ringx_fsdp_model(config):
-    """ringx.fsdp over pair_net with one of FSDP_BASE / FSDP_ALTERNATIVES."""
+def ringx_fsdp_model(config, shape):
+    """ringx.fsdp over pair_net(shape) with one of FSDP_BASE / FSDP_ALTERNATIVES."""
     from ringx.fsdp import FullyShardedDataParallel as FSDP
     _, kwargs, unit = config
-    return FSDP(pair_net(), auto_wrap_policy={unit}, **kwargs)
+    return FSDP(pair_net(shape), auto_wrap_policy={unit}, **kwargs)
 
 
-def fsdp2_model(config):
-    """pair_net under FSDP2 (fully_shard on every `unit` module and the root) with one of
+def fsdp2_model(config, shape):
+    """pair_net(shape) under FSDP2 (fully_shard on every `unit` module and the root) with one of
     FSDP2_BASE / FSDP2_ALTERNATIVES."""
     from torch.distributed.fsdp import fully_shard
     _, reshard, prefetch, unit = config
-    model = pair_net()
+    model = pair_net(shape)
     units = [m for m in model.modules() if isinstance(m, unit)]
     for m in units:
         fully_shard(m, reshard_after_forward=reshard)
@@ -192,26 +198,28 @@ def fsdp2_model(config):
     return model
 
 
-def fsdp_runs(root, rounds, steps, generator, engine):
-    """Every configuration of `engine` (fsdp: ringx.fsdp, fsdp2: torch's) for `steps` steps per
-    round, alternating the order, each traced into root/<engine>/<label>/round<r>."""
+def fsdp_runs(root, rounds, steps, generator, engine, shape):
+    """Every configuration of `engine` (fsdp: ringx.fsdp, fsdp2: torch's) on the model `shape`
+    for `steps` steps per round, alternating the order, each traced into
+    root/<engine>/<shape>/<label>/round<r>."""
     import ringx
 
     base, alternatives, build = ((FSDP_BASE, FSDP_ALTERNATIVES, ringx_fsdp_model)
                                  if engine == "fsdp" else
                                  (FSDP2_BASE, FSDP2_ALTERNATIVES, fsdp2_model))
-    x = torch.randn(FSDP_BATCH, DIM, generator=generator)
-    y = torch.randn(FSDP_BATCH, DIM, generator=generator)
+    dim = FSDP_SHAPES[shape][0]
+    x = torch.randn(FSDP_BATCH, dim, generator=generator)
+    y = torch.randn(FSDP_BATCH, dim, generator=generator)
     for r in range(rounds):
         configs = [base] + alternatives
         if r % 2:
             configs.reverse()
         for config in configs:
             torch.manual_seed(0)
-            model = build(config)
+            model = build(config, shape)
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
             dist.barrier()
-            ringx.trace.start(dir=os.path.join(root, engine, config[0], f"round{r}"),
+            ringx.trace.start(dir=os.path.join(root, engine, shape, config[0], f"round{r}"),
                               calibrate=config is base)
             for _ in range(steps):
                 opt.zero_grad(set_to_none=True)
@@ -221,9 +229,9 @@ def fsdp_runs(root, rounds, steps, generator, engine):
             del model, opt
 
 
-def analyse_fsdp(root, rounds, engine="fsdp"):
+def analyse_fsdp(root, rounds, engine, shape):
     """{"base_error", "rows": [(label, predicted_ns, measured_ns)]} from the FSDP (or FSDP2)
-    traces."""
+    traces of the model `shape`."""
     from ringx.analysis import whatif
 
     labels = [a[0] for a in (FSDP_ALTERNATIVES if engine == "fsdp" else FSDP2_ALTERNATIVES)]
@@ -231,7 +239,7 @@ def analyse_fsdp(root, rounds, engine="fsdp"):
     measured = {label: [] for label in labels}
     base_error = []
     for r in range(rounds):
-        base = whatif(os.path.join(root, engine, FSDP_BASE[0], f"round{r}"),
+        base = whatif(base_dir(root, engine, shape, r),
                       sharding_strategy=["SHARD_GRAD_OP", "NO_SHARD"],
                       backward_prefetch=["BACKWARD_POST", "NONE"], forward_prefetch=True,
                       limit_all_gathers=False, merge_units=2, bounds=False)
@@ -239,7 +247,7 @@ def analyse_fsdp(root, rounds, engine="fsdp"):
         rows = {row["change"]: row for row in base["rows"]}
         for label in labels:
             predicted[label].append(rows[label]["predicted_step_ns"])
-            measured[label].append(measured_step(root, engine, label, r))
+            measured[label].append(measured_step(root, os.path.join(engine, shape), label, r))
     return {"base_error": statistics.median(base_error),
             "rows": [row(label, predicted[label], measured[label]) for label in labels]}
 
@@ -311,13 +319,13 @@ def analyse(root, rounds, engine="ddp"):
 
 
 def base_dir(root, engine, model_name, r):
-    """The base run's trace of `engine` (and, for DDP, `model_name`) in round r."""
+    """The base run's trace of `engine` on `model_name` in round r."""
     if engine in ("fsdp", "fsdp2"):
-        return os.path.join(root, engine, FSDP_BASE[0], f"round{r}")
+        return os.path.join(root, engine, model_name, FSDP_BASE[0], f"round{r}")
     return os.path.join(root, engine_dir(engine), model_name, BASE[0], f"round{r}")
 
 
-def analyse_world_sizes(roots, rounds, engines):
+def analyse_world_sizes(roots, rounds, engines, shapes):
     """--world-size checked against real runs: every world's base trace predicts the base run
     at every other world size of the bench, beside that run's measured step (medians over the
     rounds). {(engine, model): [(from, to, predicted_ns, measured_ns)]}."""
@@ -325,7 +333,7 @@ def analyse_world_sizes(roots, rounds, engines):
 
     out = {}
     for engine in engines:
-        models = ["fsdp"] if engine in ("fsdp", "fsdp2") else list(MODELS)
+        models = shapes if engine in ("fsdp", "fsdp2") else list(MODELS)
         for model_name in models:
             rows = []
             for w_from in roots:
@@ -348,8 +356,7 @@ def analyse_world_sizes(roots, rounds, engines):
 def report_world_sizes(worlds, args):
     errors = []
     for (engine, model_name), rows in worlds.items():
-        name = model_name if engine in ("ddp", "torch-ddp") else f"{2 * PAIRS} blocks of d={DIM}"
-        print(f"\n{ENGINE_NAMES[engine]}, {name}: --world-size predicted from one world's base "
+        print(f"\n{ENGINE_NAMES[engine]}, {model_name}: --world-size predicted from one world's base "
               f"trace, measured at the other's base run, medians of {args.rounds} rounds")
         print_rows([row(f"{w_from} ranks -> {w_to}", pred, meas)
                     for w_from, w_to, pred, meas in rows], 30, errors)
@@ -377,7 +384,8 @@ def main():
     if args.docs:
         docs_table.require("whatif")
     engines = args.engines.split(",")
-    tables, fsdp_tables = {}, {}  # {(engine, world): ...}
+    tables, fsdp_tables = {}, {}  # {(engine, world): ...}, {(engine, world, shape): ...}
+    shapes = list(FSDP_SHAPES)[:1] if args.quick else list(FSDP_SHAPES)
     roots = {}  # world -> its traces
     with tempfile.TemporaryDirectory(prefix="ringx-whatif-") as scratch:
         for world in [int(w) for w in args.world_sizes.split(",")]:
@@ -388,7 +396,7 @@ def main():
             if args.reanalyse:
                 chosen = json.load(open(choices)) if os.path.exists(choices) else {}
             else:
-                chosen = run_ranks(worker, world, root, args.rounds, args.steps, engines,
+                chosen = run_ranks(worker, world, root, args.rounds, args.steps, engines, shapes,
                                    name="whatif")
                 json.dump(chosen, open(choices, "w"))
             for engine in [e for e in engines if e in ("ddp", "torch-ddp")]:
@@ -396,8 +404,10 @@ def main():
                 for model_name, reasons in (chosen.items() if engine == "ddp" else ()):
                     tables[(engine, world)][model_name]["auto"] = reasons
             for engine in [e for e in engines if e in ("fsdp", "fsdp2")]:
-                fsdp_tables[(engine, world)] = analyse_fsdp(root, args.rounds, engine)
-        worlds = analyse_world_sizes(roots, args.rounds, engines)
+                for shape in shapes:
+                    fsdp_tables[(engine, world, shape)] = analyse_fsdp(root, args.rounds, engine,
+                                                                       shape)
+        worlds = analyse_world_sizes(roots, args.rounds, engines, shapes)
     with docs_table.table(args.docs, "whatif"):
         report(tables, fsdp_tables, args)
         report_world_sizes(worlds, args)
@@ -476,9 +486,9 @@ def report(tables, fsdp_tables, args):
                   f"{fixed[best] / 1e6:.2f} ms), {auto / fixed[BASE[0]]:.2f}x {BASE[0]} (rounds "
                   f"{min(defaults) / 1e6:.1f}-{max(defaults) / 1e6:.1f}){', ' if verdict else ''}"
                   f"{verdict} (goal: within noise of the best, never above the default)")
-    for (engine, world), result in fsdp_tables.items():
+    for (engine, world, shape), result in fsdp_tables.items():
         base_errors.setdefault(engine, []).append(abs(result["base_error"]))
-        print(f"\n{ENGINE_NAMES[engine]}, {2 * PAIRS} blocks of d={DIM}, batch {FSDP_BATCH}, "
+        print(f"\n{ENGINE_NAMES[engine]}, {shape}, batch {FSDP_BATCH}, "
               f"{world} ranks: predicted from the {FSDP_BASE[0]} run's trace (its replay's own "
               f"error {result['base_error'] * 100:+.1f}%), medians of {args.rounds} rounds")
         print_rows(result["rows"], 34, errors.setdefault(engine, []))
