@@ -75,6 +75,12 @@ double CoreShares::shareAlone(size_t rank) const {
                            (copies_ * threads));
 }
 
+double CoreShares::ranksPerRecordedRank(int64_t worldSize, size_t recorded) {
+  return worldSize > 0 && recorded > 0
+             ? static_cast<double>(worldSize) / static_cast<double>(recorded)
+             : 1.0;
+}
+
 double CoreShares::shareBefore(size_t rank, size_t i) const {
   return i == 0 || i >= at_.size() ? shareAlone(rank) : share(rank, i - 1);
 }

@@ -38,6 +38,10 @@ class CoreShares {
   // Cores unknown (host.cores <= 0): every share is 1, nothing is lost.
   CoreShares(const HostCores& host, double ranksPerRank, const std::vector<Intervals>& compute,
              const Intervals& collectives);
+  // `ranksPerRank` for `recorded` ranks of a world of `worldSize` (the ranks alike: rank 0
+  // alone, as ringx.ddp's bucket_cap_mb="auto" records itself, stands for all); 1 where either
+  // is unknown.
+  static double ranksPerRecordedRank(int64_t worldSize, size_t recorded);
 
   // Where a rank is asked for, kRing asks for the ring's threads: every rank's communication
   // thread while a collective runs on the ring.

@@ -151,11 +151,7 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
       compute[r].emplace_back(x.finalizeFrom.back(), x.stepEnd.back());
     }
   }
-  // Each recorded rank stands for worldSize / ranks of them (the engine's own choice of
-  // bucket_cap_mb="auto" records rank 0 alone).
-  const CoreShares shares(m->host,
-                          static_cast<double>(m->worldSize) /
-                              static_cast<double>(std::max<size_t>(1, rec.ranks.size())),
+  const CoreShares shares(m->host, CoreShares::ranksPerRecordedRank(m->worldSize, rec.ranks.size()),
                           compute, ring);
   m->ringLossShare = shares.ringLossShare(ring);
   // Each recorded allreduce's loss, from where the ring ran it.

@@ -305,10 +305,8 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
   for (const auto& [key, sp] : spans) {
     if (sp.ranks == rec.ranks.size() && sp.end > sp.start) ring.emplace_back(sp.start, sp.end);
   }
-  const CoreShares shares(
-      m.host,
-      static_cast<double>(m.worldSize) / static_cast<double>(std::max<size_t>(1, rec.ranks.size())),
-      computing, ring);
+  const CoreShares shares(m.host, CoreShares::ranksPerRecordedRank(m.worldSize, rec.ranks.size()),
+                          computing, ring);
   m.ringLossShare = shares.ringLossShare(ring);
   // What `rank` lost over the compute in [begin, end).
   auto lostOver = [&](size_t rank, const CoreShares::Intervals& compute, int64_t begin,

@@ -347,8 +347,7 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
         work[r][i] = std::max(0.0, static_cast<double>(dur[r][i]) - lost);
       }
     }
-    const double copies =
-        times.world > 0 ? static_cast<double>(times.world) / static_cast<double>(nr) : 1.0;
+    const double copies = CoreShares::ranksPerRecordedRank(times.world, nr);
     // Each pass runs every compute and collective at the shares the last run's schedule gives
     // it, until the schedule settles: the last rank's clock moves by under 0.1% (two threads
     // that slow each other converge on their common share over several passes).
