@@ -142,8 +142,8 @@ def worker(rank, world, init, root, rounds, steps, engines, shapes, results):
 
 def ddp_runs(engine, root, rounds, steps, generator, chosen):
     """Every DDP configuration of every model under `engine` for `steps` steps per round,
-    alternating the order, each traced into root/<engine_dir>/<model>/<label>/round<r>;
-    ringx.ddp's bucket_cap_mb="auto" choices go into `chosen`."""
+    alternating the order, each traced into its run_dir(); ringx.ddp's bucket_cap_mb="auto"
+    choices go into `chosen`."""
     import ringx
 
     for model_name, (make_model, make_batch) in MODELS.items():
@@ -158,8 +158,8 @@ def ddp_runs(engine, root, rounds, steps, generator, chosen):
                 opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
                 dist.barrier()
                 # The base run, which predictions are made from, calibrates the wire first.
-                ringx.trace.start(dir=os.path.join(root, engine_dir(engine), model_name, label,
-                                                   f"round{r}"), calibrate=label == BASE[0])
+                ringx.trace.start(dir=run_dir(root, engine, model_name, label, r),
+                                  calibrate=label == BASE[0])
                 for _ in range(steps):
                     opt.zero_grad()
                     nn.functional.mse_loss(ddp(x), y).backward()
@@ -170,9 +170,10 @@ def ddp_runs(engine, root, rounds, steps, generator, chosen):
                 del ddp, opt
 
 
-def engine_dir(engine):
-    """Where an engine's traces go under the root (ringx.ddp's at the top, as before)."""
-    return "" if engine == "ddp" else engine
+def run_dir(root, engine, model_name, label, r):
+    """Where one run of `engine` on `model_name` (a DDP model or an FSDP shape) under the
+    configuration `label` traces in round r: ringx.ddp's at the top of the root, as before."""
+    return os.path.join(root, "" if engine == "ddp" else engine, model_name, label, f"round{r}")
 
 
 def ringx_fsdp_model(config, shape):
@@ -219,7 +220,7 @@ def fsdp_runs(root, rounds, steps, generator, engine, shape):
             model = build(config, shape)
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
             dist.barrier()
-            ringx.trace.start(dir=os.path.join(root, engine, shape, config[0], f"round{r}"),
+            ringx.trace.start(dir=run_dir(root, engine, shape, config[0], r),
                               calibrate=config is base)
             for _ in range(steps):
                 opt.zero_grad(set_to_none=True)
@@ -247,7 +248,7 @@ def analyse_fsdp(root, rounds, engine, shape):
         rows = {row["change"]: row for row in base["rows"]}
         for label in labels:
             predicted[label].append(rows[label]["predicted_step_ns"])
-            measured[label].append(measured_step(root, os.path.join(engine, shape), label, r))
+            measured[label].append(measured_step(root, engine, shape, label, r))
     return {"base_error": statistics.median(base_error),
             "rows": [row(label, predicted[label], measured[label]) for label in labels]}
 
@@ -261,16 +262,16 @@ def row(label, predicted, measured, same_plan=False):
             (min(measured), max(measured)), same_plan)
 
 
-def measured_step(root, model_name, label, r):
+def measured_step(root, engine, model_name, label, r):
     """A run's step as its trace records it (after its last bucket plan or FSDP schedule change)."""
-    return measured_run(root, model_name, label, r)[0]
+    return measured_run(root, engine, model_name, label, r)[0]
 
 
-def measured_run(root, model_name, label, r):
+def measured_run(root, engine, model_name, label, r):
     """(step_ns, plan) of a run's trace: plan is the DDP bucket plan it ran (bucket sizes and
     gradient_as_bucket_view), None for FSDP."""
     from ringx.analysis import whatif
-    result = whatif(os.path.join(root, model_name, label, f"round{r}"), bounds=False)
+    result = whatif(run_dir(root, engine, model_name, label, r), bounds=False)
     return result["recorded_step_ns"], plan_of(result)
 
 
@@ -285,7 +286,6 @@ def plan_of(result):
 def analyse(root, rounds, engine="ddp"):
     """{model: {"base_error", "rows": [(label, predicted_ns, measured_ns)], "measured": {label:
     ns}}} from the traces of `engine` (ddp: ringx.ddp, torch-ddp: torch's) under root."""
-    root = os.path.join(root, engine_dir(engine))
     from ringx.analysis import whatif
 
     caps = [cap for label, cap, view in ALTERNATIVES if not view]
@@ -296,7 +296,7 @@ def analyse(root, rounds, engine="ddp"):
         base_error, base_steps = [], []
         other_plan = set()
         for r in range(rounds):
-            base = whatif(os.path.join(root, model_name, BASE[0], f"round{r}"), bucket_cap_mb=caps,
+            base = whatif(base_dir(root, engine, model_name, r), bucket_cap_mb=caps,
                           gradient_as_bucket_view=True, bounds=False)
             base_error.append(base["baseline_error"])
             base_steps.append(base["recorded_step_ns"])
@@ -304,14 +304,14 @@ def analyse(root, rounds, engine="ddp"):
             base_plan = plan_of(base)
             for label, _, _ in ALTERNATIVES:
                 predicted[label].append(rows[label]["predicted_step_ns"])
-                step, plan = measured_run(root, model_name, label, r)
+                step, plan = measured_run(root, engine, model_name, label, r)
                 measured[label].append(step)
                 if plan != base_plan:
                     other_plan.add(label)
         table[model_name] = {
             "base_error": statistics.median(base_error),
             "measured": {BASE[0]: base_steps, **({AUTO[0]: [
-                measured_step(root, model_name, AUTO[0], r) for r in range(rounds)]}
+                measured_step(root, engine, model_name, AUTO[0], r) for r in range(rounds)]}
                 if engine == "ddp" else {})},
             "rows": [row(label, predicted[label], measured[label], label not in other_plan)
                      for label, _, _ in ALTERNATIVES]}
@@ -320,9 +320,8 @@ def analyse(root, rounds, engine="ddp"):
 
 def base_dir(root, engine, model_name, r):
     """The base run's trace of `engine` on `model_name` in round r."""
-    if engine in ("fsdp", "fsdp2"):
-        return os.path.join(root, engine, model_name, FSDP_BASE[0], f"round{r}")
-    return os.path.join(root, engine_dir(engine), model_name, BASE[0], f"round{r}")
+    return run_dir(root, engine, model_name,
+                   FSDP_BASE[0] if engine in ("fsdp", "fsdp2") else BASE[0], r)
 
 
 def analyse_world_sizes(roots, rounds, engines, shapes):
