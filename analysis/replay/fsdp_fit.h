@@ -9,6 +9,11 @@
 //     freeing parameters (reshard spans), and waiting for reductions (with the rate limiter,
 //     after each post-backward; at the end, always): from the post-backward (and its reshard)
 //     to the reductions' done time;
+//   - per hook, the engine's own work beside it (FsdpRankProfile::forwardHookNs): a pre-hook
+//     from its start (where compute began to wait for the unit's gather: ready - exposed_ns)
+//     to the unit's compute; a post-hook from the compute's end to its last act (the unit's
+//     free, its reduction's launch, or for a blocking one its done time); less waits and
+//     frees, medians;
 //   - per unit, a gather's copy out (from the later of its wire end and the wait's start
 //     until ready): compute of its own, which the replay runs after each gather;
 //   - the cores as the recorded steps shared them (core_shares.h): each rank computing from a

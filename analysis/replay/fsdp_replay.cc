@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -61,11 +62,20 @@ namespace {
 
 constexpr size_t kNone = static_cast<size_t>(-1);
 
+// What of a phase's gaps a merge folds along with them: per hook, how much of its gap's compute
+// overlapped a collective, or was lost to sharing the cores (empty: not recorded).
+using Alongside = std::vector<std::pair<const std::vector<int64_t>*, std::vector<int64_t>*>>;
+
 // The hooks a merged model keeps (renumbered to their groups), each with the compute before it:
-// a dropped hook's gap folds into the next kept one's, and what follows the last into `tail`.
+// a dropped hook's gap folds into the next kept one's, and what follows the last into `tail`,
+// less the engine's own work at the dropped hooks (`work`, per hook: a merged unit runs its
+// hooks once). `alongside` folds the same way, scaled by what of its gaps stays; `keptWork`
+// is the kept hooks' own work.
 std::vector<FsdpHook> keepHooks(const std::vector<FsdpHook>& hooks,
                                 const std::vector<size_t>& group, const std::vector<int64_t>& gaps,
-                                std::vector<int64_t>* keptGaps, int64_t* tail) {
+                                const std::vector<int64_t>& work, std::vector<int64_t>* keptGaps,
+                                std::vector<int64_t>* keptWork, int64_t* tail,
+                                const Alongside& alongside) {
   // A group's first open and last close in this order are its hooks; the members' others go.
   std::map<size_t, size_t> firstOpen, lastClose;
   for (size_t i = 0; i < hooks.size(); ++i) {
@@ -75,17 +85,81 @@ std::vector<FsdpHook> keepHooks(const std::vector<FsdpHook>& hooks,
   }
   std::vector<FsdpHook> out;
   keptGaps->clear();
-  int64_t carried = 0;
+  keptWork->clear();
+  for (const auto& [from, to] : alongside) to->clear();
+  // A dropped close hook's work is in the gap after it, an open one's in its own: both are in
+  // what is carried by the next kept hook (or the tail).
+  int64_t carried = 0, dropped = 0;
+  std::vector<int64_t> carriedAlong(alongside.size(), 0);
+  // The carried gap less the dropped work; `alongside` kept for a hook (the tail's has no
+  // record: its compute is the phase's end's).
+  auto fold = [&](bool hook) {
+    const int64_t stays = carried - std::min(dropped, carried);
+    const double share =
+        carried > 0 ? static_cast<double>(stays) / static_cast<double>(carried) : 1;
+    for (size_t a = 0; a < alongside.size(); ++a) {
+      if (hook && !alongside[a].first->empty()) {
+        alongside[a].second->push_back(std::llround(static_cast<double>(carriedAlong[a]) * share));
+      }
+      carriedAlong[a] = 0;
+    }
+    carried = dropped = 0;
+    return stays;
+  };
   for (size_t i = 0; i < hooks.size(); ++i) {
     const size_t g = group[hooks[i].unit];
     carried += i < gaps.size() ? gaps[i] : 0;
+    for (size_t a = 0; a < alongside.size(); ++a) {
+      const std::vector<int64_t>& from = *alongside[a].first;
+      carriedAlong[a] += i < from.size() ? from[i] : 0;
+    }
     const bool keep = hooks[i].open ? firstOpen[g] == i : lastClose[g] == i;
-    if (!keep) continue;
+    if (!keep) {
+      dropped += i < work.size() ? work[i] : 0;
+      continue;
+    }
     out.push_back({g, hooks[i].open});
-    keptGaps->push_back(carried);
-    carried = 0;
+    if (i < work.size()) keptWork->push_back(work[i]);
+    keptGaps->push_back(fold(true));
   }
-  *tail += carried;
+  *tail += fold(false);
+  return out;
+}
+
+// A unit's work that costs per call and per byte, fitted over the units of the typical step.
+struct PerCall {
+  double callNs = 0, nsPerByte = 0;
+  double ns(int64_t bytes) const { return callNs + nsPerByte * static_cast<double>(bytes); }
+};
+
+// Least squares of every rank's typical time of each unit against its gathered bytes, both
+// constants >= 0. Units of one size cannot tell a call from its bytes: all per byte, so that
+// merged units cost what their members did.
+PerCall perCall(const FsdpModel& m, std::vector<int64_t> FsdpRankProfile::*field) {
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  std::set<int64_t> sizes;
+  for (const FsdpRankProfile& p : m.ranks) {
+    const std::vector<int64_t>& times = p.*field;
+    for (size_t u = 0; u < times.size() && u < m.units.size(); ++u) {
+      const double x = static_cast<double>(m.units[u].paramBytes),
+                   y = static_cast<double>(times[u]);
+      if (x <= 0 || y <= 0) continue;
+      sizes.insert(m.units[u].paramBytes);
+      n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+  }
+  PerCall out;
+  if (n == 0 || sx <= 0) return out;
+  const double spread = n * sxx - sx * sx;
+  if (sizes.size() >= 2 && spread > 0) {
+    out.nsPerByte = (n * sxy - sx * sy) / spread;
+    out.callNs = (sy - out.nsPerByte * sx) / n;
+  }
+  if (sizes.size() < 2 || spread <= 0 || out.callNs < 0) {
+    out = {0, sy / sx};
+  } else if (out.nsPerByte < 0) {
+    out = {sy / n, 0};
+  }
   return out;
 }
 
@@ -148,31 +222,39 @@ FsdpModel mergeUnits(const FsdpModel& m, int64_t k) {
     g.paramBytes += m.units[u].paramBytes;
     g.gradBytes += m.units[u].gradBytes;
   }
+  // A gather's copy-out and a free cost per call and per byte: a merged unit's is its members'
+  // less the calls it saves, in the ratio the units' typical times say (perCall).
+  const PerCall copyCost = perCall(m, &FsdpRankProfile::copyOutNs);
+  const PerCall freeCost = perCall(m, &FsdpRankProfile::reshardNs);
+  auto mergedCost = [&](const PerCall& cost, const std::vector<int64_t>& parts) {
+    std::vector<int64_t> merged(out.units.size(), 0);
+    std::vector<double> separate(out.units.size(), 0);
+    for (size_t u = 0; u < n && u < parts.size(); ++u) {
+      merged[group[u]] += parts[u];
+      separate[group[u]] += cost.ns(m.units[u].paramBytes);
+    }
+    for (size_t g = 0; g < merged.size(); ++g) {
+      const double once = cost.ns(out.units[g].paramBytes);
+      if (separate[g] > 0 && once < separate[g]) {
+        merged[g] = std::llround(static_cast<double>(merged[g]) * once / separate[g]);
+      }
+    }
+    return merged;
+  };
   auto merge = [&](const FsdpRankProfile& p, FsdpRankProfile* q) {
-    int64_t forwardTail = 0, backwardTail = 0, overlapTail = 0;
-    if (!p.forwardOverlapNs.empty()) {
-      keepHooks(m.forward, group, p.forwardOverlapNs, &q->forwardOverlapNs, &overlapTail);
-    }
-    if (!p.backwardOverlapNs.empty()) {
-      keepHooks(m.backward, group, p.backwardOverlapNs, &q->backwardOverlapNs, &overlapTail);
-    }
-    if (!p.forwardLostNs.empty()) {
-      int64_t lostTail = 0;
-      keepHooks(m.forward, group, p.forwardLostNs, &q->forwardLostNs, &lostTail);
-      keepHooks(m.backward, group, p.backwardLostNs, &q->backwardLostNs, &lostTail);
-    }
-    out.forward = keepHooks(m.forward, group, p.forwardGapNs, &q->forwardGapNs, &forwardTail);
-    out.backward = keepHooks(m.backward, group, p.backwardGapNs, &q->backwardGapNs, &backwardTail);
+    int64_t forwardTail = 0, backwardTail = 0;
+    out.forward = keepHooks(
+        m.forward, group, p.forwardGapNs, p.forwardHookNs, &q->forwardGapNs, &q->forwardHookNs,
+        &forwardTail,
+        {{&p.forwardOverlapNs, &q->forwardOverlapNs}, {&p.forwardLostNs, &q->forwardLostNs}});
+    out.backward = keepHooks(
+        m.backward, group, p.backwardGapNs, p.backwardHookNs, &q->backwardGapNs, &q->backwardHookNs,
+        &backwardTail,
+        {{&p.backwardOverlapNs, &q->backwardOverlapNs}, {&p.backwardLostNs, &q->backwardLostNs}});
     q->toBackwardNs = p.toBackwardNs + forwardTail;
     q->finalizeNs = p.finalizeNs + backwardTail;
-    q->reshardNs.assign(out.units.size(), 0);
-    for (size_t u = 0; u < n && u < p.reshardNs.size(); ++u) {
-      q->reshardNs[group[u]] += p.reshardNs[u];
-    }
-    q->copyOutNs.assign(out.units.size(), 0);
-    for (size_t u = 0; u < n && u < p.copyOutNs.size(); ++u) {
-      q->copyOutNs[group[u]] += p.copyOutNs[u];
-    }
+    q->reshardNs = mergedCost(freeCost, p.reshardNs);
+    q->copyOutNs = mergedCost(copyCost, p.copyOutNs);
   };
   for (size_t r = 0; r < m.ranks.size(); ++r) merge(m.ranks[r], &out.ranks[r]);
   for (size_t i = 0; i < m.samples.size(); ++i) {

@@ -33,7 +33,10 @@
 // Blocking collectives (FSDP2 on CPU): each issue is followed at once by its wait.
 //
 // Unit boundaries: merging k consecutive sibling units (forward order, leaves only) makes one
-// unit of their parameters, gathered and reduced at once; their compute is unchanged.
+// unit of their parameters, gathered and reduced at once; their compute is unchanged, but the
+// engine's own work at the hooks between them goes (FSDP2's hooks are Python: at 3 ranks on
+// 2 cores, a fifth of what merging saved, bench/whatif.py), and the merged unit's copy-out and
+// free cost one call's fixed part, not one per member (fitted over the units' sizes).
 //
 // Not modelled: HYBRID_SHARD (two groups of unknown speed), mixed precision changes, and the
 // memory a change would need (the engine's own account is bench/fsdp.py's formula).
@@ -100,6 +103,11 @@ struct FsdpRankProfile {
   std::vector<int64_t> copyOutNs;
   // How much of each gap ran while the rank had a collective in flight (see contention).
   std::vector<int64_t> forwardOverlapNs, backwardOverlapNs;
+  // Per hook, the engine's own work in the gaps beside it, outside its waits and frees: an
+  // open hook's pre-hook (in the gap before it), a close hook's post-hook (in the gap after
+  // it). Part of the compute the gaps hold; a merged unit runs its hooks once, so a merge
+  // drops the work of the hooks it drops (empty: not recorded, nothing dropped).
+  std::vector<int64_t> forwardHookNs, backwardHookNs;
   // What each gap lost to sharing the host's cores as recorded (core_shares.h), and the rate
   // the rest of the step's compute lost at (per ns). Empty in the typical (median) profile.
   std::vector<int64_t> forwardLostNs, backwardLostNs;

@@ -135,6 +135,39 @@ TEST(ReplayFsdp, MergedUnitsGatherAtOnce) {
   EXPECT_THROW(replayFsdp(m, FsdpWhatIf{"", {}, {}, {}, {}, 0}), std::invalid_argument);
 }
 
+// The engine's own work at the hooks a merge drops goes with them: A's post-forward 3 ns and
+// B's pre-forward 5 (both in the gap between them, 8 ns of it), B's post-backward 7 (the gap
+// after it). Unmerged, the step is 15 longer; merged, the step and the gaps are the ones above,
+// which had no such work.
+TEST(ReplayFsdp, MergedUnitsRunTheirHooksOnce) {
+  FsdpModel m = rootAndTwoBlocks();
+  for (FsdpRankProfile& p : m.ranks) {
+    p.forwardGapNs = {0, 10, 300, 8, 300, 10};
+    p.forwardHookNs = {0, 0, 3, 5, 0, 0};
+    p.backwardGapNs = {0, 10, 600, 7, 600, 10};
+    p.backwardHookNs = {0, 0, 7, 0, 0, 0};
+  }
+  EXPECT_EQ(replayFsdp(m).stepNs, 2405 + 15);
+  const FsdpModel merged = mergeUnits(m, 2);
+  EXPECT_EQ(merged.ranks[0].forwardGapNs, (std::vector<int64_t>{0, 10, 600, 10}));
+  EXPECT_EQ(merged.ranks[0].backwardGapNs, (std::vector<int64_t>{0, 10, 1200, 10}));
+  EXPECT_EQ(merged.ranks[0].forwardHookNs, (std::vector<int64_t>{0, 0, 0, 0}));
+  FsdpWhatIf c;
+  c.mergeUnits = 2;
+  EXPECT_EQ(replayFsdp(m, c).stepNs, 2605);
+}
+
+// A copy-out costs per call and per byte: the root's 15 ns for 1000 bytes and A's and B's 20
+// for 2000 fit 10 ns a call and 0.005 a byte, so merged A+B (4000 bytes) copies out in
+// 10 + 20 = 30, not 40. Units of one size cannot tell the two apart: their sum.
+TEST(ReplayFsdp, AMergedUnitCopiesOutInOneCall) {
+  FsdpModel m = rootAndTwoBlocks();
+  for (FsdpRankProfile& p : m.ranks) p.copyOutNs = {15, 20, 20};
+  EXPECT_EQ(mergeUnits(m, 2).ranks[1].copyOutNs, (std::vector<int64_t>{15, 30}));
+  for (FsdpRankProfile& p : m.ranks) p.copyOutNs = {0, 20, 20};  // the root: none recorded
+  EXPECT_EQ(mergeUnits(m, 2).ranks[1].copyOutNs, (std::vector<int64_t>{0, 40}));
+}
+
 TEST(ReplayFsdp, BoundsAndAStraggler) {
   FsdpModel m = rootAndTwoBlocks();
   FsdpWhatIf c;
@@ -254,6 +287,16 @@ TEST(FitFsdp, GapsLeaveOutWaitsAndFrees) {
   EXPECT_EQ(b.copyOutNs, (std::vector<int64_t>{60, 5}));
   EXPECT_EQ(b.forwardGapNs, p.forwardGapNs);
   EXPECT_EQ(b.backwardGapNs, (std::vector<int64_t>{0, 40, 900, 910}));
+  EXPECT_TRUE(b.forwardHookNs.empty());  // ringx.fsdp's hooks: nothing a merge drops
+
+  // Recorded by FSDP2, the hooks' own work: every pre-hook here only waits, every post-hook
+  // but A's after backward only frees; A's post-backward reduces (held 2000-2090) and is done
+  // at 2400: 400 - 90 of its own.
+  rec.runtime.fsdp2 = true;
+  const FsdpFit fsdp2 = fitFsdpModel(rec);
+  const FsdpRankProfile& f = fsdp2.model.ranks[0];
+  EXPECT_EQ(f.forwardHookNs, (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(f.backwardHookNs, (std::vector<int64_t>{0, 0, 310, 0}));
 }
 
 }  // namespace
