@@ -2,10 +2,10 @@
 // itself does (tracks, names, times to the nanosecond, args, rank facts);
 // B/E pairs nest; counters; a Kineto-style file lands on its rank, and its GPUs'
 // pids become lanes of the process that launched on them (generated files and
-// real ones, tests/data/kineto); processes without names are numbered; string pids and tids, async
-// events, flows and gzip-compressed files read as Perfetto reads them; bad input is a FormatError
-// naming the file and the byte, and no truncation or flipped byte crashes it; files large enough to
-// be read in many chunks, including chunks whose guessed ends are wrong.
+// real ones, the shared traces' hta/); processes without names are numbered; string pids and tids,
+// async events, flows and gzip-compressed files read as Perfetto reads them; bad input is a
+// FormatError naming the file and the byte, and no truncation or flipped byte crashes it; files
+// large enough to be read in many chunks, including chunks whose guessed ends are wrong.
 #include "trace/model/chrome_ingest.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/cpp/shared_traces.h"
 #include "tests/cpp/trace/trace_fixture.h"
 #include "trace/export/chrome_export.h"
 #include "trace/model/loader.h"
@@ -529,11 +530,10 @@ TEST(ChromeIngest, GpusAreKnownByTheirLabelOrByWhatTheyRan) {
   }
 }
 
-// A real trace in tests/data/kineto (its README says where each comes from).
+// A real trace the project's tests used from HolisticTraceAnalysis (the shared traces'
+// hta/as-in-project-tests/README.md says where each comes from and how it was trimmed).
 std::string kinetoData(const std::string& name) {
-  return (std::filesystem::path(__FILE__).parent_path() / "../../../data/kineto" / name)
-      .lexically_normal()
-      .string();
+  return ringx::testing::sharedTrace("hta/as-in-project-tests/" + name);
 }
 
 TEST(ChromeIngest, ARealOneProcessGpuTraceIsOneRank) {
