@@ -17,6 +17,18 @@ as a dict):
                "within_noise", "change_share", "exposed_comm_ns", "buckets", "critical_path",
                "error"}, ...], "best_plan"}
 
+A recorded trace as pandas DataFrames (`ringx-trace export --format csv`; ringx.trace.load is
+the same), every rank on rank 0's clock in ns:
+
+    load(path, ...)  -> Tables(events, collectives, counters)
+        events       a row per span or instant: rank, track, kind, category, name, begin_ns,
+                     end_ns, duration_ns, failed, and a column per argument key
+        collectives  the collectives matched across ranks, a row per rank's part: group, seq,
+                     op, bytes, group_size, rank, group_rank, begin_ns, end_ns, duration_ns,
+                     busbw_gbps, failed, arrival_skew_ns, last_arrival_rank, slowest_rank,
+                     mismatch, missing_ranks
+        counters     a row per sample: rank, counter, time_ns, value
+
 And what to change (`ringx-trace advise`'s report, as a dict):
 
     advise(trace_dir) -> {"engine", "recorded_step_ns", "model_error", "what_if_error",
@@ -25,14 +37,19 @@ And what to change (`ringx-trace advise`'s report, as a dict):
                           "findings": [{"kind", "what", "evidence", "change"}]}
 """
 
+import collections
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 
 from ._C.analysis import bus_bandwidth_factor, bus_bandwidth_gbps, hidden_share
 
-__all__ = ["advise", "bus_bandwidth_factor", "bus_bandwidth_gbps", "hidden_share", "whatif"]
+__all__ = ["advise", "bus_bandwidth_factor", "bus_bandwidth_gbps", "hidden_share", "load",
+           "whatif"]
+
+Tables = collections.namedtuple("Tables", ["events", "collectives", "counters"])
 
 
 def _ringx_trace():
@@ -110,3 +127,31 @@ def _run(command):
         raise RuntimeError(done.stderr.strip() or
                            f"ringx-trace {command[1]} failed ({done.returncode})")
     return json.loads(done.stdout)
+
+
+def load(*paths):
+    """The traces at `paths` (a ringx trace directory or rank files, Chrome or profiler JSON;
+    several merge onto one clock, as `ringx-trace summary` merges them) as Tables of pandas
+    DataFrames. Needs pandas; raises RuntimeError with ringx-trace's message when a trace
+    cannot be read."""
+    if not paths:
+        raise TypeError("ringx.trace.load needs at least one trace path")
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError("ringx.trace.load returns pandas DataFrames: pip install pandas") from e
+    with tempfile.TemporaryDirectory(prefix="ringx-tables-") as out:
+        command = [_ringx_trace(), "export", *map(os.fspath, paths), "--format", "csv", "-o", out]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip() or f"ringx-trace export failed ({done.returncode})")
+        text = {"group": str, "op": str, "missing_ranks": str, "track": str, "name": str,
+                "category": str, "kind": str, "counter": str}
+
+        def read(name):
+            path = os.path.join(out, name)
+            header = pandas.read_csv(path, nrows=0).columns
+            return pandas.read_csv(path, dtype={c: t for c, t in text.items() if c in header},
+                                   keep_default_na=False, na_values=[""])
+
+        return Tables(read("events.csv"), read("collectives.csv"), read("counters.csv"))

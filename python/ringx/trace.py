@@ -21,7 +21,12 @@ Add your own events:
     ringx.trace.mark_step(i)
 
 Then `build/bin/ringx-trace summary DIR`, `ringx-trace export DIR -o out.json` (Perfetto),
-or `ringx-viewer DIR`. Recording costs a few stores per event on the recording thread;
+or `ringx-viewer DIR`; or read it as pandas DataFrames:
+
+    t = ringx.trace.load("traces/run1")   # also profiler JSON files, several merged
+    t.events, t.collectives, t.counters   # aligned ns; see ringx.analysis.load
+
+ Recording costs a few stores per event on the recording thread;
 a background thread writes. Times are each rank's steady clock; every rank measures its
 offset to rank 0 so readers can align them.
 """
@@ -38,7 +43,7 @@ from . import _C
 _t = _C.trace
 
 __all__ = ["start", "stop", "enabled", "span", "instant", "counter", "mark_step", "now",
-           "flush", "live_address", "calibrate"]
+           "flush", "live_address", "calibrate", "load"]
 
 CATEGORIES = ("collective", "ddp", "fsdp", "memory", "step", "user")
 
@@ -244,3 +249,10 @@ def mark_step(step):
 # Python exits before C++'s own exit handlers run: write everything out while the
 # interpreter is still whole.
 atexit.register(stop)
+
+
+def load(*paths):
+    """A recorded trace as pandas DataFrames (ringx.analysis.load: `events`, `collectives`,
+    `counters`)."""
+    from .analysis import load as load_tables
+    return load_tables(*paths)

@@ -353,3 +353,59 @@ def test_ringx_trace_summary_prints_the_figures_compared(job):
             iterations)
         # + 1 ns: the summary's mean is an integer division
         assert abs(mean - exposed_ns) <= rounding + 1, (rank, mean, exposed_ns)
+
+
+# ---- the same trace as DataFrames: an HTA-style analysis gives ringx-trace's figures ------
+
+_UNITS_NS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def _duration_ns(text):
+    """"1.39 s", "17.71 ms" as ringx-trace prints them: (ns, half the last printed digit)."""
+    number, unit = text.split()
+    decimals = len(number.split(".")[1]) if "." in number else 0
+    return float(number) * _UNITS_NS[unit], 0.5 * 10 ** -decimals * _UNITS_NS[unit]
+
+
+def test_the_trace_as_dataframes_gives_the_summary_figures(job):
+    """ringx.trace.load reads the job's trace as pandas DataFrames; the per-rank and
+    per-collective group-bys one would write over them (as HTA's analyses are written) give
+    `ringx-trace summary`'s collective count and time in collectives per rank, the number of
+    collectives matched across ranks and the largest arrival skew, with its collective and the
+    rank last to it."""
+    tables = ringx.trace.load(job["trace_dir"])
+    events = tables.events
+    spans = events[(events["category"] == "collective") & (events["kind"] == "span")]
+    summary = subprocess.run([RINGX_TRACE, "summary", str(job["trace_dir"])], capture_output=True,
+                             text=True, timeout=120)
+    assert summary.returncode == 0, summary.stderr
+    rows = re.findall(r"^\s+(\d+)\s+\S+\s+(\d+)\s+([\d.]+ [mun]?s)\s+[\d.]+ [mun]?s\s+[\d.]+%",
+                      summary.stdout, re.M)
+    assert sorted(int(r[0]) for r in rows) == [0, 1], summary.stdout
+    for rank, count, comm in rows:
+        mine = spans[spans["rank"] == int(rank)].sort_values("begin_ns")
+        assert len(mine) == int(count), (rank, len(mine), count)
+        # Time inside at least one collective: the spans' union.
+        union, end = 0, None
+        for begin, finish in zip(mine["begin_ns"], mine["end_ns"]):
+            if end is None or begin > end:
+                union += finish - begin
+                end = finish
+            elif finish > end:
+                union += finish - end
+                end = finish
+        printed, rounding = _duration_ns(comm)
+        assert abs(union - printed) <= rounding, (rank, union, comm)
+
+    matched = tables.collectives.groupby(["group", "seq"]).filter(lambda c: len(c) >= 2)
+    per_collective = matched.groupby(["group", "seq"]).first()
+    skew = re.search(r"(\d+) collectives matched; .* max ([\d.]+ [mun]?s) \((\S+) seq (\d+) in "
+                     r"group (\S+), rank (\d+) last\)", summary.stdout)
+    assert skew, summary.stdout
+    assert len(per_collective) == int(skew.group(1))
+    worst = per_collective["arrival_skew_ns"].idxmax()
+    printed, rounding = _duration_ns(skew.group(2))
+    assert abs(per_collective.loc[worst, "arrival_skew_ns"] - printed) <= rounding
+    assert (per_collective.loc[worst, "op"], worst[1], worst[0]) == (
+        skew.group(3), int(skew.group(4)), skew.group(5))
+    assert per_collective.loc[worst, "last_arrival_rank"] == int(skew.group(6))

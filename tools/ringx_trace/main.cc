@@ -1,6 +1,7 @@
 // ringx-trace: the command line for recorded traces.
 //
 //   ringx-trace export TRACE -o out.json   Chrome Trace Event JSON for Perfetto
+//   ringx-trace export TRACE... --format csv -o DIR   the trace as tables, for data tools
 //   ringx-trace summary TRACE...           collective timings, busbw, skew, engines
 //   ringx-trace diff A B                   two runs aligned by step and collective
 //   ringx-trace why DUMP_DIR               which collective hung, which ranks
@@ -14,12 +15,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "analysis/advise.h"
+#include "analysis/data_tables.h"
 #include "analysis/diff.h"
 #include "analysis/hang_report.h"
 #include "analysis/summary.h"
@@ -69,6 +73,38 @@ int runExport(const std::string& input, const std::string& output) {
       << (trace.ranks.size() == 1 ? " rank" : " ranks") << " (" << stats.flows
       << " flow arrows join collectives across ranks) to "
       << (toStdout ? "standard output" : output) << "\n";
+  return 0;
+}
+
+// The trace as tables (analysis/data_tables.h) in the directory `output`.
+int runExportTables(const std::vector<std::string>& inputs, const std::string& output) {
+  using namespace ringx;
+  model::TraceStore store;
+  model::loadTraces(store, inputs);
+  for (const std::string& w : store.warnings()) std::cerr << "ringx-trace: warning: " << w << "\n";
+  std::error_code error;
+  std::filesystem::create_directories(output, error);
+  if (error) {
+    std::cerr << "ringx-trace: cannot make the directory " << output << ": " << error.message()
+              << "\n";
+    return 1;
+  }
+  const std::pair<const char*, void (*)(const model::TraceStore&, std::ostream&, Delimiter)>
+      tables[] = {{"events.csv", analysis::writeEventTable},
+                  {"collectives.csv", analysis::writeCollectiveTable},
+                  {"counters.csv", analysis::writeCounterTable}};
+  for (const auto& [name, write] : tables) {
+    const std::string path = (std::filesystem::path(output) / name).string();
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    if (file) write(store, file, Delimiter::kCsv);
+    if (!file.flush()) {
+      std::cerr << "ringx-trace: cannot write " << path << "\n";
+      return 1;
+    }
+  }
+  std::cout << "ringx-trace: wrote events.csv, collectives.csv and counters.csv of "
+            << store.ranks().size() << (store.ranks().size() == 1 ? " rank" : " ranks") << " to "
+            << output << "\n";
   return 0;
 }
 
@@ -196,16 +232,29 @@ int main(int argc, char** argv) {
   app.footer(kFooter);
   app.require_subcommand(1);
 
-  std::string exportInput, exportOutput;
-  CLI::App* exportCommand =
-      app.add_subcommand("export", "Chrome Trace Event JSON for Perfetto or chrome://tracing");
+  std::vector<std::string> exportInputs;
+  std::string exportOutput, exportFormat = "chrome";
+  CLI::App* exportCommand = app.add_subcommand(
+      "export", "Chrome Trace Event JSON for Perfetto or chrome://tracing; or tables (CSV)");
   exportCommand->footer(
-      "One process per rank, one thread per track; each collective's spans are joined\n"
-      "across ranks by flow arrows.");
-  exportCommand->add_option("TRACE", exportInput, "a trace directory or rank-<N>.ringx file")
+      "chrome: one process per rank, one thread per track; each collective's spans are\n"
+      "joined across ranks by flow arrows. csv: OUT is a directory, given events.csv (a\n"
+      "row per span or instant, its arguments as columns), collectives.csv (the\n"
+      "collectives matched across ranks, a row per rank's part) and counters.csv, times\n"
+      "aligned to rank 0's clock in ns; these traces may be several files (profiler\n"
+      "traces beside a ringx trace), merged as summary merges them. Python's\n"
+      "ringx.trace.load reads them as pandas DataFrames.");
+  exportCommand
+      ->add_option("TRACE", exportInputs,
+                   "a trace directory or rank-<N>.ringx file (csv: or several, and Chrome "
+                   "or profiler JSON)")
       ->required();
-  exportCommand->add_option("-o,--output", exportOutput, "OUT.json; - writes to standard output")
+  exportCommand
+      ->add_option("-o,--output", exportOutput,
+                   "OUT.json (- writes to standard output); csv: a directory")
       ->required();
+  exportCommand->add_option("--format", exportFormat, "chrome (the default) or csv")
+      ->check(CLI::IsMember({"chrome", "csv"}));
 
   std::vector<std::string> summaryInputs;
   CLI::App* summaryCommand =
@@ -348,7 +397,15 @@ int main(int argc, char** argv) {
   }
   if (const int status = ringx::cli::parse(app, argc, argv); status >= 0) return status;
   try {
-    if (*exportCommand) return runExport(exportInput, exportOutput);
+    if (*exportCommand) {
+      if (exportFormat == "csv") return runExportTables(exportInputs, exportOutput);
+      if (exportInputs.size() != 1) {
+        std::cerr << "ringx-trace: export --format chrome takes one trace (" << exportInputs.size()
+                  << " given); --format csv merges several\n";
+        return 2;
+      }
+      return runExport(exportInputs.front(), exportOutput);
+    }
     if (*summaryCommand) return runSummary(summaryInputs, summaryThreads, summaryFormat);
     if (*diffCommand) return runDiff(diffA, diffB, diffTop);
     if (*adviseCommand) return runAdvise(adviseInput, adviseJsonOut);
