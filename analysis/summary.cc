@@ -89,6 +89,7 @@ struct RankPart {
   std::vector<OpKey> opKeys;
   std::vector<OpPart> ops;  // by opKeys index
   std::vector<CollectivePart> collectives;
+  std::map<std::string, uint64_t> matchedBy;  // spans numbered by a rule (trace::kMatchedByArg)
   DdpBuilder ddp{false};
   FsdpBuilder fsdp{false};
   int64_t fsdpPeakBytes = 0, fsdpShardedBytes = 0;
@@ -114,6 +115,7 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
   part.endNs = rank.endNs;
 
   const Keys keys(store.strings());
+  const uint32_t matchedByKey = store.strings().find(trace::kMatchedByArg);
   const std::string collectiveCategory = trace::categoryName(trace::Category::kCollective);
   int collective = -1;
   for (size_t c = 0; c < store.categories().size(); ++c)
@@ -158,6 +160,9 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
         const uint32_t opKey = cached->second;
         OpPart& acc = part.ops[opKey];
         if (const auto key = trace::collectiveKeyOf(op, seq, group, groupIdOf)) {
+          if (const uint32_t rule = matchedByKey ? args.string(matchedByKey) : 0) {
+            ++part.matchedBy[std::string(store.str(rule))];
+          }
           auto [at, added] = collectiveOf.try_emplace(*key, 0);
           if (added) {
             at->second = part.collectives.size();
@@ -276,6 +281,7 @@ class SummaryBuilder {
   bool hasEvents_ = false;
   int64_t beginNs_ = 0, endNs_ = 0;
   std::vector<std::pair<int32_t, std::string>> rankWarnings_;
+  std::map<std::string, uint64_t> matchedBy_;
 };
 
 void SummaryBuilder::add(RankPart&& part) {
@@ -296,6 +302,7 @@ void SummaryBuilder::add(RankPart&& part) {
     ops_[at->second].merge(part.ops[i]);
   }
 
+  for (const auto& [rule, count] : part.matchedBy) matchedBy_[rule] += count;
   Rank rank;
   rank.stats = std::move(part.stats);
   // By group, then seq: the runs come out in one pass.
@@ -422,6 +429,7 @@ Summary SummaryBuilder::finish(std::string source, int32_t worldSize,
     }
   }
   SkewStats& skew = s.skew;
+  skew.matchedBy = matchedBy_;
   std::vector<int64_t> skews;
   for (const auto& [key, row] : collectives_) {
     const int64_t n = row.arrivals.count();

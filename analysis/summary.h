@@ -108,6 +108,9 @@ struct SkewStats {
   uint64_t mostOftenLastCount = 0;
   // The largest clock uncertainty of the ranks involved: skews below it are noise.
   int64_t clockUncertaintyNs = 0;
+  // Spans that their producer never numbered (profiler traces' NCCL kernels), given a seq by a
+  // rule (trace::kMatchedByArg): how many by each rule.
+  std::map<std::string, uint64_t> matchedBy;
 };
 
 struct Summary {

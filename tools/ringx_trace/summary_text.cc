@@ -125,6 +125,13 @@ std::string formatSummary(const Summary& s, const SummaryFormat& format) {
             formatDuration(k.maxNs).c_str(), k.maxOp.c_str(), k.maxSeq, k.maxGroup.c_str());
     if (k.maxLastRank >= 0) appendf(out, ", rank %d last", k.maxLastRank);
     out += ")\n";
+    for (const auto& [rule, spans] : k.matchedBy) {
+      appendf(out,
+              "  %" PRIu64
+              " NCCL kernels of profiler traces numbered by %s (they carry no "
+              "sequence number)\n",
+              spans, rule.c_str());
+    }
     if (k.mostOftenLast >= 0) {
       appendf(out, "  last to arrive most often: rank %d (%" PRIu64 " of %" PRIu64 ")",
               k.mostOftenLast, k.mostOftenLastCount, k.matched);

@@ -32,6 +32,11 @@ struct CollectiveKeyHash {
   }
 };
 
+// Collectives that other producers' traces never numbered (NCCL kernels in profiler traces,
+// trace/model/chrome_nccl.cc) get a seq from a rule; this argument names the rule, and the
+// summary says which matched them.
+inline constexpr const char* kMatchedByArg = "matched_by";
+
 // send, recv and their variants: matched by peer, not by group sequence.
 bool isPointToPoint(std::string_view op);
 

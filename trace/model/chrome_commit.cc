@@ -218,6 +218,7 @@ void Reader::commit() {
   }
 
   commitFlows(rankOf, dataOf, trackOf, shift);
+  ncclCollectives(rankOf);
 
   // Room for what each track and rank gets, so that a million events are not
   // copied again and again while their vectors grow.

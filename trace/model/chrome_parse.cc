@@ -108,6 +108,8 @@ void Reader::smallObject(std::string_view key, size_t begin, size_t end) {
           distributedRank_ = true;
           distributedRankValue_ = static_cast<int32_t>(n);
         }
+      } else if (key == "distributedInfo" && name == "world_size") {
+        if (number(v, &n, &bad) && n > 0) distributedWorldSize_ = n;
       } else if (key == "otherData" && name == "format") {
         std::string_view format;
         if (take(v.type()) == od::json_type::string) {

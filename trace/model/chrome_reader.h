@@ -7,6 +7,8 @@
 //   chrome_devices.cc Kineto's GPU and bookkeeping pids: which process's rank each joins, and
 //                     what a GPU's lanes are called there
 //   chrome_commit.cc  the commit: ranks decided, pending events into the store, flows joined
+//   chrome_nccl.cc    NCCL and RCCL kernels of profiler traces as collectives matched across
+//                     ranks (before the commit puts them into the store)
 // (chrome_ingest.cc explains the format's rules and the speed.)
 #pragma once
 
@@ -208,6 +210,8 @@ class Reader {
   uint32_t counterSeries(uint32_t name, uint32_t key, bool single);
   std::string trackName(const Thread& t) const;
   void findOwners();
+  // `rankOf`: each process's rank (chrome_nccl.cc).
+  void ncclCollectives(const std::vector<int32_t>& rankOf);
 
   TraceStore& store_;
   std::string source_;
@@ -233,6 +237,7 @@ class Reader {
   bool sawEvents_ = false;
   bool distributedRank_ = false;
   int32_t distributedRankValue_ = 0;
+  int64_t distributedWorldSize_ = 0;  // distributedInfo's world_size; 0: not said
   bool ringxExport_ = false;
   bool haveOrigin_ = false;
   bool haveBaseTime_ = false;  // Kineto's baseTimeNanoseconds
