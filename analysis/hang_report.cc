@@ -15,6 +15,8 @@
 
 #include "base/error.h"
 #include "base/format.h"
+#include "base/text.h"
+#include "trace/format/dtype_size.h"
 
 namespace ringx::trace {
 namespace {
@@ -285,10 +287,158 @@ HangReport analyzeHang(const FlightDumpSet& set) {
   return report;
 }
 
+HangReport analyzeTorchHang(const TorchFlightSet& set) {
+  HangReport report;
+  report.path = set.path;
+  report.warnings = set.warnings;
+  // Every group any dump configures, and per rank what its dump says of it.
+  struct Seen {
+    const TorchFlightDump* dump;
+    const TorchFlightGroup* group;
+  };
+  std::map<std::string, std::pair<const TorchFlightGroup*, std::map<int32_t, Seen>>> groups;
+  std::map<int32_t, const TorchFlightDump*> dumpOf;
+  for (const TorchFlightDump& d : set.dumps) {
+    dumpOf[d.rank] = &d;
+    report.dumpedRanks.push_back(d.rank);
+    if (report.producer == "ringx flight recorder" && !d.version.empty()) {
+      report.producer = strCat("torch Flight Recorder (version ", d.version,
+                               d.ncclVersion.empty() ? "" : ", NCCL " + d.ncclVersion, ")");
+    }
+    report.reasons.emplace_back(
+        d.rank, d.empty() ? std::string("nothing (no entries, no process group's status)")
+                          : strCat(d.entries.size(), " ops not retired"));
+    for (const TorchFlightGroup& g : d.groups) {
+      auto& [config, members] = groups[g.name];
+      if (config == nullptr || config->ranks.empty()) config = &g;
+      members[d.rank] = Seen{&d, &g};
+      for (int32_t r : g.ranks) report.worldSize = std::max(report.worldSize, r + 1);
+    }
+    report.worldSize = std::max(report.worldSize, d.rank + 1);
+  }
+  if (report.producer == "ringx flight recorder") report.producer = "torch Flight Recorder";
+  for (int32_t r = 0; r < report.worldSize; ++r) {
+    if (!dumpOf.count(r)) report.missingRanks.push_back(r);
+  }
+  auto stateOf = [](const std::string& state) {
+    return state == "completed" ? FlightState::kFinished
+           : state == "started" ? FlightState::kStarted
+                                : FlightState::kIssued;
+  };
+  for (const auto& [name, value] : groups) {
+    const auto& [config, members] = value;
+    // Its collectives on each member (point-to-point ops count apart, per peer).
+    std::map<int32_t, std::map<int64_t, const TorchFlightEntry*>> collectives;
+    bool p2p = false, any = false;
+    for (const TorchFlightDump& d : set.dumps) {
+      for (const TorchFlightEntry& e : d.entries) {
+        if (e.group != name) continue;
+        p2p |= e.p2p;
+        if (!e.p2p) {
+          any = true;
+          collectives[d.rank][e.seq] = &e;
+        }
+      }
+    }
+    if (p2p && !any) continue;
+    std::vector<int32_t> known;  // members whose dump has the group's status
+    int64_t least = -1, most = -1;
+    for (int32_t r : config->ranks) {
+      auto m = members.find(r);
+      if (m == members.end() || !m->second.group->statusKnown) continue;
+      known.push_back(r);
+      const int64_t enqueued = m->second.group->lastEnqueued;
+      least = least < 0 ? enqueued : std::min(least, enqueued);
+      most = std::max(most, enqueued);
+    }
+    if (known.empty()) continue;
+    const bool silent = known.size() < config->ranks.size();
+    int64_t seq = -1;
+    if (least < most) {
+      seq = least + 1;
+    } else {
+      for (int32_t r : known) {
+        const int64_t completed = members.at(r).group->lastCompleted;
+        for (const auto& [s, e] : collectives[r])
+          if (s > completed && (seq < 0 || s < seq)) seq = s;
+      }
+      if (seq < 0 && silent) seq = most + 1;
+    }
+    GroupHang g;
+    g.name = config->desc.empty() || config->desc == "undefined"
+                 ? name
+                 : strCat(name, " (", config->desc, ")");
+    g.size = static_cast<int32_t>(config->ranks.size());
+    g.dumped = static_cast<int32_t>(known.size());
+    if (seq < 0) {
+      g.complete = true;
+      g.lastSeq = most;
+      report.groups.push_back(std::move(g));
+      continue;
+    }
+    g.seq = seq;
+    // What the collective was: the lowest member's entry of it.
+    for (int32_t r : config->ranks) {
+      auto e = collectives[r].find(seq);
+      if (e == collectives[r].end()) continue;
+      const TorchFlightEntry& x = *e->second;
+      g.op = startsWith(x.op, "nccl:") ? x.op.substr(5) : x.op;
+      g.dtype = x.dtype;
+      int64_t elements = x.inputSize.empty() ? 0 : 1;
+      for (int64_t d : x.inputSize) elements *= d;
+      g.bytes = static_cast<uint64_t>(std::max<int64_t>(0, elements * dtypeBytes(x.dtype)));
+      break;
+    }
+    for (size_t k = 0; k < config->ranks.size(); ++k) {
+      const int32_t r = config->ranks[k];
+      HangRank h;
+      h.groupRank = static_cast<int32_t>(k);
+      h.rank = dumpOf.count(r) ? r : -1;
+      auto m = members.find(r);
+      if (m == members.end() || !m->second.group->statusKnown) {
+        h.verdict = HangVerdict::kNoDump;
+      } else if (m->second.group->lastEnqueued < seq) {
+        h.verdict = HangVerdict::kNeverArrived;
+        h.lastSeq = m->second.group->lastEnqueued;
+        auto last = collectives[r].find(h.lastSeq);
+        if (last != collectives[r].end()) {
+          h.lastOp = last->second->op;
+          h.lastState = stateOf(last->second->state);
+        } else {
+          h.lastOp = "collective";
+          h.lastState = FlightState::kFinished;  // retired: no longer in the dump
+        }
+      } else if (auto e = collectives[r].find(seq); e != collectives[r].end()) {
+        const FlightState state = stateOf(e->second->state);
+        h.verdict = state == FlightState::kStarted    ? HangVerdict::kStuck
+                    : state == FlightState::kFinished ? HangVerdict::kFinished
+                                                      : HangVerdict::kQueued;
+      } else {
+        h.verdict = HangVerdict::kFinished;  // enqueued, and retired since
+      }
+      g.ranks.push_back(std::move(h));
+    }
+    report.groups.push_back(std::move(g));
+  }
+  // The groups a member never arrived at (or said nothing of) first: the others wait on them.
+  auto culprit = [](const GroupHang& g) {
+    return std::any_of(g.ranks.begin(), g.ranks.end(), [](const HangRank& h) {
+      return h.verdict == HangVerdict::kNeverArrived || h.verdict == HangVerdict::kNoDump;
+    });
+  };
+  std::stable_sort(report.groups.begin(), report.groups.end(),
+                   [&](const GroupHang& a, const GroupHang& b) {
+                     if (culprit(a) != culprit(b)) return culprit(a);
+                     return !a.complete && b.complete;
+                   });
+  return report;
+}
+
 std::string formatHangReport(const HangReport& report) {
   std::string out;
-  out += strCat("ringx flight recorder: ", report.dumpedRanks.size(), " of ", report.worldSize,
-                " ranks dumped in ", report.path, " (job ", report.job, ")\n");
+  out += strCat(report.producer, ": ", report.dumpedRanks.size(), " of ", report.worldSize,
+                " ranks dumped in ", report.path,
+                report.job.empty() ? std::string() : " (job " + report.job + ")", "\n");
   if (!report.missingRanks.empty()) {
     out += strCat("  no dump from ", rankList(report.missingRanks),
                   ": killed, or its host is unreachable; the report goes by the others\n");
@@ -341,7 +491,10 @@ std::string formatHangReport(const HangReport& report) {
                                   : std::string(" (it started no collective in this group)");
             break;
           case HangVerdict::kQueued:
-            out += strCat(" (issued ", formatDuration(h.elapsedNs), " before its dump, not started",
+            out += strCat(h.elapsedNs > 0
+                              ? strCat(" (issued ", formatDuration(h.elapsedNs), " before its dump")
+                              : std::string(" (issued"),
+                          ", not started",
                           h.lastSeq >= 0 ? strCat("; its thread was at seq ", h.lastSeq, ", ",
                                                   flightStateName(h.lastState))
                                          : std::string(),
@@ -354,7 +507,8 @@ std::string formatHangReport(const HangReport& report) {
             out += strCat(" after ", formatDuration(h.elapsedNs), ": ", h.error);
             break;
           case HangVerdict::kNoDump:
-            out += " (wrote none: killed, or its dump directory is on another host)";
+            out += h.rank >= 0 ? " (its dump says nothing of this group)"
+                               : " (wrote none: killed, or its dump directory is on another host)";
             break;
           case HangVerdict::kFinished:
             break;

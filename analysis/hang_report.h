@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "trace/format/flight_dump.h"
+#include "trace/read/torch_flight.h"
 
 namespace ringx::trace {
 
@@ -67,8 +68,9 @@ struct GroupHang {
 };
 
 struct HangReport {
+  std::string producer = "ringx flight recorder";  // whose dumps: the report's first words
   std::string path;
-  std::string job;
+  std::string job;  // "" when the dumps do not say
   int32_t worldSize = 0;
   std::vector<int32_t> dumpedRanks;
   std::vector<int32_t> missingRanks;                     // in [0, worldSize) with no dump
@@ -78,6 +80,16 @@ struct HangReport {
 };
 
 HangReport analyzeHang(const FlightDumpSet& set);
+
+// The same report from torch's own Flight Recorder dumps (torch_flight.h). They hold only the
+// ops not yet retired, and a rank whose GPU failed stops counting completions, so what each
+// member enqueued (pg_status's last_enqueued_collective) decides a group's collective: when the
+// members differ, the first one some member never enqueued (that member: never arrived; the
+// others by their entry's state: queued for "scheduled", stuck for "started", else finished);
+// when they agree, the lowest one some member has not completed. A member whose dump says
+// nothing of the group (an empty dump, or none) is named too (no dump). Groups of send/recv only
+// (counted per peer, not per group) are not analysed.
+HangReport analyzeTorchHang(const TorchFlightSet& set);
 std::string formatHangReport(const HangReport& report);
 
 }  // namespace ringx::trace

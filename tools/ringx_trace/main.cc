@@ -141,15 +141,26 @@ int runDiff(const std::string& a, const std::string& b, size_t top) {
 int runWhy(const std::string& dir) {
   using namespace ringx::trace;
   const FlightDumpSet dumps = readFlightDumps(dir);
-  if (dumps.dumps.empty()) {
-    for (const std::string& w : dumps.warnings) std::cerr << "ringx-trace: warning: " << w << "\n";
-    std::cerr << "ringx-trace: no flight recorder dump in " << dir
-              << " (ranks write flight-rank-<N>.json there when a collective fails or times "
-                 "out, on SIGUSR1, or from ringx.dump_flight_recorder())\n";
-    return 1;
+  if (!dumps.dumps.empty()) {
+    std::cout << formatHangReport(analyzeHang(dumps));
+    return 0;
   }
-  std::cout << formatHangReport(analyzeHang(dumps));
-  return 0;
+  // torch's own Flight Recorder (ProcessGroupNCCL's dumps: pickles or JSON).
+  const TorchFlightSet torchDumps = readTorchFlightDumps(dir);
+  if (!torchDumps.dumps.empty()) {
+    std::cout << formatHangReport(analyzeTorchHang(torchDumps));
+    return 0;
+  }
+  for (const std::string& w : dumps.warnings) std::cerr << "ringx-trace: warning: " << w << "\n";
+  for (const std::string& w : torchDumps.warnings) {
+    std::cerr << "ringx-trace: warning: " << w << "\n";
+  }
+  std::cerr << "ringx-trace: no flight recorder dump in " << dir
+            << " (ringx's ranks write flight-rank-<N>.json there when a collective fails or "
+               "times out, on SIGUSR1, or from ringx.dump_flight_recorder(); torch's own, with "
+               "TORCH_NCCL_TRACE_BUFFER_SIZE set, a pickle per rank named by "
+               "TORCH_NCCL_DEBUG_INFO_TEMP_FILE)\n";
+  return 1;
 }
 
 // --link GBPS[:US_PER_STEP]: a wire of that bandwidth per link and latency per ring step.
@@ -302,7 +313,11 @@ int main(int argc, char** argv) {
   whyCommand->footer(
       "Reads the flight recorder dumps the ranks wrote (flight-rank-<N>.json in\n"
       "RINGX_DUMP_DIR) and names the first collective that did not finish on every rank\n"
-      "and the ranks that never arrived, are stuck or failed in it. Tracing need not be on.");
+      "and the ranks that never arrived, are stuck or failed in it. Tracing need not be on.\n"
+      "torch's own Flight Recorder dumps (ProcessGroupNCCL's, TORCH_NCCL_TRACE_BUFFER_SIZE;\n"
+      "a pickle or JSON file per rank) are read too: per process group, the collective some\n"
+      "rank never enqueued and the ranks that did not reach it. Pickles are read as plain\n"
+      "data; one that asks for a class is refused.");
   whyCommand->add_option("DUMP_DIR", dumpDir, "the dump directory")->required();
 
   std::string whatIfInput, whatIfView, whatIfForwardPrefetch, whatIfLimiter;

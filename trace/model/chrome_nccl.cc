@@ -31,6 +31,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "trace/format/collective_key.h"
+#include "trace/format/dtype_size.h"
 #include "trace/model/chrome_reader.h"
 
 namespace ringx::model::chrome_detail {
@@ -80,26 +81,6 @@ std::string kernelOp(std::string_view name) {
   std::string_view rest = name.substr(underscore + 1);
   rest = rest.substr(0, rest.find_first_of("_("));
   return rest == "Generic" ? "" : opName(rest);
-}
-
-// Bytes of an element of torch's dtype names ("BFloat16", "c10::Half", "float", "long int").
-int64_t dtypeBytes(std::string_view dtype) {
-  const std::string t = lower(dtype);
-  if (t.find("float8") != std::string::npos || t.find("byte") != std::string::npos ||
-      t.find("char") != std::string::npos || t.find("bool") != std::string::npos || t == "int8" ||
-      t == "uint8") {
-    return 1;
-  }
-  if (t.find("bfloat16") != std::string::npos || t.find("half") != std::string::npos ||
-      t.find("float16") != std::string::npos || t.find("short") != std::string::npos) {
-    return 2;
-  }
-  if (t.find("double") != std::string::npos || t.find("long") != std::string::npos ||
-      t.find("64") != std::string::npos) {
-    return 8;
-  }
-  if (t.find("float") != std::string::npos || t.find("int") != std::string::npos) return 4;
-  return 0;
 }
 
 // The numbers of a JSON list of lists as text ("[[394241]]", "[0, 1, 2]"): the first inner list,
@@ -283,13 +264,13 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
       }
     }
     // Bytes as nccl-tests counts them: an all-gather's output, anything else's input.
-    const int64_t elementBytes = dtypeBytes(textOf(e, dtypeKey));
+    const int64_t elementBytes = trace::dtypeBytes(textOf(e, dtypeKey));
     const int64_t elements = intOf(e, k.op == "allgather" ? outKey : inKey, intOf(e, inKey, -1));
     if (elementBytes > 0 && elements >= 0) {
       k.bytes = elements * elementBytes;
     } else if (annotation != nullptr) {
       const std::vector<int64_t> dims = firstList(textOf(*annotation, dimsKey));
-      const int64_t size = dtypeBytes(firstString(textOf(*annotation, typeKey)));
+      const int64_t size = trace::dtypeBytes(firstString(textOf(*annotation, typeKey)));
       if (!dims.empty() && size > 0) {
         k.bytes = size;
         for (int64_t d : dims) k.bytes *= d;

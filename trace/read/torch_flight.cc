@@ -1,0 +1,196 @@
+// torch's Flight Recorder dumps (torch_flight.h): pickles and JSON into one set.
+#include "trace/read/torch_flight.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "trace/format/codec.h"
+#include "trace/read/pickle_data.h"
+
+namespace ringx::trace {
+namespace {
+
+using nlohmann::json;
+
+std::string text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  return {};
+}
+
+int64_t integer(const json& o, const char* key, int64_t fallback) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
+// "[0, 1, 2]" (as FR writes a group's ranks) or a real list.
+std::vector<int32_t> rankList(const json& v) {
+  std::vector<int32_t> out;
+  if (v.is_array()) {
+    for (const json& r : v)
+      if (r.is_number_integer()) out.push_back(r.get<int32_t>());
+    return out;
+  }
+  const std::string t = text(v);
+  int64_t n = 0;
+  bool digits = false;
+  for (char c : t) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      n = n * 10 + (c - '0');
+      digits = true;
+    } else {
+      if (digits) out.push_back(static_cast<int32_t>(n));
+      n = 0;
+      digits = false;
+    }
+  }
+  if (digits) out.push_back(static_cast<int32_t>(n));
+  return out;
+}
+
+// The number that ends a file's name, before an extension: "_dump_12" -> 12, "rank3.json" -> 3;
+// -1 when none.
+int32_t rankOfName(std::string name) {
+  const size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot + 1 < name.size() &&
+      std::isalpha(static_cast<unsigned char>(name[dot + 1]))) {
+    name.resize(dot);
+  }
+  size_t begin = name.size();
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(name[begin - 1]))) --begin;
+  if (begin == name.size() || name.size() - begin > 9) return -1;
+  return static_cast<int32_t>(std::stol(name.substr(begin)));
+}
+
+TorchFlightDump interpret(const json& d, const std::string& source) {
+  TorchFlightDump out;
+  out.source = source;
+  out.version = text(d.value("version", json()));
+  out.ncclVersion = text(d.value("nccl_version", json()));
+  out.rank = static_cast<int32_t>(integer(d, "rank", -1));
+  if (out.rank < 0) out.rank = rankOfName(std::filesystem::path(source).filename().string());
+  std::map<std::string, size_t> groupOf;
+  if (const auto cfg = d.find("pg_config"); cfg != d.end() && cfg->is_object()) {
+    for (const auto& [name, c] : cfg->items()) {
+      TorchFlightGroup g;
+      g.name = c.is_object() && c.contains("name") ? text(c["name"]) : name;
+      if (c.is_object()) {
+        g.desc = text(c.value("desc", json()));
+        g.ranks = rankList(c.value("ranks", json()));
+      }
+      groupOf[g.name] = out.groups.size();
+      out.groups.push_back(std::move(g));
+    }
+  }
+  std::map<std::string, std::string> nameOfPgId;
+  if (const auto entries = d.find("entries"); entries != d.end() && entries->is_array()) {
+    for (const json& e : *entries) {
+      if (!e.is_object()) continue;
+      TorchFlightEntry x;
+      const json pg = e.value("process_group", json());
+      if (pg.is_array() && !pg.empty()) x.group = text(pg[0]);
+      if (const auto id = e.find("pg_id"); id != e.end() && !x.group.empty()) {
+        nameOfPgId[text(*id)] = x.group;
+      }
+      x.p2p = e.value("is_p2p", false);
+      x.seq = integer(e, x.p2p ? "p2p_seq_id" : "collective_seq_id", -1);
+      x.op = text(e.value("profiling_name", json()));
+      x.state = text(e.value("state", json()));
+      x.createdNs = integer(e, "time_created_ns", 0);
+      const json sizes = e.value("input_sizes", json());
+      if (sizes.is_array() && !sizes.empty() && sizes[0].is_array()) {
+        for (const json& s : sizes[0])
+          if (s.is_number_integer()) x.inputSize.push_back(s.get<int64_t>());
+      }
+      const json dtypes = e.value("input_dtypes", json());
+      if (dtypes.is_array() && !dtypes.empty()) x.dtype = text(dtypes[0]);
+      out.entries.push_back(std::move(x));
+    }
+  }
+  // pg_status is keyed by the rank's own pg_id: an entry ties an id to its name, and the
+  // default group (created first) is 0.
+  if (!nameOfPgId.count("0")) {
+    for (const TorchFlightGroup& g : out.groups)
+      if (g.desc == "default_pg") nameOfPgId["0"] = g.name;
+  }
+  if (const auto status = d.find("pg_status"); status != d.end() && status->is_object()) {
+    for (const auto& [id, s] : status->items()) {
+      const auto name = nameOfPgId.find(id);
+      if (name == nameOfPgId.end() || !s.is_object()) continue;
+      auto g = groupOf.find(name->second);
+      if (g == groupOf.end()) {
+        groupOf[name->second] = out.groups.size();
+        out.groups.push_back({name->second, "", {}, false, -1, -1, -1});
+        g = groupOf.find(name->second);
+      }
+      TorchFlightGroup& group = out.groups[g->second];
+      group.statusKnown = true;
+      group.lastEnqueued = integer(s, "last_enqueued_collective", -1);
+      group.lastStarted = integer(s, "last_started_collective", -1);
+      group.lastCompleted = integer(s, "last_completed_collective", -1);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TorchFlightSet readTorchFlightDumps(const std::string& path) {
+  TorchFlightSet set;
+  set.path = path;
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    for (const auto& e : std::filesystem::directory_iterator(path, error))
+      if (e.is_regular_file()) files.push_back(e.path());
+  } else if (std::filesystem::is_regular_file(path, error)) {
+    files.push_back(path);
+  } else {
+    throw IoError(strCat("cannot read ", path, ": no such file or directory"));
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    const std::string data = bytes.str();
+    const std::string source = file.string();
+    json d;
+    try {
+      if (looksLikePickle(data)) {
+        d = readPickleData(data, source);
+      } else if (!data.empty() && data.find_first_not_of(" \t\r\n") != std::string::npos &&
+                 data[data.find_first_not_of(" \t\r\n")] == '{') {
+        d = json::parse(data);
+      } else {
+        continue;  // another kind of file (a log, the expected analysis)
+      }
+    } catch (const FormatError& e) {
+      set.warnings.push_back(e.what());
+      continue;
+    } catch (const json::exception&) {
+      continue;  // JSON, but not a dump
+    }
+    if (!d.is_object() || (!d.contains("entries") && !d.contains("pg_config"))) continue;
+    TorchFlightDump dump = interpret(d, source);
+    if (dump.rank < 0) {
+      set.warnings.push_back(strCat(source,
+                                    ": a Flight Recorder dump whose rank neither its "
+                                    "\"rank\" nor its file name says; left out"));
+      continue;
+    }
+    set.dumps.push_back(std::move(dump));
+  }
+  std::sort(set.dumps.begin(), set.dumps.end(),
+            [](const TorchFlightDump& a, const TorchFlightDump& b) { return a.rank < b.rank; });
+  return set;
+}
+
+}  // namespace ringx::trace
