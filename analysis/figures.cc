@@ -35,6 +35,26 @@ std::string sizeClassLabel(int sizeClass) {
   return powerOfTwoBytes(2 * sizeClass) + "-" + powerOfTwoBytes(2 * sizeClass + 2);
 }
 
+GpuWork gpuWorkOf(std::string_view category, std::string_view name) {
+  if (category == "collective") return GpuWork::kCommunication;
+  if (category != "kernel" && category != "gpu_memcpy" && category != "gpu_memset") {
+    return GpuWork::kNotKernel;
+  }
+  const size_t nccl = name.find("nccl");
+  if (nccl == 0 && name.find("Kernel", nccl) != std::string_view::npos) {
+    return GpuWork::kCommunication;
+  }
+  if (startsWith(name, "Memcpy") || startsWith(name, "Memset") || startsWith(name, "dma")) {
+    return GpuWork::kMemory;
+  }
+  if (name.find("Memcpy") != std::string_view::npos ||
+      name.find("Memset") != std::string_view::npos ||
+      name.find("Sync") != std::string_view::npos) {
+    return GpuWork::kOther;
+  }
+  return GpuWork::kCompute;
+}
+
 double busBandwidthFactor(std::string_view op, int64_t groupSize) {
   if (groupSize < 1) return 1;
   const double n = static_cast<double>(groupSize);

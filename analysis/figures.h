@@ -48,6 +48,16 @@ int sizeClass(int64_t bytes);  // bytes < 0: unknown
 // "64 KiB-256 KiB", "0 B", "unknown size".
 std::string sizeClassLabel(int sizeClass);
 
+// ---- GPU kernels ------------------------------------------------------------------
+
+// What a span on a GPU's stream (a profiler trace's kernel, copy or set) is, as Holistic Trace
+// Analysis (HTA) classes it: communication (NCCL/RCCL kernels: "nccl...Kernel" names, or
+// the collectives they became at ingest), memory (Memcpy, Memset, dma), compute (any other
+// kernel but those with "Sync" in their name), other (those); kNotKernel for what has no stream
+// (annotations).
+enum class GpuWork { kCompute, kCommunication, kMemory, kOther, kNotKernel };
+GpuWork gpuWorkOf(std::string_view category, std::string_view name);
+
 // ---- bandwidth ------------------------------------------------------------------
 
 // The bus bandwidth factor of `op` in a group of `groupSize` ranks.

@@ -96,6 +96,68 @@ struct RankPart {
   std::vector<std::string> warnings;  // its store's own
 };
 
+// Sorted, disjoint runs of [begin, end) intervals (sorted in place).
+std::vector<std::pair<int64_t, int64_t>> mergedRuns(std::vector<std::pair<int64_t, int64_t>>& in) {
+  std::sort(in.begin(), in.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& [b, e] : in) {
+    if (!out.empty() && b <= out.back().second) {
+      out.back().second = std::max(out.back().second, e);
+    } else {
+      out.emplace_back(b, e);
+    }
+  }
+  return out;
+}
+
+// Time in both of two sets of disjoint sorted runs.
+int64_t overlapLength(const std::vector<std::pair<int64_t, int64_t>>& a,
+                      const std::vector<std::pair<int64_t, int64_t>>& b) {
+  int64_t total = 0;
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    total +=
+        std::max<int64_t>(0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
+    if (a[i].second < b[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return total;
+}
+
+// A rank's GPU streams (RankStats::gpuSpanNs...).
+void gpuFigures(const TraceStore& store, const RankData& rank, RankStats& rs) {
+  std::vector<std::pair<int64_t, int64_t>> all, compute, comm;
+  for (const Track& track : rank.tracks) {
+    if (!startsWith(store.str(track.name), "GPU ")) continue;
+    for (const auto& level : track.levels) {
+      for (const Span& span : level) {
+        const GpuWork work = gpuWorkOf(span.category < store.categories().size()
+                                           ? std::string_view(store.categories()[span.category])
+                                           : std::string_view(),
+                                       store.str(span.name));
+        if (work == GpuWork::kNotKernel) continue;
+        all.emplace_back(span.begin, span.end);
+        if (work == GpuWork::kCompute) compute.emplace_back(span.begin, span.end);
+        if (work == GpuWork::kCommunication) comm.emplace_back(span.begin, span.end);
+      }
+    }
+  }
+  if (all.empty()) return;
+  const auto runs = mergedRuns(all), computeRuns = mergedRuns(compute), commRuns = mergedRuns(comm);
+  auto length = [](const std::vector<std::pair<int64_t, int64_t>>& r) {
+    int64_t total = 0;
+    for (const auto& [b, e] : r) total += e - b;
+    return total;
+  };
+  rs.gpuSpanNs = runs.back().second - runs.front().first;
+  rs.gpuIdleNs = rs.gpuSpanNs - length(runs);
+  rs.gpuComputeNs = length(computeRuns);
+  rs.gpuCommNs = length(commRuns);
+  rs.gpuOverlapNs = overlapLength(commRuns, computeRuns);
+}
+
 RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defaultGroupSize) {
   RankPart part;
   RankStats& rs = part.stats;
@@ -197,6 +259,7 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
     }
   }
   rs.commNs = unionLength(commIntervals);
+  gpuFigures(store, rank, rs);
   rs.commShare = rs.tracedNs > 0 ? static_cast<double>(rs.commNs) / rs.tracedNs : 0;
 
   part.ddp.addRank(store, rank);

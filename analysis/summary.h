@@ -78,6 +78,11 @@ struct RankStats {
   uint64_t matchedCollectives = 0;
   int64_t latenessMeanNs = 0;
   uint64_t timesLast = 0;
+  // Its GPUs' streams in a profiler trace (lanes "GPU N / stream M"), as HTA's temporal
+  // breakdown and communication/compute overlap count them (figures.h's gpuWorkOf): from the
+  // first kernel's start to the last one's end (0: none), the time no kernel ran, the time a
+  // compute kernel ran, a communication kernel ran, and both at once.
+  int64_t gpuSpanNs = 0, gpuIdleNs = 0, gpuComputeNs = 0, gpuCommNs = 0, gpuOverlapNs = 0;
 };
 
 // The ranks of one host, summed: stragglers at 1,000 ranks are often a host.

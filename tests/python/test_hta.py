@@ -409,3 +409,55 @@ def test_the_trace_as_dataframes_gives_the_summary_figures(job):
     assert (per_collective.loc[worst, "op"], worst[1], worst[0]) == (
         skew.group(3), int(skew.group(4)), skew.group(5))
     assert per_collective.loc[worst, "last_arrival_rank"] == int(skew.group(6))
+
+
+# ---- a real NCCL job's profiler traces: ringx-trace's GPU figures beside HTA's ----------------
+
+DLRM_TRACES = os.path.join(os.environ.get("RINGX_SHARED_TRACES") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "traces"),
+    "nccl", "param_dlrm_8rank")
+
+
+def test_gpu_kernels_of_an_nccl_job_hta_against_ringx(tmp_path):
+    """On the 8 ranks' torch.profiler files of a real NCCL job (DLRM on 8 V100s, from
+    facebookresearch/param; ../shared/traces/nccl/), `ringx-trace summary` prints per rank the
+    GPU's idle, compute and non-compute shares and the communication kernels' overlap with
+    compute that HTA's temporal breakdown and comm/compute overlap give for the same files (HTA
+    rounds to 0.01 percentage points; the files' times are whole microseconds, so both count the
+    same nanoseconds)."""
+    files = sorted(f for f in os.listdir(DLRM_TRACES) if ".json" in f)
+    assert len(files) == 8, DLRM_TRACES
+    for f in files:  # HTA reads a directory; the shared one is left as it is
+        os.symlink(os.path.join(DLRM_TRACES, f), tmp_path / f)
+    script = r"""
+import json, logging, sys
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+t = TraceAnalysis(trace_dir=sys.argv[1])
+overlap = t.get_comm_comp_overlap(visualize=False)
+temporal = t.get_temporal_breakdown(visualize=False)
+print(json.dumps({"overlap": dict(zip(overlap["rank"], overlap["comp_comm_overlap_pctg"])),
+                  "temporal": temporal.to_dict("records")}, default=float))
+"""
+    hta = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                         text=True, timeout=300)
+    assert hta.returncode == 0, hta.stderr[-2000:]
+    figures = json.loads(hta.stdout.strip().splitlines()[-1])
+    summary = subprocess.run([RINGX_TRACE, "summary", *[os.path.join(DLRM_TRACES, f) for f in files]],
+                             capture_output=True, text=True, timeout=120)
+    assert summary.returncode == 0, summary.stderr
+    rows = {int(m[0]): m[1:] for m in re.findall(
+        r"^\s+(\d+)\s+([\d.]+ [mun]?s)\s+([\d.]+)%\s+([\d.]+)%\s+([\d.]+)%\s+[\d.]+ [mun]?s\s+([\d.]+)%$",
+        summary.stdout, re.M)}
+    assert sorted(rows) == list(range(8)), summary.stdout
+    for record in figures["temporal"]:
+        rank = int(record["rank"])
+        span, idle, compute, non_compute, overlap = rows[rank]
+        printed, rounding = _duration_ns(span)
+        assert abs(record["kernel_time(us)"] * 1000 - printed) <= rounding, (rank, span, record)
+        assert abs(float(idle) - record["idle_time_pctg"]) <= 0.01 + 1e-9, (rank, idle, record)
+        assert abs(float(compute) - record["compute_time_pctg"]) <= 0.01 + 1e-9, (rank, record)
+        assert abs(float(non_compute) - record["non_compute_time_pctg"]) <= 0.01 + 1e-9, (
+            rank, non_compute, record)
+        assert abs(float(overlap) - figures["overlap"][str(rank)]) <= 0.01 + 1e-9, (
+            rank, overlap, figures["overlap"])

@@ -108,6 +108,31 @@ std::string formatSummary(const Summary& s, const SummaryFormat& format) {
             most->rank);
   }
 
+  // ---- GPU streams (profiler traces)
+  if (std::any_of(s.ranks.begin(), s.ranks.end(),
+                  [](const RankStats& r) { return r.gpuSpanNs > 0; })) {
+    out +=
+        "\nGPU kernels per rank (first kernel to last: idle, no kernel on any stream; compute "
+        "and\nnon-compute shares; communication kernels' time under a compute kernel; as HTA's "
+        "temporal\nbreakdown and comm/compute overlap count them)\n";
+    appendf(out, "  %4s %10s %8s %8s %12s %10s %8s\n", "rank", "span", "idle", "compute",
+            "non-compute", "comm", "overlap");
+    for (const RankStats& r : s.ranks) {
+      if (r.gpuSpanNs <= 0) continue;
+      const double span = static_cast<double>(r.gpuSpanNs);
+      const int64_t nonCompute = r.gpuSpanNs - r.gpuIdleNs - r.gpuComputeNs;
+      appendf(out, "  %4d %10s %7.2f%% %7.2f%% %11.2f%% %10s ", r.rank,
+              formatDuration(r.gpuSpanNs).c_str(), 100.0 * r.gpuIdleNs / span,
+              100.0 * r.gpuComputeNs / span, 100.0 * nonCompute / span,
+              formatDuration(r.gpuCommNs).c_str());
+      if (r.gpuCommNs > 0) {
+        appendf(out, "%7.2f%%\n", 100.0 * r.gpuOverlapNs / r.gpuCommNs);
+      } else {
+        out += "       -\n";
+      }
+    }
+  }
+
   // ---- skew
   const SkewStats& k = s.skew;
   out +=
