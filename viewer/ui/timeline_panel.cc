@@ -16,6 +16,7 @@
 
 #include "analysis/figures.h"
 #include "base/error.h"
+#include "viewer/ui/keys.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -678,6 +679,7 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
     if (ImGui::IsKeyDown('A')) view.time.pan(-int64_t(double(view.time.span()) * dt));
     if (ImGui::IsKeyDown('D')) view.time.pan(int64_t(double(view.time.span()) * dt));
   }
+  if (!io.WantTextInput && !io.KeyCtrl) keyboardMoves(store, view);
   // A press on the ruler starts a range; on the rows, a pan (or a click).
   if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
     dragDistance_ = 0;
@@ -727,6 +729,64 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
   if (rowsHovered_ && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_.valid() &&
       hovered_.level >= 0)
     view.time.show(hover_.item.begin, hover_.item.end);
+}
+
+void TimelinePanel::keyboardMoves(const TraceStore& store, ViewState& view) {
+  Selection& selection = view.selection;
+  const EventRef& e = selection.event;
+  const RankData* rank = e.valid() ? store.findRank(e.rank) : nullptr;
+  const Track* track = rank != nullptr && e.track < int32_t(rank->tracks.size())
+                           ? &rank->tracks[size_t(e.track)]
+                           : nullptr;
+  // The selected event's extent, if it still exists.
+  auto extent = [&](int64_t* begin, int64_t* end) {
+    if (track == nullptr) return false;
+    if (e.level < 0) {
+      if (e.index >= int64_t(track->instants.size())) return false;
+      *begin = *end = track->instants[size_t(e.index)].time;
+      return true;
+    }
+    if (e.level >= int32_t(track->levels.size()) ||
+        e.index >= int64_t(track->levels[size_t(e.level)].size())) {
+      return false;
+    }
+    const Span& s = track->levels[size_t(e.level)][size_t(e.index)];
+    *begin = s.begin;
+    *end = s.end;
+    return true;
+  };
+  // "." / ",": the next / previous event on the selected event's track (its level, or its
+  // instants), brought into view when it is outside.
+  const int step = ImGui::IsKeyPressed(kKeyPeriod) ? 1 : ImGui::IsKeyPressed(kKeyComma) ? -1 : 0;
+  int64_t begin = 0, end = 0;
+  if (step != 0 && extent(&begin, &end)) {
+    const int64_t count = e.level < 0 ? int64_t(track->instants.size())
+                                      : int64_t(track->levels[size_t(e.level)].size());
+    const int64_t next = e.index + step;
+    if (next >= 0 && next < count) {
+      selection.event.index = next;
+      extent(&begin, &end);
+      selection.nameId = e.level < 0 ? track->instants[size_t(next)].name
+                                     : track->levels[size_t(e.level)][size_t(next)].name;
+      if (end < view.time.t0 || begin > view.time.t1) {
+        view.time.pan((begin + end) / 2 - (view.time.t0 + view.time.span() / 2));
+      }
+    }
+  }
+  // F: focus the selected event, else the selected range.
+  if (ImGui::IsKeyPressed('F', false)) {
+    if (extent(&begin, &end)) {
+      view.time.show(begin, end);
+    } else if (selection.hasRange) {
+      view.time.show(selection.rangeBegin, selection.rangeEnd);
+    }
+  }
+  // M: the selected event's time becomes the selected range.
+  if (ImGui::IsKeyPressed('M', false) && extent(&begin, &end)) {
+    selection.hasRange = true;
+    selection.rangeBegin = begin;
+    selection.rangeEnd = end;
+  }
 }
 
 void TimelinePanel::aggregateTooltip(const TraceStore& store) const {

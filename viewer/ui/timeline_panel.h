@@ -12,10 +12,11 @@
 // match is outlined in its own colour, and ViewState::bands (the What-if
 // panel's critical path) are tinted bands over their ranks' rows.
 //
-// Input (like Tracy and Perfetto): the mouse wheel zooms at the cursor, a left
-// drag pans time and scrolls the rows, W/S zoom and A/D pan, a click selects the
-// event under the cursor, a double click zooms to it, and a drag on the ruler
-// selects a time range. Hovering shows every argument plus derived values
+// Input (like Tracy and Perfetto; every binding is in keys.h): the mouse wheel zooms at the
+// cursor, a left drag pans time and scrolls the rows, W/S zoom and A/D pan, a click selects the
+// event under the cursor, a double click zooms to it, a drag on the ruler selects a time range,
+// "." and "," step through the selected event's track, F focuses the selection and M marks the
+// selected event's time as the range. Hovering shows every argument plus derived values
 // (duration, bus bandwidth, queue wait).
 #pragma once
 
@@ -113,6 +114,8 @@ class TimelinePanel {
   void drawSearchHit(const TraceStore& store, const ViewState& view, ImDrawList* draw);
   void drawBands(const ViewState& view, ImDrawList* draw);
   void handleInput(const TraceStore& store, ViewState& view);
+  // ".", ",", F, M (keys.h).
+  void keyboardMoves(const TraceStore& store, ViewState& view);
   void tooltip(const TraceStore& store) const;
   void aggregateTooltip(const TraceStore& store) const;
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "viewer/ui/keys.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -91,6 +92,12 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
   if (!firstFrame_ && !view.panelRequested) view.panel = shownPanel_;
   firstFrame_ = false;
   ImGui::End();
+  // "?" (the character, whatever the keyboard layout) lists every key (keys.h).
+  if (!io.WantTextInput) {
+    for (int i = 0; i < io.InputQueueCharacters.Size; ++i)
+      if (io.InputQueueCharacters[i] == '?') keyHelp_ = !keyHelp_;
+  }
+  drawKeyHelp(&keyHelp_);
 }
 
 void ViewerUi::follow(const TraceStore& store, ViewState& view) {

@@ -61,6 +61,7 @@ class ViewerUi {
   WhatIfPanel& whatIf() { return whatIf_; }
   SearchBar& search() { return search_; }
   const TimelinePanel& timeline() const { return timeline_; }
+  bool keyHelpOpen() const { return keyHelp_; }
 
  private:
   void menuBar(const LiveSource* live, const std::vector<std::string>& recent, UiActions& actions);
@@ -88,6 +89,7 @@ class ViewerUi {
   PanelId shownPanel_ = PanelId::kStats;
   bool firstFrame_ = true;
   bool followTurnedOn_ = false;  // this frame: its own view change is no user pan
+  bool keyHelp_ = false;         // the "?" window (keys.h)
 };
 
 }  // namespace ringx::viewer

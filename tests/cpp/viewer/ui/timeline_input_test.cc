@@ -7,6 +7,7 @@
 
 #include "tests/cpp/trace/model/sample_store.h"
 #include "tests/cpp/viewer/ui/ui_harness.h"
+#include "viewer/ui/keys.h"
 #include "viewer/ui/style.h"
 #include "viewer/ui/viewer_ui.h"
 
@@ -125,6 +126,47 @@ TEST_F(TimelineInput, ClickSelectsTheEventUnderTheCursorAndDoubleClickZoomsToIt)
   EXPECT_LE(view.time.t0, begin);
   EXPECT_GE(view.time.t1, end);
   EXPECT_LT(view.time.span(), (end - begin) * 3 / 2);
+}
+
+// Perfetto's and Tracy's keys: "." and "," step through the selected event's track, F focuses
+// the selection, M marks its time as the range, "?" lists every key.
+TEST_F(TimelineInput, KeysStepThroughATrackFocusMarkAndListThemselves) {
+  // Rank 1's first allreduce (iteration 0, ready at 6 ms + 0.5 ms skew), then the next ones.
+  const auto* row = timeline().findRow(store, 1, "comm:world");
+  ASSERT_NE(row, nullptr);
+  click(xOf(6 * kMs + kMs / 2 + kMs), (row->y0 + row->y1) / 2);
+  ASSERT_TRUE(view.selection.event.valid());
+  const RankData& r = *store.findRank(1);
+  const std::vector<Span>& level = r.tracks[view.selection.event.track].levels[0];
+  const int64_t first = view.selection.event.index;
+  auto draw = [&] { this->draw(); };
+  gui.press(kKeyPeriod, draw);
+  EXPECT_EQ(view.selection.event.index, first + 1);
+  gui.press(kKeyPeriod, draw);
+  EXPECT_EQ(view.selection.event.index, first + 2);
+  gui.press(kKeyComma, draw);
+  EXPECT_EQ(view.selection.event.index, first + 1);
+  const Span& s = level[size_t(first + 1)];
+  // F: the view shows the selected event, with a small margin.
+  gui.press('F', draw);
+  EXPECT_LE(view.time.t0, s.begin);
+  EXPECT_GE(view.time.t1, s.end);
+  EXPECT_LT(view.time.span(), s.duration() * 3 / 2);
+  // M: its time is the selected range, which the statistics panel counts.
+  gui.press('M', draw);
+  EXPECT_TRUE(view.selection.hasRange);
+  EXPECT_EQ(view.selection.rangeBegin, s.begin);
+  EXPECT_EQ(view.selection.rangeEnd, s.end);
+  // Stepping past the track's last event stays on it.
+  for (size_t i = 0; i < level.size() + 2; ++i) gui.press(kKeyPeriod, draw);
+  EXPECT_EQ(view.selection.event.index, int64_t(level.size()) - 1);
+  // "?" opens the list of every key; Esc closes it.
+  EXPECT_FALSE(ui.keyHelpOpen());
+  gui.type("?", draw);
+  EXPECT_TRUE(ui.keyHelpOpen());
+  EXPECT_GE(keyBindings().size(), 10u);
+  gui.press(kKeyEscape, draw);
+  EXPECT_FALSE(ui.keyHelpOpen());
 }
 
 TEST_F(TimelineInput, ClickingEmptySpaceClearsTheSelection) {
