@@ -16,7 +16,7 @@ shot() {
   printf '  %-32s %s\n' "$file" "$what"
 }
 shot viewer-timeline.png "the DDP job's timeline, a few iterations" \
-  "$BUILD_DIR/demo-trace" --zoom 150:175 --panel collectives
+  "$BUILD_DIR/demo-trace" --zoom-steps 40:42 --panel collectives
 shot viewer-ddp.png "its DDP panel: iteration breakdown, buckets" "$BUILD_DIR/demo-trace" --panel ddp
 shot viewer-whatif.png "its What-if panel, the critical path on the timeline" \
   "$BUILD_DIR/demo-trace" --panel whatif

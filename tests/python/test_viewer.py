@@ -99,6 +99,34 @@ def test_search_goes_to_the_first_match(job_trace, tmp_path):
     assert nothing and nothing.group(1) == "0" and nothing.group(2) == "0"
 
 
+VIEW = re.compile(r"^view_ms=([\d.]+):([\d.]+) items=(\d+)$", re.M)
+
+
+def test_zooms_to_what_the_trace_holds_and_never_writes_an_empty_screenshot(job_trace, tmp_path):
+    """--zoom-steps and --zoom-event pick the view from the trace's own events, whenever the run
+    reached them; a screenshot whose timeline would show no event is refused (exit 1, no file),
+    so a fixed --zoom that a run's timing moved away from fails instead of an empty picture."""
+    steps = viewer(str(job_trace), "--frames", "2", "--print-stats", "--zoom-steps", "2:3",
+                   "--screenshot", str(tmp_path / "steps.png"))
+    assert steps.returncode == 0, steps.stderr
+    view = VIEW.search(steps.stdout)
+    assert view and int(view.group(3)) > 0, steps.stdout
+    span = float(re.search(r"^span_ms=([\d.]+)", steps.stdout, re.M).group(1))
+    assert 0 <= float(view.group(1)) < float(view.group(2)) <= span * 1.05, steps.stdout
+    assert png_size(tmp_path / "steps.png")[0] > 0
+    event = viewer(str(job_trace), "--frames", "2", "--print-stats", "--zoom-event", "backward")
+    assert event.returncode == 0 and int(VIEW.search(event.stdout).group(3)) > 0, event.stdout
+
+    empty = tmp_path / "empty.png"
+    far = viewer(str(job_trace), "--frames", "2", "--zoom", "100000:100001", "--screenshot",
+                 str(empty))
+    assert far.returncode == 1
+    assert "the timeline shows no event" in far.stderr and "--zoom-steps" in far.stderr, far.stderr
+    assert not empty.exists()
+    missing = viewer(str(job_trace), "--frames", "2", "--zoom-steps", "900:901")
+    assert missing.returncode == 1 and "no event of those steps" in missing.stderr, missing.stderr
+
+
 def cut_inside_a_record(data, near):
     """An offset strictly inside the first record that starts at or after `near`.
 

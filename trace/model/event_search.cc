@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "trace/format/schema.h"
 
 namespace ringx::model {
 namespace {
@@ -169,6 +173,64 @@ int64_t EventSearch::lastAtOrBefore(int64_t t) const {
   const auto it = std::upper_bound(matches_.begin(), matches_.end(), t,
                                    [](int64_t v, const SearchMatch& m) { return v < m.begin; });
   return it == matches_.begin() ? int64_t(matches_.size()) - 1 : (it - matches_.begin()) - 1;
+}
+
+namespace {
+
+// Calls f(event, begin, end) for every span and instant of the store.
+template <typename F>
+void forEveryEvent(const TraceStore& store, F&& f) {
+  for (const RankData& rank : store.ranks()) {
+    for (const Track& track : rank.tracks) {
+      for (const auto& level : track.levels)
+        for (const Span& s : level) f(rank, s, s.begin, s.end);
+      for (const Instant& i : track.instants) f(rank, i, i.time, i.time);
+    }
+  }
+}
+
+}  // namespace
+
+bool stepsExtent(const TraceStore& store, int64_t first, int64_t last, int64_t* begin,
+                 int64_t* end) {
+  const uint32_t stepKey = store.strings().find(trace::arg::kStep);
+  bool found = false;
+  auto widen = [&](int64_t b, int64_t e) {
+    *begin = found ? std::min(*begin, b) : b;
+    *end = found ? std::max(*end, e) : e;
+    found = true;
+  };
+  forEveryEvent(store, [&](const RankData& rank, const auto& event, int64_t b, int64_t e) {
+    const std::string_view name = store.str(event.name);
+    if (name.rfind("ProfilerStep#", 0) == 0) {
+      const std::string digits(name.substr(13));
+      char* stop = nullptr;
+      const long long n = std::strtoll(digits.c_str(), &stop, 10);
+      if (stop != digits.c_str() && n >= first && n <= last) widen(b, e);
+      return;
+    }
+    if (stepKey == 0 || event.argCount == 0) return;
+    const ArgList args(rank, event);
+    const ArgValue* step = args.find(stepKey);
+    if (step != nullptr && step->kind == ArgKind::kInt && step->intValue >= first &&
+        step->intValue <= last) {
+      widen(b, e);
+    }
+  });
+  return found;
+}
+
+bool firstEventNamed(const TraceStore& store, std::string_view name, int64_t* begin, int64_t* end) {
+  const uint32_t id = store.strings().find(name);
+  if (id == 0) return false;
+  bool found = false;
+  forEveryEvent(store, [&](const RankData&, const auto& event, int64_t b, int64_t e) {
+    if (event.name != id || (found && b >= *begin)) return;
+    *begin = b;
+    *end = e;
+    found = true;
+  });
+  return found;
 }
 
 }  // namespace ringx::model

@@ -88,4 +88,14 @@ class EventSearch {
   std::vector<SearchMatch> matches_;
 };
 
+// Where a trace holds something to look at, for a view chosen before a person looks (screenshots,
+// --zoom-steps, --zoom-event):
+// the time steps first..last took: every event with a "step" argument in that range (the
+// engines' phases, ringx.trace.mark_step) and the profiler's "ProfilerStep#N" spans, from the
+// earliest begin to the latest end; false when there is none.
+bool stepsExtent(const TraceStore& store, int64_t first, int64_t last, int64_t* begin,
+                 int64_t* end);
+// The earliest event named `name` (span or instant): its begin and end; false when none.
+bool firstEventNamed(const TraceStore& store, std::string_view name, int64_t* begin, int64_t* end);
+
 }  // namespace ringx::model

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "trace/model/event_search.h"
 #include "trace/model/loader.h"
 
 namespace ringx::viewer {
@@ -90,6 +91,29 @@ void App::showLoaded() {
   if (options_.zoomBeginMs >= 0) {
     view_.time.t0 = store_->beginNs() + int64_t(options_.zoomBeginMs * 1e6);
     view_.time.t1 = store_->beginNs() + int64_t(options_.zoomEndMs * 1e6);
+  }
+  // By what the trace holds (screenshots that show something whatever the run's timing).
+  int64_t begin = 0, end = 0;
+  if (options_.zoomFirstStep >= 0) {
+    if (stepsExtent(*store_, options_.zoomFirstStep, options_.zoomLastStep, &begin, &end)) {
+      view_.time.show(begin, end, 0.02);
+    } else {
+      std::fprintf(stderr,
+                   "ringx-viewer: error: --zoom-steps %" PRId64 ":%" PRId64
+                   ": the trace holds no event of those steps (no \"step\" argument in that "
+                   "range, no ProfilerStep#N)\n",
+                   options_.zoomFirstStep, options_.zoomLastStep);
+      exitCode_ = 1;
+    }
+  }
+  if (!options_.zoomEvent.empty()) {
+    if (firstEventNamed(*store_, options_.zoomEvent, &begin, &end)) {
+      view_.time.show(begin, end, 0.25);
+    } else {
+      std::fprintf(stderr, "ringx-viewer: error: --zoom-event %s: no event has that name\n",
+                   options_.zoomEvent.c_str());
+      exitCode_ = 1;
+    }
   }
   // After --zoom: the first match at or after the view's left edge.
   if (!options_.search.empty()) ui_.search().request(options_.search);
@@ -276,7 +300,8 @@ int App::run() {
   while (!window_->shouldClose()) {
     frame();
     if (firstFrameMs_ < 0) firstFrameMs_ = msSince(created_);
-    if (loading_ || exitCode_ != 0) {  // the loading frames are not the trace's
+    if (exitCode_ != 0) break;  // the trace or an option failed (said on stderr)
+    if (loading_) {             // the loading frames are not the trace's
       window_->present();
       continue;
     }
@@ -286,7 +311,22 @@ int App::run() {
     const bool last =
         scripted && ((frames >= 0 && rendered >= frames) ||
                      (options_.seconds >= 0 && msSince(start) >= options_.seconds * 1e3));
-    if (last && !options_.screenshot.empty()) window_->screenshot(options_.screenshot);
+    if (last && !options_.screenshot.empty()) {
+      // A screenshot of a timeline with nothing on it shows nothing of the trace: refused, so
+      // that a fixed zoom the run's timing moved away from fails instead of an empty picture.
+      if (!storeB_ && !store_->empty() && ui_.timeline().itemsDrawn() == 0) {
+        std::fprintf(stderr,
+                     "ringx-viewer: error: the timeline shows no event between %.3f and %.3f ms "
+                     "of the trace, so the screenshot would be empty; nothing written to %s "
+                     "(zoom to what the trace holds: --zoom-steps FIRST:LAST, --zoom-event "
+                     "NAME)\n",
+                     double(view_.time.t0 - store_->beginNs()) / 1e6,
+                     double(view_.time.t1 - store_->beginNs()) / 1e6, options_.screenshot.c_str());
+        exitCode_ = 1;
+        break;
+      }
+      window_->screenshot(options_.screenshot);
+    }
     window_->present();
     if (last) break;
   }
@@ -312,6 +352,10 @@ int App::run() {
                 double(store_->endNs() - store_->beginNs()) / 1e6, store_->flows().size(),
                 firstFrameMs_, lanes ? lanes->groups().size() : size_t(0),
                 lanes && lanes->fromFiles() ? 1 : 0);
+    // What the last frame showed: the view, from the trace's start, and the items drawn in it.
+    std::printf("view_ms=%.3f:%.3f items=%" PRIu64 "\n",
+                double(view_.time.t0 - store_->beginNs()) / 1e6,
+                double(view_.time.t1 - store_->beginNs()) / 1e6, ui_.timeline().itemsDrawn());
     if (!options_.search.empty()) {
       const SearchBar& search = ui_.search();
       std::printf("search_matches=%zu current=%lld\n", search.search().matches().size(),

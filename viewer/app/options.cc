@@ -58,6 +58,23 @@ std::string parseZoom(const std::string& text, AppOptions& o) {
   return "";
 }
 
+// "FIRST:LAST", two step numbers >= 0, LAST >= FIRST.
+std::string parseZoomSteps(const std::string& text, AppOptions& o) {
+  const size_t colon = text.find(':');
+  const std::string first = text.substr(0, colon),
+                    last = colon == std::string::npos ? first : text.substr(colon + 1);
+  char* endFirst = nullptr;
+  char* endLast = nullptr;
+  const long long a = std::strtoll(first.c_str(), &endFirst, 10);
+  const long long b = std::strtoll(last.c_str(), &endLast, 10);
+  if (first.empty() || last.empty() || *endFirst != '\0' || *endLast != '\0' || a < 0 || b < a)
+    return "expects FIRST:LAST, step numbers with LAST >= FIRST >= 0 (or one step), got '" + text +
+           "'";
+  o.zoomFirstStep = a;
+  o.zoomLastStep = b;
+  return "";
+}
+
 }  // namespace
 
 int parseOptions(int argc, const char* const* argv, AppOptions* out) {
@@ -114,6 +131,16 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
          },
          "show BEGIN_MS..END_MS from the trace's start")
       ->type_name("BEGIN_MS:END_MS");
+  app.add_option_function<std::string>(
+         "--zoom-steps",
+         [&o](const std::string& text) {
+           const std::string error = parseZoomSteps(text, o);
+           if (!error.empty()) throw CLI::ValidationError("--zoom-steps", error);
+         },
+         "show training steps FIRST..LAST: their engine phases, mark_step events and the "
+         "profiler's ProfilerStep#N")
+      ->type_name("FIRST:LAST");
+  app.add_option("--zoom-event", o.zoomEvent, "show the first event named NAME")->type_name("NAME");
   CLI::Option* diff =
       app.add_option("--diff", o.diff,
                      "two runs side by side, aligned by step and collective (group, seq), the "

@@ -2,7 +2,8 @@
 //   ringx-viewer [TRACE_DIR_OR_FILE...] [--attach HOST:PORT [--ranks 0-7 [--summary-others]]]
 //                [--token T] [--size WxH]
 //                [--frames N] [--seconds S] [--screenshot out.png] [--panel NAME]
-//                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS] [--search TEXT]
+//                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS | --zoom-steps A:B |
+//                --zoom-event NAME] [--search TEXT]
 //                [--follow-seconds S]
 //   ringx-viewer --diff A B [--diff-row K] [...]
 #pragma once
@@ -33,6 +34,10 @@ struct AppOptions {
   // screenshots and the benchmark's zoomed-in figure); negative: all of it.
   double zoomBeginMs = -1;
   double zoomEndMs = -1;
+  // Or zoom to what the trace holds: steps FIRST..LAST (event_search.h's stepsExtent), or the
+  // first event named zoomEvent; -1 / "": not asked.
+  int64_t zoomFirstStep = -1, zoomLastStep = -1;
+  std::string zoomEvent;
   // Put TEXT in the search box and go to its first match (after --zoom).
   std::string search;
   // Follow mode's window while attached (seconds); <= 0: the default.
