@@ -1,10 +1,14 @@
-// Statistics of what is selected: every span with the clicked event's name (or,
-// with a range dragged on the ruler, every span name inside the range) — count,
-// total, mean, p50/p99, bytes, bus bandwidth, and the same per rank.
+// Statistics of what is selected: every span with the clicked event's name (count, total, mean,
+// p50/p99, bytes, bus bandwidth, and the same per rank); else of the area (the tracks picked
+// with Shift, over the range dragged, analysis/area_stats.h), or of the whole trace when nothing
+// is selected, grouped by name, track, rank, group, bucket/unit, op or size class. The table
+// sorts on any column and copies as CSV or TSV.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "analysis/area_stats.h"
 #include "analysis/trace_analyses.h"
 #include "viewer/ui/view_state.h"
 
@@ -13,16 +17,28 @@ namespace ringx::viewer {
 class StatsPanel {
  public:
   void draw(const TraceStore& store, ViewState& view);
-  // What the last frame showed (tests).
+  // What the last frame showed (tests): a name's rows, or the area's.
   const std::vector<analysis::EventStats>& rows() const { return rows_; }
+  const std::vector<analysis::AreaRow>& areaRows() const { return areaRows_; }
+  analysis::AreaGroupBy groupBy() const { return groupBy_; }
+  void setGroupBy(analysis::AreaGroupBy by) { groupBy_ = by; }
+  // The area's table as the copy buttons put it on the clipboard.
+  std::string areaText(Delimiter delimiter) const;
 
  private:
+  void drawArea(const TraceStore& store, const ViewState& view);
+
   std::vector<analysis::EventStats> rows_;
-  // The rows are recomputed only when the selection or the store changes.
+  std::vector<analysis::AreaRow> areaRows_;
+  analysis::AreaGroupBy groupBy_ = analysis::AreaGroupBy::kName;
+  // The rows are recomputed only when the selection, the grouping or the store changes.
   uint64_t generation_ = ~0ull;
   uint32_t nameId_ = 0;
   bool hasRange_ = false;
   int64_t rangeBegin_ = 0, rangeEnd_ = 0;
+  std::vector<std::pair<int32_t, uint32_t>> areaTracks_;
+  analysis::AreaGroupBy computedBy_ = analysis::AreaGroupBy::kName;
+  bool computed_ = false;
 };
 
 }  // namespace ringx::viewer

@@ -29,6 +29,9 @@ constexpr ImU32 kRankHeader = IM_COL32(52, 56, 64, 255);
 constexpr ImU32 kTextColor = IM_COL32(220, 220, 220, 255);
 constexpr ImU32 kSelectedOutline = IM_COL32(255, 235, 59, 255);
 constexpr ImU32 kRangeFill = IM_COL32(255, 255, 255, 28);
+// An area's rows over its range: a warmer tint than the range's, and an outline.
+constexpr ImU32 kAreaFill = IM_COL32(255, 210, 90, 40);
+constexpr ImU32 kAreaOutline = IM_COL32(255, 210, 90, 160);
 constexpr ImU32 kCursorLine = IM_COL32(255, 255, 255, 110);
 constexpr size_t kMaxFlowsPerFrame = 20000;
 
@@ -104,6 +107,7 @@ void TimelinePanel::draw(const TraceStore& store, ViewState& view) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   rulerHovered_ = hovered && mouse.y < rulerY1_ && mouse.x >= plotX0_;
   rowsHovered_ = hovered && mouse.y >= rowsY0_ && mouse.x >= plotX0_;
+  rowsBandHovered_ = hovered && mouse.y >= rowsY0_;
   if (hovered && mouse.x >= plotX0_) {
     view.hasCursor = true;
     view.cursorTime = view.time.toTime(mouse.x, plotX0_, plotWidth_);
@@ -251,6 +255,7 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
     draw->PopClipRect();
   }
   drawBands(view, draw);
+  drawArea(view, draw);
   drawFlows(store, view, draw);
   drawSearchHit(store, view, draw);
   draw->PopClipRect();
@@ -680,6 +685,7 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
     if (ImGui::IsKeyDown('D')) view.time.pan(int64_t(double(view.time.span()) * dt));
   }
   if (!io.WantTextInput && !io.KeyCtrl) keyboardMoves(store, view);
+  if (areaInput(store, view)) return;
   // A press on the ruler starts a range; on the rows, a pan (or a click).
   if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
     dragDistance_ = 0;
@@ -711,7 +717,8 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
       const std::string& label = lanes_->groups()[size_t(hoveredAggregate_->group)].label;
       if (!view.expandedGroups.erase(label)) view.expandedGroups.insert(label);
     } else if (panning_ && dragDistance_ <= 2) {
-      // A click: select what is under the cursor (or clear the selection).
+      // A click: select what is under the cursor (or clear the selection), and end an area.
+      view.selection.areaTracks.clear();
       view.selection.event = hover_.folded ? EventRef{} : hovered_;
       view.selection.nameId = 0;
       if (hovered_.valid() && !hover_.folded) {
@@ -729,6 +736,100 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
   if (rowsHovered_ && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left) && hovered_.valid() &&
       hovered_.level >= 0)
     view.time.show(hover_.item.begin, hover_.item.end);
+}
+
+std::vector<std::pair<int32_t, uint32_t>> TimelinePanel::tracksBetween(const TraceStore& store,
+                                                                       float y0, float y1) const {
+  if (y1 < y0) std::swap(y0, y1);
+  std::vector<std::pair<int32_t, uint32_t>> out;
+  for (const Row& row : rows_) {
+    if (row.aggregate != Aggregate::kNone || row.y1 <= y0 || row.y0 > y1) continue;
+    if (row.track >= 0) {
+      out.emplace_back(row.rank, uint32_t(row.track));
+    } else if (const RankData* rank = store.findRank(row.rank)) {
+      for (uint32_t t = 0; t < rank->tracks.size(); ++t) out.emplace_back(row.rank, t);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool TimelinePanel::areaInput(const TraceStore& store, ViewState& view) {
+  ImGuiIO& io = ImGui::GetIO();
+  Selection& selection = view.selection;
+  if (io.KeyShift && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && rowsBandHovered_) {
+    areaDragging_ = true;
+    dragDistance_ = 0;
+    areaAnchorY_ = io.MousePos.y;
+    rangeAnchor_ = view.time.toTime(std::max(io.MousePos.x, plotX0_), plotX0_, plotWidth_);
+    return true;
+  }
+  if (!areaDragging_) return false;
+  if (ImGui::IsMouseDown(ImGuiMouseButton_Left)) {
+    dragDistance_ += std::fabs(io.MouseDelta.x) + std::fabs(io.MouseDelta.y);
+    if (dragDistance_ > 2) {
+      const int64_t t = view.time.toTime(std::max(io.MousePos.x, plotX0_), plotX0_, plotWidth_);
+      selection.areaTracks = tracksBetween(store, areaAnchorY_, io.MousePos.y);
+      selection.hasRange = t != rangeAnchor_;
+      selection.rangeBegin = std::min(rangeAnchor_, t);
+      selection.rangeEnd = std::max(rangeAnchor_, t);
+      selection.event = EventRef{};
+      selection.nameId = 0;
+    }
+    return true;
+  }
+  // Released without moving: a Shift+click, which on a rank's header adds (or removes) every
+  // track of that rank.
+  areaDragging_ = false;
+  if (dragDistance_ > 2) return true;
+  for (const Row& row : rows_) {
+    if (row.track >= 0 || row.aggregate != Aggregate::kNone || io.MousePos.y < row.y0 ||
+        io.MousePos.y >= row.y1) {
+      continue;
+    }
+    const auto tracks = tracksBetween(store, row.y0, row.y0);
+    auto& area = selection.areaTracks;
+    const bool all = std::all_of(tracks.begin(), tracks.end(), [&](const auto& t) {
+      return std::binary_search(area.begin(), area.end(), t);
+    });
+    if (all) {
+      area.erase(std::remove_if(area.begin(), area.end(),
+                                [&](const auto& t) {
+                                  return std::binary_search(tracks.begin(), tracks.end(), t);
+                                }),
+                 area.end());
+    } else {
+      area.insert(area.end(), tracks.begin(), tracks.end());
+      std::sort(area.begin(), area.end());
+      area.erase(std::unique(area.begin(), area.end()), area.end());
+    }
+    selection.event = EventRef{};
+    selection.nameId = 0;
+  }
+  return true;
+}
+
+void TimelinePanel::drawArea(const ViewState& view, ImDrawList* draw) {
+  const Selection& selection = view.selection;
+  if (selection.areaTracks.empty()) return;
+  const float a = selection.hasRange
+                      ? std::max(view.time.toX(selection.rangeBegin, plotX0_, plotWidth_), plotX0_)
+                      : plotX0_;
+  const float b =
+      selection.hasRange
+          ? std::min(view.time.toX(selection.rangeEnd, plotX0_, plotWidth_), plotX0_ + plotWidth_)
+          : plotX0_ + plotWidth_;
+  if (b <= a) return;
+  for (const Row& row : rows_) {
+    if (row.track < 0 || row.aggregate != Aggregate::kNone) continue;
+    if (!std::binary_search(selection.areaTracks.begin(), selection.areaTracks.end(),
+                            std::make_pair(row.rank, uint32_t(row.track)))) {
+      continue;
+    }
+    draw->AddRectFilled(ImVec2(a, row.y0), ImVec2(b, row.y1), kAreaFill);
+    draw->AddRect(ImVec2(a, row.y0), ImVec2(b, row.y1), kAreaOutline);
+  }
 }
 
 void TimelinePanel::keyboardMoves(const TraceStore& store, ViewState& view) {

@@ -16,8 +16,9 @@
 // cursor, a left drag pans time and scrolls the rows, W/S zoom and A/D pan, a click selects the
 // event under the cursor, a double click zooms to it, a drag on the ruler selects a time range,
 // "." and "," step through the selected event's track, F focuses the selection and M marks the
-// selected event's time as the range. Hovering shows every argument plus derived values
-// (duration, bus bandwidth, queue wait).
+// selected event's time as the range; Shift+drag over the rows selects an area (those rows'
+// tracks over the dragged time) and Shift+click on a rank's header adds or removes its tracks.
+// Hovering shows every argument plus derived values (duration, bus bandwidth, queue wait).
 #pragma once
 
 #include <imgui.h>
@@ -116,6 +117,12 @@ class TimelinePanel {
   void handleInput(const TraceStore& store, ViewState& view);
   // ".", ",", F, M (keys.h).
   void keyboardMoves(const TraceStore& store, ViewState& view);
+  // Shift+drag over the rows, Shift+click on a rank's header: the area (Selection::areaTracks).
+  bool areaInput(const TraceStore& store, ViewState& view);
+  // The tracks of the rows between two heights (a rank's header row: all of its tracks).
+  std::vector<std::pair<int32_t, uint32_t>> tracksBetween(const TraceStore& store, float y0,
+                                                          float y1) const;
+  void drawArea(const ViewState& view, ImDrawList* draw);
   void tooltip(const TraceStore& store) const;
   void aggregateTooltip(const TraceStore& store) const;
 
@@ -144,6 +151,9 @@ class TimelinePanel {
   // Drag state: panning (from the rows) or selecting a range (from the ruler).
   bool panning_ = false;
   bool rangeDragging_ = false;
+  bool areaDragging_ = false;  // Shift+drag over the rows
+  float areaAnchorY_ = 0;
+  bool rowsBandHovered_ = false;  // over the rows, the label column included
   float dragDistance_ = 0;
   int64_t rangeAnchor_ = 0;
   float scrollY_ = 0;

@@ -90,9 +90,13 @@ struct EventRef {
 struct Selection {
   EventRef event;         // clicked event
   uint32_t nameId = 0;    // its name: the statistics panel shows every event of this name
-  bool hasRange = false;  // a range dragged on the ruler
+  bool hasRange = false;  // a range dragged on the ruler (or over the rows, with Shift)
   int64_t rangeBegin = 0;
   int64_t rangeEnd = 0;
+  // An area: these tracks, (rank, index in RankData::tracks), over the range (all of the time
+  // without one). Shift+drag over the rows picks the rows' tracks; Shift+click on a rank's
+  // header adds or removes all of its tracks. Empty: no area (every track).
+  std::vector<std::pair<int32_t, uint32_t>> areaTracks;
 };
 
 // Panels below the timeline; kAllPanels is the tab order. --panel NAME picks one.

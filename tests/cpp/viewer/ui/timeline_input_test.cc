@@ -210,10 +210,63 @@ TEST_F(TimelineInput, DraggingOnTheRulerSelectsARangeAndItsStatistics) {
   EXPECT_NEAR(double(view.selection.rangeEnd), 20.0 * kMs, 2 * px);
   frame();
   // Every span name of the range, most total time first.
-  ASSERT_FALSE(ui.stats().rows().empty());
+  ASSERT_FALSE(ui.stats().areaRows().empty());
   bool sawAllreduce = false;
-  for (const auto& s : ui.stats().rows()) sawAllreduce |= s.name == "allreduce";
+  for (const auto& s : ui.stats().areaRows()) sawAllreduce |= s.key == "allreduce";
   EXPECT_TRUE(sawAllreduce);
+  for (size_t i = 1; i < ui.stats().areaRows().size(); ++i)
+    EXPECT_GE(ui.stats().areaRows()[i - 1].totalNs, ui.stats().areaRows()[i].totalNs);
+}
+
+// Shift+drag over rows selects an area: those rows' tracks over the dragged time. Rank 1's
+// comm:world row from 10 to 20 ms holds its two allreduces of iteration 1 (1 and 2 ms). A
+// Shift+click on rank 0's header adds all of rank 0's tracks; a second takes them away. The
+// panel groups the area by rank, and copies it as CSV.
+TEST_F(TimelineInput, ShiftDragSelectsAnAreaAndItsStatisticsGroupAndCopy) {
+  const auto* comm1 = timeline().findRow(store, 1, "comm:world");
+  ASSERT_NE(comm1, nullptr);
+  const float y = (comm1->y0 + comm1->y1) / 2;
+  ImGui::GetIO().KeyShift = true;
+  gui.mouse(xOf(10 * kMs), y);
+  frame();
+  gui.button(true);
+  frame();
+  gui.mouse(xOf(20 * kMs), y);
+  frame();
+  gui.button(false);
+  frame();
+  ImGui::GetIO().KeyShift = false;
+  frame();
+  const RankData& r1 = *store.findRank(1);
+  ASSERT_EQ(view.selection.areaTracks.size(), 1u);
+  EXPECT_EQ(view.selection.areaTracks[0].first, 1);
+  EXPECT_EQ(store.str(r1.tracks[view.selection.areaTracks[0].second].name), "comm:world");
+  ASSERT_EQ(ui.stats().areaRows().size(), 1u);
+  EXPECT_EQ(ui.stats().areaRows()[0].key, "allreduce");
+  EXPECT_EQ(ui.stats().areaRows()[0].count, 2u);
+  EXPECT_EQ(ui.stats().areaRows()[0].totalNs, 3 * kMs);
+  EXPECT_EQ(ui.stats().areaRows()[0].selfNs, 3 * kMs);  // nothing nested in them
+
+  // Rank 0's header, Shift+clicked: all its tracks join the area, and leave it again.
+  const TimelinePanel::Row* header = nullptr;
+  for (const auto& row : timeline().rows())
+    if (row.rank == 0 && row.track < 0) header = &row;
+  ASSERT_NE(header, nullptr);
+  const float hy = (header->y0 + header->y1) / 2;
+  ImGui::GetIO().KeyShift = true;
+  click(timeline().plotX0() / 2, hy);
+  ImGui::GetIO().KeyShift = false;
+  EXPECT_EQ(view.selection.areaTracks.size(), 1 + store.findRank(0)->tracks.size());
+  ui.stats().setGroupBy(analysis::AreaGroupBy::kRank);
+  frame();
+  ASSERT_EQ(ui.stats().areaRows().size(), 2u);
+  const std::string csv = ui.stats().areaText(Delimiter::kCsv);
+  EXPECT_EQ(csv.rfind("rank,count,failed,total_ns,self_ns,", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\nrank 1,2,0,3000000,3000000,"), std::string::npos) << csv;
+  ImGui::GetIO().KeyShift = true;
+  click(timeline().plotX0() / 2, hy);
+  ImGui::GetIO().KeyShift = false;
+  EXPECT_EQ(view.selection.areaTracks.size(), 1u);
 }
 
 TEST_F(TimelineInput, AKnownEventIsDrawnInItsCategoryColourInsideItsRow) {
