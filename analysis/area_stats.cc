@@ -2,6 +2,7 @@
 #include "analysis/area_stats.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -183,6 +184,78 @@ std::vector<AreaRow> areaStats(const TraceStore& store, const Area& area, AreaGr
     return a.totalNs != b.totalNs ? a.totalNs > b.totalNs : a.key < b.key;
   });
   return rows;
+}
+
+namespace {
+
+// f(rank, track index, level, index, span) for the spans named `nameId` (0: all) in the area.
+template <typename F>
+void forAreaSpans(const TraceStore& store, const Area& area, uint32_t nameId, F&& f) {
+  std::set<std::pair<int32_t, uint32_t>> chosen(area.tracks.begin(), area.tracks.end());
+  for (const RankData& rank : store.ranks()) {
+    for (uint32_t t = 0; t < rank.tracks.size(); ++t) {
+      if (!chosen.empty() && !chosen.count({rank.rank, t})) continue;
+      const Track& track = rank.tracks[t];
+      for (uint32_t l = 0; l < track.levels.size(); ++l) {
+        forOverlapping(track.levels[l], area.t0, area.t1, [&](const Span& s, uint32_t index) {
+          if (nameId == 0 || s.name == nameId) f(rank, t, l, index, s);
+        });
+      }
+    }
+  }
+}
+
+}  // namespace
+
+DurationHistogram durationHistogram(const TraceStore& store, const Area& area, uint32_t nameId,
+                                    int binsPerDecade) {
+  DurationHistogram h;
+  forAreaSpans(store, area, nameId,
+               [&](const RankData&, uint32_t, uint32_t, uint32_t, const Span& s) {
+                 const int64_t d = std::max<int64_t>(s.duration(), 1);
+                 h.minNs = h.spans == 0 ? d : std::min(h.minNs, d);
+                 h.maxNs = h.spans == 0 ? d : std::max(h.maxNs, d);
+                 ++h.spans;
+               });
+  if (h.spans == 0) return h;
+  // Bin edges at 10^(k / binsPerDecade) ns, from the one at or below the shortest.
+  const double step = 1.0 / std::max(binsPerDecade, 1);
+  const double first = std::floor(std::log10(double(h.minNs)) / step) * step;
+  for (double e = first;; e += step) {
+    DurationBin bin;
+    bin.lowNs = std::llround(std::pow(10.0, e));
+    bin.highNs = std::llround(std::pow(10.0, e + step));
+    if (bin.highNs <= bin.lowNs) bin.highNs = bin.lowNs + 1;
+    if (!h.bins.empty()) bin.lowNs = h.bins.back().highNs;
+    h.bins.push_back(bin);
+    if (bin.highNs > h.maxNs) break;
+  }
+  forAreaSpans(
+      store, area, nameId, [&](const RankData&, uint32_t, uint32_t, uint32_t, const Span& s) {
+        const int64_t d = std::max<int64_t>(s.duration(), 1);
+        auto it = std::upper_bound(h.bins.begin(), h.bins.end(), d,
+                                   [](int64_t v, const DurationBin& b) { return v < b.highNs; });
+        if (it == h.bins.end()) --it;
+        ++it->count;
+      });
+  return h;
+}
+
+std::vector<SpanRef> spansWithDuration(const TraceStore& store, const Area& area, uint32_t nameId,
+                                       int64_t lowNs, int64_t highNs, size_t limit) {
+  std::vector<std::pair<int64_t, SpanRef>> found;
+  forAreaSpans(store, area, nameId,
+               [&](const RankData& rank, uint32_t t, uint32_t l, uint32_t index, const Span& s) {
+                 const int64_t d = std::max<int64_t>(s.duration(), 1);
+                 if (d >= lowNs && d < highNs) {
+                   found.emplace_back(d, SpanRef{rank.rank, t, l, index});
+                 }
+               });
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<SpanRef> out;
+  for (size_t i = 0; i < found.size() && i < limit; ++i) out.push_back(found[i].second);
+  return out;
 }
 
 void writeAreaTable(const std::vector<AreaRow>& rows, AreaGroupBy by, std::ostream& out,

@@ -45,6 +45,24 @@ struct AreaRow {
 // Rows by total time, largest first (ties by key).
 std::vector<AreaRow> areaStats(const TraceStore& store, const Area& area, AreaGroupBy by);
 
+// Durations on a log scale, as Tracy's find-zone histogram shows them: `binsPerDecade` bins per
+// factor of ten, from the shortest span to the longest, over the spans named `nameId` (0: every
+// span) in the area. A bin is [lowNs, highNs); the last one's high end is past the longest.
+struct DurationBin {
+  int64_t lowNs = 0, highNs = 0;
+  uint64_t count = 0;
+};
+struct DurationHistogram {
+  std::vector<DurationBin> bins;  // empty: no span
+  uint64_t spans = 0;
+  int64_t minNs = 0, maxNs = 0;
+};
+DurationHistogram durationHistogram(const TraceStore& store, const Area& area, uint32_t nameId,
+                                    int binsPerDecade = 10);
+// The spans of a histogram's bin [lowNs, highNs), the longest first, at most `limit`.
+std::vector<SpanRef> spansWithDuration(const TraceStore& store, const Area& area, uint32_t nameId,
+                                       int64_t lowNs, int64_t highNs, size_t limit);
+
 // The rows as delimited text, a header first (times in ns): what the panel copies.
 void writeAreaTable(const std::vector<AreaRow>& rows, AreaGroupBy by, std::ostream& out,
                     Delimiter delimiter);

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "viewer/ui/style.h"
+
 namespace ringx::viewer {
 
 void SearchBar::request(std::string_view text) {
@@ -77,7 +79,65 @@ void SearchBar::draw(const TraceStore& store, ViewState& view) {
       ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.4f, 1.0f), "%s", status.c_str());
     else
       ImGui::TextUnformatted(status.c_str());
+    ImGui::SameLine();
+    if (ImGui::SmallButton(listOpen_ ? "hide list" : "list")) listOpen_ = !listOpen_;
   }
+  if (listOpen_) drawList(store, view);
+}
+
+void SearchBar::goTo(const TraceStore& store, ViewState& view, int64_t k) {
+  search_.finish(store);
+  relocate(view);
+  if (k < 0 || k >= int64_t(search_.matches().size())) return;
+  current_ = k;
+  show(store, view);
+}
+
+void SearchBar::drawList(const TraceStore& store, ViewState& view) {
+  ImGui::SetNextWindowSize(ImVec2(640, 360), ImGuiCond_FirstUseEver);
+  if (!ImGui::Begin("Search results", &listOpen_)) {
+    ImGui::End();
+    return;
+  }
+  ImGui::Text("%s for \"%s\"", statusText().c_str(), buffer_);
+  const auto& matches = search_.matches();
+  if (ImGui::BeginTable(
+          "##results", 5,
+          ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable)) {
+    ImGui::TableSetupScrollFreeze(0, 1);
+    for (const char* h : {"at", "duration", "rank", "track", "name"}) ImGui::TableSetupColumn(h);
+    ImGui::TableHeadersRow();
+    ImGuiListClipper clipper;
+    clipper.Begin(int(matches.size()));
+    while (clipper.Step()) {
+      for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+        const SearchMatch& m = matches[size_t(i)];
+        const RankData* rank = store.findRank(m.rank);
+        if (rank == nullptr || m.track >= int32_t(rank->tracks.size())) continue;
+        const Track& track = rank->tracks[size_t(m.track)];
+        const uint32_t name = m.level >= 0 ? track.levels[size_t(m.level)][m.index].name
+                                           : track.instants[m.index].name;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::PushID(i);
+        if (ImGui::Selectable(formatNs(m.begin - store.beginNs()).c_str(), i == current_,
+                              ImGuiSelectableFlags_SpanAllColumns)) {
+          goTo(store, view, i);
+        }
+        ImGui::PopID();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(formatNs(m.end - m.begin).c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%d", m.rank);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(std::string(store.str(track.name)).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(std::string(store.str(name)).c_str());
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::End();
 }
 
 void SearchBar::step(const TraceStore& store, ViewState& view, int direction) {

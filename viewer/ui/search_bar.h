@@ -7,7 +7,8 @@
 // between a twentieth and a third of the view (visible, not folded, with its
 // neighbours around it), scrolls its rank's rows into view, selects it and has
 // the timeline outline it. The first step goes to the first match at or after
-// the view's left edge (or, backwards, the last before its right edge).
+// the view's left edge (or, backwards, the last before its right edge). "list" opens every
+// match in a window, in time order, to go to any of them with a click.
 //
 // The scan runs a bounded number of events per frame while the user types; a
 // step asked for before it is done finishes it first.
@@ -39,6 +40,12 @@ class SearchBar {
   // Puts `text` in the box and goes to its first match in the next draw (--search).
   void request(std::string_view text);
 
+  // The results list (a window of every match, in time order; a click goes to it).
+  bool listOpen() const { return listOpen_; }
+  void setListOpen(bool open) { listOpen_ = open; }
+  // Goes to match k of search().matches(), as a step would.
+  void goTo(const TraceStore& store, ViewState& view, int64_t k);
+
   void next(const TraceStore& store, ViewState& view) { step(store, view, +1); }
   void previous(const TraceStore& store, ViewState& view) { step(store, view, -1); }
 
@@ -52,12 +59,14 @@ class SearchBar {
   void step(const TraceStore& store, ViewState& view, int direction);
   void show(const TraceStore& store, ViewState& view) const;
   void relocate(ViewState& view);
+  void drawList(const TraceStore& store, ViewState& view);
 
   char buffer_[256] = {};
   EventSearch search_;
   uint64_t seenRestarts_ = 0;
   int64_t current_ = -1;
   bool focusBox_ = false;
+  bool listOpen_ = false;
   bool pendingNext_ = false;
 };
 

@@ -37,9 +37,14 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
     const int64_t t1 = sel.hasRange ? sel.rangeEnd : std::numeric_limits<int64_t>::max();
     rows_.clear();
     areaRows_.clear();
+    histogram_ = {};
+    chosenBin_ = -1;
+    binEvents_.clear();
+    view.highlighted.clear();
     if (sel.nameId != 0) {
       analysis::EventStats s = analysis::statsForName(store, sel.nameId, t0, t1);
       if (s.count) rows_.push_back(std::move(s));
+      histogram_ = analysis::durationHistogram(store, selectedArea(view), sel.nameId);
     } else {
       analysis::Area area;
       area.tracks = sel.areaTracks;
@@ -91,6 +96,103 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
         s.busbwGBps);
     for (const analysis::RankEventStats& r : s.perRank)
       row("", std::to_string(r.rank), r.count, r.totalNs, r.meanNs, -1, -1, -1, 0, r.busbwGBps);
+  }
+  ImGui::EndTable();
+  drawHistogram(store, view);
+}
+
+analysis::Area StatsPanel::selectedArea(const ViewState& view) const {
+  analysis::Area area;
+  area.tracks = view.selection.areaTracks;
+  if (view.selection.hasRange) {
+    area.t0 = view.selection.rangeBegin;
+    area.t1 = view.selection.rangeEnd;
+  }
+  return area;
+}
+
+void StatsPanel::chooseBin(const TraceStore& store, ViewState& view, int bin) {
+  chosenBin_ = bin >= 0 && bin < int(histogram_.bins.size()) && bin != chosenBin_ ? bin : -1;
+  binEvents_.clear();
+  view.highlighted.clear();
+  if (chosenBin_ < 0) return;
+  const analysis::DurationBin& b = histogram_.bins[size_t(chosenBin_)];
+  binEvents_ = analysis::spansWithDuration(store, selectedArea(view), view.selection.nameId,
+                                           b.lowNs, b.highNs, kBinEventsShown);
+  for (const analysis::SpanRef& r : binEvents_)
+    view.highlighted.push_back(
+        EventRef{r.rank, int32_t(r.track), int32_t(r.level), int64_t(r.index)});
+}
+
+void StatsPanel::drawHistogram(const TraceStore& store, ViewState& view) {
+  if (histogram_.bins.empty()) return;
+  ImGui::Text("durations, log scale: %s to %s; click a bar for its events",
+              formatNs(histogram_.minNs).c_str(), formatNs(histogram_.maxNs).c_str());
+  uint64_t most = 1;
+  for (const analysis::DurationBin& b : histogram_.bins) most = std::max(most, b.count);
+  const float height = 90, width = std::max(ImGui::GetContentRegionAvail().x * 0.6f, 200.0f);
+  const float barWidth = width / float(histogram_.bins.size());
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  for (size_t i = 0; i < histogram_.bins.size(); ++i) {
+    const analysis::DurationBin& b = histogram_.bins[i];
+    const float x0 = origin.x + float(i) * barWidth;
+    ImGui::SetCursorScreenPos(ImVec2(x0, origin.y));
+    ImGui::PushID(int(i));
+    if (ImGui::InvisibleButton("##bin", ImVec2(std::max(barWidth - 1, 1.0f), height))) {
+      chooseBin(store, view, int(i));
+    }
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s .. %s: %llu events", formatNs(b.lowNs).c_str(),
+                        formatNs(b.highNs).c_str(), static_cast<unsigned long long>(b.count));
+    }
+    ImGui::PopID();
+    const float h = b.count == 0 ? 0 : std::max(2.0f, height * float(b.count) / float(most));
+    const ImU32 color =
+        int(i) == chosenBin_ ? IM_COL32(255, 236, 64, 255) : IM_COL32(110, 170, 255, 255);
+    draw->AddRectFilled(ImVec2(x0, origin.y + height - h),
+                        ImVec2(x0 + std::max(barWidth - 1, 1.0f), origin.y + height), color);
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + height + 4));
+  if (chosenBin_ < 0) return;
+  const analysis::DurationBin& b = histogram_.bins[size_t(chosenBin_)];
+  ImGui::Text("%llu events of %s .. %s, longest first%s (outlined on the timeline)",
+              static_cast<unsigned long long>(b.count), formatNs(b.lowNs).c_str(),
+              formatNs(b.highNs).c_str(),
+              b.count > binEvents_.size() ? strCat(", the first ", binEvents_.size()).c_str() : "");
+  if (!ImGui::BeginTable("##binEvents", 4,
+                         ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Borders,
+                         ImVec2(0, 160))) {
+    return;
+  }
+  for (const char* h : {"duration", "rank", "track", "at"}) ImGui::TableSetupColumn(h);
+  ImGui::TableHeadersRow();
+  ImGuiListClipper clipper;
+  clipper.Begin(int(binEvents_.size()));
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const analysis::SpanRef& r = binEvents_[size_t(i)];
+      const RankData* rank = store.findRank(r.rank);
+      if (rank == nullptr) continue;
+      const Track& track = rank->tracks[r.track];
+      const Span& s = track.levels[r.level][r.index];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::PushID(i);
+      if (ImGui::Selectable(formatNs(s.duration()).c_str(), false,
+                            ImGuiSelectableFlags_SpanAllColumns)) {
+        view.time.show(s.begin, s.end, 0.5);
+        view.selection.event =
+            EventRef{r.rank, int32_t(r.track), int32_t(r.level), int64_t(r.index)};
+      }
+      ImGui::PopID();
+      ImGui::TableNextColumn();
+      ImGui::Text("%d", r.rank);
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(std::string(store.str(track.name)).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(formatNs(s.begin - store.beginNs()).c_str());
+    }
   }
   ImGui::EndTable();
 }

@@ -2,7 +2,9 @@
 // p50/p99, bytes, bus bandwidth, and the same per rank); else of the area (the tracks picked
 // with Shift, over the range dragged, analysis/area_stats.h), or of the whole trace when nothing
 // is selected, grouped by name, track, rank, group, bucket/unit, op or size class. The table
-// sorts on any column and copies as CSV or TSV.
+// sorts on any column and copies as CSV or TSV. A selected name's durations show as a log-scale
+// histogram (Tracy's find-zone): a click on a bin outlines its events on the timeline and lists
+// them, longest first, each a click away.
 #pragma once
 
 #include <string>
@@ -24,9 +26,19 @@ class StatsPanel {
   void setGroupBy(analysis::AreaGroupBy by) { groupBy_ = by; }
   // The area's table as the copy buttons put it on the clipboard.
   std::string areaText(Delimiter delimiter) const;
+  // With an event's name selected: its durations on a log scale (area_stats.h), and the bin
+  // chosen (-1: none), whose events the timeline outlines and the panel lists, longest first.
+  const analysis::DurationHistogram& histogram() const { return histogram_; }
+  int chosenBin() const { return chosenBin_; }
+  void chooseBin(const TraceStore& store, ViewState& view, int bin);
+  const std::vector<analysis::SpanRef>& binEvents() const { return binEvents_; }
+  // Events of a bin outlined and listed at most.
+  static constexpr size_t kBinEventsShown = 2000;
 
  private:
   void drawArea(const TraceStore& store, const ViewState& view);
+  void drawHistogram(const TraceStore& store, ViewState& view);
+  analysis::Area selectedArea(const ViewState& view) const;
 
   std::vector<analysis::EventStats> rows_;
   std::vector<analysis::AreaRow> areaRows_;
@@ -39,6 +51,9 @@ class StatsPanel {
   std::vector<std::pair<int32_t, uint32_t>> areaTracks_;
   analysis::AreaGroupBy computedBy_ = analysis::AreaGroupBy::kName;
   bool computed_ = false;
+  analysis::DurationHistogram histogram_;
+  int chosenBin_ = -1;
+  std::vector<analysis::SpanRef> binEvents_;
 };
 
 }  // namespace ringx::viewer

@@ -256,6 +256,7 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   }
   drawBands(view, draw);
   drawArea(view, draw);
+  drawHighlighted(store, view, draw);
   drawFlows(store, view, draw);
   drawSearchHit(store, view, draw);
   draw->PopClipRect();
@@ -829,6 +830,37 @@ void TimelinePanel::drawArea(const ViewState& view, ImDrawList* draw) {
     }
     draw->AddRectFilled(ImVec2(a, row.y0), ImVec2(b, row.y1), kAreaFill);
     draw->AddRect(ImVec2(a, row.y0), ImVec2(b, row.y1), kAreaOutline);
+  }
+}
+
+void TimelinePanel::drawHighlighted(const TraceStore& store, const ViewState& view,
+                                    ImDrawList* draw) {
+  highlightsDrawn_ = 0;
+  if (view.highlighted.empty()) return;
+  // The rows by (rank, track, level), once per frame.
+  std::map<std::tuple<int32_t, int32_t, int32_t>, const Row*> rowOf;
+  for (const Row& row : rows_)
+    if (row.track >= 0 && row.aggregate == Aggregate::kNone)
+      rowOf[{row.rank, row.track, row.level}] = &row;
+  for (const EventRef& e : view.highlighted) {
+    if (e.level < 0) continue;
+    auto row =
+        rowOf.find({e.rank, e.track, std::min(e.level, view.settings.maxLevelsPerTrack - 1)});
+    if (row == rowOf.end()) continue;
+    const RankData* rank = store.findRank(e.rank);
+    const Track& track = rank->tracks[size_t(e.track)];
+    if (e.level >= int32_t(track.levels.size()) ||
+        e.index >= int64_t(track.levels[size_t(e.level)].size())) {
+      continue;
+    }
+    const Span& s = track.levels[size_t(e.level)][size_t(e.index)];
+    if (s.end < view.time.t0 || s.begin > view.time.t1) continue;
+    const float x0 = std::max(view.time.toX(s.begin, plotX0_, plotWidth_), plotX0_ - 2);
+    const float x1 = std::min(std::max(view.time.toX(s.end, plotX0_, plotWidth_), x0 + 2),
+                              plotX0_ + plotWidth_ + 2);
+    draw->AddRect(ImVec2(x0 - 1, row->second->y0), ImVec2(x1 + 1, row->second->y1), kHighlightColor,
+                  0, 0, 2.0f);
+    ++highlightsDrawn_;
   }
 }
 

@@ -89,6 +89,9 @@ class TimelinePanel {
   float searchHitY() const { return searchHitY_; }
   // ViewState::bands drawn in the last frame (on screen, over a rank's rows or its lane).
   size_t bandsDrawn() const { return bandsDrawn_; }
+  // ViewState::highlighted outlined in the last frame (those in view).
+  size_t highlightsDrawn() const { return highlightsDrawn_; }
+  static constexpr ImU32 kHighlightColor = IM_COL32(255, 236, 64, 255);
   // A band's tint: its colour at this alpha, under its solid outline.
   static constexpr int kBandFillAlpha = 48;
 
@@ -123,6 +126,7 @@ class TimelinePanel {
   std::vector<std::pair<int32_t, uint32_t>> tracksBetween(const TraceStore& store, float y0,
                                                           float y1) const;
   void drawArea(const ViewState& view, ImDrawList* draw);
+  void drawHighlighted(const TraceStore& store, const ViewState& view, ImDrawList* draw);
   void tooltip(const TraceStore& store) const;
   void aggregateTooltip(const TraceStore& store) const;
 
@@ -146,6 +150,7 @@ class TimelinePanel {
   bool searchHitDrawn_ = false;
   float searchHitX_ = 0, searchHitY_ = 0;
   size_t bandsDrawn_ = 0;
+  size_t highlightsDrawn_ = 0;
   bool rowsHovered_ = false;
   bool rulerHovered_ = false;
   // Drag state: panning (from the rows) or selecting a range (from the ruler).

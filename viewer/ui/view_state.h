@@ -134,6 +134,8 @@ struct ViewState {
   std::set<std::string> expandedGroups;
   // Drawn over the timeline's rows (the What-if panel's critical path; empty: none).
   std::vector<RankBand> bands;
+  // Events outlined on the timeline (a duration histogram's chosen bin; empty: none).
+  std::vector<EventRef> highlighted;
 };
 
 }  // namespace ringx::viewer

@@ -95,5 +95,36 @@ TEST(AreaStats, SomeTracksOverARangeGroupedEveryWay) {
             "comm:world\t1\t0\t20\t20\t20\t20\t20\t20\t1000\t50\n");
 }
 
+// Durations 1, 5, 9, 10, 11, 100 and 1000 ns of "op", one decade per bin: [1, 10) holds 3,
+// [10, 100) 2, [100, 1000) 1, [1000, 10000) 1; bin [10, 100)'s events longest first are 11, 10.
+TEST(DurationHistogram, LogBinsCountEachSpanOnceAndListABinsLongestFirst) {
+  model::TraceStore store;
+  int64_t at = 0;
+  for (int64_t d : {5, 1000, 9, 10, 1, 100, 11}) {
+    addSpan(store, 0, "t", "user", "op", at, at + d);
+    at += 2000;
+  }
+  addSpan(store, 0, "t", "user", "other", at, at + 50);
+  store.finalize();
+  const uint32_t op = store.strings().find("op");
+  const DurationHistogram h = durationHistogram(store, Area{}, op, 1);
+  ASSERT_EQ(h.bins.size(), 4u);
+  EXPECT_EQ(h.spans, 7u);
+  EXPECT_EQ(h.minNs, 1);
+  EXPECT_EQ(h.maxNs, 1000);
+  const uint64_t counts[] = {3, 2, 1, 1};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(h.bins[i].count, counts[i]) << i;
+    EXPECT_EQ(h.bins[i].highNs, h.bins[i].lowNs * 10) << i;
+  }
+  const std::vector<SpanRef> tens = spansWithDuration(store, Area{}, op, 10, 100, 10);
+  ASSERT_EQ(tens.size(), 2u);
+  const model::RankData& r = *store.findRank(0);
+  EXPECT_EQ(r.tracks[tens[0].track].levels[tens[0].level][tens[0].index].duration(), 11);
+  EXPECT_EQ(r.tracks[tens[1].track].levels[tens[1].level][tens[1].index].duration(), 10);
+  // Every span when no name is given: "other" (50 ns) lands in [10, 100).
+  EXPECT_EQ(durationHistogram(store, Area{}, 0, 1).bins[1].count, 3u);
+}
+
 }  // namespace
 }  // namespace ringx::analysis

@@ -169,6 +169,50 @@ TEST_F(TimelineInput, KeysStepThroughATrackFocusMarkAndListThemselves) {
   EXPECT_FALSE(ui.keyHelpOpen());
 }
 
+// A selected name's durations as a histogram: choosing a bin outlines its events on the
+// timeline and lists them longest first. The sample's allreduces are 1 ms (bucket 0) and 2 ms
+// (bucket 1), 8 of each over both ranks.
+TEST_F(TimelineInput, ABinOfTheDurationHistogramOutlinesAndListsItsEvents) {
+  const auto* row = timeline().findRow(store, 1, "comm:world");
+  ASSERT_NE(row, nullptr);
+  click(xOf(16 * kMs + kMs / 2 + kMs), (row->y0 + row->y1) / 2);
+  ASSERT_EQ(store.str(view.selection.nameId), "allreduce");
+  const analysis::DurationHistogram& h = ui.stats().histogram();
+  ASSERT_FALSE(h.bins.empty());
+  EXPECT_EQ(h.spans, 16u);
+  EXPECT_EQ(h.minNs, kMs);
+  EXPECT_EQ(h.maxNs, 2 * kMs);
+  int twoMs = -1;
+  for (size_t i = 0; i < h.bins.size(); ++i)
+    if (h.bins[i].lowNs <= 2 * kMs && 2 * kMs < h.bins[i].highNs) twoMs = int(i);
+  ASSERT_GE(twoMs, 0);
+  EXPECT_EQ(h.bins[size_t(twoMs)].count, 8u);
+  ui.stats().chooseBin(store, view, twoMs);
+  EXPECT_EQ(view.highlighted.size(), 8u);
+  EXPECT_EQ(ui.stats().binEvents().size(), 8u);
+  view.time.show(store.beginNs(), store.endNs(), 0.0);
+  frame();
+  EXPECT_EQ(timeline().highlightsDrawn(), 8u);
+  ui.stats().chooseBin(store, view, twoMs);  // again: none chosen
+  EXPECT_TRUE(view.highlighted.empty());
+}
+
+// The search's results list: every match, and a click (goTo) goes to one.
+TEST_F(TimelineInput, TheSearchResultsListGoesToAMatch) {
+  ui.search().request("allreduce");
+  frame();
+  frame();
+  ASSERT_EQ(ui.search().search().matches().size(), 16u);
+  ui.search().setListOpen(true);
+  frame();
+  ui.search().goTo(store, view, 5);
+  const auto& m = ui.search().search().matches()[5];
+  EXPECT_EQ(view.searchHit.rank, m.rank);
+  EXPECT_EQ(view.searchHit.index, int64_t(m.index));
+  EXPECT_EQ(ui.search().current(), 5);
+  EXPECT_TRUE(ui.search().listOpen());
+}
+
 TEST_F(TimelineInput, ClickingEmptySpaceClearsTheSelection) {
   const auto* row = timeline().findRow(store, 0, "comm:world");
   click(xOf(16 * kMs + kMs), (row->y0 + row->y1) / 2);
