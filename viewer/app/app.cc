@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "trace/model/event_search.h"
 #include "trace/model/loader.h"
+#include "viewer/ui/workspace.h"
 
 namespace ringx::viewer {
 // The viewer draws the trace model (trace/model/); its names are used unqualified here.
@@ -88,6 +89,7 @@ void App::showLoaded() {
   for (const auto& w : store_->warnings())
     std::fprintf(stderr, "ringx-viewer: warning: %s\n", w.c_str());
   resetView();
+  openWorkspace(options_.inputs);
   if (options_.zoomBeginMs >= 0) {
     view_.time.t0 = store_->beginNs() + int64_t(options_.zoomBeginMs * 1e6);
     view_.time.t1 = store_->beginNs() + int64_t(options_.zoomEndMs * 1e6);
@@ -204,6 +206,7 @@ void App::finishLoading() {
     return;
   }
   resetView();
+  openWorkspace(load->paths());
   const std::string& path = load->paths().front();
   recent_.add(path);
   ui_.setMessage(strCat("opened ", path, ": ", store_->ranks().size(), " ranks, ",
@@ -287,7 +290,35 @@ void App::frame() {
   UiActions actions;
   ui_.frame(*store_, view_, live_.get(), recent_.entries(), actions);
   handle(actions);
+  saveWorkspaceIfChanged(false);
   window_->render();
+}
+
+void App::openWorkspace(const std::vector<std::string>& inputs) {
+  workspacePath_ = live_ ? std::string() : workspacePath(inputs);
+  std::string error;
+  if (!workspacePath_.empty() && !loadWorkspace(workspacePath_, view_, *store_, &error) &&
+      !error.empty()) {
+    std::fprintf(stderr, "ringx-viewer: warning: %s\n", error.c_str());
+  }
+  savedTracks_ = view_.tracks;
+  savedPanel_ = view_.panel;
+}
+
+void App::saveWorkspaceIfChanged(bool atExit) {
+  if (workspacePath_.empty() || options_.scripted()) return;
+  const TrackArrangement& t = view_.tracks;
+  const bool changed = !(t.pinned == savedTracks_.pinned) || t.hidden != savedTracks_.hidden ||
+                       t.filter != savedTracks_.filter || view_.panel != savedPanel_;
+  if (!changed && !atExit) return;
+  if (!saveWorkspace(workspacePath_, view_, *store_)) {
+    std::fprintf(stderr, "ringx-viewer: warning: cannot write the workspace %s\n",
+                 workspacePath_.c_str());
+    workspacePath_.clear();  // said once
+    return;
+  }
+  savedTracks_ = t;
+  savedPanel_ = view_.panel;
 }
 
 int App::run() {
@@ -331,6 +362,7 @@ int App::run() {
     if (last) break;
   }
   if (exitCode_ != 0) return exitCode_;
+  if (!storeB_ && !loading_) saveWorkspaceIfChanged(true);
   if (live_ && !options_.saveDir.empty()) {
     live_->saveTo(options_.saveDir);
     std::fprintf(stderr, "ringx-viewer: saved what the job sent to %s\n", options_.saveDir.c_str());

@@ -113,6 +113,13 @@ class App {
   };
   RankLoad rankLoad_;
   bool viewFitted_ = false;  // the view was fitted to data (a live job's starts empty)
+  // The workspace beside the trace (viewer/ui/workspace.h): put back at open, saved when the
+  // arrangement or the panel changes and at exit (never by scripted runs).
+  void openWorkspace(const std::vector<std::string>& inputs);
+  void saveWorkspaceIfChanged(bool atExit);
+  std::string workspacePath_;
+  TrackArrangement savedTracks_;
+  PanelId savedPanel_ = PanelId::kStats;
 };
 
 }  // namespace ringx::viewer

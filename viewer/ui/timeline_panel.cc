@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <tuple>
 #include <unordered_map>
 
@@ -31,6 +32,9 @@ constexpr ImU32 kSelectedOutline = IM_COL32(255, 235, 59, 255);
 constexpr ImU32 kRangeFill = IM_COL32(255, 255, 255, 28);
 // An area's rows over its range: a warmer tint than the range's, and an outline.
 constexpr ImU32 kAreaFill = IM_COL32(255, 210, 90, 40);
+// Pinned tracks: their labels, and the line under them over which the rest scroll.
+constexpr ImU32 kPinnedLabel = IM_COL32(255, 220, 120, 255);
+constexpr ImU32 kPinnedSeparator = IM_COL32(255, 220, 120, 140);
 constexpr ImU32 kAreaOutline = IM_COL32(255, 210, 90, 160);
 constexpr ImU32 kCursorLine = IM_COL32(255, 255, 255, 110);
 constexpr size_t kMaxFlowsPerFrame = 20000;
@@ -169,20 +173,60 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
     const int g = lanes_->groupOf(view.searchHit.rank);
     if (g >= 0) view.expandedGroups.insert(lanes_->groups()[size_t(g)].label);
   }
-  // Lay out every row; the scroll offset shifts them.
+  // Lay out every row; the scroll offset shifts them. Pinned tracks first, on top and not
+  // scrolled; then every rank with its tracks that are neither pinned, hidden nor filtered out.
+  const TrackArrangement& arrangement = view.tracks;
+  if (arrangement.filter != filterText_) {
+    filterText_ = arrangement.filter;
+    filterIsRegex_ = false;
+    try {
+      filter_ = std::regex(filterText_, std::regex::icase | std::regex::ECMAScript);
+      filterIsRegex_ = true;
+    } catch (const std::regex_error&) {
+    }
+  }
+  auto passesFilter = [&](std::string_view name) {
+    if (filterText_.empty()) return true;
+    if (filterIsRegex_) return std::regex_search(name.begin(), name.end(), filter_);
+    std::string a(name), b(filterText_);
+    for (auto* t : {&a, &b})
+      for (char& c : *t) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return a.find(b) != std::string::npos;
+  };
   float y = 0;
+  auto addTrack = [&](const RankData& rank, size_t t, bool pinned) {
+    const Track& track = rank.tracks[t];
+    const int levels =
+        std::clamp(int(track.levels.size()), track.instants.empty() ? 0 : 1, s.maxLevelsPerTrack);
+    for (int l = 0; l < std::max(levels, 1); ++l) {
+      Row row{rank.rank, int32_t(t), l, y, y + s.laneHeight};
+      row.pinned = pinned;
+      rows_.push_back(row);
+      y += s.laneHeight;
+    }
+  };
+  for (const TrackId& id : arrangement.pinned) {
+    const RankData* rank = store.findRank(id.rank);
+    if (rank == nullptr) continue;
+    const uint32_t name = store.strings().find(id.track);
+    const int t = name ? rank->findTrack(name) : -1;
+    if (t >= 0) addTrack(*rank, size_t(t), true);
+  }
+  pinnedHeight_ = y;
+  y = 0;
   auto addRank = [&](const RankData& rank) {
+    std::vector<size_t> shown;
+    for (size_t t = 0; t < rank.tracks.size(); ++t) {
+      const TrackId id{rank.rank, std::string(store.str(rank.tracks[t].name))};
+      if (arrangement.hidden.count(id) || arrangement.isPinned(id) || !passesFilter(id.track)) {
+        continue;
+      }
+      shown.push_back(t);
+    }
+    if (shown.empty() && (!filterText_.empty() || !rank.tracks.empty())) return;
     rows_.push_back(Row{rank.rank, -1, 0, y, y + s.rankHeaderHeight});
     y += s.rankHeaderHeight;
-    for (size_t t = 0; t < rank.tracks.size(); ++t) {
-      const Track& track = rank.tracks[t];
-      const int levels =
-          std::clamp(int(track.levels.size()), track.instants.empty() ? 0 : 1, s.maxLevelsPerTrack);
-      for (int l = 0; l < std::max(levels, 1); ++l) {
-        rows_.push_back(Row{rank.rank, int32_t(t), l, y, y + s.laneHeight});
-        y += s.laneHeight;
-      }
-    }
+    for (size_t t : shown) addTrack(rank, t, false);
   };
   if (lanes_) {
     for (size_t g = 0; g < lanes_->groups().size(); ++g) {
@@ -201,7 +245,23 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
     for (const RankData& rank : store.ranks()) addRank(rank);
   }
   contentHeight_ = y;
-  const float visible = rowsY1_ - rowsY0_;
+  const float visible = std::max(rowsY1_ - rowsY0_ - pinnedHeight_, 1.0f);
+  if (view.revealTrack.rank >= 0) {
+    // The finder's track (or rank): its first row a third from the top, if it is not pinned.
+    for (const Row& row : rows_) {
+      if (row.pinned || row.rank != view.revealTrack.rank || row.level != 0) continue;
+      const bool header = view.revealTrack.track.empty();
+      if (header ? row.track >= 0
+                 : row.track < 0 ||
+                       store.str(store.findRank(row.rank)->tracks[size_t(row.track)].name) !=
+                           view.revealTrack.track) {
+        continue;
+      }
+      scrollY_ = row.y0 - visible / 3;
+      break;
+    }
+    view.revealTrack = TrackId{-1, ""};
+  }
   if (view.revealSearchHit) {
     // Scroll the search match's row into view (a third from the top) if it is not.
     view.revealSearchHit = false;
@@ -216,43 +276,28 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   }
   scrollY_ = std::clamp(scrollY_, 0.0f, std::max(0.0f, contentHeight_ - visible));
   for (Row& row : rows_) {
-    row.y0 += rowsY0_ - scrollY_;
-    row.y1 += rowsY0_ - scrollY_;
+    const float shift = row.pinned ? rowsY0_ : rowsY0_ + pinnedHeight_ - scrollY_;
+    row.y0 += shift;
+    row.y1 += shift;
   }
+  const float scrolledY0 = rowsY0_ + pinnedHeight_;  // where the scrolled rows begin
 
   draw->PushClipRect(ImVec2(plotX0_ - s.labelWidth, rowsY0_), ImVec2(plotX0_ + plotWidth_, rowsY1_),
                      true);
   int stripe = 0;
   for (const Row& row : rows_) {
-    if (row.y1 < rowsY0_ || row.y0 > rowsY1_) continue;  // culled
-    if (row.aggregate != Aggregate::kNone) {
-      drawAggregateRow(store, row, view, draw);
-      continue;
-    }
-    const RankData& rank = *store.findRank(row.rank);
-    if (row.track < 0) {
-      draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
-                          ImVec2(plotX0_ + plotWidth_, row.y1), kRankHeader);
-      draw->AddText(ImVec2(plotX0_ - s.labelWidth + 4, row.y0 + 2), kTextColor,
-                    rankLabel(rank).c_str());
-      continue;
-    }
-    const Track& track = rank.tracks[row.track];
-    if (row.level == 0) ++stripe;
-    if (stripe % 2 == 0)
-      draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
-                          ImVec2(plotX0_ + plotWidth_, row.y1), kRowStripe);
-    if (row.level == 0) {
-      const std::string name(store.str(track.name));
-      clippedText(draw, plotX0_ - s.labelWidth + 12, plotX0_ - 4, row.y0 + 2, kTextColor,
-                  name.c_str());
-    }
-    draw->PushClipRect(ImVec2(plotX0_, row.y0), ImVec2(plotX0_ + plotWidth_, row.y1), true);
-    if (row.level < int(track.levels.size()))
-      drawLevel(store, rank, row.track, row.level, view, draw, row.y0 + 1, row.y1 - 1);
-    if (row.level == 0 && !track.instants.empty())
-      drawInstants(store, rank, row.track, view, draw, row.y0 + 1, row.y1 - 1);
+    // Pinned rows over the scrolled ones' band, which they never scroll into.
+    const float top = row.pinned ? rowsY0_ : scrolledY0;
+    const float bottom = row.pinned ? scrolledY0 : rowsY1_;
+    if (row.y1 < top || row.y0 > bottom) continue;  // culled
+    draw->PushClipRect(ImVec2(plotX0_ - s.labelWidth, top), ImVec2(plotX0_ + plotWidth_, bottom),
+                       true);
+    drawRow(store, row, view, draw, stripe);
     draw->PopClipRect();
+  }
+  if (pinnedHeight_ > 0) {
+    draw->AddLine(ImVec2(plotX0_ - s.labelWidth, scrolledY0),
+                  ImVec2(plotX0_ + plotWidth_, scrolledY0), kPinnedSeparator, 2.0f);
   }
   drawBands(view, draw);
   drawArea(view, draw);
@@ -263,9 +308,46 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   // A scroll bar hint when the rows do not fit.
   if (contentHeight_ > visible) {
     const float h = visible * visible / contentHeight_;
-    const float top = rowsY0_ + (visible - h) * (scrollY_ / (contentHeight_ - visible));
+    const float top = scrolledY0 + (visible - h) * (scrollY_ / (contentHeight_ - visible));
     draw->AddRectFilled(ImVec2(plotX0_ + plotWidth_ - 5, top),
                         ImVec2(plotX0_ + plotWidth_, top + h), IM_COL32(255, 255, 255, 60));
+  }
+}
+
+void TimelinePanel::drawRow(const TraceStore& store, const Row& row, ViewState& view,
+                            ImDrawList* draw, int& stripe) {
+  const ViewerSettings& s = view.settings;
+  {
+    if (row.aggregate != Aggregate::kNone) {
+      drawAggregateRow(store, row, view, draw);
+      return;
+    }
+    const RankData& rank = *store.findRank(row.rank);
+    if (row.track < 0) {
+      draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
+                          ImVec2(plotX0_ + plotWidth_, row.y1), kRankHeader);
+      draw->AddText(ImVec2(plotX0_ - s.labelWidth + 4, row.y0 + 2), kTextColor,
+                    rankLabel(rank).c_str());
+      return;
+    }
+    const Track& track = rank.tracks[row.track];
+    if (row.level == 0) ++stripe;
+    if (stripe % 2 == 0)
+      draw->AddRectFilled(ImVec2(plotX0_ - s.labelWidth, row.y0),
+                          ImVec2(plotX0_ + plotWidth_, row.y1), kRowStripe);
+    if (row.level == 0) {
+      // A pinned track says whose it is: it is away from its rank's header.
+      const std::string name = row.pinned ? strCat("r", rank.rank, " ", store.str(track.name))
+                                          : std::string(store.str(track.name));
+      clippedText(draw, plotX0_ - s.labelWidth + 12, plotX0_ - 4, row.y0 + 2,
+                  row.pinned ? kPinnedLabel : kTextColor, name.c_str());
+    }
+    draw->PushClipRect(ImVec2(plotX0_, row.y0), ImVec2(plotX0_ + plotWidth_, row.y1), true);
+    if (row.level < int(track.levels.size()))
+      drawLevel(store, rank, row.track, row.level, view, draw, row.y0 + 1, row.y1 - 1);
+    if (row.level == 0 && !track.instants.empty())
+      drawInstants(store, rank, row.track, view, draw, row.y0 + 1, row.y1 - 1);
+    draw->PopClipRect();
   }
 }
 
@@ -686,6 +768,7 @@ void TimelinePanel::handleInput(const TraceStore& store, ViewState& view) {
     if (ImGui::IsKeyDown('D')) view.time.pan(int64_t(double(view.time.span()) * dt));
   }
   if (!io.WantTextInput && !io.KeyCtrl) keyboardMoves(store, view);
+  trackMenu(store, view);
   if (areaInput(store, view)) return;
   // A press on the ruler starts a range; on the rows, a pan (or a click).
   if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
@@ -831,6 +914,38 @@ void TimelinePanel::drawArea(const ViewState& view, ImDrawList* draw) {
     draw->AddRectFilled(ImVec2(a, row.y0), ImVec2(b, row.y1), kAreaFill);
     draw->AddRect(ImVec2(a, row.y0), ImVec2(b, row.y1), kAreaOutline);
   }
+}
+
+void TimelinePanel::trackMenu(const TraceStore& store, ViewState& view) {
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  if (rowsBandHovered_ && mouse.x < plotX0_ && ImGui::IsMouseClicked(ImGuiMouseButton_Right)) {
+    for (const Row& row : rows_) {
+      if (row.track < 0 || row.aggregate != Aggregate::kNone || mouse.y < row.y0 ||
+          mouse.y >= row.y1) {
+        continue;
+      }
+      const RankData* rank = store.findRank(row.rank);
+      menuTrack_ = TrackId{row.rank, std::string(store.str(rank->tracks[size_t(row.track)].name))};
+      ImGui::OpenPopup("##trackMenu");
+      break;
+    }
+  }
+  if (!ImGui::BeginPopup("##trackMenu")) return;
+  TrackArrangement& tracks = view.tracks;
+  ImGui::TextDisabled("rank %d: %s", menuTrack_.rank, menuTrack_.track.c_str());
+  const bool pinned = tracks.isPinned(menuTrack_);
+  if (ImGui::MenuItem(pinned ? "Unpin" : "Pin to the top")) tracks.togglePin(menuTrack_);
+  if (pinned && ImGui::MenuItem("Move up")) tracks.movePinned(menuTrack_, -1);
+  if (pinned && ImGui::MenuItem("Move down")) tracks.movePinned(menuTrack_, +1);
+  if (ImGui::MenuItem("Hide")) {
+    if (pinned) tracks.togglePin(menuTrack_);
+    tracks.hidden.insert(menuTrack_);
+  }
+  if (!tracks.hidden.empty() &&
+      ImGui::MenuItem(strCat("Show the hidden tracks (", tracks.hidden.size(), ")").c_str())) {
+    tracks.hidden.clear();
+  }
+  ImGui::EndPopup();
 }
 
 void TimelinePanel::drawHighlighted(const TraceStore& store, const ViewState& view,

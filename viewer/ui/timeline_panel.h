@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@ class TimelinePanel {
     float y0 = 0, y1 = 0;
     int32_t group = -1;  // AggregateLanes::groups() index
     Aggregate aggregate = Aggregate::kNone;
+    bool pinned = false;  // on top, not scrolled (ViewState::tracks)
   };
   // Straggler marks on an aggregate lane's comm row.
   static constexpr ImU32 kStragglerColor = IM_COL32(255, 82, 82, 255);
@@ -105,6 +107,10 @@ class TimelinePanel {
   void drawRuler(const TraceStore& store, ViewState& view, ImDrawList* draw, ImVec2 origin,
                  float width);
   void drawRows(const TraceStore& store, ViewState& view);
+  void drawRow(const TraceStore& store, const Row& row, ViewState& view, ImDrawList* draw,
+               int& stripe);
+  // Right-click on a track's label: pin, hide, move (ViewState::tracks).
+  void trackMenu(const TraceStore& store, ViewState& view);
   void drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex, int level,
                  ViewState& view, ImDrawList* draw, float y0, float y1);
   void drawAggregateRow(const TraceStore& store, const Row& row, ViewState& view, ImDrawList* draw);
@@ -163,6 +169,11 @@ class TimelinePanel {
   int64_t rangeAnchor_ = 0;
   float scrollY_ = 0;
   float contentHeight_ = 0;
+  float pinnedHeight_ = 0;  // the pinned rows' band at the top
+  std::string filterText_;  // ViewState::tracks.filter, compiled
+  std::regex filter_;
+  bool filterIsRegex_ = false;
+  TrackId menuTrack_{-1, ""};  // the track the context menu is for
 };
 
 }  // namespace ringx::viewer

@@ -116,6 +116,45 @@ struct RankBand {
   std::string label;
 };
 
+// A track by what names it across loads: its rank and its name.
+struct TrackId {
+  int32_t rank = 0;
+  std::string track;
+  bool operator<(const TrackId& o) const {
+    return rank != o.rank ? rank < o.rank : track < o.track;
+  }
+  bool operator==(const TrackId& o) const { return rank == o.rank && track == o.track; }
+};
+
+// How the person arranged the timeline's tracks (saved in the workspace beside the trace):
+// pinned ones stay on top, in this order, while the rest scroll; hidden ones are not drawn;
+// with a filter, only the tracks whose name matches it (a case-insensitive regular expression,
+// or a substring where it is not one) and their ranks' headers are.
+struct TrackArrangement {
+  std::vector<TrackId> pinned;
+  std::set<TrackId> hidden;
+  std::string filter;
+  bool isPinned(const TrackId& id) const {
+    return std::find(pinned.begin(), pinned.end(), id) != pinned.end();
+  }
+  void togglePin(const TrackId& id) {
+    auto it = std::find(pinned.begin(), pinned.end(), id);
+    if (it == pinned.end()) {
+      pinned.push_back(id);
+    } else {
+      pinned.erase(it);
+    }
+  }
+  // Moves a pinned track up (-1) or down (+1) among the pinned.
+  void movePinned(const TrackId& id, int by) {
+    auto it = std::find(pinned.begin(), pinned.end(), id);
+    if (it == pinned.end()) return;
+    const auto at = it - pinned.begin();
+    const auto to = std::clamp<std::ptrdiff_t>(at + by, 0, std::ptrdiff_t(pinned.size()) - 1);
+    std::swap(pinned[size_t(at)], pinned[size_t(to)]);
+  }
+};
+
 // Shared by the panels during one frame.
 struct ViewState {
   TimeView time;
@@ -136,6 +175,10 @@ struct ViewState {
   std::vector<RankBand> bands;
   // Events outlined on the timeline (a duration histogram's chosen bin; empty: none).
   std::vector<EventRef> highlighted;
+  TrackArrangement tracks;
+  // Scroll the timeline's rows to this track once (the Ctrl+P finder); rank -1: none. Its
+  // track name empty: the rank's header.
+  TrackId revealTrack{-1, ""};
 };
 
 }  // namespace ringx::viewer

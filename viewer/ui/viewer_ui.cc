@@ -4,9 +4,12 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
+#include "base/error.h"
 #include "viewer/ui/keys.h"
 #include "viewer/ui/style.h"
 
@@ -98,6 +101,62 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
       if (io.InputQueueCharacters[i] == '?') keyHelp_ = !keyHelp_;
   }
   drawKeyHelp(&keyHelp_);
+  if (io.KeyCtrl && ImGui::IsKeyPressed('P', false)) {
+    finderOpen_ = true;
+    finderFocus_ = true;
+    finderBuffer_[0] = '\0';
+  }
+  finder(store, view);
+}
+
+std::vector<std::pair<std::string, TrackId>> ViewerUi::finderMatches(const TraceStore& store,
+                                                                     const std::string& query,
+                                                                     size_t limit) {
+  auto lower = [](std::string t) {
+    for (char& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  const std::string q = lower(query);
+  std::vector<std::pair<std::string, TrackId>> out;
+  for (const RankData& rank : store.ranks()) {
+    const std::string label = rank.host.empty() ? strCat("rank ", rank.rank)
+                                                : strCat("rank ", rank.rank, " (", rank.host, ")");
+    if (lower(label).find(q) != std::string::npos) out.push_back({label, TrackId{rank.rank, ""}});
+    for (const Track& track : rank.tracks) {
+      const std::string text = strCat("rank ", rank.rank, ": ", store.str(track.name));
+      if (lower(text).find(q) != std::string::npos) {
+        out.push_back({text, TrackId{rank.rank, std::string(store.str(track.name))}});
+      }
+      if (out.size() >= limit) return out;
+    }
+  }
+  return out;
+}
+
+void ViewerUi::finder(const TraceStore& store, ViewState& view) {
+  if (!finderOpen_) return;
+  ImGui::SetNextWindowSize(ImVec2(480, 320), ImGuiCond_FirstUseEver);
+  if (!ImGui::Begin("Find a track or rank (Ctrl+P)", &finderOpen_)) {
+    ImGui::End();
+    return;
+  }
+  if (finderFocus_) {
+    ImGui::SetKeyboardFocusHere();
+    finderFocus_ = false;
+  }
+  const bool enter =
+      ImGui::InputTextWithHint("##finder", "rank 3, comm:world, bucket ...", finderBuffer_,
+                               sizeof finderBuffer_, ImGuiInputTextFlags_EnterReturnsTrue);
+  const auto matches = finderMatches(store, finderBuffer_, 200);
+  auto go = [&](const TrackId& id) {
+    view.revealTrack = id;
+    finderOpen_ = false;
+  };
+  if (enter && !matches.empty()) go(matches.front().second);
+  for (const auto& [text, id] : matches)
+    if (ImGui::Selectable(text.c_str())) go(id);
+  if (ImGui::IsKeyPressed(kKeyEscape, false)) finderOpen_ = false;
+  ImGui::End();
 }
 
 void ViewerUi::follow(const TraceStore& store, ViewState& view) {
@@ -107,6 +166,21 @@ void ViewerUi::follow(const TraceStore& store, ViewState& view) {
 
 void ViewerUi::toolRow(const TraceStore& store, ViewState& view, const LiveSource* live) {
   search_.draw(store, view);
+  // The tracks filter (a regular expression, or a substring where it is not one).
+  ImGui::SameLine(0, 30);
+  if (view.tracks.filter != filterBuffer_) {
+    std::snprintf(filterBuffer_, sizeof filterBuffer_, "%s", view.tracks.filter.c_str());
+  }
+  ImGui::SetNextItemWidth(200);
+  if (ImGui::InputTextWithHint("##trackFilter", "tracks: name or regex", filterBuffer_,
+                               sizeof filterBuffer_)) {
+    view.tracks.filter = filterBuffer_;
+  }
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip(
+        "show only the tracks whose name matches (case-insensitive); right-click a track's "
+        "name to pin or hide it; Ctrl+P finds a track or rank");
+  }
   ImGui::SameLine(0, 30);
   ImGui::Checkbox("All arrows", &view.settings.allFlows);
   if (ImGui::IsItemHovered()) {

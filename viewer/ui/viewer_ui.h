@@ -62,6 +62,12 @@ class ViewerUi {
   SearchBar& search() { return search_; }
   const TimelinePanel& timeline() const { return timeline_; }
   bool keyHelpOpen() const { return keyHelp_; }
+  // The Ctrl+P finder: a track or rank by name, scrolled to.
+  bool finderOpen() const { return finderOpen_; }
+  // Its matches for `query` ("rank 3", "rank 3: comm:world"), at most `limit`.
+  static std::vector<std::pair<std::string, TrackId>> finderMatches(const TraceStore& store,
+                                                                    const std::string& query,
+                                                                    size_t limit);
 
  private:
   void menuBar(const LiveSource* live, const std::vector<std::string>& recent, UiActions& actions);
@@ -90,6 +96,10 @@ class ViewerUi {
   bool firstFrame_ = true;
   bool followTurnedOn_ = false;  // this frame: its own view change is no user pan
   bool keyHelp_ = false;         // the "?" window (keys.h)
+  void finder(const TraceStore& store, ViewState& view);
+  bool finderOpen_ = false, finderFocus_ = false;
+  char finderBuffer_[256] = {};
+  char filterBuffer_[256] = {};
 };
 
 }  // namespace ringx::viewer

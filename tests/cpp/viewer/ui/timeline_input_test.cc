@@ -213,6 +213,71 @@ TEST_F(TimelineInput, TheSearchResultsListGoesToAMatch) {
   EXPECT_TRUE(ui.search().listOpen());
 }
 
+// Pinned tracks stay on top while the rest scroll under them; hidden ones and those the filter
+// leaves out are not drawn; the finder finds a track and scrolls to it.
+TEST_F(TimelineInput, PinHideFilterAndFindTracks) {
+  view.settings.laneHeight = 60;  // taller than the panel: the rows scroll
+  view.tracks.togglePin(TrackId{1, "comm:world"});
+  frame();
+  ASSERT_FALSE(timeline().rows().empty());
+  const TimelinePanel::Row first = timeline().rows().front();
+  EXPECT_TRUE(first.pinned);
+  EXPECT_EQ(first.rank, 1);
+  EXPECT_FLOAT_EQ(first.y0, timeline().rulerY1());
+  const auto* pinned = timeline().findRow(store, 1, "comm:world");
+  ASSERT_NE(pinned, nullptr);
+  EXPECT_TRUE(pinned->pinned);  // one row for the track: the pinned one
+  // Dragging the rows up scrolls the others, not the pinned one.
+  const auto* ddp0 = timeline().findRow(store, 0, "ddp");
+  ASSERT_NE(ddp0, nullptr);
+  const float ddpBefore = ddp0->y0;
+  gui.mouse(xOf(5 * kMs), ddp0->y0 + 4);
+  frame();
+  gui.button(true);
+  frame();
+  for (int i = 0; i < 4; ++i) {
+    gui.mouse(xOf(5 * kMs), ddp0->y0 + 4 - 40.0f * float(i + 1));
+    frame();
+  }
+  gui.button(false);
+  frame();
+  EXPECT_LT(timeline().findRow(store, 0, "ddp")->y0, ddpBefore - 100);  // scrolled up
+  EXPECT_FLOAT_EQ(timeline().rows().front().y0, timeline().rulerY1());  // the pinned one not
+
+  // Hidden: not drawn; the filter: only matching tracks (a regular expression).
+  view.tracks.hidden.insert(TrackId{0, "ddp"});
+  frame();
+  EXPECT_EQ(timeline().findRow(store, 0, "ddp"), nullptr);
+  view.tracks.filter = "bucket[01]$";
+  frame();
+  for (const auto& row : timeline().rows()) {
+    if (row.track < 0 || row.pinned) continue;
+    const std::string name(store.str(store.findRank(row.rank)->tracks[size_t(row.track)].name));
+    EXPECT_TRUE(name == "ddp:bucket0" || name == "ddp:bucket1") << name;
+  }
+  EXPECT_NE(timeline().findRow(store, 0, "ddp:bucket1"), nullptr);
+  view.tracks.filter = "[";  // not a regular expression: a substring
+  frame();
+  EXPECT_EQ(timeline().findRow(store, 0, "ddp:bucket1"), nullptr);
+  view.tracks.filter.clear();
+  view.tracks.hidden.clear();
+  view.tracks.togglePin(TrackId{1, "comm:world"});
+  frame();
+  EXPECT_FALSE(timeline().rows().front().pinned);
+
+  // The finder: tracks and ranks by name; the chosen one is scrolled into view.
+  const auto matches = ViewerUi::finderMatches(store, "COMM", 10);
+  ASSERT_EQ(matches.size(), 2u);
+  EXPECT_EQ(matches[0].first, "rank 0: comm:world");
+  EXPECT_EQ(matches[1].second, (TrackId{1, "comm:world"}));
+  view.revealTrack = TrackId{1, "ddp:bucket1"};
+  frame();
+  const auto* bucket = timeline().findRow(store, 1, "ddp:bucket1");
+  ASSERT_NE(bucket, nullptr);
+  EXPECT_GE(bucket->y0, timeline().rulerY1());
+  EXPECT_LE(bucket->y1, timeline().rowsY1());
+}
+
 TEST_F(TimelineInput, ClickingEmptySpaceClearsTheSelection) {
   const auto* row = timeline().findRow(store, 0, "comm:world");
   click(xOf(16 * kMs + kMs), (row->y0 + row->y1) / 2);
