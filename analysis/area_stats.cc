@@ -36,7 +36,7 @@ const char* areaGroupByName(AreaGroupBy by) {
 
 namespace {
 
-struct Accumulator {
+struct AreaAccumulator {
   std::vector<int64_t> durations;
   uint64_t failed = 0;
   int64_t selfNs = 0, bytes = 0;
@@ -75,7 +75,7 @@ std::vector<AreaRow> areaStats(const TraceStore& store, const Area& area, AreaGr
   auto key = [](Tag tag, int64_t value) {
     return uint64_t{tag} << 56 | (uint64_t(value) & ((uint64_t{1} << 56) - 1));
   };
-  std::unordered_map<uint64_t, Accumulator> groups;
+  std::unordered_map<uint64_t, AreaAccumulator> groups;
   for (const RankData& rank : store.ranks()) {
     for (uint32_t t = 0; t < rank.tracks.size(); ++t) {
       if (!chosen.empty() && !chosen.count({rank.rank, t})) continue;
@@ -125,7 +125,7 @@ std::vector<AreaRow> areaStats(const TraceStore& store, const Area& area, AreaGr
               k = key(kNumber, sizeClass(bytes));
               break;
           }
-          Accumulator& a = groups[k];
+          AreaAccumulator& a = groups[k];
           a.durations.push_back(s.duration());
           a.selfNs += self[index];
           if (s.flags & model::kSpanFailed) ++a.failed;

@@ -411,6 +411,51 @@ def test_the_trace_as_dataframes_gives_the_summary_figures(job):
     assert per_collective.loc[worst, "last_arrival_rank"] == int(skew.group(6))
 
 
+def test_the_parquet_export_holds_what_the_csv_export_holds(job, tmp_path):
+    """`ringx-trace export --format parquet` writes the same three tables as --format csv, read
+    back with pyarrow (pandas.read_parquet's engine): the same columns, rows and values, numbers
+    as numbers and missing cells missing."""
+    import pandas
+    import pyarrow.parquet
+
+    csv = ringx.trace.load(job["trace_dir"])
+    out = tmp_path / "parquet"
+    # Small row groups: a table of many, as a big trace's is.
+    run = subprocess.run([RINGX_TRACE, "export", str(job["trace_dir"]), "--format", "parquet",
+                          "--row-group", "100", "-o", str(out)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    for name, frame in (("events", csv.events), ("collectives", csv.collectives),
+                        ("counters", csv.counters)):
+        table = pyarrow.parquet.read_table(out / f"{name}.parquet")
+        groups = pyarrow.parquet.ParquetFile(out / f"{name}.parquet").num_row_groups
+        assert groups == (len(frame) + 99) // 100, (name, groups)
+        parquet = table.to_pandas()
+        assert list(parquet.columns) == list(frame.columns), name
+        assert len(parquet) == len(frame) > 0, name
+        def text(value):  # a cell as the CSV wrote it
+            if value is None or (isinstance(value, float) and value != value):
+                return ""
+            if isinstance(value, float) and value.is_integer():
+                return str(int(value))
+            return str(value)
+
+        for column in frame.columns:
+            a, b = parquet[column], frame[column]
+            if pandas.api.types.is_numeric_dtype(a):
+                # Numbers stay numbers (the CSV reader infers them too).
+                assert pandas.api.types.is_numeric_dtype(b), (name, column, b.dtype)
+                assert ((a.isna() & b.isna()) | (a == b)).all(), (name, column)
+            else:
+                # Text (an argument some event gave as text: "peers": "1,2") stays text, where
+                # the CSV reader may have taken the column for numbers.
+                assert [text(v) for v in a] == [text(v) for v in b], (name, column)
+    # Integer columns stay integers where nothing is missing.
+    events = pyarrow.parquet.read_table(out / "events.parquet")
+    assert str(events.schema.field("begin_ns").type) == "int64"
+    assert str(events.schema.field("name").type) == "string"
+
+
 # ---- a real NCCL job's profiler traces: ringx-trace's GPU figures beside HTA's ----------------
 
 DLRM_TRACES = os.path.join(os.environ.get("RINGX_SHARED_TRACES") or os.path.join(

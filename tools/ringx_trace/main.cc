@@ -1,7 +1,7 @@
 // ringx-trace: the command line for recorded traces.
 //
 //   ringx-trace export TRACE -o out.json   Chrome Trace Event JSON for Perfetto
-//   ringx-trace export TRACE... --format csv -o DIR   the trace as tables, for data tools
+//   ringx-trace export TRACE... --format csv|parquet -o DIR   the trace as tables, for data tools
 //   ringx-trace summary TRACE...           collective timings, busbw, skew, engines
 //   ringx-trace diff A B                   two runs aligned by step and collective
 //   ringx-trace why DUMP_DIR               which collective hung, which ranks
@@ -76,8 +76,9 @@ int runExport(const std::string& input, const std::string& output) {
   return 0;
 }
 
-// The trace as tables (analysis/data_tables.h) in the directory `output`.
-int runExportTables(const std::vector<std::string>& inputs, const std::string& output) {
+// The trace as tables (analysis/data_tables.h) in the directory `output`: CSV or Parquet files.
+int runExportTables(const std::vector<std::string>& inputs, const std::string& output, bool parquet,
+                    size_t rowGroup) {
   using namespace ringx;
   model::TraceStore store;
   model::loadTraces(store, inputs);
@@ -89,22 +90,32 @@ int runExportTables(const std::vector<std::string>& inputs, const std::string& o
               << "\n";
     return 1;
   }
-  const std::pair<const char*, void (*)(const model::TraceStore&, std::ostream&, Delimiter)>
-      tables[] = {{"events.csv", analysis::writeEventTable},
-                  {"collectives.csv", analysis::writeCollectiveTable},
-                  {"counters.csv", analysis::writeCounterTable}};
+  const std::pair<const char*, void (*)(const model::TraceStore&, analysis::TableSink&)> tables[] =
+      {{"events", analysis::writeEventTable},
+       {"collectives", analysis::writeCollectiveTable},
+       {"counters", analysis::writeCounterTable}};
+  const char* extension = parquet ? ".parquet" : ".csv";
   for (const auto& [name, write] : tables) {
-    const std::string path = (std::filesystem::path(output) / name).string();
+    const std::string path =
+        (std::filesystem::path(output) / (name + std::string(extension))).string();
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    if (file) write(store, file, Delimiter::kCsv);
+    try {
+      if (file) {
+        const auto sink = parquet ? analysis::parquetSink(file, rowGroup)
+                                  : analysis::delimitedSink(file, Delimiter::kCsv);
+        write(store, *sink);
+      }
+    } catch (const ringx::Error&) {
+      file.setstate(std::ios::failbit);
+    }
     if (!file.flush()) {
       std::cerr << "ringx-trace: cannot write " << path << "\n";
       return 1;
     }
   }
-  std::cout << "ringx-trace: wrote events.csv, collectives.csv and counters.csv of "
-            << store.ranks().size() << (store.ranks().size() == 1 ? " rank" : " ranks") << " to "
-            << output << "\n";
+  std::cout << "ringx-trace: wrote events" << extension << ", collectives" << extension
+            << " and counters" << extension << " of " << store.ranks().size()
+            << (store.ranks().size() == 1 ? " rank" : " ranks") << " to " << output << "\n";
   return 0;
 }
 
@@ -245,15 +256,16 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> exportInputs;
   std::string exportOutput, exportFormat = "chrome";
+  size_t exportRowGroup = 65536;
   CLI::App* exportCommand = app.add_subcommand(
       "export", "Chrome Trace Event JSON for Perfetto or chrome://tracing; or tables (CSV)");
   exportCommand->footer(
       "chrome: one process per rank, one thread per track; each collective's spans are\n"
-      "joined across ranks by flow arrows. csv: OUT is a directory, given events.csv (a\n"
-      "row per span or instant, its arguments as columns), collectives.csv (the\n"
-      "collectives matched across ranks, a row per rank's part) and counters.csv, times\n"
-      "aligned to rank 0's clock in ns; these traces may be several files (profiler\n"
-      "traces beside a ringx trace), merged as summary merges them. Python's\n"
+      "joined across ranks by flow arrows. csv or parquet: OUT is a directory, given\n"
+      "events (a row per span or instant, its arguments as columns), collectives (the\n"
+      "collectives matched across ranks, a row per rank's part) and counters, .csv or\n"
+      ".parquet, times aligned to rank 0's clock in ns; these traces may be several files\n"
+      "(profiler traces beside a ringx trace), merged as summary merges them. Python's\n"
       "ringx.trace.load reads them as pandas DataFrames.");
   exportCommand
       ->add_option("TRACE", exportInputs,
@@ -264,8 +276,13 @@ int main(int argc, char** argv) {
       ->add_option("-o,--output", exportOutput,
                    "OUT.json (- writes to standard output); csv: a directory")
       ->required();
-  exportCommand->add_option("--format", exportFormat, "chrome (the default) or csv")
-      ->check(CLI::IsMember({"chrome", "csv"}));
+  exportCommand->add_option("--format", exportFormat, "chrome (the default), csv or parquet")
+      ->check(CLI::IsMember({"chrome", "csv", "parquet"}));
+  exportCommand
+      ->add_option("--row-group", exportRowGroup,
+                   "parquet: rows per row group (readers read one "
+                   "at a time)")
+      ->check(CLI::PositiveNumber);
 
   std::vector<std::string> summaryInputs;
   CLI::App* summaryCommand =
@@ -413,7 +430,10 @@ int main(int argc, char** argv) {
   if (const int status = ringx::cli::parse(app, argc, argv); status >= 0) return status;
   try {
     if (*exportCommand) {
-      if (exportFormat == "csv") return runExportTables(exportInputs, exportOutput);
+      if (exportFormat != "chrome") {
+        return runExportTables(exportInputs, exportOutput, exportFormat == "parquet",
+                               exportRowGroup);
+      }
       if (exportInputs.size() != 1) {
         std::cerr << "ringx-trace: export --format chrome takes one trace (" << exportInputs.size()
                   << " given); --format csv merges several\n";

@@ -46,7 +46,7 @@ bool isNcclKernel(std::string_view name) {
          startsWith(name, "rcclKernel");
 }
 
-std::string lower(std::string_view text) {
+std::string foldCase(std::string_view text) {
   std::string out;
   for (char c : text) {
     if (c != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -56,8 +56,8 @@ std::string lower(std::string_view text) {
 
 // ringx's name for an operation, from torch's ("_allgather_base", "all_reduce",
 // "reduce_scatter_tensor") or NCCL's kernel name ("AllReduce"); "" when it says none.
-std::string opName(std::string_view text) {
-  const std::string t = lower(text);
+std::string ringxOpName(std::string_view text) {
+  const std::string t = foldCase(text);
   if (t.find("allreduce") != std::string::npos) return "allreduce";
   if (t.find("reducescatter") != std::string::npos) return "reduce_scatter";
   if (t.find("allgather") != std::string::npos) return "allgather";
@@ -80,7 +80,7 @@ std::string kernelOp(std::string_view name) {
   if (underscore == std::string_view::npos) return "";
   std::string_view rest = name.substr(underscore + 1);
   rest = rest.substr(0, rest.find_first_of("_("));
-  return rest == "Generic" ? "" : opName(rest);
+  return rest == "Generic" ? "" : ringxOpName(rest);
 }
 
 // The numbers of a JSON list of lists as text ("[[394241]]", "[0, 1, 2]"): the first inner list,
@@ -238,9 +238,9 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     const PendingEvent* annotation =
         launch != nullptr ? annotationAt(launch->thread, launch->begin) : nullptr;
     // The operation: torch's name for it, else the annotation's, else the kernel's.
-    k.op = opName(textOf(e, collectiveKey));
+    k.op = ringxOpName(textOf(e, collectiveKey));
     if (k.op.empty() && annotation != nullptr)
-      k.op = opName(store_.str(annotation->name).substr(5));
+      k.op = ringxOpName(store_.str(annotation->name).substr(5));
     if (k.op.empty()) k.op = kernelOp(store_.str(e.name));
     if (k.op.empty()) k.op = "nccl";
     // Its group: the process group, else its stream.

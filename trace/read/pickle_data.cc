@@ -27,13 +27,13 @@ struct Node {
   std::vector<std::pair<NodePtr, NodePtr>> pairs;  // dict
 };
 
-NodePtr make(Node::Kind kind) {
+NodePtr makeNode(Node::Kind kind) {
   auto n = std::make_shared<Node>();
   n->kind = kind;
   return n;
 }
 
-std::string keyText(const Node& n) {
+std::string pickleKeyText(const Node& n) {
   switch (n.kind) {
     case Node::kString:
       return n.s;
@@ -71,7 +71,7 @@ nlohmann::json toJson(const Node& n, int depth) {
     }
     case Node::kDict: {
       nlohmann::json out = nlohmann::json::object();
-      for (const auto& [k, v] : n.pairs) out[keyText(*k)] = toJson(*v, depth + 1);
+      for (const auto& [k, v] : n.pairs) out[pickleKeyText(*k)] = toJson(*v, depth + 1);
       return out;
     }
   }
@@ -105,7 +105,7 @@ class Unpickler {
           marks_.push_back(stack_.size());
           break;
         case 'N':
-          push(make(Node::kNone));
+          push(makeNode(Node::kNone));
           break;
         case 0x88:  // NEWTRUE
         case 0x89:  // NEWFALSE
@@ -138,7 +138,7 @@ class Unpickler {
           for (char c : b) bits = bits << 8 | static_cast<uint8_t>(c);
           double d;
           std::memcpy(&d, &bits, sizeof d);
-          auto n = make(Node::kFloat);
+          auto n = makeNode(Node::kFloat);
           n->f = d;
           push(n);
           break;
@@ -160,7 +160,7 @@ class Unpickler {
         }
         case 'F': {
           const std::string text(line());
-          auto n = make(Node::kFloat);
+          auto n = makeNode(Node::kFloat);
           try {
             n->f = std::stod(text);
           } catch (const std::exception&) {
@@ -195,23 +195,23 @@ class Unpickler {
           break;
         }
         case ']':
-          push(make(Node::kList));
+          push(makeNode(Node::kList));
           break;
         case ')':
-          push(make(Node::kTuple));
+          push(makeNode(Node::kTuple));
           break;
         case '}':
-          push(make(Node::kDict));
+          push(makeNode(Node::kDict));
           break;
         case 0x8f:  // EMPTY_SET
-          push(make(Node::kSet));
+          push(makeNode(Node::kSet));
           break;
         case 0x85:  // TUPLE1..3
         case 0x86:
         case 0x87: {
           const size_t n = static_cast<size_t>(op - 0x84);
           need(at, n);
-          auto t = make(Node::kTuple);
+          auto t = makeNode(Node::kTuple);
           t->items.assign(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
           stack_.resize(stack_.size() - n);
           push(t);
@@ -220,13 +220,13 @@ class Unpickler {
         case 't':     // TUPLE
         case 'l':     // LIST
         case 0x91: {  // FROZENSET
-          auto c = make(op == 'l' ? Node::kList : op == 't' ? Node::kTuple : Node::kSet);
+          auto c = makeNode(op == 'l' ? Node::kList : op == 't' ? Node::kTuple : Node::kSet);
           c->items = popToMark(at);
           push(c);
           break;
         }
         case 'd': {  // DICT
-          auto d = make(Node::kDict);
+          auto d = makeNode(Node::kDict);
           addPairs(at, *d, popToMark(at));
           push(d);
           break;
@@ -364,17 +364,17 @@ class Unpickler {
   }
   void push(NodePtr n) { stack_.push_back(std::move(n)); }
   void pushInt(int64_t v) {
-    auto n = make(Node::kInt);
+    auto n = makeNode(Node::kInt);
     n->i = v;
     push(n);
   }
   void pushBool(bool v) {
-    auto n = make(Node::kBool);
+    auto n = makeNode(Node::kBool);
     n->b = v;
     push(n);
   }
   void pushString(std::string_view s) {
-    auto n = make(Node::kString);
+    auto n = makeNode(Node::kString);
     n->s = std::string(s);
     push(n);
   }

@@ -19,26 +19,26 @@ namespace {
 
 using nlohmann::json;
 
-std::string text(const json& v) {
+std::string frText(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   return {};
 }
 
-int64_t integer(const json& o, const char* key, int64_t fallback) {
+int64_t frInteger(const json& o, const char* key, int64_t fallback) {
   const auto it = o.find(key);
   return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
 }
 
 // "[0, 1, 2]" (as FR writes a group's ranks) or a real list.
-std::vector<int32_t> rankList(const json& v) {
+std::vector<int32_t> frRanks(const json& v) {
   std::vector<int32_t> out;
   if (v.is_array()) {
     for (const json& r : v)
       if (r.is_number_integer()) out.push_back(r.get<int32_t>());
     return out;
   }
-  const std::string t = text(v);
+  const std::string t = frText(v);
   int64_t n = 0;
   bool digits = false;
   for (char c : t) {
@@ -72,18 +72,18 @@ int32_t rankOfName(std::string name) {
 TorchFlightDump interpret(const json& d, const std::string& source) {
   TorchFlightDump out;
   out.source = source;
-  out.version = text(d.value("version", json()));
-  out.ncclVersion = text(d.value("nccl_version", json()));
-  out.rank = static_cast<int32_t>(integer(d, "rank", -1));
+  out.version = frText(d.value("version", json()));
+  out.ncclVersion = frText(d.value("nccl_version", json()));
+  out.rank = static_cast<int32_t>(frInteger(d, "rank", -1));
   if (out.rank < 0) out.rank = rankOfName(std::filesystem::path(source).filename().string());
   std::map<std::string, size_t> groupOf;
   if (const auto cfg = d.find("pg_config"); cfg != d.end() && cfg->is_object()) {
     for (const auto& [name, c] : cfg->items()) {
       TorchFlightGroup g;
-      g.name = c.is_object() && c.contains("name") ? text(c["name"]) : name;
+      g.name = c.is_object() && c.contains("name") ? frText(c["name"]) : name;
       if (c.is_object()) {
-        g.desc = text(c.value("desc", json()));
-        g.ranks = rankList(c.value("ranks", json()));
+        g.desc = frText(c.value("desc", json()));
+        g.ranks = frRanks(c.value("ranks", json()));
       }
       groupOf[g.name] = out.groups.size();
       out.groups.push_back(std::move(g));
@@ -95,22 +95,22 @@ TorchFlightDump interpret(const json& d, const std::string& source) {
       if (!e.is_object()) continue;
       TorchFlightEntry x;
       const json pg = e.value("process_group", json());
-      if (pg.is_array() && !pg.empty()) x.group = text(pg[0]);
+      if (pg.is_array() && !pg.empty()) x.group = frText(pg[0]);
       if (const auto id = e.find("pg_id"); id != e.end() && !x.group.empty()) {
-        nameOfPgId[text(*id)] = x.group;
+        nameOfPgId[frText(*id)] = x.group;
       }
       x.p2p = e.value("is_p2p", false);
-      x.seq = integer(e, x.p2p ? "p2p_seq_id" : "collective_seq_id", -1);
-      x.op = text(e.value("profiling_name", json()));
-      x.state = text(e.value("state", json()));
-      x.createdNs = integer(e, "time_created_ns", 0);
+      x.seq = frInteger(e, x.p2p ? "p2p_seq_id" : "collective_seq_id", -1);
+      x.op = frText(e.value("profiling_name", json()));
+      x.state = frText(e.value("state", json()));
+      x.createdNs = frInteger(e, "time_created_ns", 0);
       const json sizes = e.value("input_sizes", json());
       if (sizes.is_array() && !sizes.empty() && sizes[0].is_array()) {
         for (const json& s : sizes[0])
           if (s.is_number_integer()) x.inputSize.push_back(s.get<int64_t>());
       }
       const json dtypes = e.value("input_dtypes", json());
-      if (dtypes.is_array() && !dtypes.empty()) x.dtype = text(dtypes[0]);
+      if (dtypes.is_array() && !dtypes.empty()) x.dtype = frText(dtypes[0]);
       out.entries.push_back(std::move(x));
     }
   }
@@ -132,9 +132,9 @@ TorchFlightDump interpret(const json& d, const std::string& source) {
       }
       TorchFlightGroup& group = out.groups[g->second];
       group.statusKnown = true;
-      group.lastEnqueued = integer(s, "last_enqueued_collective", -1);
-      group.lastStarted = integer(s, "last_started_collective", -1);
-      group.lastCompleted = integer(s, "last_completed_collective", -1);
+      group.lastEnqueued = frInteger(s, "last_enqueued_collective", -1);
+      group.lastStarted = frInteger(s, "last_started_collective", -1);
+      group.lastCompleted = frInteger(s, "last_completed_collective", -1);
     }
   }
   return out;

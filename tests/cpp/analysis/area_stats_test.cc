@@ -16,7 +16,7 @@ using model::testing::addSpan;
 // Rank 0: "step" [0, 100) holding "fwd" [10, 40) and "bwd" [50, 90) one level down; rank 1:
 // "step" [0, 120) holding "fwd" [10, 50). Both ranks: an allreduce of 1000 bytes, bucket 0,
 // group "world" of 2 ranks, at [100, 110) and [105, 125) on comm:world.
-model::TraceStore twoRanks() {
+model::TraceStore areaStore() {
   model::TraceStore store;
   addSpan(store, 0, "compute", "user", "step", 0, 100);
   addSpan(store, 0, "compute", "user", "fwd", 10, 40);
@@ -33,7 +33,7 @@ model::TraceStore twoRanks() {
 }
 
 TEST(AreaStats, TheWholeTraceByNameWithSelfTime) {
-  const model::TraceStore store = twoRanks();
+  const model::TraceStore store = areaStore();
   const std::vector<AreaRow> rows = areaStats(store, Area{}, AreaGroupBy::kName);
   ASSERT_EQ(rows.size(), 4u);
   // step: 100 + 120 = 220, self 220 - (30 + 40) - 40 = 110; p50 of {100, 120} (nearest rank) 100.
@@ -54,7 +54,7 @@ TEST(AreaStats, TheWholeTraceByNameWithSelfTime) {
 }
 
 TEST(AreaStats, SomeTracksOverARangeGroupedEveryWay) {
-  const model::TraceStore store = twoRanks();
+  const model::TraceStore store = areaStore();
   Area area;
   const model::RankData& r0 = *store.findRank(0);
   const model::RankData& r1 = *store.findRank(1);

@@ -45,12 +45,12 @@ TEST(NcclKineto, EightRanksOfAnOldTraceMatchByTheirOrderOnTheStream) {
   model::loadTraces(store, filesIn("nccl/param_dlrm_8rank"));
   ASSERT_EQ(store.ranks().size(), 8u);
   const std::vector<CollectiveRow> rows = matchCollectives(store);
-  struct Expected {
+  struct ExpectedCollective {
     const char* op;
     int64_t bytes, skewUs;
     int32_t last;
   };
-  const Expected expected[] = {
+  const ExpectedCollective expected[] = {
       {"alltoall", 6144 * 4, 7624, 7},   {"alltoall", 24 * 8, 1101, 7},
       {"alltoall", 384 * 4, 168, 7},     {"alltoall", 3392 * 4, 125, 7},
       {"allreduce", 394241 * 4, 223, 7}, {"alltoall", 6144 * 4, 534, 5},

@@ -24,16 +24,16 @@ namespace {
 
 // One row of nvidia-resiliency-ext's expected analysis (reference_output.txt):
 // "74     | EXPERT_MODEL_PARALLEL_GROUP,0 | nccl:all_to_all | 4027x5120 | BFloat16 | 12".
-struct Expected {
+struct ExpectedRow {
   std::string group, op, dtype;
   int64_t elements = 1;
   std::set<int32_t> missing;
 };
 
-std::vector<Expected> expectedOf(const std::string& scenario) {
+std::vector<ExpectedRow> expectedOf(const std::string& scenario) {
   std::ifstream in(
       ringx::testing::sharedTrace("fr/nvrx_megatron16/" + scenario + "/reference_output.txt"));
-  std::vector<Expected> out;
+  std::vector<ExpectedRow> out;
   std::string line;
   std::getline(in, line);  // the header
   while (std::getline(in, line)) {
@@ -45,7 +45,7 @@ std::vector<Expected> expectedOf(const std::string& scenario) {
       cells.push_back(cell);
     }
     if (cells.size() < 6) continue;
-    Expected e;
+    ExpectedRow e;
     e.group = cells[0];
     e.op = cells[2].substr(cells[2].find(':') + 1);
     std::stringstream dims(cells[3]);
@@ -72,7 +72,7 @@ TEST_P(NvrxScenario, TheReportNamesWhatTheExpectedAnalysisNames) {
   const HangReport report = analyzeTorchHang(set);
   EXPECT_EQ(report.worldSize, 16);
   EXPECT_TRUE(report.missingRanks.empty());
-  const std::vector<Expected> expected = expectedOf(scenario);
+  const std::vector<ExpectedRow> expected = expectedOf(scenario);
   ASSERT_FALSE(expected.empty());
   size_t culprits = 0;
   for (const GroupHang& g : report.groups) {
@@ -82,7 +82,7 @@ TEST_P(NvrxScenario, TheReportNamesWhatTheExpectedAnalysisNames) {
     if (!culprit) break;
     ++culprits;
   }
-  for (const Expected& e : expected) {
+  for (const ExpectedRow& e : expected) {
     SCOPED_TRACE("group " + e.group);
     const GroupHang* found = nullptr;
     for (size_t i = 0; i < culprits; ++i)
