@@ -1,12 +1,34 @@
 // Small string helpers C++17 lacks (std::string_view::starts_with is C++20).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace ringx {
 
 inline bool startsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
+}
+
+// The non-negative integers written in `text`, in order: "[0, 1, 2]" -> 0, 1, 2 (lists that other
+// tools write as text: a process group's ranks, a tensor's dims).
+inline std::vector<int64_t> integersIn(std::string_view text) {
+  std::vector<int64_t> out;
+  int64_t value = 0;
+  bool digits = false;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      digits = true;
+    } else if (digits) {
+      out.push_back(value);
+      value = 0;
+      digits = false;
+    }
+  }
+  if (digits) out.push_back(value);
+  return out;
 }
 
 }  // namespace ringx

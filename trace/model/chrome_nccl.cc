@@ -86,23 +86,9 @@ std::string kernelOp(std::string_view name) {
 // The numbers of a JSON list of lists as text ("[[394241]]", "[0, 1, 2]"): the first inner list,
 // or the list itself when flat.
 std::vector<int64_t> firstList(std::string_view text) {
-  std::vector<int64_t> out;
   const size_t open = text.find('[', text.find('[') + 1);
   std::string_view inner = open == std::string_view::npos ? text : text.substr(open);
-  int64_t value = 0;
-  bool digits = false;
-  for (char c : inner) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      value = value * 10 + (c - '0');
-      digits = true;
-    } else {
-      if (digits) out.push_back(value);
-      value = 0;
-      digits = false;
-      if (c == ']') break;
-    }
-  }
-  return out;
+  return integersIn(inner.substr(0, inner.find(']')));
 }
 
 // The first string of a JSON list as text ("[\"float\", \"\"]").

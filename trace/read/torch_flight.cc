@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "trace/format/codec.h"
 #include "trace/read/pickle_data.h"
 
@@ -38,20 +39,7 @@ std::vector<int32_t> frRanks(const json& v) {
       if (r.is_number_integer()) out.push_back(r.get<int32_t>());
     return out;
   }
-  const std::string t = frText(v);
-  int64_t n = 0;
-  bool digits = false;
-  for (char c : t) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      n = n * 10 + (c - '0');
-      digits = true;
-    } else {
-      if (digits) out.push_back(static_cast<int32_t>(n));
-      n = 0;
-      digits = false;
-    }
-  }
-  if (digits) out.push_back(static_cast<int32_t>(n));
+  for (int64_t r : integersIn(frText(v))) out.push_back(static_cast<int32_t>(r));
   return out;
 }
 

@@ -35,6 +35,19 @@ class TimelineInput : public ::testing::Test {
   float xOf(int64_t t) const {
     return view.time.toX(t, timeline().plotX0(), timeline().plotWidth());
   }
+  // A left-button drag at height y from time `from` to time `to` (Shift held: an area).
+  void drag(int64_t from, int64_t to, float y, bool shift = false) {
+    ImGui::GetIO().KeyShift = shift;
+    gui.mouse(xOf(from), y);
+    frame();
+    gui.button(true);
+    frame();
+    gui.mouse(xOf(to), y);
+    frame();
+    gui.button(false);
+    frame();
+    ImGui::GetIO().KeyShift = false;
+  }
   // Presses and releases the left button at (x, y) (a click: no movement).
   void click(float x, float y) {
     gui.click(x, y, [&] { draw(); });
@@ -304,15 +317,7 @@ TEST_F(TimelineInput, WKeyZoomsInAndDKeyPansRight) {
 }
 
 TEST_F(TimelineInput, DraggingOnTheRulerSelectsARangeAndItsStatistics) {
-  const float y = (timeline().rulerY0() + timeline().rulerY1()) / 2;
-  gui.mouse(xOf(10 * kMs), y);
-  frame();
-  gui.button(true);
-  frame();
-  gui.mouse(xOf(20 * kMs), y);
-  frame();
-  gui.button(false);
-  frame();
+  drag(10 * kMs, 20 * kMs, (timeline().rulerY0() + timeline().rulerY1()) / 2);
   ASSERT_TRUE(view.selection.hasRange);
   const double px = view.time.nsPerPixel(timeline().plotWidth());
   EXPECT_NEAR(double(view.selection.rangeBegin), 10.0 * kMs, 2 * px);
@@ -334,17 +339,7 @@ TEST_F(TimelineInput, DraggingOnTheRulerSelectsARangeAndItsStatistics) {
 TEST_F(TimelineInput, ShiftDragSelectsAnAreaAndItsStatisticsGroupAndCopy) {
   const auto* comm1 = timeline().findRow(store, 1, "comm:world");
   ASSERT_NE(comm1, nullptr);
-  const float y = (comm1->y0 + comm1->y1) / 2;
-  ImGui::GetIO().KeyShift = true;
-  gui.mouse(xOf(10 * kMs), y);
-  frame();
-  gui.button(true);
-  frame();
-  gui.mouse(xOf(20 * kMs), y);
-  frame();
-  gui.button(false);
-  frame();
-  ImGui::GetIO().KeyShift = false;
+  drag(10 * kMs, 20 * kMs, (comm1->y0 + comm1->y1) / 2, /*shift=*/true);
   frame();
   const RankData& r1 = *store.findRank(1);
   ASSERT_EQ(view.selection.areaTracks.size(), 1u);
