@@ -45,6 +45,10 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
       analysis::EventStats s = analysis::statsForName(store, sel.nameId, t0, t1);
       if (s.count) rows_.push_back(std::move(s));
       histogram_ = analysis::durationHistogram(store, selectedArea(view), sel.nameId);
+    } else if (sel.areaTracks.empty() && !sel.hasRange && !wholeTraceAsked_ &&
+               store.eventCount() > kWholeTraceEvents) {
+      // Every span of a big trace takes seconds: on request (the button below), not at once.
+      computed_ = true;
     } else {
       analysis::Area area;
       area.tracks = sel.areaTracks;
@@ -234,6 +238,17 @@ void StatsPanel::drawArea(const TraceStore& store, const ViewState& view) {
     ImGui::TextDisabled(
         "click an event for its kind; drag the ruler for a range; Shift+drag over rows for an "
         "area");
+  }
+  if (sel.areaTracks.empty() && !sel.hasRange && !wholeTraceAsked_ &&
+      store.eventCount() > kWholeTraceEvents) {
+    if (ImGui::Button("Statistics of the whole trace")) {
+      wholeTraceAsked_ = true;
+      computed_ = false;  // computed next frame
+    }
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%llu events: a few seconds)",
+                        static_cast<unsigned long long>(store.eventCount()));
+    return;
   }
   if (areaRows_.empty()) {
     ImGui::TextUnformatted("no event in this area");

@@ -34,6 +34,9 @@ class StatsPanel {
   const std::vector<analysis::SpanRef>& binEvents() const { return binEvents_; }
   // Events of a bin outlined and listed at most.
   static constexpr size_t kBinEventsShown = 2000;
+  // Above this many events the whole trace's statistics wait for a click (they take seconds);
+  // an area's or a range's are computed at once.
+  static constexpr uint64_t kWholeTraceEvents = 2'000'000;
 
  private:
   void drawArea(const TraceStore& store, const ViewState& view);
@@ -51,6 +54,7 @@ class StatsPanel {
   std::vector<std::pair<int32_t, uint32_t>> areaTracks_;
   analysis::AreaGroupBy computedBy_ = analysis::AreaGroupBy::kName;
   bool computed_ = false;
+  bool wholeTraceAsked_ = false;
   analysis::DurationHistogram histogram_;
   int chosenBin_ = -1;
   std::vector<analysis::SpanRef> binEvents_;
