@@ -171,8 +171,9 @@ void writeEventTable(const TraceStore& store, TableSink& sink) {
     columns.emplace_back(kEventColumns[i], kEventTypes[i]);
   std::vector<Type> argTypes;
   std::map<uint32_t, size_t> column;  // key id -> its place among the argument columns
-  for (const auto& [name, value] : keys) {
-    const auto [id, kinds] = value;
+  for (const auto& entry : keys) {
+    const std::string& name = entry.first;  // a plain name: lambdas cannot capture bindings
+    const auto [id, kinds] = entry.second;
     const Type type = kinds == 1 ? Type::kInt : (kinds & 4) ? Type::kString : Type::kDouble;
     const bool taken =
         std::find_if(std::begin(kEventColumns), std::end(kEventColumns),
