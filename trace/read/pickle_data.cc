@@ -1,6 +1,9 @@
 // Plain data out of a pickle (pickle_data.h): a stack machine over the opcodes of plain values.
-// Containers live in shared nodes while they are built, so that a memo reference (GET) sees a
-// dict or list as it is when used, not as it was when memoized; the finished tree is copied out.
+// Nodes live in one arena while they are built, and containers point at them, so that a memo
+// reference (GET) sees a dict or list as it is when used, not as it was when memoized, and a
+// structure that contains itself (a pickle may say so) frees with the rest. The finished tree is
+// copied out: a node met again on its own path is refused, and so is a copy past kMaxValues (a million)
+// values (shared references nested in turn double it at each level).
 #include "trace/read/pickle_data.h"
 
 #include <cstdint>
@@ -16,7 +19,8 @@ namespace ringx::trace {
 namespace {
 
 struct Node;
-using NodePtr = std::shared_ptr<Node>;
+using NodePtr = Node*;  // owned by the Unpickler's arena
+constexpr uint64_t kMaxValues = 1'000'000;
 struct Node {
   enum Kind { kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kSet, kMark } kind = kNone;
   bool b = false;
@@ -25,13 +29,8 @@ struct Node {
   std::string s;
   std::vector<NodePtr> items;                      // list, tuple, set
   std::vector<std::pair<NodePtr, NodePtr>> pairs;  // dict
+  bool onPath = false;                             // being copied out (a cycle: met again)
 };
-
-NodePtr makeNode(Node::Kind kind) {
-  auto n = std::make_shared<Node>();
-  n->kind = kind;
-  return n;
-}
 
 std::string pickleKeyText(const Node& n) {
   switch (n.kind) {
@@ -48,8 +47,17 @@ std::string pickleKeyText(const Node& n) {
   }
 }
 
-nlohmann::json toJson(const Node& n, int depth) {
+nlohmann::json toJson(Node& n, int depth, uint64_t& values) {
   if (depth > 1000) throw std::runtime_error("nested more than 1000 deep");
+  if (++values > kMaxValues) {
+    throw std::runtime_error("more than 1,000,000 values (shared references nested in turn)");
+  }
+  if (n.onPath) throw std::runtime_error("a structure that contains itself");
+  struct OnPath {
+    Node& n;
+    explicit OnPath(Node& node) : n(node) { n.onPath = true; }
+    ~OnPath() { n.onPath = false; }
+  } onPath(n);
   switch (n.kind) {
     case Node::kNone:
     case Node::kMark:
@@ -66,12 +74,12 @@ nlohmann::json toJson(const Node& n, int depth) {
     case Node::kTuple:
     case Node::kSet: {
       nlohmann::json out = nlohmann::json::array();
-      for (const NodePtr& item : n.items) out.push_back(toJson(*item, depth + 1));
+      for (const NodePtr& item : n.items) out.push_back(toJson(*item, depth + 1, values));
       return out;
     }
     case Node::kDict: {
       nlohmann::json out = nlohmann::json::object();
-      for (const auto& [k, v] : n.pairs) out[pickleKeyText(*k)] = toJson(*v, depth + 1);
+      for (const auto& [k, v] : n.pairs) out[pickleKeyText(*k)] = toJson(*v, depth + 1, values);
       return out;
     }
   }
@@ -96,7 +104,8 @@ class Unpickler {
         case '.': {  // STOP
           if (stack_.size() != 1) fail(at, "STOP with a stack of " + std::to_string(stack_.size()));
           try {
-            return toJson(*stack_.back(), 0);
+            uint64_t values = 0;
+            return toJson(*stack_.back(), 0, values);
           } catch (const std::exception& e) {
             fail(at, e.what());
           }
@@ -410,6 +419,13 @@ class Unpickler {
     for (size_t k = 0; k < items.size(); k += 2) dict.pairs.emplace_back(items[k], items[k + 1]);
   }
 
+  NodePtr makeNode(Node::Kind kind) {
+    arena_.push_back(std::make_unique<Node>());
+    arena_.back()->kind = kind;
+    return arena_.back().get();
+  }
+
+  std::vector<std::unique_ptr<Node>> arena_;
   std::string_view in_;
   const std::string& source_;
   size_t pos_ = 0;

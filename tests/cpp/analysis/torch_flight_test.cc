@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -139,6 +140,29 @@ TEST(PickleData, AClassIsRefusedAndACutOffPickleIsAnError) {
     EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
   }
   EXPECT_THROW(readPickleData(std::string("\x80\x02]q\x00(K\x01", 7), "cut.pkl"), FormatError);
+}
+
+// A list that contains itself is refused (not copied forever, not leaked); so are shared
+// references nested in turn, which would copy out 2^40 values (found by the fuzzer).
+TEST(PickleData, AStructureThatContainsItselfOrDoublesAtEachLevelIsRefused) {
+  const std::string dir =
+      (std::filesystem::path(__FILE__).parent_path() / "../../fuzz/regressions/fuzz_pickle_data/")
+          .lexically_normal()
+          .string();
+  for (const char* name : {"self_containing_list", "doubling_shared_lists"}) {
+    std::ifstream in(dir + name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty()) << name;
+    try {
+      readPickleData(bytes, name);
+      FAIL() << name << " was read";
+    } catch (const FormatError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("contains itself") != std::string::npos ||
+                  what.find("more than 1,000,000 values") != std::string::npos)
+          << what;
+    }
+  }
 }
 
 // The JSON form torch can write: two ranks of group "5"; rank 1 enqueued one collective fewer.
