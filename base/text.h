@@ -11,6 +11,18 @@ inline bool startsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+// Whether `text` contains `needle`, ASCII letters compared without case ("" is in every text).
+inline bool containsIgnoringCase(std::string_view text, std::string_view needle) {
+  auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; };
+  if (needle.size() > text.size()) return false;
+  for (size_t i = 0; i + needle.size() <= text.size(); ++i) {
+    size_t k = 0;
+    while (k < needle.size() && fold(text[i + k]) == fold(needle[k])) ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
 // The non-negative integers written in `text`, in order: "[0, 1, 2]" -> 0, 1, 2 (lists that other
 // tools write as text: a process group's ranks, a tensor's dims).
 inline std::vector<int64_t> integersIn(std::string_view text) {

@@ -45,8 +45,7 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
       analysis::EventStats s = analysis::statsForName(store, sel.nameId, t0, t1);
       if (s.count) rows_.push_back(std::move(s));
       histogram_ = analysis::durationHistogram(store, selectedArea(view), sel.nameId);
-    } else if (sel.areaTracks.empty() && !sel.hasRange && !wholeTraceAsked_ &&
-               store.eventCount() > kWholeTraceEvents) {
+    } else if (waitsForClick(store, sel)) {
       // Every span of a big trace takes seconds: on request (the button below), not at once.
       computed_ = true;
     } else {
@@ -103,6 +102,11 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
   }
   ImGui::EndTable();
   drawHistogram(store, view);
+}
+
+bool StatsPanel::waitsForClick(const TraceStore& store, const Selection& sel) const {
+  return sel.areaTracks.empty() && !sel.hasRange && !wholeTraceAsked_ &&
+         store.eventCount() > kWholeTraceEvents;
 }
 
 analysis::Area StatsPanel::selectedArea(const ViewState& view) const {
@@ -239,8 +243,7 @@ void StatsPanel::drawArea(const TraceStore& store, const ViewState& view) {
         "click an event for its kind; drag the ruler for a range; Shift+drag over rows for an "
         "area");
   }
-  if (sel.areaTracks.empty() && !sel.hasRange && !wholeTraceAsked_ &&
-      store.eventCount() > kWholeTraceEvents) {
+  if (waitsForClick(store, sel)) {
     if (ImGui::Button("Statistics of the whole trace")) {
       wholeTraceAsked_ = true;
       computed_ = false;  // computed next frame

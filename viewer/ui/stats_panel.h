@@ -42,6 +42,8 @@ class StatsPanel {
   void drawArea(const TraceStore& store, const ViewState& view);
   void drawHistogram(const TraceStore& store, ViewState& view);
   analysis::Area selectedArea(const ViewState& view) const;
+  // The whole trace, too big to count at once, and not asked for yet (kWholeTraceEvents).
+  bool waitsForClick(const TraceStore& store, const Selection& sel) const;
 
   std::vector<analysis::EventStats> rows_;
   std::vector<analysis::AreaRow> areaRows_;

@@ -17,6 +17,7 @@
 
 #include "analysis/figures.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "viewer/ui/keys.h"
 #include "viewer/ui/style.h"
 
@@ -188,10 +189,7 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
   auto passesFilter = [&](std::string_view name) {
     if (filterText_.empty()) return true;
     if (filterIsRegex_) return std::regex_search(name.begin(), name.end(), filter_);
-    std::string a(name), b(filterText_);
-    for (auto* t : {&a, &b})
-      for (char& c : *t) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return a.find(b) != std::string::npos;
+    return containsIgnoringCase(name, filterText_);
   };
   float y = 0;
   auto addTrack = [&](const RankData& rank, size_t t, bool pinned) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "viewer/ui/keys.h"
 #include "viewer/ui/style.h"
 
@@ -112,19 +113,14 @@ void ViewerUi::frame(const TraceStore& store, ViewState& view, const LiveSource*
 std::vector<std::pair<std::string, TrackId>> ViewerUi::finderMatches(const TraceStore& store,
                                                                      const std::string& query,
                                                                      size_t limit) {
-  auto lower = [](std::string t) {
-    for (char& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return t;
-  };
-  const std::string q = lower(query);
   std::vector<std::pair<std::string, TrackId>> out;
   for (const RankData& rank : store.ranks()) {
     const std::string label = rank.host.empty() ? strCat("rank ", rank.rank)
                                                 : strCat("rank ", rank.rank, " (", rank.host, ")");
-    if (lower(label).find(q) != std::string::npos) out.push_back({label, TrackId{rank.rank, ""}});
+    if (containsIgnoringCase(label, query)) out.push_back({label, TrackId{rank.rank, ""}});
     for (const Track& track : rank.tracks) {
       const std::string text = strCat("rank ", rank.rank, ": ", store.str(track.name));
-      if (lower(text).find(q) != std::string::npos) {
+      if (containsIgnoringCase(text, query)) {
         out.push_back({text, TrackId{rank.rank, std::string(store.str(track.name))}});
       }
       if (out.size() >= limit) return out;
