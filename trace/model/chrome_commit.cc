@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/release.h"
 
 namespace ringx::model::chrome_detail {
 
@@ -49,7 +50,7 @@ void Reader::commitFlows(const std::vector<int32_t>& rankOf, const std::vector<R
                              "' have no other end on a thread with events; their arrows are "
                              "not drawn (",
                              added, " arrows are)"));
-  flowEnds_ = {};
+  releaseMemory(flowEnds_);
 }
 
 // Finishes an event whose args are args_[e.firstArg, end).
@@ -273,8 +274,8 @@ void Reader::commit() {
       store_.addSpan(data, track, s);
     }
   }
-  events_ = {};
-  args_ = {};
+  releaseMemory(events_);
+  releaseMemory(args_);
   for (const PendingCounter& c : counters_) {
     // A GPU's counters join its owner's rank under the GPU's name, as its lanes do.
     const int32_t device = processes_[c.process].device;
@@ -286,7 +287,7 @@ void Reader::commit() {
       store_.addCounter(*dataOf[c.process], onGpu(device, series), time, c.value);
     }
   }
-  counters_ = {};
+  releaseMemory(counters_);
 
   uint64_t skipped = 0;
   std::string reasons;

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/release.h"
 #include "trace/format/codec.h"
 #include "trace/model/aggregate_lanes.h"
 #include "trace/model/chrome_ingest.h"
@@ -170,9 +171,9 @@ void indexTrace(TraceStore& store, const std::string& path, LoadProgress* progre
     lanes->add(store, data);
     // What stays: the rank without its events (its extent first).
     TraceStore::measureExtent(data);
-    data.tracks = {};
-    data.counters = {};
-    data.argBytes = {};
+    releaseMemory(data.tracks);
+    releaseMemory(data.counters);
+    releaseMemory(data.argBytes);
     data.eventsLoaded = false;
     const std::string file = data.source;
     std::lock_guard<std::mutex> lock(mutex);

@@ -19,15 +19,20 @@ namespace {
 constexpr char kMagic[8] = {'R', 'X', 'V', 'I', 'N', 'D', 'E', 'X'};
 constexpr uint32_t kVersion = 1;
 
+// Straight to the file: the buckets alone are tens of megabytes, and a copy of
+// them in a string would double the open's peak.
 struct Writer {
-  std::string out;
+  std::ostream& out;
   template <typename T>
   void put(T v) {
-    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+    out.write(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void bytes(const void* data, size_t size) {
+    out.write(static_cast<const char*>(data), std::streamsize(size));
   }
   void str(std::string_view s) {
     put<uint64_t>(s.size());
-    out.append(s.data(), s.size());
+    bytes(s.data(), s.size());
   }
 };
 
@@ -113,7 +118,7 @@ class TraceIndexCodec {
     w.put<uint64_t>(lanes.series_.size());
     for (const std::vector<double>& s : lanes.series_) {
       w.put<uint64_t>(s.size());
-      w.out.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(double));
+      w.bytes(s.data(), s.size() * sizeof(double));
     }
   }
 
@@ -179,8 +184,13 @@ bool saveTraceIndex(const std::string& indexPath, const trace::TraceReader& read
   const AggregateLanes* lanes = store.aggregates();
   const std::vector<FileStamp> stamps = stampsOf(reader);
   if (indexPath.empty() || !lanes || stamps.empty()) return false;
-  Writer w;
-  w.out.append(kMagic, sizeof kMagic);
+  // Written aside and renamed: a viewer killed mid-write leaves no half index.
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(indexPath).parent_path(), ec);
+  const std::string tmp = indexPath + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  Writer w{out};
+  w.bytes(kMagic, sizeof kMagic);
   w.put<uint32_t>(kVersion);
   w.put<uint64_t>(stamps.size());
   for (const FileStamp& f : stamps) {
@@ -210,14 +220,10 @@ bool saveTraceIndex(const std::string& indexPath, const trace::TraceReader& read
     w.put<int64_t>(r.wallToAlignedNs);
   }
   TraceIndexCodec::save(w, *lanes, store);
-  // Written aside and renamed: a viewer killed mid-write leaves no half index.
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(indexPath).parent_path(), ec);
-  const std::string tmp = indexPath + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(w.out.data(), std::streamsize(w.out.size()));
-    if (!out) return false;
+  out.close();
+  if (!out) {
+    std::filesystem::remove(tmp, ec);
+    return false;
   }
   std::filesystem::rename(tmp, indexPath, ec);
   return !ec;

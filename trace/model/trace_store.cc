@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/release.h"
 #include "base/text.h"
 #include "trace/model/aggregate_lanes.h"
 
@@ -379,7 +380,7 @@ void TraceStore::sortRank(RankData& rank) {
     if (!track.pendingInstants.empty()) {
       track.instants.insert(track.instants.end(), track.pendingInstants.begin(),
                             track.pendingInstants.end());
-      track.pendingInstants = {};
+      releaseMemory(track.pendingInstants);
       std::stable_sort(track.instants.begin(), track.instants.end(),
                        [](const Instant& a, const Instant& b) { return a.time < b.time; });
     }
