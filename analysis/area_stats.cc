@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/figures.h"
@@ -76,6 +77,11 @@ std::vector<AreaRow> areaStats(const TraceStore& store, const Area& area, AreaGr
     return uint64_t{tag} << 56 | (uint64_t(value) & ((uint64_t{1} << 56) - 1));
   };
   std::unordered_map<uint64_t, AreaAccumulator> groups;
+  AreaAccumulator* last = nullptr;  // groups[lastKey] (an unordered_map's values stay put)
+  uint64_t lastKey = 0;
+  uint32_t factorName = 0;  // busBandwidthFactor(factorName, factorGroupSize)
+  int64_t factorGroupSize = -1;
+  double factor = 0;
   for (const RankData& rank : store.ranks()) {
     for (uint32_t t = 0; t < rank.tracks.size(); ++t) {
       if (!chosen.empty() && !chosen.count({rank.rank, t})) continue;
@@ -125,14 +131,24 @@ std::vector<AreaRow> areaStats(const TraceStore& store, const Area& area, AreaGr
               k = key(kNumber, sizeClass(bytes));
               break;
           }
-          AreaAccumulator& a = groups[k];
+          // Neighbouring spans mostly share a group and an op: the last of each is kept.
+          if (!last || k != lastKey) {
+            last = &groups[k];
+            lastKey = k;
+          }
+          AreaAccumulator& a = *last;
           a.durations.push_back(s.duration());
           a.selfNs += self[index];
           if (s.flags & model::kSpanFailed) ++a.failed;
           if (bytes > 0) {
             a.bytes += bytes;
             const int64_t groupSize = args.integer(keys.groupSize, worldSize);
-            const double bw = busBandwidthGBps(store.str(s.name), bytes, s.duration(), groupSize);
+            if (s.name != factorName || groupSize != factorGroupSize) {
+              factorName = s.name;
+              factorGroupSize = groupSize;
+              factor = busBandwidthFactor(store.str(s.name), groupSize);
+            }
+            const double bw = busBandwidthWithFactor(factor, bytes, s.duration());
             if (bw > 0) a.busbw.push_back(bw);
           }
         });
@@ -169,12 +185,12 @@ std::vector<AreaRow> areaStats(const TraceStore& store, const Area& area, AreaGr
     r.key = textOf(k);
     r.count = a.durations.size();
     r.failed = a.failed;
-    std::sort(a.durations.begin(), a.durations.end());
-    for (int64_t d : a.durations) r.totalNs += d;
+    for (int64_t d : a.durations) {
+      r.totalNs += d;
+      r.maxNs = std::max(r.maxNs, d);
+    }
     r.meanNs = r.totalNs / static_cast<int64_t>(r.count);
-    r.p50Ns = percentile(a.durations, 50);
-    r.p99Ns = percentile(a.durations, 99);
-    r.maxNs = a.durations.back();
+    std::tie(r.p50Ns, r.p99Ns) = p50p99(a.durations);
     r.selfNs = a.selfNs;
     r.bytes = a.bytes;
     r.busbwGBps = median(a.busbw);

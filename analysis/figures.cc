@@ -74,16 +74,36 @@ int64_t ringSteps(std::string_view op, int64_t groupSize) {
 
 double busBandwidthGBps(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize) {
   if (bytes <= 0 || durationNs <= 0) return 0;
-  return static_cast<double>(bytes) / static_cast<double>(durationNs) *
-         busBandwidthFactor(op, groupSize);
+  return busBandwidthWithFactor(busBandwidthFactor(op, groupSize), bytes, durationNs);
 }
+
+double busBandwidthWithFactor(double factor, int64_t bytes, int64_t durationNs) {
+  if (bytes <= 0 || durationNs <= 0) return 0;
+  return static_cast<double>(bytes) / static_cast<double>(durationNs) * factor;
+}
+
+namespace {
+// Nearest rank: the ceil(p/100 * n)-th smallest, in integers to avoid rounding (n > 0); its index.
+size_t nearestRankIndex(size_t n, int p) {
+  const size_t rank = (static_cast<size_t>(p) * n + 99) / 100;
+  return std::clamp<size_t>(rank, 1, n) - 1;
+}
+}  // namespace
 
 int64_t percentile(const std::vector<int64_t>& sorted, int p) {
   if (sorted.empty()) return 0;
-  // Nearest rank: the ceil(p/100 * n)-th smallest, in integers to avoid rounding.
-  size_t rank = (static_cast<size_t>(p) * sorted.size() + 99) / 100;
-  rank = std::clamp<size_t>(rank, 1, sorted.size());
-  return sorted[rank - 1];
+  return sorted[nearestRankIndex(sorted.size(), p)];
+}
+
+std::pair<int64_t, int64_t> p50p99(std::vector<int64_t>& values) {
+  if (values.empty()) return {0, 0};
+  const auto at = [&](size_t i) { return values.begin() + static_cast<std::ptrdiff_t>(i); };
+  const size_t i99 = nearestRankIndex(values.size(), 99);
+  const size_t i50 = nearestRankIndex(values.size(), 50);
+  std::nth_element(values.begin(), at(i99), values.end());
+  // Everything before i99 is at most values[i99]: p50 is among them.
+  std::nth_element(values.begin(), at(i50), at(i99));
+  return {values[i50], values[i99]};
 }
 
 double median(std::vector<double>& values) {

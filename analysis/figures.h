@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/format.h"  // how the figures print
@@ -69,11 +70,16 @@ double busBandwidthFactor(std::string_view op, int64_t groupSize);
 int64_t ringSteps(std::string_view op, int64_t groupSize);
 // GB/s; 0 when bytes or duration is not positive.
 double busBandwidthGBps(std::string_view op, int64_t bytes, int64_t durationNs, int64_t groupSize);
+// The same with the factor found (a loop over many spans of one op finds it once).
+double busBandwidthWithFactor(double factor, int64_t bytes, int64_t durationNs);
 
 // ---- distributions --------------------------------------------------------------
 
 // p in (0, 100]: the nearest-rank percentile of `sorted` (ascending); 0 when empty.
 int64_t percentile(const std::vector<int64_t>& sorted, int p);
+// Nearest-rank p50 and p99 of unsorted `values` (reordered; linear time, not a sort's n log n:
+// ten million durations sort in about a second); 0, 0 when empty.
+std::pair<int64_t, int64_t> p50p99(std::vector<int64_t>& values);
 // The nearest-rank median, reordering `values`; 0 when empty.
 double median(std::vector<double>& values);
 
