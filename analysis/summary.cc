@@ -178,10 +178,7 @@ RankPart reduceRank(const TraceStore& store, const RankData& rank, int64_t defau
 
   const Keys keys(store.strings());
   const uint32_t matchedByKey = store.strings().find(trace::kMatchedByArg);
-  const std::string collectiveCategory = trace::categoryName(trace::Category::kCollective);
-  int collective = -1;
-  for (size_t c = 0; c < store.categories().size(); ++c)
-    if (store.categories()[c] == collectiveCategory) collective = static_cast<int>(c);
+  const int collective = store.findCategory(trace::categoryName(trace::Category::kCollective));
 
   // The op's part through a cache keyed by name id and size class: a map
   // lookup with a fresh string per span would dominate.

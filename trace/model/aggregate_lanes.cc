@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "trace/format/schema.h"
 
 namespace ringx::model {
 namespace {
@@ -113,16 +114,27 @@ void AggregateLanes::add(const TraceStore& store, const RankData& rank) {
   if (group < 0) return;
   const uint32_t seqKey = store.strings().find("seq");
   const uint32_t groupKey = store.strings().find("group");
+  // Collectives on other producers' lanes: a profiler trace's NCCL kernels, on a GPU stream,
+  // are spans of this category (chrome_nccl.cc), as a comm lane's are.
+  const int collective = store.findCategory(trace::categoryName(trace::Category::kCollective));
+  auto isCollective = [&](const Track& track, const Span& s) {
+    return track.kind == TrackKind::kComm ||
+           (track.kind == TrackKind::kOther && s.category == collective);
+  };
   std::unordered_map<trace::CollectiveKey, Arrivals, trace::CollectiveKeyHash>
       seen;  // this rank's collectives
   for (const Track& track : rank.tracks) {
-    if (track.kind != TrackKind::kComm || seqKey == 0) continue;
+    if (seqKey == 0 ||
+        (track.kind != TrackKind::kComm && (track.kind != TrackKind::kOther || collective < 0))) {
+      continue;
+    }
     // The group of a collective without a "group" argument (trace::collectiveGroup).
     const std::string_view trackName = store.str(track.name);
     const std::string_view trackGroup = trace::collectiveGroup({}, trackName);
     const uint32_t trackGroupId = store.strings().find(trackGroup);
     for (const auto& level : track.levels)
       for (const Span& s : level) {
+        if (!isCollective(track, s)) continue;
         const ArgList args(rank, s);
         const ArgValue* seq = args.find(seqKey);
         if (!seq || seq->kind != ArgKind::kInt) continue;
@@ -143,8 +155,9 @@ void AggregateLanes::add(const TraceStore& store, const RankData& rank) {
     const std::vector<Span>& spans = track.levels[0];
     cover(spans.front().begin / widthNs_,
           std::max(spans.back().end - 1, spans.front().begin) / widthNs_);
-    std::vector<double>& bins = series_[size_t(group) * kKinds + size_t(kind)];
     for (const Span& s : spans) {
+      const Kind spanKind = isCollective(track, s) ? kComm : Kind(kind);
+      std::vector<double>& bins = series_[size_t(group) * kKinds + size_t(spanKind)];
       int64_t t = s.begin;
       while (t < s.end) {
         const int64_t index = t / widthNs_;

@@ -100,9 +100,21 @@ uint32_t TraceStore::track(RankData& rank, std::string_view name) {
   return static_cast<uint32_t>(rank.tracks.size() - 1);
 }
 
-uint8_t TraceStore::category(std::string_view name) {
+std::vector<int32_t> TraceStore::rankNumbers() const {
+  std::vector<int32_t> out;
+  out.reserve(ranks_.size());
+  for (const RankData& r : ranks_) out.push_back(r.rank);
+  return out;
+}
+
+int TraceStore::findCategory(std::string_view name) const {
   for (size_t i = 0; i < categories_.size(); ++i)
-    if (categories_[i] == name) return static_cast<uint8_t>(i);
+    if (categories_[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+uint8_t TraceStore::category(std::string_view name) {
+  if (const int i = findCategory(name); i >= 0) return static_cast<uint8_t>(i);
   if (categories_.size() >= 255) return 254;
   categories_.emplace_back(name);
   return static_cast<uint8_t>(categories_.size() - 1);

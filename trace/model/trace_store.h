@@ -290,7 +290,11 @@ class TraceStore {
   // ---- reading --------------------------------------------------------------
   const std::vector<RankData>& ranks() const { return ranks_; }
   const RankData* findRank(int32_t rank) const;
+  // Every rank's number (RankData::rank), ascending.
+  std::vector<int32_t> rankNumbers() const;
   const std::vector<std::string>& categories() const { return categories_; }
+  // The index of the category named `name`, or -1 when no event has it.
+  int findCategory(std::string_view name) const;
   const std::vector<std::string>& warnings() const { return warnings_; }
   // Sorted by the time of their start.
   const std::vector<Flow>& flows() const { return flows_; }

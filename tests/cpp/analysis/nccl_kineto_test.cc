@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "tests/cpp/shared_traces.h"
 #include "trace/format/collective_key.h"
+#include "trace/model/aggregate_lanes.h"
 #include "trace/model/chrome_ingest.h"
 #include "trace/model/loader.h"
 
@@ -179,6 +180,63 @@ TEST(NcclKineto, NeverMatchedAcrossAGapInTheRecordedStepsAndASeqNumWins) {
   EXPECT_EQ(rows[2].seq, 42);
   EXPECT_EQ(rows[2].ranks.size(), 2u);
   EXPECT_EQ(argOf(store, rows[2].ranks[1], trace::kMatchedByArg), "seq_num");
+}
+
+// Forty ranks of a generated NCCL job, above the 32 where the timeline draws aggregate lanes (in
+// blocks of eight ranks: Kineto files name no host): each rank's GPU runs a gemm from 900 to
+// 1000 us and then, on its NCCL stream, one allreduce kernel from 1020 us, but rank 23's from
+// 1420. The lanes read the kernels as communication, not compute, and mark rank 23 the last to
+// arrive, 400 us after the first, on the lane of ranks 16-23 only.
+TEST(NcclKineto, AggregateLanesOfAnNcclJobShowItsCommunicationAndItsStraggler) {
+  model::TraceStore store;
+  for (int rank = 0; rank < 40; ++rank) {
+    const int start = rank == 23 ? 1420 : 1020;
+    const std::string events = strCat(
+        R"({"name":"process_labels","ph":"M","pid":0,"tid":0,"args":{"labels":"GPU 0"}},)",
+        R"({"name":"process_labels","ph":"M","pid":100,"tid":0,"args":{"labels":"CPU"}},)",
+        R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":100,"tid":100,)",
+        R"("ts":1000,"dur":5},)",
+        R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,)",
+        R"("ts":1001,"dur":2,"args":{"correlation":1}},)",
+        R"({"ph":"X","cat":"kernel","name":"volta_sgemm_128x64_nn","pid":0,"tid":7,"ts":900,)",
+        R"("dur":100,"args":{}},)",
+        R"({"ph":"X","cat":"kernel","name":"ncclDevKernel_Generic","pid":0,"tid":4,"ts":)", start,
+        R"(,"dur":100,"args":{"correlation":1,"Collective name":"allreduce",)",
+        R"("Process Group Name":"0","Group size":40,"In msg nelems":256,)",
+        R"("Out msg nelems":256,"dtype":"Float"}})");
+    model::ingestChromeTraceText(
+        store,
+        strCat(R"({"schemaVersion":1,"distributedInfo":{"backend":"nccl","rank":)", rank,
+               R"(,"world_size":40},"traceEvents":[)", events, "]}"),
+        strCat("rank", rank, ".json"));
+  }
+  ASSERT_EQ(store.ranks().size(), 40u);
+  const model::AggregateLanes lanes(store);
+  ASSERT_EQ(lanes.groups().size(), 5u);
+  for (size_t g = 0; g < 5; ++g) {
+    SCOPED_TRACE(lanes.groups()[g].label);
+    if (g != 2) {
+      EXPECT_TRUE(lanes.groups()[g].marks.empty());
+      continue;
+    }
+    ASSERT_EQ(lanes.groups()[g].marks.size(), 1u);
+    const model::StragglerMark& mark = lanes.groups()[g].marks[0];
+    EXPECT_EQ(mark.rank, 23);
+    EXPECT_EQ(mark.skewNs, 400'000);
+    EXPECT_EQ(store.str(mark.name), "allreduce");
+  }
+  // Busy shares (buckets of about a microsecond, so within a few percent).
+  const auto share = [&](size_t group, model::AggregateLanes::Kind kind, int fromUs, int toUs) {
+    float out = 0;
+    lanes.busyShares(group, kind, store.beginNs() + (fromUs - 900) * 1000,
+                     store.beginNs() + (toUs - 900) * 1000, 1, &out);
+    return out;
+  };
+  using Kind = model::AggregateLanes::Kind;
+  EXPECT_NEAR(share(0, Kind::kCompute, 900, 1000), 1.0, 0.03);    // every gemm
+  EXPECT_NEAR(share(0, Kind::kComm, 1020, 1120), 1.0, 0.03);      // every rank's allreduce
+  EXPECT_NEAR(share(2, Kind::kComm, 1020, 1120), 7.0 / 8, 0.03);  // all but rank 23's
+  EXPECT_NEAR(share(0, Kind::kCompute, 1020, 1120), 0.0, 0.03);   // the kernels are not compute
 }
 
 }  // namespace
