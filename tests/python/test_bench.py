@@ -281,19 +281,27 @@ def test_scale_bench_connects_log2_n_peers():
 
 
 def test_viewer_bench_prints_the_json_and_the_scale_tables():
-    """bench/viewer.py: first frame, load, fps and memory for Chrome JSON traces and for
-    ringx trace directories of many ranks (tiny ones here; docs/benchmarks.md's are 10M and 100M)."""
+    """bench/viewer.py: first frame, load, fps (with an area's statistics showing too) and memory
+    for Chrome JSON traces and for ringx trace directories of many ranks (tiny ones here;
+    docs/benchmarks.md's are 10M and 100M), two builds alternated with --before (here the same
+    build twice)."""
     env = dict(os.environ, BUILD_DIR=os.path.join(PYTHONPATH, ".."))
+    viewer = os.path.join(PYTHONPATH, "..", "bin", "ringx-viewer")
     result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "viewer.py"), "--sizes",
                              "20000", "--scale-events", "100000", "--ranks", "64", "--frames",
-                             "3"], capture_output=True, text=True, timeout=300, env=env)
+                             "3", "--before", viewer], capture_output=True, text=True,
+                            timeout=300, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     json_rows = table_rows(result.stdout, "20000")
-    assert len(json_rows) == 1 and len(json_rows[0]) == 9, result.stdout
-    scale_rows = [row for row in result.stdout.splitlines() if " whole " in row]
-    assert len(scale_rows) == 1, result.stdout
-    cells = scale_rows[0].split()
-    assert int(cells[0]) > 90000 and cells[2] == "whole" and len(cells) == 11, cells
+    assert [row[1] for row in json_rows] == ["before", "after"], result.stdout
+    assert all(len(row) == 12 for row in json_rows), result.stdout
+    # The area's aggregate was shown: its frame rate and the time it took are figures.
+    assert all(float(row[7]) > 0 and row[8].endswith("s") for row in json_rows), result.stdout
+    scale_rows = [row.split() for row in result.stdout.splitlines() if " whole " in row]
+    assert [cells[1] for cells in scale_rows] == ["before", "after"], result.stdout
+    for cells in scale_rows:
+        assert int(cells[0]) > 90000 and cells[3] == "whole" and len(cells) == 14, cells
+        assert float(cells[9]) > 0 and cells[10].endswith("s"), cells
 
 
 def test_docs_table_writes_what_a_bench_printed_between_its_markers(tmp_path, capsys):

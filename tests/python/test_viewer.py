@@ -127,6 +127,25 @@ def test_zooms_to_what_the_trace_holds_and_never_writes_an_empty_screenshot(job_
     assert missing.returncode == 1 and "no event of those steps" in missing.stderr, missing.stderr
 
 
+AREA = re.compile(r"^area_tracks=(\d+) area_rows=(\d+) area_ms=([\d.]+)$", re.M)
+
+
+def test_area_from_the_command_line_selects_the_ranks_tracks(job_trace):
+    """--area RANKS selects every track of those ranks over the view (here steps 2-3) and shows
+    the area's statistics; a rank the trace lacks is an error saying so."""
+    both = viewer(str(job_trace), "--frames", "2", "--print-stats", "--area", "0-1",
+                  "--zoom-steps", "2:3")
+    one = viewer(str(job_trace), "--frames", "2", "--print-stats", "--area", "1",
+                 "--zoom-steps", "2:3")
+    assert both.returncode == 0 and one.returncode == 0, both.stderr + one.stderr
+    both_area, one_area = AREA.search(both.stdout), AREA.search(one.stdout)
+    assert both_area and one_area, both.stdout + one.stdout
+    assert int(both_area.group(1)) > int(one_area.group(1)) > 0
+    assert int(one_area.group(2)) > 0  # rows: the names of rank 1's events in those steps
+    missing = viewer(str(job_trace), "--frames", "1", "--area", "7")
+    assert missing.returncode == 1 and "the trace has no rank 7" in missing.stderr, missing.stderr
+
+
 def cut_inside_a_record(data, near):
     """An offset strictly inside the first record that starts at or after `near`.
 

@@ -117,8 +117,37 @@ void App::showLoaded() {
       exitCode_ = 1;
     }
   }
+  if (!options_.areaRanks.empty())
+    selectArea(options_.areaRanks, begin != end || options_.zoomBeginMs >= 0);
   // After --zoom: the first match at or after the view's left edge.
   if (!options_.search.empty()) ui_.search().request(options_.search);
+}
+
+// --area: the ranks' tracks over the view, as a Shift+drag across them would select them.
+void App::selectArea(const std::vector<int32_t>& ranks, bool zoomed) {
+  Selection& sel = view_.selection;
+  for (int32_t r : ranks) {
+    const RankData* rank = store_->findRank(r);
+    if (!rank || !rank->eventsLoaded) {
+      std::fprintf(stderr, "ringx-viewer: error: --area: %s\n",
+                   rank ? strCat("rank ", r,
+                                 "'s events are not loaded (the trace is open as an index: "
+                                 "--expand its lane)")
+                              .c_str()
+                        : strCat("the trace has no rank ", r).c_str());
+      exitCode_ = 1;
+      return;
+    }
+    for (uint32_t t = 0; t < rank->tracks.size(); ++t) sel.areaTracks.emplace_back(r, t);
+  }
+  std::sort(sel.areaTracks.begin(), sel.areaTracks.end());
+  sel.areaTracks.erase(std::unique(sel.areaTracks.begin(), sel.areaTracks.end()),
+                       sel.areaTracks.end());
+  sel.hasRange = zoomed;
+  sel.rangeBegin = view_.time.t0;
+  sel.rangeEnd = view_.time.t1;
+  view_.panel = PanelId::kStats;
+  view_.panelRequested = true;
 }
 
 LoadOptions App::loadOptions() const {
@@ -389,6 +418,11 @@ int App::run() {
                 double(view_.time.t0 - store_->beginNs()) / 1e6,
                 double(view_.time.t1 - store_->beginNs()) / 1e6, ui_.timeline().itemsDrawn());
     if (!options_.search.empty()) {
+    if (!options_.areaRanks.empty()) {
+      const StatsPanel& stats = ui_.stats();
+      std::printf("area_tracks=%zu area_rows=%zu area_ms=%.1f\n", view_.selection.areaTracks.size(),
+                  stats.areaRows().size(), stats.computeMs());
+    }
       const SearchBar& search = ui_.search();
       std::printf("search_matches=%zu current=%lld\n", search.search().matches().size(),
                   static_cast<long long>(search.current() + 1));

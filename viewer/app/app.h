@@ -73,6 +73,7 @@ class App {
   void loadExpandedRanks();
   void dropRankLoad();
   void showLoaded();
+  void selectArea(const std::vector<int32_t>& ranks, bool zoomed);
   // `ranks`: the ones to follow (empty: every rank of the job's directory);
   // `summaryOthers`: the other ranks' summary streams too (LiveSource).
   void attach(const std::string& address, const std::string& token,

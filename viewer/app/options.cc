@@ -141,6 +141,16 @@ int parseOptions(int argc, const char* const* argv, AppOptions* out) {
          "profiler's ProfilerStep#N")
       ->type_name("FIRST:LAST");
   app.add_option("--zoom-event", o.zoomEvent, "show the first event named NAME")->type_name("NAME");
+  app.add_option_function<std::string>(
+         "--area",
+         [&o](const std::string& text) {
+           std::string error;
+           if (!ringx::parseRankList(text, &o.areaRanks, &error))
+             throw CLI::ValidationError("--area", error);
+         },
+         "select every track of these ranks over the view (--zoom, --zoom-steps, --zoom-event; "
+         "else all of the trace) and show the area's statistics")
+      ->type_name("0-7,9,...");
   CLI::Option* diff =
       app.add_option("--diff", o.diff,
                      "two runs side by side, aligned by step and collective (group, seq), the "

@@ -3,7 +3,7 @@
 //                [--token T] [--size WxH]
 //                [--frames N] [--seconds S] [--screenshot out.png] [--panel NAME]
 //                [--print-stats] [--save DIR] [--zoom BEGIN_MS:END_MS | --zoom-steps A:B |
-//                --zoom-event NAME] [--search TEXT]
+//                --zoom-event NAME] [--area RANKS] [--search TEXT]
 //                [--follow-seconds S]
 //   ringx-viewer --diff A B [--diff-row K] [...]
 #pragma once
@@ -38,6 +38,9 @@ struct AppOptions {
   // first event named zoomEvent; -1 / "": not asked.
   int64_t zoomFirstStep = -1, zoomLastStep = -1;
   std::string zoomEvent;
+  // --area: every track of these ranks over the zoomed view (all of the trace when not zoomed),
+  // selected as a Shift+drag would, with the Statistics panel showing the area.
+  std::vector<int32_t> areaRanks;
   // Put TEXT in the search box and go to its first match (after --zoom).
   std::string search;
   // Follow mode's window while attached (seconds); <= 0: the default.

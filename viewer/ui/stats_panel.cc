@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -25,6 +26,7 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
   if (!computed_ || generation_ != store.generation() || nameId_ != sel.nameId ||
       hasRange_ != sel.hasRange || rangeBegin_ != sel.rangeBegin || rangeEnd_ != sel.rangeEnd ||
       areaTracks_ != sel.areaTracks || computedBy_ != groupBy_) {
+    const auto begin = std::chrono::steady_clock::now();
     computed_ = true;
     generation_ = store.generation();
     nameId_ = sel.nameId;
@@ -55,6 +57,8 @@ void StatsPanel::draw(const TraceStore& store, ViewState& view) {
       area.t1 = t1;
       areaRows_ = analysis::areaStats(store, area, groupBy_);
     }
+    computeMs_ =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
   }
   if (sel.nameId == 0) {
     drawArea(store, view);

@@ -23,6 +23,8 @@ class StatsPanel {
   const std::vector<analysis::EventStats>& rows() const { return rows_; }
   const std::vector<analysis::AreaRow>& areaRows() const { return areaRows_; }
   analysis::AreaGroupBy groupBy() const { return groupBy_; }
+  // How long the rows shown took to compute (ms; --print-stats), 0 before any.
+  double computeMs() const { return computeMs_; }
   void setGroupBy(analysis::AreaGroupBy by) { groupBy_ = by; }
   // The area's table as the copy buttons put it on the clipboard.
   std::string areaText(Delimiter delimiter) const;
@@ -56,6 +58,7 @@ class StatsPanel {
   std::vector<std::pair<int32_t, uint32_t>> areaTracks_;
   analysis::AreaGroupBy computedBy_ = analysis::AreaGroupBy::kName;
   bool computed_ = false;
+  double computeMs_ = 0;
   bool wholeTraceAsked_ = false;
   analysis::DurationHistogram histogram_;
   int chosenBin_ = -1;
