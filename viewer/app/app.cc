@@ -338,7 +338,8 @@ void App::saveWorkspaceIfChanged(bool atExit) {
   if (workspacePath_.empty() || options_.scripted()) return;
   const TrackArrangement& t = view_.tracks;
   const bool changed = !(t.pinned == savedTracks_.pinned) || t.hidden != savedTracks_.hidden ||
-                       t.filter != savedTracks_.filter || view_.panel != savedPanel_;
+                       t.filter != savedTracks_.filter || t.rankOrder != savedTracks_.rankOrder ||
+                       view_.panel != savedPanel_;
   if (!changed && !atExit) return;
   if (!saveWorkspace(workspacePath_, view_, *store_)) {
     std::fprintf(stderr, "ringx-viewer: warning: cannot write the workspace %s\n",
@@ -417,12 +418,12 @@ int App::run() {
     std::printf("view_ms=%.3f:%.3f items=%" PRIu64 "\n",
                 double(view_.time.t0 - store_->beginNs()) / 1e6,
                 double(view_.time.t1 - store_->beginNs()) / 1e6, ui_.timeline().itemsDrawn());
-    if (!options_.search.empty()) {
     if (!options_.areaRanks.empty()) {
       const StatsPanel& stats = ui_.stats();
       std::printf("area_tracks=%zu area_rows=%zu area_ms=%.1f\n", view_.selection.areaTracks.size(),
                   stats.areaRows().size(), stats.computeMs());
     }
+    if (!options_.search.empty()) {
       const SearchBar& search = ui_.search();
       std::printf("search_matches=%zu current=%lld\n", search.search().matches().size(),
                   static_cast<long long>(search.current() + 1));

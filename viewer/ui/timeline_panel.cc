@@ -236,11 +236,13 @@ void TimelinePanel::drawRows(const TraceStore& store, ViewState& view) {
         y += s.laneHeight;
       }
       if (view.expandedGroups.count(group.label))
-        for (int32_t r : group.ranks)
+        for (int32_t r : arrangement.arranged(group.ranks))
           if (const RankData* rank = store.findRank(r)) addRank(*rank);
     }
-  } else {
+  } else if (arrangement.rankOrder.empty()) {
     for (const RankData& rank : store.ranks()) addRank(rank);
+  } else {
+    for (int32_t r : arrangement.arranged(store.rankNumbers())) addRank(*store.findRank(r));
   }
   contentHeight_ = y;
   const float visible = std::max(rowsY1_ - rowsY0_ - pinnedHeight_, 1.0f);
@@ -918,18 +920,23 @@ void TimelinePanel::trackMenu(const TraceStore& store, ViewState& view) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   if (rowsBandHovered_ && mouse.x < plotX0_ && ImGui::IsMouseClicked(ImGuiMouseButton_Right)) {
     for (const Row& row : rows_) {
-      if (row.track < 0 || row.aggregate != Aggregate::kNone || mouse.y < row.y0 ||
-          mouse.y >= row.y1) {
-        continue;
-      }
+      if (row.aggregate != Aggregate::kNone || mouse.y < row.y0 || mouse.y >= row.y1) continue;
+      // A track's label, or a rank's header (no track: the rank's menu).
       const RankData* rank = store.findRank(row.rank);
-      menuTrack_ = TrackId{row.rank, std::string(store.str(rank->tracks[size_t(row.track)].name))};
+      menuTrack_ = TrackId{
+          row.rank, row.track < 0 ? std::string()
+                                  : std::string(store.str(rank->tracks[size_t(row.track)].name))};
       ImGui::OpenPopup("##trackMenu");
       break;
     }
   }
   if (!ImGui::BeginPopup("##trackMenu")) return;
   TrackArrangement& tracks = view.tracks;
+  if (menuTrack_.track.empty()) {
+    rankMenu(store, view);
+    ImGui::EndPopup();
+    return;
+  }
   ImGui::TextDisabled("rank %d: %s", menuTrack_.rank, menuTrack_.track.c_str());
   const bool pinned = tracks.isPinned(menuTrack_);
   if (ImGui::MenuItem(pinned ? "Unpin" : "Pin to the top")) tracks.togglePin(menuTrack_);
@@ -944,6 +951,29 @@ void TimelinePanel::trackMenu(const TraceStore& store, ViewState& view) {
     tracks.hidden.clear();
   }
   ImGui::EndPopup();
+}
+
+// A rank header's menu: where the rank goes among the others (the lane's, above 32 ranks).
+void TimelinePanel::rankMenu(const TraceStore& store, ViewState& view) {
+  TrackArrangement& tracks = view.tracks;
+  const int32_t rank = menuTrack_.rank;
+  std::vector<int32_t> among = store.rankNumbers();
+  if (lanes_) {
+    if (const int g = lanes_->groupOf(rank); g >= 0) among = lanes_->groups()[size_t(g)].ranks;
+  }
+  ImGui::TextDisabled("rank %d", rank);
+  if (ImGui::MenuItem("Move rank to the top"))
+    tracks.moveRank(rank, TrackArrangement::kToTop, among);
+  if (ImGui::MenuItem("Move rank up")) tracks.moveRank(rank, -1, among);
+  if (ImGui::MenuItem("Move rank down")) tracks.moveRank(rank, +1, among);
+  if (!tracks.rankOrder.empty() && ImGui::MenuItem("Order ranks by number")) {
+    tracks.rankOrder.clear();
+  }
+  if (ImGui::MenuItem("Hide the rank's tracks")) {
+    if (const RankData* r = store.findRank(rank))
+      for (const Track& t : r->tracks)
+        tracks.hidden.insert(TrackId{rank, std::string(store.str(t.name))});
+  }
 }
 
 void TimelinePanel::drawHighlighted(const TraceStore& store, const ViewState& view,

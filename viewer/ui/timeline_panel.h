@@ -111,6 +111,7 @@ class TimelinePanel {
                int& stripe);
   // Right-click on a track's label: pin, hide, move (ViewState::tracks).
   void trackMenu(const TraceStore& store, ViewState& view);
+  void rankMenu(const TraceStore& store, ViewState& view);
   void drawLevel(const TraceStore& store, const RankData& rank, int32_t trackIndex, int level,
                  ViewState& view, ImDrawList* draw, float y0, float y1);
   void drawAggregateRow(const TraceStore& store, const Row& row, ViewState& view, ImDrawList* draw);

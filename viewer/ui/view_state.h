@@ -129,11 +129,19 @@ struct TrackId {
 // How the person arranged the timeline's tracks (saved in the workspace beside the trace):
 // pinned ones stay on top, in this order, while the rest scroll; hidden ones are not drawn;
 // with a filter, only the tracks whose name matches it (a case-insensitive regular expression,
-// or a substring where it is not one) and their ranks' headers are.
+// or a substring where it is not one) and their ranks' headers are; ranks in the order they
+// were moved to (within a host's lane, above 32 ranks).
 struct TrackArrangement {
   std::vector<TrackId> pinned;
   std::set<TrackId> hidden;
   std::string filter;
+  // Ranks as the person ordered them (empty: by rank); ranks it lacks follow, by rank.
+  std::vector<int32_t> rankOrder;
+  // `ranks` in the arranged order.
+  std::vector<int32_t> arranged(std::vector<int32_t> ranks) const;
+  // Moves `rank` by `by` places among `ranks` (negative: up), or to the top (kToTop).
+  static constexpr int kToTop = -(1 << 30);
+  void moveRank(int32_t rank, int by, const std::vector<int32_t>& ranks);
   bool isPinned(const TrackId& id) const {
     return std::find(pinned.begin(), pinned.end(), id) != pinned.end();
   }

@@ -29,6 +29,7 @@ std::string workspaceText(const ViewState& view, const TraceStore& store) {
   j["pinned"] = list(view.tracks.pinned);
   j["hidden"] = list(view.tracks.hidden);
   j["filter"] = view.tracks.filter;
+  j["rank_order"] = view.tracks.rankOrder;
   j["panel"] = panelName(view.panel);
   j["view_ns"] = {view.time.t0 - store.beginNs(), view.time.t1 - store.beginNs()};
   return j.dump(1) + "\n";
@@ -64,6 +65,7 @@ bool loadWorkspace(const std::string& path, ViewState& view, const TraceStore& s
       tracks.hidden.insert(TrackId{t.at("rank").get<int32_t>(), t.at("track").get<std::string>()});
     }
     tracks.filter = j.value("filter", std::string());
+    tracks.rankOrder = j.value("rank_order", std::vector<int32_t>());
     PanelId panel = view.panel;
     if (j.contains("panel") && !parsePanelName(j["panel"].get<std::string>(), &panel)) {
       panel = view.panel;

@@ -291,6 +291,36 @@ TEST_F(TimelineInput, PinHideFilterAndFindTracks) {
   EXPECT_LE(bucket->y1, timeline().rowsY1());
 }
 
+// Ranks in the order they were moved to (the rank header's menu): rank 1 to the top puts its
+// header and tracks above rank 0's; "down" puts it back; a rank the store lacks is ignored.
+TEST_F(TimelineInput, RanksGoWhereTheyAreMoved) {
+  auto headers = [&] {
+    std::vector<int32_t> out;
+    for (const auto& row : timeline().rows())
+      if (row.track < 0 && row.aggregate == TimelinePanel::Aggregate::kNone)
+        out.push_back(row.rank);
+    return out;
+  };
+  frame();
+  EXPECT_EQ(headers(), (std::vector<int32_t>{0, 1}));
+  view.tracks.moveRank(1, TrackArrangement::kToTop, store.rankNumbers());
+  frame();
+  EXPECT_EQ(headers(), (std::vector<int32_t>{1, 0}));
+  EXPECT_LT(timeline().findRow(store, 1, "ddp")->y0, timeline().findRow(store, 0, "ddp")->y0);
+  view.tracks.moveRank(1, +1, store.rankNumbers());
+  frame();
+  EXPECT_EQ(headers(), (std::vector<int32_t>{0, 1}));
+  view.tracks.moveRank(1, +5, store.rankNumbers());  // already last: stays
+  view.tracks.moveRank(7, -1, store.rankNumbers());  // no rank 7: nothing moves
+  frame();
+  EXPECT_EQ(headers(), (std::vector<int32_t>{0, 1}));
+  // Ordered ranks a trace lacks for now keep their place for when they load.
+  TrackArrangement a;
+  a.moveRank(5, TrackArrangement::kToTop, {1, 3, 5});
+  EXPECT_EQ(a.arranged({1, 3}), (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(a.arranged({1, 3, 5, 9}), (std::vector<int32_t>{5, 1, 3, 9}));
+}
+
 TEST_F(TimelineInput, ClickingEmptySpaceClearsTheSelection) {
   const auto* row = timeline().findRow(store, 0, "comm:world");
   click(xOf(16 * kMs + kMs), (row->y0 + row->y1) / 2);

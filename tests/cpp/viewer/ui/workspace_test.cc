@@ -12,7 +12,7 @@
 namespace ringx::viewer {
 namespace {
 
-TEST(Workspace, PinsHiddenFilterPanelAndViewComeBack) {
+TEST(Workspace, PinsHiddenFilterRankOrderPanelAndViewComeBack) {
   TraceStore store;
   model::testing::fillSampleStore(store);
   const std::filesystem::path dir =
@@ -27,6 +27,7 @@ TEST(Workspace, PinsHiddenFilterPanelAndViewComeBack) {
   view.tracks.pinned = {TrackId{1, "comm:world"}, TrackId{0, "ddp:bucket1"}};
   view.tracks.hidden.insert(TrackId{0, "compute"});
   view.tracks.filter = "bucket|comm";
+  view.tracks.rankOrder = {1, 0};
   view.panel = PanelId::kCollectives;
   view.time.t0 = store.beginNs() + 1000;
   view.time.t1 = store.beginNs() + 9000;
@@ -38,6 +39,7 @@ TEST(Workspace, PinsHiddenFilterPanelAndViewComeBack) {
   EXPECT_EQ(back.tracks.pinned, view.tracks.pinned);  // in their order
   EXPECT_EQ(back.tracks.hidden, view.tracks.hidden);
   EXPECT_EQ(back.tracks.filter, view.tracks.filter);
+  EXPECT_EQ(back.tracks.rankOrder, view.tracks.rankOrder);
   EXPECT_EQ(back.panel, PanelId::kCollectives);
   EXPECT_EQ(back.time, view.time);
 
