@@ -14,6 +14,8 @@
 #include "backend/c10d/store_adapter.h"
 #include "backend/c10d/tensor_utils.h"
 #include "backend/c10d/torch_errors.h"
+#include "backend/store/store.h"
+#include "base/format.h"
 #include "trace/record/recorder.h"
 
 namespace ringx::c10d_glue {
@@ -24,11 +26,15 @@ using ::c10d::OpType;
 
 ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
                                      int size, std::chrono::milliseconds timeout, std::string name)
+    : ProcessGroupRingx(std::make_shared<C10dStore>(store), rank, size, timeout, std::move(name)) {}
+
+ProcessGroupRingx::ProcessGroupRingx(std::shared_ptr<Store> store, int rank, int size,
+                                     std::chrono::milliseconds timeout, std::string name)
     : BackendBase(rank, size), name_(std::move(name)) {
   GroupOptions options;
   options.rank = rank;
   options.size = size;
-  options.store = std::make_shared<C10dStore>(store);
+  options.store = std::move(store);
   options.timeout = timeout;
   options.tuning = tuningFromEnvironment();
   options.mesh = transport::meshOptionsFromEnvironment();
@@ -68,9 +74,37 @@ void ProcessGroupRingx::close(bool inStep) {
     cuda_->leaveRing(group_->store(),
                      std::min(group_->timeout(), std::chrono::milliseconds(30000)));
   }
-  group_.reset();
+  {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    failureAtClose_ = group_->failure();
+    group_.reset();
+  }
   if (released) gilRelease.restore(released);
 }
+
+std::pair<Group::Failure, std::string> ProcessGroupRingx::failure() const {
+  std::lock_guard<std::mutex> lock(failureMutex_);
+  return group_ ? group_->failure() : failureAtClose_;
+}
+
+std::string ProcessGroupRingx::errorText() const { return failure().second; }
+
+#if RINGX_HAS_GET_ERROR
+::c10d::ErrorType ProcessGroupRingx::getError() {
+  switch (failure().first) {
+    case Group::Failure::kNone:
+      return ::c10d::ErrorType::SUCCESS;
+    case Group::Failure::kTimeout:
+      return ::c10d::ErrorType::TIMEOUT;
+    case Group::Failure::kPeer:
+      return ::c10d::ErrorType::REMOTE_ERROR;
+    case Group::Failure::kLocal:
+    case Group::Failure::kAborted:
+      break;
+  }
+  return ::c10d::ErrorType::COMM_ERROR;
+}
+#endif
 
 void ProcessGroupRingx::checkOpen(const char* collective) const {
   TORCH_CHECK(!closed_.load(), "ringx: ", collective, " on group '", name_,
@@ -143,6 +177,73 @@ c10::intrusive_ptr<BackendBase> ProcessGroupRingx::split(
                                                 static_cast<int>(ranks.size()), timeout,
                                                 std::move(name));
 }
+
+c10::intrusive_ptr<ProcessGroupRingx> ProcessGroupRingx::shrinkTo(
+    const std::vector<int64_t>& ranksToExclude, bool abortFirst,
+    std::chrono::milliseconds timeout) {
+  checkOpen("shrink");
+  std::vector<int64_t> excluded = ranksToExclude;
+  std::sort(excluded.begin(), excluded.end());
+  TORCH_CHECK_VALUE(!excluded.empty(),
+                    "ringx: shrink: ranks_to_exclude is empty; name the ranks to leave out "
+                    "(those that failed)");
+  for (size_t i = 0; i < excluded.size(); ++i) {
+    TORCH_CHECK_VALUE(excluded[i] >= 0 && excluded[i] < size_, "ringx: shrink: rank ", excluded[i],
+                      " is not in group '", name_, "' of ", size_, " ranks");
+    TORCH_CHECK_VALUE(i == 0 || excluded[i] != excluded[i - 1], "ringx: shrink: rank ", excluded[i],
+                      " is excluded twice");
+  }
+  TORCH_CHECK_VALUE(int64_t(excluded.size()) < size_, "ringx: shrink: every rank of group '", name_,
+                    "' is excluded; at least one must remain");
+  TORCH_CHECK(!std::binary_search(excluded.begin(), excluded.end(), int64_t(rank_)),
+              "ringx: shrink: rank ", rank_,
+              " is excluded, so it must not call shrink (only the remaining ranks do)");
+  // The remaining ranks in order: this group's rank of each new rank.
+  std::vector<int32_t> kept;
+  for (int32_t r = 0; r < size_; ++r)
+    if (!std::binary_search(excluded.begin(), excluded.end(), int64_t(r))) kept.push_back(r);
+  const int newRank = int(std::find(kept.begin(), kept.end(), rank_) - kept.begin());
+  const std::string without = rankList(std::vector<int32_t>(excluded.begin(), excluded.end()));
+  // The shrink's keys, under this group's: the excluded set names them, so a shrink to other
+  // ranks (after a second death) never reads this one's, and each attempt at the same set is
+  // a generation of its own. Each rank says it came, so that a timeout can name who did not.
+  std::string key = "shrink/";
+  for (int64_t r : excluded) key += strCat(r, ",");
+  auto store = std::make_shared<PrefixedStore>(key, group_->sharedStore());
+  const std::string arrivals = strCat("arrived/", store->add(strCat("attempts/", newRank), 1));
+  store->add(strCat(arrivals, "/", newRank), 1);
+  if (abortFirst) {
+    group_->abort(strCat("the process group was aborted on rank ", rank_,
+                         " to shrink it (SHRINK_ABORT, without ", without, ")"));
+  }
+  std::string name = strCat(name_, ":shrunk");
+  try {
+    return c10::make_intrusive<ProcessGroupRingx>(store, newRank, int(kept.size()), timeout,
+                                                  std::move(name));
+  } catch (const TimeoutError& e) {
+    std::vector<int32_t> missing;
+    for (size_t r = 0; r < kept.size(); ++r)
+      if (!store->check(strCat(arrivals, "/", r))) missing.push_back(kept[r]);
+    TORCH_CHECK(false, "ringx: shrink of group '", name_, "' without ", without, " failed on rank ",
+                rank_, ": ",
+                missing.empty() ? std::string("the remaining ranks did not all join")
+                                : strCat(rankList(missing), " did not take part"),
+                " within ", timeout.count(),
+                " ms (dead too, or not calling shrink_group); shrink again without ",
+                missing.size() == 1 ? "it" : "them", " (", e.what(), ")");
+  }
+}
+
+#if RINGX_HAS_SHRINK
+c10::intrusive_ptr<BackendBase> ProcessGroupRingx::shrink(
+    const std::vector<int64_t>& ranksToExclude, int shrinkFlags,
+    const c10::intrusive_ptr<Options>& optsOverride) {
+  constexpr int kShrinkAbort = 0x01;  // torch's SHRINK_ABORT
+  const auto timeout =
+      optsOverride && optsOverride->timeout.count() > 0 ? optsOverride->timeout : group_->timeout();
+  return shrinkTo(ranksToExclude, (shrinkFlags & kShrinkAbort) != 0, timeout);
+}
+#endif
 
 c10::intrusive_ptr<BackendBase::Options> ProcessGroupRingx::getBackendOptions() {
   checkOpen("getBackendOptions");

@@ -33,6 +33,9 @@ class ProcessGroupRingx : public BackendBase {
   // group number for the others).
   ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
                     std::chrono::milliseconds timeout, std::string name = "world");
+  // Over a ringx store (a shrunken group's, under its parent's).
+  ProcessGroupRingx(std::shared_ptr<Store> store, int rank, int size,
+                    std::chrono::milliseconds timeout, std::string name);
   ~ProcessGroupRingx() override;
 
   // The destructor joins the group's threads, which may be releasing tensors that
@@ -122,6 +125,25 @@ class ProcessGroupRingx : public BackendBase {
                                         const std::vector<int>& ranks,
                                         const c10::intrusive_ptr<Options>& opts) override;
   c10::intrusive_ptr<Options> getBackendOptions() override;
+
+  // Shrink: a new ringx group of the ranks not in `ranksToExclude` (ranks of this group),
+  // renumbered in order, as dist.shrink_group (torch >= 2.10) and ringx.shrink_group (any
+  // torch) make it. Only those ranks call it. It is made through this group's store under a
+  // key that names the excluded ranks, as a generation of its own (store/generation.h), so it
+  // never waits on an excluded rank, whatever state this group is in (broken by a dead peer
+  // too), and two shrinks to different sets never meet. `abortFirst` (SHRINK_ABORT): this
+  // group's work in flight fails first, as abort() fails it. A remaining rank that does not
+  // join within `timeout` (dead too, or not shrinking) is an error naming it; shrink again
+  // without it. This group stays as it was (torch destroys it afterwards).
+  c10::intrusive_ptr<ProcessGroupRingx> shrinkTo(const std::vector<int64_t>& ranksToExclude,
+                                                 bool abortFirst,
+                                                 std::chrono::milliseconds timeout);
+#if RINGX_HAS_SHRINK
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<BackendBase> shrink(const std::vector<int64_t>& ranksToExclude,
+                                         int shrinkFlags,
+                                         const c10::intrusive_ptr<Options>& optsOverride) override;
+#endif
   void setTimeout(std::chrono::milliseconds timeout) override {
     checkOpen("setTimeout");
     group_->setTimeout(timeout);
@@ -132,6 +154,13 @@ class ProcessGroupRingx : public BackendBase {
   // and (through the closed connections) on its peers. Afterwards every call is an error.
   void shutdown() override;
   void abort() override;
+  // The group's first failure ("" while it works; after shutdown, what it was).
+  std::string errorText() const;
+#if RINGX_HAS_GET_ERROR
+  // SUCCESS while the group works; else what failed first: TIMEOUT, REMOTE_ERROR (a peer
+  // died or gave up), COMM_ERROR (this rank, or an abort).
+  ::c10d::ErrorType getError() override;
+#endif
 
   // Broadcasts many tensors from `src` as few flat buckets of at most
   // `bucketBytes` (one dtype per bucket), at most two buckets in flight.
@@ -227,6 +256,10 @@ class ProcessGroupRingx : public BackendBase {
   at::Tensor scratch(int slot, size_t bytes);
 
   std::unique_ptr<Group> group_;
+  // The group's failure, kept when it closes (group_ is gone then).
+  std::pair<Group::Failure, std::string> failure() const;
+  mutable std::mutex failureMutex_;  // guards group_'s reset against failure()
+  std::pair<Group::Failure, std::string> failureAtClose_{Group::Failure::kNone, ""};
   std::atomic<uint64_t> collectivesIssued_{0};
   std::atomic<uint64_t> ranOnCaller_{0};
   std::atomic<uint64_t> ranInPlace_{0};

@@ -75,6 +75,14 @@ inline c10::intrusive_ptr<BackendBase> backendForDevice(
 // tensor on the root) came in torch 2.14; ringx implements it there.
 #define RINGX_HAS_GATHER_SINGLE RINGX_TORCH_AT_LEAST(2, 14)
 
+// Backend::supportsShrinking / shrink (dist.shrink_group: a group without some of its ranks)
+// came in torch 2.10 (ringx.shrink_group is the same call, and a clear error before 2.10).
+#define RINGX_HAS_SHRINK RINGX_TORCH_AT_LEAST(2, 10)
+
+// Backend::getError (what failed first: a timeout, a peer, this rank). Read in torch 2.11's and
+// 2.13's headers; not checked in older ones.
+#define RINGX_HAS_GET_ERROR RINGX_TORCH_AT_LEAST(2, 11)
+
 // The features of ringx that depend on the torch release, for ringx.features(): each is on
 // or off for the torch this build was compiled against, and `since` names the release that
 // brought what it needs.
@@ -88,6 +96,8 @@ inline std::vector<TorchFeature> torchFeatures() {
   return {
       {"gather_single", RINGX_HAS_GATHER_SINGLE, "2.14",
        "dist.gather_single and dist.gather_into_tensor: a gather into one tensor on the root"},
+      {"shrink_group", RINGX_HAS_SHRINK, "2.10",
+       "dist.shrink_group and ringx.shrink_group: the group without some of its ranks"},
   };
 }
 

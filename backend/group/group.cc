@@ -227,11 +227,12 @@ std::vector<int> Group::pointToPointPeers() const {
   return out;
 }
 
-void Group::abort(const std::string& reason) {
+void Group::abort(const std::string& reason, Failure kind) {
   {
     std::lock_guard<std::mutex> lock(brokenMutex_);
     if (!broken_.empty()) return;
     broken_ = reason;
+    brokenKind_ = kind;
   }
   // Tell the peers first, then break the connections: a peer that sees the break finds the
   // reason already on its point-to-point connection. Peers that dial this rank from now on
@@ -303,8 +304,14 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
   call.op = op;
   call.root = root;
   auto fail = [&](const std::exception& e) {
+    // Aborted on this rank while it ran (abort(), SHRINK_ABORT): the abort is why, the broken
+    // connection only how it showed.
+    const std::pair<Failure, std::string> first = failure();
+    const std::string why = first.first == Failure::kAborted
+                                ? strCat(first.second, " (", e.what(), ")")
+                                : std::string(e.what());
     return strCat("ringx: ", name, " #", seq, " failed on rank ", rank(), " of ", size(),
-                  " (group '", options_.name, "', timeout ", timeout.count(), " ms): ", e.what());
+                  " (group '", options_.name, "', timeout ", timeout.count(), " ms): ", why);
   };
   try {
     algorithms::Collective c(*context_, call, Clock::now() + timeout, &workspace_);
@@ -337,21 +344,21 @@ void Group::runCollective(algorithms::CollectiveKind kind, DataType dtype, Reduc
     if (flight_) flight_->finish(flight, c.algorithm());
   } catch (const algorithms::MismatchError& e) {
     std::string message = fail(e);
-    abort(message);
+    abort(message, Failure::kLocal);
     throw algorithms::MismatchError(message + recordFailure(flight, message));
   } catch (const TimeoutError& e) {
     std::string message = fail(e);
-    abort(message);
+    abort(message, Failure::kTimeout);
     throw TimeoutError(message + recordFailure(flight, message));
   } catch (const PeerError& e) {
     std::string message = fail(e);
     std::string theirs = p2p_->failureAnnounced(e.peer(), kFailureNoticeWait);
     if (!theirs.empty()) message += " <- reported first: " + theirs;
-    abort(message);
+    abort(message, Failure::kPeer);
     throw PeerError(message + recordFailure(flight, message));
   } catch (const std::exception& e) {
     std::string message = fail(e);
-    abort(message);
+    abort(message, Failure::kLocal);
     throw Error(message + recordFailure(flight, message));
   }
 }

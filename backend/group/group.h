@@ -93,6 +93,7 @@ class Group {
   const algorithms::Tuning& tuning() const { return options_.tuning; }
   // The group's store, its keys scoped to this instance of the group (generation.h).
   Store& store() const { return *options_.store; }
+  std::shared_ptr<Store> sharedStore() const { return options_.store; }
   // The host of every rank (the same on every rank of the group).
   const bootstrap::HostLayout& hosts() const { return context_->hosts(); }
 
@@ -118,8 +119,16 @@ class Group {
   // every rank calls it). See trace_session.h.
   void startTracing(const TraceConfig& config);
 
-  // Fails the group for good; safe to call from any thread.
-  void abort(const std::string& reason);
+  // Why the group failed: a deadline passed, a peer failed (its connection broke or it said
+  // so), something on this rank, or an abort.
+  enum class Failure { kNone, kTimeout, kPeer, kLocal, kAborted };
+  // Fails the group for good; safe to call from any thread. The first failure is kept.
+  void abort(const std::string& reason, Failure kind = Failure::kAborted);
+  // The first failure and its reason (kNone, "" while the group works); any thread.
+  std::pair<Failure, std::string> failure() const {
+    std::lock_guard<std::mutex> lock(brokenMutex_);
+    return {brokenKind_, broken_};
+  }
   uint64_t collectivesIssued() const { return nextSeq_; }
   // The transport of each peer's collective connection ("shm", "tcp"; "self" for this rank;
   // "none" while not connected).
@@ -155,8 +164,9 @@ class Group {
   std::unique_ptr<CollectiveTracer> tracer_;  // made when tracing is first on
   std::shared_ptr<FlightRecorder> flight_;    // null when off; shared with the dump registry
   algorithms::Workspace workspace_;           // only touched by the communication thread
-  std::mutex brokenMutex_;
+  mutable std::mutex brokenMutex_;
   std::string broken_;
+  Failure brokenKind_ = Failure::kNone;
 };
 
 }  // namespace ringx

@@ -3,6 +3,8 @@
 #include <pybind11/chrono.h>
 #include <torch/extension.h>
 
+#include <optional>
+
 #include "backend/c10d/cuda_staging.h"
 #include "backend/c10d/process_group_ringx.h"
 #include "backend/c10d/torch_compat.h"
@@ -44,6 +46,15 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("timeout", &ProcessGroupRingx::timeout)
       .def_property_readonly("group_name", &ProcessGroupRingx::groupName,
                              "The group's name in traces ('world' for the default group).")
+      .def_property_readonly(
+          "error",
+          [](const ProcessGroupRingx& self) -> std::optional<std::string> {
+            std::string text = self.errorText();
+            if (text.empty()) return std::nullopt;
+            return text;
+          },
+          "The group's first failure (a collective's error, a dead peer, an abort), or None "
+          "while it works: what torchft's errored() asks.")
       .def(
           "_start_tracing",
           [](ProcessGroupRingx& self, const std::string& dir, const std::string& listen,

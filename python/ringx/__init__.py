@@ -35,7 +35,8 @@ from . import _C  # noqa: E402
 from ._C import ProcessGroupRingx
 
 __all__ = ["ProcessGroupRingx", "broadcast_coalesced", "calls", "cuda_ring", "dump_flight_recorder",
-           "features", "nccl", "transports", "traffic", "BACKEND_NAME", "DEFAULT_BUCKET_BYTES"]
+           "features", "nccl", "shrink_group", "transports", "traffic", "BACKEND_NAME",
+           "DEFAULT_BUCKET_BYTES"]
 
 BACKEND_NAME = "ringx"
 # PyTorch's DDP syncs module state in 250 MiB buckets; smaller buckets pipeline better.
@@ -71,6 +72,7 @@ _register()
 # which kills the process. Bounded, so a collective stuck on a dead peer cannot hang exit.
 atexit.register(_C.drain_communication_threads, 10.0)
 
+from ._elastic import shrink_group  # noqa: E402
 from . import trace  # noqa: E402  (needs _C loaded; registers the trace's exit handler)
 from . import _watch  # noqa: E402  (torch's own DDP, watched while tracing records)
 from . import _nccl  # noqa: E402  (loads nothing: ringx.nccl() and RINGX_GPU_WIRE=nccl do)
