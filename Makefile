@@ -10,7 +10,8 @@ PYTHON := $(shell scripts/find_python.sh)
 BUILD_DIR ?= build
 JOBS ?= 2
 
-.PHONY: all setup build test test-under-load demo bench soak sanitize fuzz pip-check torch-matrix \
+.PHONY: all setup build test test-under-load test-faults demo bench soak sanitize fuzz pip-check \
+	torch-matrix \
 	gpu-bundle gpu-check format clean
 
 all: build
@@ -56,6 +57,12 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/setup_cost.py
 	@$(BUILD_DIR)/bin/bench_scale_cost 16,64,256,512,1024
 	@$(PYTHON) bench/viewer.py
+
+# Ranks lost between network-namespace hosts and the survivors going on (tests/python/
+# test_shrink_hosts.py): 50 seeded random kills (RINGX_KILL_SEED picks them); make test runs 3.
+test-faults: build
+	@cd tests/python && RINGX_KILL_TRIALS=$${RINGX_KILL_TRIALS:-50} PYTHONPATH=$(CURDIR)/$(BUILD_DIR)/python \
+		$(PYTHON) -m pytest -q -s test_shrink_hosts.py test_partitions.py
 
 # The long randomized soak (tests/python/soak.py): 50000 collectives of random kinds, sizes and
 # dtypes on 4 ranks, overlapping subgroups, async, tracing and a live client, RSS flat.

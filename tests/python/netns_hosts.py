@@ -263,7 +263,8 @@ class JobHung(AssertionError):
 
 def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=None,
             extra_args=None, iterations=None, separate_store=False, store_sig=None,
-            during=None, before_exit=None, backend="ringx", exit_within=TIMEOUT_S + 30):
+            during=None, before_exit=None, backend="ringx", exit_within=TIMEOUT_S + 30,
+            fault_after=0.5):
     """Runs one job; `layout` maps host name -> number of ranks (ranks numbered host by host).
     Once every rank is running collectives, the fault strikes: with `cut`, that host's side
     of the link goes down; with `signal_rank`, that rank gets `sig` (SIGKILL: dead; SIGSTOP:
@@ -274,7 +275,7 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
     `during(hosts, procs)` runs once the ranks are running, `before_exit()` once they have exited
     (its result lands in rank 0's report as "_before_exit"). `backend` is what the ranks run
     (gloo, to compare); a rank still running `exit_within` seconds after the fault raises
-    JobHung. Returns (the time of the fault, [each rank's report, None for a killed rank])."""
+    JobHung. The fault strikes `fault_after` seconds after every rank is running. Returns (the time of the fault, [each rank's report, None for a killed rank])."""
     with Hosts(list(layout)) as hosts:
         first = list(layout)[0]
         init = f"tcp://{hosts.address[first]}:29500"
@@ -313,7 +314,7 @@ def run_job(layout, elements, subgroup=False, cut=None, signal_rank=None, sig=No
             during(hosts, procs)
         cut_at = None
         if started and faulted:
-            time.sleep(0.5)  # collectives in flight on every rank
+            time.sleep(fault_after)  # collectives in flight on every rank
             cut_at = time.monotonic()
             if cut is not None:
                 hosts.cut(cut)

@@ -44,6 +44,11 @@ def main():
     parser.add_argument("--new-groups", action="store_true",
                         help="each iteration makes a new group of all ranks, runs its "
                         "allreduce there and destroys it (its ring ports listen each time)")
+    parser.add_argument("--shrink-without",
+                        help="after the failure, the ranks not in this list (\"2,3\") shrink the "
+                        "group without them (dist.shrink_group) and run --after allreduces on it")
+    parser.add_argument("--after", type=int, default=5,
+                        help="with --shrink-without: allreduces on the shrunken group")
     parser.add_argument("--garbage-after", type=float,
                         help="write garbage into the connections to other ranks this many "
                         "seconds after READY")
@@ -100,6 +105,10 @@ def main():
         report["error_mro"] = [c.__name__ for c in type(e).__mro__]
         report["message"] = str(e).splitlines()[0] if str(e) else ""
     report["collectives"] = done
+    if args.shrink_without is not None:
+        excluded = sorted(int(r) for r in args.shrink_without.split(","))
+        if args.rank not in excluded:
+            _go_on_without(excluded, args, report)
     print(f"rank {args.rank}: {report.get('error_type')} after {done} collectives; destroying",
           file=sys.stderr, flush=True)
     destroy_start = time.monotonic()
@@ -117,6 +126,29 @@ def main():
                               if tid not in threads_before]
     print(json.dumps(report), flush=True)
     sys.stdout.flush()
+
+
+def _go_on_without(excluded, args, report):
+    """The survivors' way on: the group shrunk without `excluded` (the dead, stuck or cut-off
+    ranks), then allreduces on it whose sums say every survivor took part, and nobody else."""
+    started = time.monotonic()
+    try:
+        group = ringx.shrink_group(excluded)
+    except Exception as e:  # noqa: BLE001  the test reads it
+        report["shrink_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+        return
+    report["shrink_s"] = time.monotonic() - started
+    report["shrunk_rank"] = group.rank()
+    report["shrunk_size"] = group.size()
+    survivors = [r for r in range(args.world) if r not in excluded]
+    expected = float(sum(r + 1 for r in survivors))
+    correct = True
+    for i in range(args.after):
+        t = torch.full((args.elements,), float(args.rank + 1))
+        dist.all_reduce(t)
+        correct &= bool((t == expected).all())
+    report["after_correct"] = correct
+    report["after_done"] = args.after
 
 
 def _threads():
