@@ -9,6 +9,7 @@
 #include "backend/group/flight_recorder.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -326,6 +327,26 @@ std::string whyLine(const std::string& dir) {
   return strCat("run `ringx-trace why ", dir, "` to see which collective and which ranks");
 }
 
+// Waits up to `wait` on the dump thread's pipe; true when the quit byte came meanwhile (the last
+// group went away: nothing is left to dump, and whoever removed it is joining this thread).
+// Other bytes (a second request, a signal) are absorbed: one dump is pending already.
+bool quitWithin(int fd, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, int(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    char byte = 0;
+    const ssize_t got = ::read(fd, &byte, 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0 || byte == kQuitByte) return true;
+  }
+}
+
 void dumpThread(int fd) {
   for (;;) {
     char byte = 0;
@@ -336,8 +357,9 @@ void dumpThread(int fd) {
     if (byte == kRequestByte) {
       // A peer gave up. This rank's own collective will most likely fail within
       // moments and dump with its error: give it that long, and dump only if it
-      // did not.
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      // did not. A group removed meanwhile (an abort, a reconfigure) is not kept
+      // waiting: its quit ends the wait.
+      if (quitWithin(fd, std::chrono::milliseconds(500))) return;
       Process& p = process();
       int64_t askedNs;
       {
