@@ -58,11 +58,13 @@ bench: build
 	@$(BUILD_DIR)/bin/bench_scale_cost 16,64,256,512,1024
 	@$(PYTHON) bench/viewer.py
 
-# Ranks lost between network-namespace hosts and the survivors going on (tests/python/
-# test_shrink_hosts.py): 50 seeded random kills (RINGX_KILL_SEED picks them); make test runs 3.
+# The fault tests at full length: ranks lost between network-namespace hosts and the survivors
+# going on (tests/python/test_shrink_hosts.py), 50 seeded random kills (RINGX_KILL_SEED picks
+# them; make test runs 3), and a job restarted ten times (test_restarts.py; make test: 6).
 test-faults: build
-	@cd tests/python && RINGX_KILL_TRIALS=$${RINGX_KILL_TRIALS:-50} PYTHONPATH=$(CURDIR)/$(BUILD_DIR)/python \
-		$(PYTHON) -m pytest -q -s test_shrink_hosts.py test_partitions.py
+	@cd tests/python && RINGX_KILL_TRIALS=$${RINGX_KILL_TRIALS:-50} RINGX_RESTARTS=10 \
+		PYTHONPATH=$(CURDIR)/$(BUILD_DIR)/python \
+		$(PYTHON) -m pytest -q -s test_shrink_hosts.py test_partitions.py test_restarts.py
 
 # The long randomized soak (tests/python/soak.py): 50000 collectives of random kinds, sizes and
 # dtypes on 4 ranks, overlapping subgroups, async, tracing and a live client, RSS flat.
