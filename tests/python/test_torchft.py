@@ -4,12 +4,9 @@ keep committing steps, the newcomer heals from a peer, and every replica ends wi
 of plain SGD over the same committed steps (each step's batch is the same in every replica, so
 the replicas' average gradient is each one's whoever took part)."""
 
-import pytest
 import torch
 
-pytest.importorskip("torchft", reason="scripts/requirements.txt installs torchft")
-
-import torchft_job  # noqa: E402  (beside this file)
+import torchft_job  # beside this file; needs torchft, which scripts/requirements.txt installs
 
 
 def test_a_replica_killed_and_replaced_the_others_go_on_and_agree(tmp_path):
