@@ -127,8 +127,8 @@ class ProcessGroupRingx : public BackendBase {
   c10::intrusive_ptr<Options> getBackendOptions() override;
 
   // Shrink: a new ringx group of the ranks not in `ranksToExclude` (ranks of this group),
-  // renumbered in order, as dist.shrink_group (torch >= 2.10) and ringx.shrink_group (any
-  // torch) make it. Only those ranks call it. It is made through this group's store under a
+  // renumbered in order, as dist.shrink_group makes it (torch >= 2.10; ringx.shrink_group is
+  // the same call). Only those ranks call it. It is made through this group's store under a
   // key that names the excluded ranks, as a generation of its own (store/generation.h), so it
   // never waits on an excluded rank, whatever state this group is in (broken by a dead peer
   // too), and two shrinks to different sets never meet. `abortFirst` (SHRINK_ABORT): this

@@ -76,9 +76,6 @@ class ProcessGroupRingx(ProcessGroupWrapper):
         if self._errored is None:
             self._errored = error
 
-    def _wrap_work(self, work, opts):
-        return work
-
     def allreduce(self, tensors, opts):
         return _FailureRecordingWork(super().allreduce(tensors, opts), tensors, self)
 
@@ -88,8 +85,8 @@ class ProcessGroupRingx(ProcessGroupWrapper):
         return self._errored
 
     def abort(self, errored: bool = True) -> None:
-        if errored and self._errored is None:
-            self._errored = RuntimeError("ringx: the process group was aborted (torchft)")
+        if errored:
+            self._record(RuntimeError("ringx: the process group was aborted (torchft)"))
         backend, self._backend = self._backend, None
         if backend is not None:
             backend.abort()  # every issued Work fails at once: nothing waits on a dead peer
