@@ -76,7 +76,7 @@ inline c10::intrusive_ptr<BackendBase> backendForDevice(
 #define RINGX_HAS_GATHER_SINGLE RINGX_TORCH_AT_LEAST(2, 14)
 
 // Backend::supportsShrinking / shrink (dist.shrink_group: a group without some of its ranks)
-// came in torch 2.10 (ringx.shrink_group is the same call, and a clear error before 2.10).
+// came in torch 2.10 (ringx.shrink_group is the same call, and does torch's part itself before).
 #define RINGX_HAS_SHRINK RINGX_TORCH_AT_LEAST(2, 10)
 
 // Backend::getError (what failed first: a timeout, a peer, this rank). Read in torch 2.11's and

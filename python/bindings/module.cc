@@ -43,6 +43,16 @@ PYBIND11_MODULE(_C, m) {
           py::arg("tensors"), py::arg("src"), py::arg("bucket_bytes"),
           py::call_guard<py::gil_scoped_release>(),
           "Broadcast many tensors from src in flat buckets (at most two in flight).")
+      .def(
+          "_shrink",
+          [](ProcessGroupRingx& self, const std::vector<int64_t>& ranksToExclude, bool abortFirst,
+             std::chrono::milliseconds timeout) {
+            return self.shrinkTo(ranksToExclude, abortFirst, timeout);
+          },
+          py::arg("ranks_to_exclude"), py::arg("abort_first"), py::arg("timeout"),
+          py::call_guard<py::gil_scoped_release>(),
+          "The group without ranks_to_exclude, renumbered (what ringx.shrink_group calls on a "
+          "torch without dist.shrink_group).")
       .def_property_readonly("timeout", &ProcessGroupRingx::timeout)
       .def_property_readonly("group_name", &ProcessGroupRingx::groupName,
                              "The group's name in traces ('world' for the default group).")

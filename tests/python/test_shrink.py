@@ -15,16 +15,22 @@ from harness import run_ranks
 
 
 def _shrink(excluded, group=None, flags=0):
-    """The shrink a user of this torch calls: torch's own where it has one, else ringx's."""
-    if hasattr(dist, "shrink_group"):
-        return dist.shrink_group(excluded, group=group, shrink_flags=flags)
+    """The shrink a user of this torch calls: torch's own where it has one, else ringx's.
+    RINGX_TEST_SHRINK=ringx: ringx's own part (what it runs on torch 2.9) on this torch too."""
+    if os.environ.get("RINGX_TEST_SHRINK") == "ringx":
+        return ringx._elastic._shrink_group_here(excluded, group, flags, None)
     return ringx.shrink_group(excluded, group=group, shrink_flags=flags)
+
+
+# Each shrink path: torch's dist.shrink_group (torch >= 2.10), ringx's own (torch 2.9).
+PATHS = pytest.mark.parametrize("path", ["torch", "ringx"])
 
 
 def _killed_rank_is_shrunk_away(rank, world):
     t = torch.full((1 << 16,), float(rank + 1))
     dist.all_reduce(t)
     assert t[0].item() == sum(range(1, world + 1))
+    pair = dist.new_group([0, 1])  # shrinking the default group ends the other groups
     if rank == world - 1:
         os.kill(os.getpid(), signal.SIGKILL)
     try:
@@ -48,17 +54,20 @@ def _killed_rank_is_shrunk_away(rank, world):
     gathered = [torch.zeros(2) for _ in range(world - 1)]
     dist.all_gather(gathered, torch.tensor([float(rank), 7.0]))
     dist.barrier()
+    ended = pair not in dist.distributed_c10d._world.pg_group_ranks
     return (first_error, recorded, shrink_s, u[0].item(), [g.tolist() for g in gathered],
-            dist.get_backend())
+            dist.get_backend(), ended, dist.get_process_group_ranks(group))
 
 
-def test_a_killed_rank_is_shrunk_away_and_the_survivors_go_on():
-    results = run_ranks(_killed_rank_is_shrunk_away, 4, group_timeout_s=20, allow_errors=True)
+@PATHS
+def test_a_killed_rank_is_shrunk_away_and_the_survivors_go_on(path):
+    results = run_ranks(_killed_rank_is_shrunk_away, 4, group_timeout_s=20, allow_errors=True,
+                        env={"RINGX_TEST_SHRINK": path})
     assert results[3][0] == "missing"
     for rank in range(3):
         status, value = results[rank]
         assert status == "ok", value
-        first_error, (error, error_type), shrink_s, total, gathered, backend = value
+        first_error, (error, error_type), shrink_s, total, gathered, backend, ended, ranks = value
         assert "rank 3" in first_error, first_error  # the dead peer is named
         assert "rank 3" in error, error
         assert error_type in ("", "ErrorType.REMOTE_ERROR"), error_type
@@ -66,6 +75,7 @@ def test_a_killed_rank_is_shrunk_away_and_the_survivors_go_on():
         assert total == 1 + 2 + 3
         assert gathered == [[0.0, 7.0], [1.0, 7.0], [2.0, 7.0]]
         assert backend == "ringx", backend
+        assert ended and ranks == [0, 1, 2]
 
 
 def _excluded_rank_alive(rank, world):
@@ -104,8 +114,10 @@ def _two_subgroups_shrunk_at_once(rank, world):
     return small.size(), small.rank(), t[0].item(), w[0].item()
 
 
-def test_two_subgroups_shrink_at_the_same_time_and_the_default_group_stays():
-    results = run_ranks(_two_subgroups_shrunk_at_once, 4, group_timeout_s=20)
+@PATHS
+def test_two_subgroups_shrink_at_the_same_time_and_the_default_group_stays(path):
+    results = run_ranks(_two_subgroups_shrunk_at_once, 4, group_timeout_s=20,
+                        env={"RINGX_TEST_SHRINK": path})
     assert results == [(2, 0, 1.0, 4.0), (2, 1, 1.0, 4.0), (2, 0, 5.0, 4.0), (2, 1, 5.0, 4.0)]
 
 
