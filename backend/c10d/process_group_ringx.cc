@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <optional>
+#include <random>
 #include "backend/c10d/cuda_staging.h"  // CudaCollectives, destroyed with the group
 
 #include "backend/c10d/issue_listener.h"
@@ -18,6 +20,8 @@
 #include "base/format.h"
 #include "trace/record/recorder.h"
 
+#include <unistd.h>  // gethostname, getpid
+
 namespace ringx::c10d_glue {
 
 using algorithms::Collective;
@@ -25,21 +29,44 @@ using algorithms::CollectiveKind;
 using ::c10d::OpType;
 
 ProcessGroupRingx::ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
-                                     int size, std::chrono::milliseconds timeout, std::string name)
-    : ProcessGroupRingx(std::make_shared<C10dStore>(store), rank, size, timeout, std::move(name)) {}
+                                     int size, std::chrono::milliseconds timeout, std::string name,
+                                     bool connect)
+    : ProcessGroupRingx(std::make_shared<C10dStore>(store), rank, size, timeout, std::move(name),
+                        connect) {}
+
+namespace {
+
+// Every ringx handle starts so: a handle from another backend is refused by name.
+constexpr const char* kHandlePrefix = "ringx:";
+
+// What names this process's group to the others in a reconfigure: unique to the process and
+// the group object, so a list of them says who is in (the store carries the rest).
+std::string newHandle() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "?");
+  std::random_device random;
+  const uint64_t nonce = (uint64_t(random()) << 32) ^ random();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(nonce));
+  return strCat(kHandlePrefix, host, ":", getpid(), ":", hex);
+}
+
+}  // namespace
 
 ProcessGroupRingx::ProcessGroupRingx(std::shared_ptr<Store> store, int rank, int size,
-                                     std::chrono::milliseconds timeout, std::string name)
-    : BackendBase(rank, size), name_(std::move(name)) {
-  GroupOptions options;
-  options.rank = rank;
-  options.size = size;
-  options.store = std::move(store);
-  options.timeout = timeout;
-  options.tuning = tuningFromEnvironment();
-  options.mesh = transport::meshOptionsFromEnvironment();
-  options.name = name_;
-  group_ = std::make_unique<Group>(options);
+                                     std::chrono::milliseconds timeout, std::string name,
+                                     bool connect)
+    : BackendBase(rank, size),
+      store_(std::move(store)),
+      timeout_(timeout),
+      handle_(newHandle()),
+      name_(std::move(name)) {
+  if (!connect) {
+    awaitingReconfigure_ = true;
+    closed_ = true;
+    return;
+  }
+  group_ = makeGroup(store_, rank, size);
   queue_ = std::make_unique<WorkQueue>();
   // RINGX_TRACE_DIR / RINGX_TRACE_LISTEN: the first ringx group of the process
   // (the default group, whose ranks are the global ranks) starts tracing.
@@ -48,6 +75,19 @@ ProcessGroupRingx::ProcessGroupRingx(std::shared_ptr<Store> store, int rank, int
     const TraceConfig config = traceConfigFromEnvironment();
     if (config.enabled() && !TraceSession::active()) group_->startTracing(config);
   }
+}
+
+std::unique_ptr<Group> ProcessGroupRingx::makeGroup(std::shared_ptr<Store> store, int rank,
+                                                    int size) const {
+  GroupOptions options;
+  options.rank = rank;
+  options.size = size;
+  options.store = std::move(store);
+  options.timeout = timeout_;
+  options.tuning = tuningFromEnvironment();
+  options.mesh = transport::meshOptionsFromEnvironment();
+  options.name = name_;
+  return std::make_unique<Group>(options);
 }
 
 namespace {
@@ -107,6 +147,9 @@ std::string ProcessGroupRingx::errorText() const { return failure().second; }
 #endif
 
 void ProcessGroupRingx::checkOpen(const char* collective) const {
+  TORCH_CHECK(!awaitingReconfigure_.load(), "ringx: ", collective, " on group '", name_,
+              "' before it was configured: it was made with enable_reconfigure=True (or its "
+              "last reconfigure failed), and joins its peers at dist._reconfigure(...)");
   TORCH_CHECK(!closed_.load(), "ringx: ", collective, " on group '", name_,
               "' after the group was shut down or aborted (destroy_process_group); create a "
               "new group");
@@ -178,6 +221,29 @@ c10::intrusive_ptr<BackendBase> ProcessGroupRingx::split(
                                                 std::move(name));
 }
 
+namespace {
+
+// A group made by the ranks that come to `store` (a namespace of this shrink's or
+// reconfigure's): each says it came before `make` connects them, under a count of its attempts
+// so that a retry never reads an earlier attempt's marks. When one never comes, `missed` gets
+// the ranks that did not (in the new numbering) and raises; make()'s result otherwise.
+template <typename Make, typename Missed>
+auto meet(Store& store, int rank, int size, Make make, Missed missed) {
+  const std::string arrivals = strCat("arrived/", store.add(strCat("attempts/", rank), 1));
+  store.add(strCat(arrivals, "/", rank), 1);
+  try {
+    return make();
+  } catch (const TimeoutError& e) {
+    std::vector<int32_t> absent;
+    for (int r = 0; r < size; ++r)
+      if (!store.check(strCat(arrivals, "/", r))) absent.push_back(r);
+    missed(absent, e);
+    throw;
+  }
+}
+
+}  // namespace
+
 c10::intrusive_ptr<ProcessGroupRingx> ProcessGroupRingx::shrinkTo(
     const std::vector<int64_t>& ranksToExclude, bool abortFirst,
     std::chrono::milliseconds timeout) {
@@ -206,32 +272,31 @@ c10::intrusive_ptr<ProcessGroupRingx> ProcessGroupRingx::shrinkTo(
   const std::string without = rankList(std::vector<int32_t>(excluded.begin(), excluded.end()));
   // The shrink's keys, under this group's: the excluded set names them, so a shrink to other
   // ranks (after a second death) never reads this one's, and each attempt at the same set is
-  // a generation of its own. Each rank says it came, so that a timeout can name who did not.
+  // a generation of its own.
   std::string key = "shrink/";
   for (int64_t r : excluded) key += strCat(r, ",");
   auto store = std::make_shared<PrefixedStore>(key, group_->sharedStore());
-  const std::string arrivals = strCat("arrived/", store->add(strCat("attempts/", newRank), 1));
-  store->add(strCat(arrivals, "/", newRank), 1);
   if (abortFirst) {
     group_->abort(strCat("the process group was aborted on rank ", rank_,
                          " to shrink it (SHRINK_ABORT, without ", without, ")"));
   }
-  std::string name = strCat(name_, ":shrunk");
-  try {
-    return c10::make_intrusive<ProcessGroupRingx>(store, newRank, int(kept.size()), timeout,
-                                                  std::move(name));
-  } catch (const TimeoutError& e) {
-    std::vector<int32_t> missing;
-    for (size_t r = 0; r < kept.size(); ++r)
-      if (!store->check(strCat(arrivals, "/", r))) missing.push_back(kept[r]);
-    TORCH_CHECK(false, "ringx: shrink of group '", name_, "' without ", without, " failed on rank ",
-                rank_, ": ",
-                missing.empty() ? std::string("the remaining ranks did not all join")
-                                : strCat(rankList(missing), " did not take part"),
-                " within ", timeout.count(),
-                " ms (dead too, or not calling shrink_group); shrink again without ",
-                missing.size() == 1 ? "it" : "them", " (", e.what(), ")");
-  }
+  return meet(
+      *store, newRank, int(kept.size()),
+      [&] {
+        return c10::make_intrusive<ProcessGroupRingx>(store, newRank, int(kept.size()), timeout,
+                                                      strCat(name_, ":shrunk"));
+      },
+      [&](const std::vector<int32_t>& absent, const TimeoutError& e) {
+        std::vector<int32_t> missing;  // as ranks of this group
+        for (int32_t r : absent) missing.push_back(kept[r]);
+        TORCH_CHECK(false, "ringx: shrink of group '", name_, "' without ", without,
+                    " failed on rank ", rank_, ": ",
+                    missing.empty() ? std::string("the remaining ranks did not all join")
+                                    : strCat(rankList(missing), " did not take part"),
+                    " within ", timeout.count(),
+                    " ms (dead too, or not calling shrink_group); shrink again without ",
+                    missing.size() == 1 ? "it" : "them", " (", e.what(), ")");
+      });
 }
 
 #if RINGX_HAS_SHRINK
@@ -242,6 +307,92 @@ c10::intrusive_ptr<BackendBase> ProcessGroupRingx::shrink(
   const auto timeout =
       optsOverride && optsOverride->timeout.count() > 0 ? optsOverride->timeout : group_->timeout();
   return shrinkTo(ranksToExclude, (shrinkFlags & kShrinkAbort) != 0, timeout);
+}
+#endif
+
+#if RINGX_HAS_RECONFIGURE
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reconfigureTo(
+    std::vector<std::string> handles, bool ordered, int64_t uuid,
+    std::optional<std::chrono::milliseconds> timeout) {
+  // A set of handles: every member sorts it the same, so the ranks agree.
+  if (!ordered) std::sort(handles.begin(), handles.end());
+  TORCH_CHECK_VALUE(!handles.empty(),
+                    "ringx: reconfigure: no handles; pass one per member, from "
+                    "dist._get_reconfigure_handle() on each, this process's included");
+  for (const std::string& handle : handles) {
+    TORCH_CHECK_VALUE(handle.rfind(kHandlePrefix, 0) == 0, "ringx: reconfigure: '", handle,
+                      "' is not a ringx handle; pass what dist._get_reconfigure_handle() "
+                      "returns on each member's ringx group");
+    TORCH_CHECK_VALUE(std::count(handles.begin(), handles.end(), handle) == 1,
+                      "ringx: reconfigure: handle '", handle,
+                      "' is listed twice; each member once");
+  }
+  const auto me = std::find(handles.begin(), handles.end(), handle_);
+  TORCH_CHECK_VALUE(me != handles.end(), "ringx: reconfigure: this process's handle '", handle_,
+                    "' is not among the ", handles.size(),
+                    " handles; only the members reconfigure, each with the same handles, its own "
+                    "included");
+  TORCH_CHECK_VALUE(std::find(reconfigureUuids_.begin(), reconfigureUuids_.end(), uuid) ==
+                        reconfigureUuids_.end(),
+                    "ringx: reconfigure: uuid ", uuid, " was used before on group '", name_,
+                    "'; pass a fresh one (the same on every member) each time");
+  TORCH_CHECK(!cuda_, "ringx: reconfigure of group '", name_,
+              "', which ran collectives on CUDA tensors, is not supported yet; make a new "
+              "group over the members instead (new_group, or shrink_group)");
+  reconfigureUuids_.push_back(uuid);
+  const int newRank = int(me - handles.begin()), newSize = int(handles.size());
+  // Whatever the group was running fails now, with the reason (its peers may be gone).
+  if (!closed_.load()) {
+    group_->abort(
+        strCat("the process group was reconfigured on rank ", rank_, " (uuid ", uuid, ")"));
+    close(/*inStep=*/false);
+  }
+  if (timeout) timeout_ = *timeout;
+  auto work = c10::make_intrusive<RingxWork>(rank_, OpType::UNKNOWN, "ringx:reconfigure",
+                                             std::vector<at::Tensor>{}, timeout_);
+  // The members' keys: under the store the group was made with, where every member (a
+  // newcomer too) finds them, in a namespace of this uuid's.
+  auto store = std::make_shared<PrefixedStore>(strCat("reconfigure/", uuid, "/"), store_);
+  try {
+    auto group = meet(
+        *store, newRank, newSize, [&] { return makeGroup(store, newRank, newSize); },
+        [&](const std::vector<int32_t>& absent, const TimeoutError& e) {
+          std::string who;
+          for (int32_t r : absent)
+            who += strCat(who.empty() ? "" : ", ", "rank ", r, " (", handles[r], ")");
+          TORCH_CHECK(false, "ringx: reconfigure of group '", name_, "' (uuid ", uuid,
+                      ") failed: ", who.empty() ? "not every member joined" : who,
+                      " did not join within ", timeout_.count(),
+                      " ms (dead, or not reconfiguring); reconfigure again without ",
+                      absent.size() == 1 ? "it" : "them", ", with a fresh uuid (", e.what(), ")");
+        });
+    {
+      std::lock_guard<std::mutex> lock(failureMutex_);
+      group_ = std::move(group);
+      failureAtClose_ = {Group::Failure::kNone, ""};
+    }
+    rank_ = newRank;
+    size_ = newSize;
+    queue_ = std::make_unique<WorkQueue>();
+    awaitingReconfigure_ = false;
+    closed_ = false;
+    work->markSuccess();
+  } catch (...) {
+    awaitingReconfigure_ = true;
+    work->markFailed(asNetworkError(std::current_exception()));
+  }
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reconfigure(
+    const ::c10d::ReconfigureOptions& opts) {
+  TORCH_CHECK_VALUE(opts.hints.empty(), "ringx: reconfigure takes no hints (got ",
+                    opts.hints.size(), "); leave them out");
+  if (const auto* list = std::get_if<std::vector<::c10d::ReconfigureHandle>>(&opts.handles))
+    return reconfigureTo(*list, /*ordered=*/true, opts.uuid, opts.timeout);
+  const auto& set = std::get<std::unordered_set<::c10d::ReconfigureHandle>>(opts.handles);
+  return reconfigureTo(std::vector<std::string>(set.begin(), set.end()), /*ordered=*/false,
+                       opts.uuid, opts.timeout);
 }
 #endif
 
@@ -260,9 +411,10 @@ std::chrono::milliseconds ProcessGroupRingx::callTimeout(
 
 c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-    std::chrono::milliseconds timeout, std::string name) {
+    std::chrono::milliseconds timeout, std::string name, bool connect) {
   try {
-    return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout, std::move(name));
+    return c10::make_intrusive<ProcessGroupRingx>(store, rank, size, timeout, std::move(name),
+                                                  connect);
   } catch (...) {
     std::rethrow_exception(asNetworkError(std::current_exception()));
   }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
@@ -30,12 +31,14 @@ class CudaCollectives;
 class ProcessGroupRingx : public BackendBase {
  public:
   // `name` names the group in traces ("world" for the default group, torch's
-  // group number for the others).
+  // group number for the others). `connect` false (init_process_group's
+  // enable_reconfigure=True): the group connects to no one until reconfigure().
   ProcessGroupRingx(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-                    std::chrono::milliseconds timeout, std::string name = "world");
+                    std::chrono::milliseconds timeout, std::string name = "world",
+                    bool connect = true);
   // Over a ringx store (a shrunken group's, under its parent's).
   ProcessGroupRingx(std::shared_ptr<Store> store, int rank, int size,
-                    std::chrono::milliseconds timeout, std::string name);
+                    std::chrono::milliseconds timeout, std::string name, bool connect = true);
   ~ProcessGroupRingx() override;
 
   // The destructor joins the group's threads, which may be releasing tensors that
@@ -144,8 +147,27 @@ class ProcessGroupRingx : public BackendBase {
                                          int shrinkFlags,
                                          const c10::intrusive_ptr<Options>& optsOverride) override;
 #endif
+  // Reconfigure (torch >= 2.14, dist._reconfigure): the group remade over the processes whose
+  // handles opts.handles lists (a list: its order is the ranks'; a set: sorted), through the
+  // store the group was made with, under a namespace of opts.uuid's, so survivors, survivors
+  // and newcomers, or a fresh set all meet without the rest. Its own handle must be among them.
+  // What the group was running is failed first (as abort() fails it); its rank and size
+  // become the new ones. It works after shutdown or abort too, and on a group made with
+  // enable_reconfigure=True (which connects to no one until then). The returned Work holds
+  // the outcome: a member that does not come within the timeout is an error naming it, and
+  // the group waits for another reconfigure (a fresh uuid). Nothing else may be called on the
+  // group while it reconfigures.
+#if RINGX_HAS_RECONFIGURE
+  c10::intrusive_ptr<::c10d::Work> reconfigureTo(std::vector<std::string> handles, bool ordered,
+                                                 int64_t uuid,
+                                                 std::optional<std::chrono::milliseconds> timeout);
+  bool supportsReconfigure() const override { return true; }
+  ::c10d::ReconfigureHandle get_reconfigure_handle() const override { return handle_; }
+  c10::intrusive_ptr<::c10d::Work> reconfigure(const ::c10d::ReconfigureOptions& opts) override;
+#endif
   void setTimeout(std::chrono::milliseconds timeout) override {
     checkOpen("setTimeout");
+    timeout_ = timeout;
     group_->setTimeout(timeout);
   }
 
@@ -255,7 +277,18 @@ class ProcessGroupRingx : public BackendBase {
   // on every call): `bytes` of slot 0 or 1. Communication thread only.
   at::Tensor scratch(int slot, size_t bytes);
 
+  // A Group of `size` ranks over `store`, this rank being `rank`.
+  std::unique_ptr<Group> makeGroup(std::shared_ptr<Store> store, int rank, int size) const;
+
   std::unique_ptr<Group> group_;
+  // What reconfigure needs whatever state group_ is in: the store the group was made with,
+  // the timeout, this process's handle, the uuids used so far.
+  std::shared_ptr<Store> store_;
+  std::chrono::milliseconds timeout_;
+  std::string handle_;
+  std::vector<int64_t> reconfigureUuids_;
+  // Made with enable_reconfigure=True (or a reconfigure failed): closed until reconfigured.
+  std::atomic<bool> awaitingReconfigure_{false};
   // The group's failure, kept when it closes (group_ is gone then).
   std::pair<Group::Failure, std::string> failure() const;
   mutable std::mutex failureMutex_;  // guards group_'s reset against failure()
@@ -278,7 +311,7 @@ class ProcessGroupRingx : public BackendBase {
 // The creator handed to torch.distributed.Backend.register_backend.
 c10::intrusive_ptr<BackendBase> createProcessGroupRingx(
     const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-    std::chrono::milliseconds timeout, std::string name = "world");
+    std::chrono::milliseconds timeout, std::string name = "world", bool connect = true);
 
 // For C++ programs (libtorch has no init_process_group): a c10d::ProcessGroup whose CPU
 // backend is ringx, which is what the DDP and FSDP engines and torch's own C++ code take.

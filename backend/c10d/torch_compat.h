@@ -83,6 +83,15 @@ inline c10::intrusive_ptr<BackendBase> backendForDevice(
 // 2.13's headers; not checked in older ones.
 #define RINGX_HAS_GET_ERROR RINGX_TORCH_AT_LEAST(2, 11)
 
+// Backend::supportsReconfigure / get_reconfigure_handle / reconfigure (dist._reconfigure: the
+// group remade over any set of processes, init_process_group(enable_reconfigure=True)): torch
+// names them by its own macro, which Backend.hpp defines from 2.14 on.
+#ifdef C10D_BACKEND_HAS_RECONFIGURE
+#define RINGX_HAS_RECONFIGURE 1
+#else
+#define RINGX_HAS_RECONFIGURE 0
+#endif
+
 // The features of ringx that depend on the torch release, for ringx.features(): each is on
 // or off for the torch this build was compiled against, and `since` names the release that
 // brought what it needs.
@@ -97,7 +106,11 @@ inline std::vector<TorchFeature> torchFeatures() {
       {"gather_single", RINGX_HAS_GATHER_SINGLE, "2.14",
        "dist.gather_single and dist.gather_into_tensor: a gather into one tensor on the root"},
       {"shrink_group", RINGX_HAS_SHRINK, "2.10",
-       "dist.shrink_group and ringx.shrink_group: the group without some of its ranks"},
+       "dist.shrink_group: the group without some of its ranks (ringx.shrink_group on "
+       "every torch)"},
+      {"reconfigure", RINGX_HAS_RECONFIGURE, "2.14",
+       "dist._reconfigure and init_process_group(enable_reconfigure=True): the group remade "
+       "over any set of processes"},
   };
 }
 

@@ -120,12 +120,15 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "create_process_group",
       [](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-         std::chrono::milliseconds timeout, const std::string& groupName) {
-        return ringx::c10d_glue::createProcessGroupRingx(store, rank, size, timeout, groupName);
+         std::chrono::milliseconds timeout, const std::string& groupName, bool connect) {
+        return ringx::c10d_glue::createProcessGroupRingx(store, rank, size, timeout, groupName,
+                                                         connect);
       },
       py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
-      py::arg("group_name") = "world", py::call_guard<py::gil_scoped_release>(),
-      "The creator given to torch.distributed.Backend.register_backend.");
+      py::arg("group_name") = "world", py::arg("connect") = true,
+      py::call_guard<py::gil_scoped_release>(),
+      "The creator given to torch.distributed.Backend.register_backend (connect=False: a group "
+      "that joins its peers at dist._reconfigure).");
 
   m.def("cuda_built", &ringx::c10d_glue::cudaBuilt,
         "Whether this build of ringx runs collectives on CUDA tensors (it was built against a "

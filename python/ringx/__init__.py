@@ -56,12 +56,24 @@ def _create_process_group(store, rank, size, timeout):
     return _C.create_process_group(store, rank, size, timeout, _group_name())
 
 
+def _create_process_group_extended(opts, pg_options):
+    # torch >= 2.14: init_process_group(enable_reconfigure=True) makes a group that connects
+    # to no one until dist._reconfigure.
+    return _C.create_process_group(opts.store, opts.group_rank, opts.group_size, opts.timeout,
+                                   _group_name(), connect=not opts.enable_reconfigure)
+
+
 def _register():
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
     # A Backend for the CPU device, and CUDA where this build has it.
     devices = ["cpu", "cuda"] if _C.cuda_built() else ["cpu"]
-    dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=devices)
+    options = getattr(torch._C._distributed_c10d, "_DistributedBackendOptions", None)
+    if hasattr(options, "enable_reconfigure"):
+        dist.Backend.register_backend(BACKEND_NAME, _create_process_group_extended,
+                                      extended_api=True, devices=devices)
+    else:
+        dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=devices)
 
 
 _register()

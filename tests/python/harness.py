@@ -33,7 +33,8 @@ def ringx_shm_segments(creators):
     return sorted(name for name in os.listdir("/dev/shm") if name.startswith(prefixes))
 
 
-def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend, stacks_after):
+def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend, stacks_after,
+               init_kwargs):
     # A rank still running when run_ranks is about to kill it prints every thread's Python stack
     # to its stderr first: where it hung.
     faulthandler.dump_traceback_later(stacks_after, exit=False)
@@ -45,7 +46,7 @@ def _rank_main(fn, rank, world_size, init_method, queue, timeout_s, env, backend
     try:
         dist.init_process_group(
             backend, init_method=init_method, rank=rank, world_size=world_size,
-            timeout=datetime.timedelta(seconds=timeout_s))
+            timeout=datetime.timedelta(seconds=timeout_s), **init_kwargs)
         result = fn(rank, world_size)
         queue.put((rank, "ok", result))
         dist.destroy_process_group()
@@ -65,12 +66,13 @@ def rank_context():
 
 
 def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_errors=False,
-              backend="ringx", pids=None):
+              backend="ringx", pids=None, init_kwargs=None):
     """Returns [result of rank 0, ...] (results must pickle by value: return
     tensor.numpy(), not tensors, which torch would send as shared-memory handles). `env` is a dict, or a function of the rank
     returning one, applied in each rank before it joins. With allow_errors, a failed rank's entry is
     ("error", text) and a killed/vanished rank's entry is ("missing", None). `pids`, a list when
-    given, receives the ranks' process ids (in rank order)."""
+    given, receives the ranks' process ids (in rank order). `init_kwargs`: more arguments to
+    init_process_group (enable_reconfigure=True, say)."""
     ctx = rank_context()
     queue = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,7 +80,7 @@ def run_ranks(fn, world_size, timeout=120, group_timeout_s=60, env=None, allow_e
         procs = [
             ctx.Process(target=_rank_main,
                         args=(fn, r, world_size, init_method, queue, group_timeout_s, env or {},
-                              backend, max(1.0, timeout - 2.0)))
+                              backend, max(1.0, timeout - 2.0), init_kwargs or {}))
             for r in range(world_size)
         ]
         for p in procs:

@@ -280,6 +280,8 @@ def test_features_say_which_torch_release_features_this_build_has():
     # gather_single is ringx's where torch has it (2.14), and torch's call exists only there.
     assert features["gather_single"]["on"] == hasattr(dist, "gather_single")
     assert "came in torch 2.14" in features["gather_single"]["detail"]
+    assert features["shrink_group"]["on"] == hasattr(dist, "shrink_group")
+    assert features["reconfigure"]["on"] == hasattr(dist, "_reconfigure")
 
 
 def _gather_single(rank, world):
