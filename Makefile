@@ -51,6 +51,7 @@ bench: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/whatif.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/trace_overhead.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/faults.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/elastic.py
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/tcp_line_rate.py
 	@$(BUILD_DIR)/bin/bench_trace_record
 	@$(BUILD_DIR)/bin/bench_reduce_cost
