@@ -73,7 +73,7 @@ test-faults: build
 soak: build
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) tests/python/soak.py --world-size 4 --collectives 50000
 
-# The sanitizer and fuzzing legs alone (make test runs them too): TSan, ASan+UBSan, libFuzzer.
+# The sanitizer and fuzzing legs: TSan, ASan+UBSan, libFuzzer (make test runs the core under TSan).
 sanitize: setup
 	@scripts/sanitizers.sh all
 

@@ -4,8 +4,9 @@
 #                          Python extension links nothing of the trace column above the
 #                          recorder (scripts/check_layers.py)
 #   gtest (through ctest)  the torch-free core: algorithms x transport x world size
-#   sanitizers             the torch-free gtests under TSan, and under ASan+UBSan with the
-#                          libFuzzer targets run briefly (scripts/sanitizers.sh)
+#   sanitizers             the core's gtests under TSan (scripts/sanitizers.sh tsan-core; make
+#                          sanitize runs every torch-free gtest under TSan and ASan+UBSan, and
+#                          the libFuzzer targets)
 #   pytest                 the Python face, multi-process (two streams at once: below)
 #   conformance            PyTorch's own distributed_test.py with BACKEND=ringx, at world
 #                          sizes 2 and 3, strict against the gloo baseline
@@ -57,7 +58,7 @@ run_suite() {
 
 run_suite layers "$PYTHON" scripts/check_layers.py --extension "$(ls "$BUILD_DIR"/python/ringx/_C*.so)"
 run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
-run_suite sanitizers scripts/sanitizers.sh all
+run_suite sanitizers scripts/sanitizers.sh tsan-core
 # pytest in two streams at once, each about half of the suite's time: the quick runs of the
 # benchmarks and the fault tests between network-namespace hosts beside the rest (in one
 # stream the suite kept the 2 cores busy only 118% of the time: processes starting, timeouts

@@ -8,8 +8,12 @@
 #               each tests/fuzz/fuzz_* target over its committed corpus for FUZZ_SECONDS
 #               (default 10), and over the inputs in tests/fuzz/regressions/ that once crashed
 #
+#   tsan-core   what make test runs: the TSan leg over the core's gtests alone (the transports,
+#               the communication thread, the work queue, point-to-point: where the threads
+#               meet), the rest in make sanitize (make test's time on CI: docs/testing.md)
+#
 # Any sanitizer report stops the test that made it (halt on error), so it fails the leg.
-# Usage: scripts/sanitizers.sh [tsan|asan|all]   (build dirs: build-tsan, build-asan)
+# Usage: scripts/sanitizers.sh [tsan|tsan-core|asan|all]   (build dirs: build-tsan, build-asan)
 set -u
 cd "$(dirname "$0")/.."
 WHICH=${1:-all}
@@ -41,15 +45,16 @@ configure_and_build() {
     { tail -40 "$dir.build.log"; return 1; }
 }
 
-# Every gtest of a build but those matching `skip` (a regex); on failure, the failing tests'
-# output (the sanitizer's report).
+# Every gtest of a build but those matching `skip` (a regex), or with a third argument only
+# those with that ctest label; on failure, the failing tests' output (the sanitizer's report).
 run_gtests() {
-  local dir=$1 skip=$2
+  local dir=$1 skip=$2 only=()
+  [ -z "${3:-}" ] || only=(-L "$3")
   # AnalysisScale builds and analyses a million events, 5-15x slower instrumented, for no
   # thread or memory use the smaller tests lack. SummaryScale's peak-memory test measures
   # RSS, which the sanitizers' shadow memory inflates by design (both run in the plain gtest
   # leg).
-  if ctest --test-dir "$dir" -j 2 --timeout 300 \
+  if ctest --test-dir "$dir" -j 2 --timeout 300 "${only[@]+"${only[@]}"}" \
     -E "^(AnalysisScale\.|SummaryScale\.PeakMemory${skip:+|$skip})" >"$dir.ctest.log" 2>&1; then
     echo "   $(grep -E 'tests passed' "$dir.ctest.log")"
   else
@@ -120,16 +125,25 @@ asan_and_fuzz() {
   return $status
 }
 
+# The core's gtests alone (ctest label "core"): only ringx_core_tests is built.
+tsan_core() {
+  echo "-- tsan (core): building (gcc, -fsanitize=thread)"
+  local SANITIZED_TARGETS=(ringx_core_tests)
+  configure_and_build build-tsan -DRINGX_SANITIZE=thread || return 1
+  run_gtests build-tsan "" core
+}
+
 status=0
 case "$WHICH" in
   tsan) tsan || status=1 ;;
+  tsan-core) tsan_core || status=1 ;;
   asan) asan_and_fuzz || status=1 ;;
   all)
     tsan || status=1
     asan_and_fuzz || status=1
     ;;
   *)
-    echo "usage: scripts/sanitizers.sh [tsan|asan|all]" >&2
+    echo "usage: scripts/sanitizers.sh [tsan|tsan-core|asan|all]" >&2
     exit 2
     ;;
 esac
