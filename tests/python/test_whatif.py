@@ -90,14 +90,18 @@ def test_the_calibration_prices_the_wire_and_the_advice_ranks_the_changes(ddp_tr
         assert row["predicted_low_ns"] <= row["predicted_step_ns"] <= row["predicted_high_ns"]
         assert isinstance(row["within_noise"], bool)
     # Each rank recorded its host's cores; a world of 4 on them shares them out: every compute
-    # and collective at least that many times slower (more ring steps on top).
+    # and collective that many times slower (more ring steps on top). finalize's copies and the
+    # wake-ups are replayed as recorded, unscaled, and on a busy machine they are a larger part
+    # of the step: 1.95x the recorded step once where the share was 2 (make test under load),
+    # so the bound keeps a tenth for them.
     host = report["host_cores"]
     assert host["cores"] == len(os.sched_getaffinity(0)) and host["hosts"] == 1, host
     threads = host["threads_per_rank"]
     share = max(1, 4 * threads / host["cores"]) / max(1, 2 * threads / host["cores"])
     four = ringx.analysis.whatif(trace_dir, world_size=4, bounds=False)["rows"][0]
     assert four["change"] == "world_size=4"
-    assert four["predicted_step_ns"] >= 0.99 * share * report["recorded_step_ns"], (four, share)
+    base = min(report["recorded_step_ns"], report["replayed_step_ns"])
+    assert four["predicted_step_ns"] >= 0.9 * share * base, (four, share, base)
     advice = ringx.analysis.advise(trace_dir)
     assert advice["engine"] == "ddp" and advice["what_if_error"] is None
     shares = [c["change_share"] for c in advice["changes"]]
