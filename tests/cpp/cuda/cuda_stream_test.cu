@@ -16,15 +16,10 @@
 #include "backend/device/stream_ordering.h"
 #include "backend/device/work_queue.h"
 #include "base/error.h"
+#include "tests/cpp/cuda/gpu_test.h"
 
 namespace ringx::cuda {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                           \
-  do {                                               \
-    std::string why;                                 \
-    if (!deviceAvailable(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 void check(cudaError_t error) { ASSERT_EQ(error, cudaSuccess) << cudaGetErrorString(error); }
 

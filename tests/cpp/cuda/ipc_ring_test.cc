@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/device/cuda/reduce_kernels.h"
+#include "tests/cpp/cuda/gpu_test.h"
 
 extern char** environ;
 
@@ -40,12 +41,6 @@ std::vector<int> runWorkers(const std::string& scenario, int size) {
   std::filesystem::remove_all(dir);
   return status;
 }
-
-#define SKIP_WITHOUT_GPU()                                        \
-  do {                                                            \
-    std::string why;                                              \
-    if (!ringx::cuda::deviceAvailable(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 class IpcRingWorld : public ::testing::TestWithParam<int> {};
 

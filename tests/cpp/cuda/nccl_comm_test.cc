@@ -17,15 +17,10 @@
 #include "backend/device/cuda/reduce_kernels.h"
 #include "backend/transport/nccl/loader.h"
 #include "base/error.h"
+#include "tests/cpp/cuda/gpu_test.h"
 
 namespace ringx::transport::nccl {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                          \
-  do {                                                              \
-    std::string why;                                                \
-    if (!::ringx::cuda::deviceAvailable(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 #define CUDA_OK(call)                                                              \
   do {                                                                             \

@@ -14,15 +14,10 @@
 #include "backend/reduce/element_ops.h"
 #include "backend/reduce/reduce.h"
 #include "base/error.h"
+#include "tests/cpp/cuda/gpu_test.h"
 
 namespace ringx {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                 \
-  do {                                                     \
-    std::string why;                                       \
-    if (!cuda::deviceAvailable(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 void check(cudaError_t error) { ASSERT_EQ(error, cudaSuccess) << cudaGetErrorString(error); }
 
