@@ -21,6 +21,7 @@ Nothing in the training script changes; the backend may be ringx, gloo or NCCL
 """
 
 import functools
+import sys
 import weakref
 
 import torch
@@ -170,17 +171,62 @@ def _root_pre_forward(self, *args, **kwargs):
     return result
 
 
-try:  # FSDP2 (torch.distributed.fsdp.fully_shard)
-    from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
-    _original_root_pre_forward = FSDPState._root_pre_forward
-except ImportError:  # pragma: no cover - every torch ringx builds with has it
-    FSDPState = None
+# FSDP2's state class, wrapped when FSDP2 is imported rather than at `import ringx`: importing
+# it brings in torch.export and sympy, 0.6 s of CPU that every rank paid at each start (of
+# 2.1 s for torch, torch.distributed and ringx together, torch 2.13) whether or not it used
+# FSDP2. A job that uses FSDP2 imports it before it can wrap a module, so the wrap is in place
+# before the first root pre-forward.
+_FSDP2_STATE = "torch.distributed.fsdp._fully_shard._fsdp_state"
+_original_root_pre_forward = None
+
+
+def _wrap_fsdp2(module):
+    global _original_root_pre_forward
+    state = getattr(module, "FSDPState", None)
+    if state is None or state._root_pre_forward is _root_pre_forward:
+        return
+    _original_root_pre_forward = state._root_pre_forward
+    state._root_pre_forward = _root_pre_forward
+
+
+class _WrapFsdp2OnImport:
+    """A sys.meta_path finder that answers only for FSDP2's state module: it takes the spec
+    the other finders give and wraps the loader's exec_module (on that spec's own loader
+    object) so the module is wrapped right after it runs; then it leaves sys.meta_path."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _FSDP2_STATE:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        self.remove()
+        loader, run = spec.loader, spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _wrap_fsdp2(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+    def remove(self):
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
 
 
 def install():
-    """Wraps torch's DDP and FSDP2's root pre-forward (once; `import ringx` calls it)."""
+    """Wraps torch's DDP forward now and FSDP2's root pre-forward when FSDP2 is imported (now,
+    if it already is); once, `import ringx` calls it."""
     if DistributedDataParallel.forward is not _forward:
         DistributedDataParallel.forward = _forward
         dist.Reducer._rebuild_buckets = _rebuild_buckets
-    if FSDPState is not None and FSDPState._root_pre_forward is not _root_pre_forward:
-        FSDPState._root_pre_forward = _root_pre_forward
+    if _FSDP2_STATE in sys.modules:
+        _wrap_fsdp2(sys.modules[_FSDP2_STATE])
+    elif not any(isinstance(finder, _WrapFsdp2OnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _WrapFsdp2OnImport())

@@ -8,8 +8,10 @@ import json
 import os
 import struct
 import subprocess
+import sys
 import zlib
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -20,6 +22,7 @@ import ringx
 from harness import run_ranks
 
 BIN = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin")
+PYTHON_DIR = os.path.dirname(os.path.dirname(ringx.__file__))
 
 
 def make_model(seed):
@@ -285,6 +288,24 @@ def check_fsdp_trace(trace_dir, tmp_path, results, world, steps, reshard, prefet
     assert ("blocks the thread" in whatif) == blocking, whatif
     assert f"reshard_after_forward={not reshard}" in whatif and "units merged" in whatif, whatif
     assert "limit_all_gathers" not in whatif and "NO_SHARD" not in whatif, whatif
+
+
+@pytest.mark.parametrize("ringx_first", [True, False])
+def test_fsdp2_is_wrapped_whichever_comes_first_and_import_ringx_leaves_it_unloaded(ringx_first):
+    # `import ringx` wraps FSDP2's root pre-forward when FSDP2 is imported (python/ringx/
+    # _watch.py), so that a rank that never uses FSDP2 does not load it; the FSDP2 tests here
+    # import it after ringx, in the rank.
+    state = "torch.distributed.fsdp._fully_shard._fsdp_state"
+    imports = ["import ringx", "from torch.distributed.fsdp import fully_shard"]
+    code = "\n".join(["import sys, torch", imports[0 if ringx_first else 1],
+                      f"print({state!r} in sys.modules)", imports[1 if ringx_first else 0],
+                      "from ringx import _watch",
+                      f"print(sys.modules[{state!r}].FSDPState._root_pre_forward is "
+                      "_watch._root_pre_forward)"])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False" if ringx_first else "True", "True"], result.stdout
 
 
 def test_fsdp2_over_ringx_per_unit_and_its_fsdp_panel(tmp_path):
