@@ -7,7 +7,7 @@
 #   sanitizers             the core's gtests under TSan (scripts/sanitizers.sh tsan-core; make
 #                          sanitize runs every torch-free gtest under TSan and ASan+UBSan, and
 #                          the libFuzzer targets)
-#   pytest                 the Python face, multi-process (two streams at once: below)
+#   pytest                 the Python face, multi-process (three streams at once: below)
 #   conformance            PyTorch's own distributed_test.py with BACKEND=ringx, at world
 #                          sizes 2 and 3, strict against the gloo baseline
 #   torch-compat           the torch-version shims (backend/c10d/torch_compat.h) and the backend
@@ -59,27 +59,36 @@ run_suite() {
 run_suite layers "$PYTHON" scripts/check_layers.py --extension "$(ls "$BUILD_DIR"/python/ringx/_C*.so)"
 run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
 run_suite sanitizers scripts/sanitizers.sh tsan-core
-# pytest in two streams at once, each about half of the suite's time: the quick runs of the
-# benchmarks and the fault tests between network-namespace hosts beside the rest (in one
-# stream the suite kept the 2 cores busy only 118% of the time: processes starting, timeouts
-# waited out). Each stream has its own flight-recorder dump directory (test_flight_recorder
-# reads its dumps back by rank) and its own log, printed when both have ended.
-SECOND_STREAM=(tests/python/test_bench.py tests/python/test_partitions.py)
+# pytest in three streams at once, each about a third of the suite's time: the quick runs of
+# the benchmarks; the fault tests between network-namespace hosts, the restarts, the samples
+# under torchrun and the viewer's (tests that mostly wait: timeouts waited out, processes
+# starting); the rest. In one stream the suite kept the 2 cores busy only 118% of the time.
+# Each stream has its own flight-recorder dump directory (test_flight_recorder reads its dumps
+# back by rank) and its own log, printed when all have ended.
+STREAMS=("tests/python/test_bench.py"
+  "tests/python/test_partitions.py tests/python/test_shrink_hosts.py tests/python/test_restarts.py
+   tests/python/test_samples.py tests/python/test_viewer.py")
 pytest_streams() {
-  local logs status=0 second first
+  local logs status=0 pids=() names=() files rest=() i
   logs=$(mktemp -d /tmp/ringx-pytest.XXXXXX)
-  RINGX_DUMP_DIR=$(mktemp -d "$RINGX_DUMP_DIR/second.XXXXXX") \
-    "$PYTHON" -m pytest -q "${SECOND_STREAM[@]}" >"$logs/second.log" 2>&1 &
-  second=$!
-  RINGX_DUMP_DIR=$(mktemp -d "$RINGX_DUMP_DIR/first.XXXXXX") \
-    "$PYTHON" -m pytest -q tests/python "${SECOND_STREAM[@]/#/--ignore=}" >"$logs/first.log" 2>&1 &
-  first=$!
-  wait "$first" || status=1
-  echo "-- tests/python but ${SECOND_STREAM[*]##*/}"
-  cat "$logs/first.log"
-  wait "$second" || status=1
-  echo "-- ${SECOND_STREAM[*]##*/}"
-  cat "$logs/second.log"
+  for i in "${!STREAMS[@]}"; do
+    read -r -a files <<<"${STREAMS[$i]//$'\n'/ }"
+    rest+=("${files[@]/#/--ignore=}")
+    names+=("$(basename -a "${files[@]}" | tr '\n' ' ')")
+    RINGX_DUMP_DIR=$(mktemp -d "$RINGX_DUMP_DIR/stream$i.XXXXXX") \
+      "$PYTHON" -m pytest -q "${files[@]}" >"$logs/$i.log" 2>&1 &
+    pids+=($!)
+  done
+  i=${#STREAMS[@]}
+  names+=("tests/python but the above")
+  RINGX_DUMP_DIR=$(mktemp -d "$RINGX_DUMP_DIR/stream$i.XXXXXX") \
+    "$PYTHON" -m pytest -q tests/python "${rest[@]}" >"$logs/$i.log" 2>&1 &
+  pids+=($!)
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || status=1
+    echo "-- ${names[$i]}"
+    cat "$logs/$i.log"
+  done
   rm -rf "$logs"
   return $status
 }
