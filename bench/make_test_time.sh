@@ -10,6 +10,9 @@ dir=${1:-/tmp/ringx-fresh-$$}
 rm -rf "$dir"
 git clone -q . "$dir" || exit 1
 echo "make_test_time: $(git -C "$dir" log --oneline -1) in $dir"
+# The real traces some tests read lie beside the project (../shared/traces), which a clone
+# elsewhere does not have beside it: point the tests at this checkout's.
+[ -d ../shared/traces ] && export RINGX_SHARED_TRACES=${RINGX_SHARED_TRACES:-$(cd ../shared/traces && pwd)}
 start=$SECONDS
 scripts/with_load.sh env -C "$dir" CI=true .ci/run
 rc=$?
