@@ -41,8 +41,8 @@ import torch
 import torch.distributed as dist
 
 from bench_ranks import run_ranks, slowest
-from latency_method import SETTLE_BARRIERS, case_arguments, human, median_single_op_seconds, \
-    operations, settle
+from latency_method import case_arguments, human, median_single_op_seconds, \
+    operations, settle, settle_barriers
 from vs_libraries import floor_worker, ringx_core_run, ringx_ranks_binary, torch_op
 
 CASES = [("allreduce", 4 << 10), ("allreduce", 64 << 10), ("allreduce", 1 << 20),
@@ -71,7 +71,7 @@ def torch_worker(rank, world, init, chosen, quick, perf_dir, results):
 
     dist.init_process_group("ringx", init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=600))
-    settle(dist.barrier, SETTLE_BARRIERS)
+    settle(dist.barrier, settle_barriers(quick))
     if perf_dir:
         with open(os.path.join(perf_dir, str(rank)), "w") as f:
             f.write(str(os.getpid()))
@@ -201,12 +201,13 @@ def main():
         def job_call():
             # the call's CPU in a job of this world size, measured now, then spent by C++ ranks
             cpu.append(torch_under_perf(world, chosen, args.quick))
-            return ringx_core_run(world, case_text, binary, cpu[-1]["torch"])
+            return ringx_core_run(world, case_text, binary, cpu[-1]["torch"], args.quick)
 
         sides = [("torch", lambda: run_ranks(torch_worker, world, chosen, args.quick, None,
                                              name=f"bench/call_cost.py, {world} ranks")),
-                 ("C++", lambda: ringx_core_run(world, case_text, binary)),
-                 ("C++ + call", lambda: ringx_core_run(world, case_text, binary, cost_us)),
+                 ("C++", lambda: ringx_core_run(world, case_text, binary, quick=args.quick)),
+                 ("C++ + call", lambda: ringx_core_run(world, case_text, binary, cost_us,
+                                                        args.quick)),
                  ("C++ + call in the job", job_call)]
         for r in range(rounds):
             for side, run in sides if r % 2 == 0 else reversed(sides):

@@ -55,6 +55,15 @@ def case_arguments(quick=False, chosen=None):
 
 
 SETTLE_BARRIERS = 5000
+# With --quick (the smoke tests that make test runs beside other work): enough to start every
+# side alike. Under load each of oneCCL's barriers waited out a scheduler tick (8 ms), and its
+# 5000 took 40 s in each of its four settings.
+SETTLE_BARRIERS_QUICK = 200
+
+
+def settle_barriers(quick=False):
+    """How many barriers settle() runs first: SETTLE_BARRIERS, or SETTLE_BARRIERS_QUICK."""
+    return SETTLE_BARRIERS_QUICK if quick else SETTLE_BARRIERS
 
 
 def settle(barrier, count=SETTLE_BARRIERS):

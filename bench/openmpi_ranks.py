@@ -22,7 +22,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from latency_method import (cases, element_count, median_single_op_seconds,  # noqa: E402
-                            operations, settle)
+                            operations, settle, settle_barriers)
 
 
 def make_op(comm, collective, size):
@@ -56,7 +56,7 @@ def main():
     np.core.multiarray._set_madvise_hugepage(args.huge_pages)
     comm = MPI.COMM_WORLD
     results = {}
-    settle(comm.Barrier)
+    settle(comm.Barrier, settle_barriers(args.quick))
     for collective, size in cases(args.quick):
         seconds = median_single_op_seconds(make_op(comm, collective, size), comm.Barrier,
                                            operations(size, args.quick))

@@ -41,8 +41,9 @@ import torch.distributed as dist
 
 import docs_table
 from bench_ranks import run_ranks, slowest
-from latency_method import (SETTLE_BARRIERS, case_arguments, cases, element_count, human,
-                            median_single_op_seconds, operations, settle)
+from latency_method import (case_arguments, cases, element_count, human,
+                            median_single_op_seconds, operations, settle,
+                            settle_barriers)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -105,7 +106,7 @@ def torch_worker(rank, world, init, quick, results):
                             timeout=datetime.timedelta(seconds=600))
     groups = {"gloo": dist.group.WORLD, "ringx": dist.new_group(backend="ringx")}
     for group in groups.values():
-        settle(lambda g=group: dist.barrier(group=g))
+        settle(lambda g=group: dist.barrier(group=g), settle_barriers(quick))
     out = {}
     for index, (collective, size) in enumerate(cases(quick)):
         order = list(groups) if index % 2 == 0 else list(reversed(groups))
@@ -205,12 +206,13 @@ def json_line(done, what):
     return json.loads(lines[0])
 
 
-def ringx_core_run(world, case_text, binary, call_cost_us=0.0):
+def ringx_core_run(world, case_text, binary, call_cost_us=0.0, quick=False):
     """{"ringx, no torch collective size": seconds} of one job of bench_ringx_ranks over the
-    cases of `case_text` (case_arguments()), each call after `call_cost_us` of CPU."""
+    cases of `case_text` (case_arguments()), each call after `call_cost_us` of CPU; `quick`:
+    the --quick settling (settle_barriers)."""
     with tempfile.TemporaryDirectory() as store:
         argv = [binary, "--store", store, "--world", str(world), "--cases", case_text,
-                "--settle", str(SETTLE_BARRIERS), "--call-cost-us", str(call_cost_us)]
+                "--settle", str(settle_barriers(quick)), "--call-cost-us", str(call_cost_us)]
         done = run_jobs([argv + ["--rank", str(rank)] for rank in range(world)])
     result = json_line(done, f"bench_ringx_ranks ({world} ranks)")
     return {f"ringx, no torch {key}": value for key, value in result.items()}
@@ -241,7 +243,7 @@ def oneccl_run(world, quick, setting, libfabric):
                CCL_MPI_LIBRARY_PATH=os.path.join(impi, "lib", "libmpi.so.12"))
     with tempfile.TemporaryDirectory() as tmp:
         argv = [binary, "--kvs", os.path.join(tmp, "kvs-address"), "--cases",
-                case_arguments(quick), "--settle", str(SETTLE_BARRIERS)]
+                case_arguments(quick), "--settle", str(settle_barriers(quick))]
         if launcher == "mpirun":
             env.update(I_MPI_ROOT=impi, PATH=os.path.join(impi, "bin") + os.pathsep + env["PATH"])
             jobs = [[os.path.join(impi, "bin", "mpiexec.hydra"), "-n", str(world)] + argv]
@@ -270,7 +272,7 @@ def measure(world, runs, quick, libfabric):
         settings = settings if run % 2 == 0 else settings[::-1]
         sides = [lambda: run_ranks(torch_worker, world, quick,
                                    name=f"bench/vs_libraries.py, world size {world}"),
-                 lambda: ringx_core_run(world, case_arguments(quick), binary),
+                 lambda: ringx_core_run(world, case_arguments(quick), binary, quick=quick),
                  lambda: openmpi_run(world, quick),
                  lambda: {key: value for setting in settings
                           for key, value in oneccl_run(world, quick, setting, libfabric).items()}]

@@ -21,10 +21,10 @@ from vs_libraries import ONECCL_SETTINGS  # noqa: E402
 from whatif import print_rows, row, summary  # noqa: E402
 
 
-def run_bench(name, *args):
+def run_bench(name, *args, timeout=300):
     env = dict(os.environ, PYTHONPATH=PYTHONPATH)
     result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", name), *args],
-                            capture_output=True, text=True, timeout=300, env=env)
+                            capture_output=True, text=True, timeout=timeout, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -98,7 +98,8 @@ def test_libraries_bench_times_every_collective_on_all_four_sides():
     """bench/vs_libraries.py sets oneCCL up itself (scripts/oneccl_setup.sh: wheels from PyPI
     into build/oneccl, the first time) and runs it in every setting beside OpenMPI, gloo and
     ringx."""
-    out = run_bench("vs_libraries.py", "--quick", "--world-sizes", "2")
+    # The first run downloads and unpacks oneCCL's wheels (a fresh clone: make test).
+    out = run_bench("vs_libraries.py", "--quick", "--world-sizes", "2", timeout=900)
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in out.splitlines()
             if line.startswith("| 2 |")]
     assert {row[1] for row in rows} == {
