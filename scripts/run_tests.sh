@@ -59,16 +59,18 @@ run_suite() {
 run_suite layers "$PYTHON" scripts/check_layers.py --extension "$(ls "$BUILD_DIR"/python/ringx/_C*.so)"
 run_suite gtest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2
 run_suite sanitizers scripts/sanitizers.sh tsan-core
-# pytest in three streams at once, each about a third of the suite's time (on the idle
-# machine: 156, 185 and 176 s): the quick runs of the benchmarks, the FSDP engine's tests and
-# torchft's job; the fault tests between network-namespace hosts, the restarts, the shrinks,
-# the samples under torchrun and the viewer's (tests that mostly wait: timeouts waited out,
-# processes starting); the rest. In one stream the suite kept the 2 cores busy only 118% of
-# the time. Each stream has its own flight-recorder dump directory (test_flight_recorder reads
-# its dumps back by rank) and its own log, printed as the streams end, in order.
-STREAMS=("tests/python/test_bench.py tests/python/test_ringx_fsdp.py tests/python/test_torchft.py"
+# pytest in three streams at once, balanced by each stream's time in make test with a busy
+# loop per core (bench/make_test_time.sh): the quick runs of the benchmarks and torchft's job;
+# the fault tests between network-namespace hosts, the restarts, the shrinks, the samples under
+# torchrun and the viewer's (tests that mostly wait: timeouts waited out, processes starting),
+# with the FSDP engine's and the comm hooks' tests; the rest. In one stream the suite kept the
+# 2 cores busy only 118% of the time. Each stream has its own flight-recorder dump directory
+# (test_flight_recorder reads its dumps back by rank) and its own log, printed as the streams
+# end, in order.
+STREAMS=("tests/python/test_bench.py tests/python/test_torchft.py"
   "tests/python/test_partitions.py tests/python/test_shrink_hosts.py tests/python/test_restarts.py
-   tests/python/test_shrink.py tests/python/test_samples.py tests/python/test_viewer.py")
+   tests/python/test_shrink.py tests/python/test_samples.py tests/python/test_viewer.py
+   tests/python/test_ringx_fsdp.py tests/python/test_comm_hooks.py")
 pytest_streams() {
   local logs status=0 pids=() names=() files rest=() i
   logs=$(mktemp -d /tmp/ringx-pytest.XXXXXX)
