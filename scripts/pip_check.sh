@@ -7,7 +7,8 @@
 #   2. the README's install commands as the README prints them, then a 2-rank torchrun job
 #      (an all-reduce and a torch DDP step) with the installed package: scripts/readme_install.py,
 #      which make torch-matrix runs for each release it installs.
-# About 6 minutes on 2 cores, most of it compiling; not part of make test for that reason.
+# About 2.5 minutes on the idle 2-core machine (2026-11-30), most of it compiling; not part of
+# make test for that reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
