@@ -21,9 +21,10 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 JOBS=${JOBS:-2}
 # Without the viewer too: the trace model, the analyses and ringx-trace (which the analysis tests
 # run) build with no ImGui or GLFW, as the layering says (scripts/check_layers.py). The TSan
-# build is a unity build, as make's is (each target's sources compiled a few to a translation
-# unit: 115 s instead of 168 on the idle 2-core machine); the ASan build compiles every file on
-# its own, which is what catches a file that forgets an include that a unit-mate brought in.
+# build is a unity build, CMakeLists.txt's default (each target's sources compiled a few to a
+# translation unit: 115 s instead of 168 on the idle 2-core machine); the ASan build compiles
+# every file on its own, which is what catches a file that forgets an include that a unit-mate
+# brought in.
 TORCH_FREE=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGX_BUILD_PYTHON=OFF -DRINGX_BUILD_VIEWER=OFF
   -DRINGX_BUILD_CUDA=OFF)
 SANITIZED_TARGETS=(ringx_core_tests ringx_trace_tests ringx_trace_model_tests ringx_analysis_tests
@@ -66,7 +67,7 @@ run_gtests() {
 
 tsan() {
   echo "-- tsan: building (gcc, -fsanitize=thread)"
-  configure_and_build build-tsan -DRINGX_SANITIZE=thread -DCMAKE_UNITY_BUILD=ON || return 1
+  configure_and_build build-tsan -DRINGX_SANITIZE=thread || return 1
   # ChromeExport.ManyEventsStream exports 100,000 events on one thread: 57 s under TSan (the
   # slowest test of the leg but the collective sweeps) with no thread to check; the trace
   # reader's threads it starts from are the loader tests' (ASan runs it).
@@ -129,7 +130,7 @@ asan_and_fuzz() {
 tsan_core() {
   echo "-- tsan (core): building (gcc, -fsanitize=thread)"
   local SANITIZED_TARGETS=(ringx_core_tests)
-  configure_and_build build-tsan -DRINGX_SANITIZE=thread -DCMAKE_UNITY_BUILD=ON || return 1
+  configure_and_build build-tsan -DRINGX_SANITIZE=thread || return 1
   # Three sweeps whose threads meet as their smaller siblings' do (Broadcast.BinomialTree...,
   # the other HierarchicalAllreduce and Allreduce tests), over more sizes and world sizes: 73 s
   # of the leg's 230 test-seconds under TSan on the idle machine (the tsan leg runs them).
