@@ -56,6 +56,7 @@ bench: build
 	@$(BUILD_DIR)/bin/bench_trace_record
 	@$(BUILD_DIR)/bin/bench_reduce_cost
 	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/setup_cost.py
+	@PYTHONPATH=$(BUILD_DIR)/python $(PYTHON) bench/import_cost.py
 	@$(BUILD_DIR)/bin/bench_scale_cost 16,64,256,512,1024
 	@$(PYTHON) bench/viewer.py
 

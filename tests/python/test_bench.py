@@ -328,6 +328,16 @@ def test_docs_table_writes_what_a_bench_printed_between_its_markers(tmp_path, ca
     assert empty.returncode != 0 and "| c |" in doc.read_text()
 
 
+def test_import_bench_puts_ringx_beside_torch_and_finds_fsdp2_unloaded():
+    out = run_bench("import_cost.py", "--rounds", "1")
+    seconds = {line.split(":")[0].strip(): float(line.split(":")[1].split()[0])
+               for line in out.splitlines() if line.rstrip().endswith(" s")}
+    assert set(seconds) == {"torch", "torch + ringx", "ringx adds"}, out
+    assert seconds["torch"] > 0 and seconds["torch + ringx"] > 0, out
+    assert abs(seconds["torch + ringx"] - seconds["torch"] - seconds["ringx adds"]) < 0.0015, out
+    assert "FSDP2 loaded by import ringx: False" in out, out
+
+
 def test_every_table_a_bench_writes_has_its_markers_in_the_docs():
     names = set()
     for name in os.listdir(os.path.join(ROOT, "bench")):
