@@ -66,11 +66,11 @@ def test_the_report_answers_every_question_within_its_bounds(ddp_trace):
     # can a change of the wire alone (world size, link) beat free communication. Each recorded
     # step is replayed with its own durations and the step is the median of their periods
     # (begin to next begin), which shorter durations need not shorten (a late rank's step can
-    # move to the next period): a bound stays inside the unchanged replay's spread.
+    # move to the next period): a bound stays inside the spread of the replay it bounds.
     for bound in ("communication free", "compute free"):
         assert rows[bound]["step_ns"] <= report["baseline"]["step_high_ns"], (bound, rows[bound])
     for wire in ("world_size=4", "world_size=8", "link 40.0 us/step, 0.50 GB/s"):
-        assert rows["communication free"]["step_ns"] <= rows[wire]["step_ns"], wire
+        assert rows["communication free"]["step_ns"] <= rows[wire]["step_high_ns"], wire
     # A larger cap never makes more buckets; 25 MB holds all 6 parameters' 0.3 MB in one.
     assert rows["bucket_cap_mb=0.05"]["buckets"] >= rows["bucket_cap_mb=0.4"]["buckets"]
     assert rows["bucket_cap_mb=25"]["buckets"] == 1
@@ -241,12 +241,14 @@ def test_fsdp_report_answers_the_schedule_questions(fsdp_trace):
     assert rows["sharding_strategy=SHARD_GRAD_OP"]["gathers"] == 4
     assert rows["sharding_strategy=NO_SHARD"]["gathers"] == 0
     assert rows["units merged by 2"]["units"] == 3
+    # The bounds, held to the spread of the replay they bound (the median period is not monotone
+    # in the durations; see the DDP test above).
     for bound in ("communication free", "compute free"):
-        assert rows[bound]["step_ns"] <= base["step_ns"]
+        assert rows[bound]["step_ns"] <= base["step_high_ns"], (bound, rows[bound])
     wider = ringx.analysis.whatif(fsdp_trace, world_size=4)
     assert [row["change"] for row in wider["rows"]] == ["world_size=4", "communication free",
                                                         "compute free"]
-    assert wider["rows"][0]["step_ns"] >= wider["rows"][1]["step_ns"]
+    assert wider["rows"][0]["step_high_ns"] >= wider["rows"][1]["step_ns"]
     # The slowest rank's step is tiled by its compute and its waits.
     path = base["critical_path"]
     assert path[0]["begin_ns"] == 0 and path[-1]["kind"] == "optimizer"
