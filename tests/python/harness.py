@@ -10,6 +10,7 @@ rank that does not finish within `timeout` seconds is killed and reported: tests
 
 import atexit
 import faulthandler
+import importlib.util
 import os
 import queue as queue_module
 import tempfile
@@ -17,6 +18,13 @@ import time
 import traceback
 
 import rank_processes
+
+# Where the build put the package and the programs: the directory that holds ringx (a
+# subprocess's PYTHONPATH) and build/bin beside it. Found without importing ringx (and torch).
+PYTHONPATH = os.path.dirname(os.path.dirname(importlib.util.find_spec("ringx").origin))
+BIN = os.path.join(PYTHONPATH, "..", "bin")
+RINGX_TRACE = os.path.join(BIN, "ringx-trace")
+VIEWER = os.path.join(BIN, "ringx-viewer")
 
 
 class RankFailed(Exception):

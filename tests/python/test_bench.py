@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-import ringx
+
+from harness import PYTHONPATH
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import docs_table  # noqa: E402  (bench/ is not a package)

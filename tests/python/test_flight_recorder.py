@@ -16,12 +16,7 @@ import torch
 import torch.distributed as dist
 
 import ringx
-from harness import run_ranks
-
-PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
-BIN = os.path.join(PYTHONPATH, "..", "bin")
-RINGX_TRACE = os.path.join(BIN, "ringx-trace")
-VIEWER = os.path.join(BIN, "ringx-viewer")
+from harness import RINGX_TRACE, VIEWER, run_ranks
 
 
 def _no_tracing(dump_dir, **extra):

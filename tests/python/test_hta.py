@@ -36,14 +36,12 @@ import sys
 
 import pytest
 
-from harness import run_ranks
+from harness import RINGX_TRACE, run_ranks
 
 pytest.importorskip("hta", reason="HTA (holistictraceanalysis) is installed by scripts/setup.sh")
 
 import ringx  # noqa: E402
 from ringx.analysis import hidden_share  # noqa: E402
-
-RINGX_TRACE = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin", "ringx-trace")
 STEPS = 8
 COMPUTE_STREAM, COMM_STREAM = 7, 20
 # HTA prints its overlap rounded to 0.01 percentage points.

@@ -17,9 +17,8 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 import ringx
 from ringx.ddp import DistributedDataParallel as RingxDDP
 
-from harness import run_ranks
+from harness import BIN, run_ranks
 
-BIN = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin")
 BATCH = 4  # per rank
 
 

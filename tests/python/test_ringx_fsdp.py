@@ -16,9 +16,8 @@ import torch.nn as nn
 import ringx
 from ringx.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision
 
-from harness import run_ranks
+from harness import BIN, run_ranks
 
-BIN = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin")
 BATCH = 3  # per rank
 DIM = 12
 

@@ -5,10 +5,9 @@ import os
 import subprocess
 import sys
 
-import ringx
+from harness import PYTHONPATH
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
 
 
 def run_sample(name, *args):

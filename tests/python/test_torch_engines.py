@@ -19,10 +19,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 import ringx
 
-from harness import run_ranks
-
-BIN = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin")
-PYTHON_DIR = os.path.dirname(os.path.dirname(ringx.__file__))
+from harness import BIN, PYTHONPATH, run_ranks
 
 
 def make_model(seed):
@@ -303,7 +300,7 @@ def test_fsdp2_is_wrapped_whichever_comes_first_and_import_ringx_leaves_it_unloa
                       f"print(sys.modules[{state!r}].FSDPState._root_pre_forward is "
                       "_watch._root_pre_forward)"])
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, env=dict(os.environ, PYTHONPATH=PYTHON_DIR))
+                            timeout=120, env=dict(os.environ, PYTHONPATH=PYTHONPATH))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False" if ringx_first else "True", "True"], result.stdout
 

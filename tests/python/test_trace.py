@@ -11,12 +11,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from harness import run_ranks
-
-import ringx
-
-RINGX_TRACE = os.path.join(os.path.dirname(ringx.__file__), "..", "..", "bin", "ringx-trace")
-VIEWER = os.path.join(os.path.dirname(RINGX_TRACE), "ringx-viewer")
+from harness import RINGX_TRACE, VIEWER, run_ranks
 
 
 def ringx_trace(*args, check=True):
