@@ -174,8 +174,8 @@ def _root_pre_forward(self, *args, **kwargs):
 # FSDP2's state class, wrapped when FSDP2 is imported rather than at `import ringx`: importing
 # it brings in torch.export and sympy, 0.7 s of CPU that every rank paid at each start (of
 # 2.1 s for torch, torch.distributed and ringx together, torch 2.13; bench/import_cost.py)
-# whether or not it used FSDP2. A job that uses FSDP2 imports it before it can wrap a module, so the wrap is in place
-# before the first root pre-forward.
+# whether or not it used FSDP2. A job that uses FSDP2 imports it before it can wrap a module,
+# so the wrap is in place before the first root pre-forward.
 _FSDP2_STATE = "torch.distributed.fsdp._fully_shard._fsdp_state"
 _original_root_pre_forward = None
 
