@@ -239,7 +239,7 @@ struct DdpAnalysis {
   uint64_t rebuilds = 0;   // "bucket_rebuild" spans
 };
 
-// The DDP engine's events (engines/ddp/timing.cc): forward/backward/optimizer/bucket_rebuild
+// The DDP engine's events (ddp/timing.cc): forward/backward/optimizer/bucket_rebuild
 // on "ddp", one "bucket" span per bucket and iteration on "ddp:bucket<N>", all
 // with a step argument. Iterations are the backward spans; bucket spans of a step
 // without one count in the bucket averages only.
@@ -350,7 +350,7 @@ struct FsdpAnalysis {
   int64_t exposedMeanNs = 0;  // per iteration
 };
 
-// The FSDP engine's events (engines/fsdp/timing.cc): forward/backward/optimizer on
+// The FSDP engine's events (fsdp/timing.cc): forward/backward/optimizer on
 // "fsdp"; all_gather, forward, backward, reshard, reduce_scatter and allreduce on
 // "fsdp:<unit>", all with a step argument. Iterations are the backward spans.
 FsdpAnalysis analyzeFsdp(const TraceStore& store);

@@ -53,12 +53,17 @@ LAYERS = {
     "backend/algorithms": ["backend/transport", "backend/reduce"],
     "backend/group": ["backend/algorithms", "backend/device", "trace/record"],
     "backend/c10d": ["backend/group"],
-    "engines/common": ["backend/c10d"],
-    "engines/ddp": ["engines/common", "analysis/replay"],  # bucket plans, bucket_cap_mb="auto"
-    "engines/fsdp": ["engines/common"],
-    # torch's own DDP and FSDP2, watched: their events in the engines' vocabulary.
-    "engines/observe": ["engines/ddp", "engines/fsdp"],
-    "python/bindings": ["engines/ddp", "engines/fsdp", "engines/observe", "analysis/figures",
+    # The engines, at the top as the design names them; what both share (the start-up checks,
+    # the C++ front ends' helpers) is the torch-facing glue's, in backend/c10d.
+    "ddp": ["backend/c10d", "analysis/replay"],  # bucket plans, bucket_cap_mb="auto"
+    "fsdp": ["backend/c10d"],
+    # torch's own DDP and FSDP2 watched, beside each engine: their events in its vocabulary,
+    # torch-free bookkeeping; observe/ is where the watches meet torch (its RecordFunction
+    # callbacks), above both.
+    "ddp/watch": ["ddp"],
+    "fsdp/watch": ["fsdp"],
+    "observe": ["ddp/watch", "fsdp/watch"],
+    "python/bindings": ["ddp", "fsdp", "observe", "analysis/figures",
                         "backend/transport/nccl"],  # ringx.nccl()
     # The figures are analysis's, but torch-free and dependency-free: the engines' Python face
     # reports them too (ringx.analysis, last_iteration()).

@@ -267,7 +267,7 @@ namespace {
 
 using Kind = PathSegment::Kind;
 
-// The engine's schedule as a program (program.h; see engines/fsdp/engine.cc, which this follows
+// The engine's schedule as a program (program.h; see fsdp/engine.cc, which this follows
 // hook by hook). Compute slots: forward gaps, then backward gaps, then to-backward, finalize,
 // optimizer, then one reshard per unit, then one copy-out per unit (after each gather).
 class Schedule {

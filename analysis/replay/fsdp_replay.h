@@ -1,7 +1,7 @@
 // A replay of an FSDP training step: what the step would take with the sharding strategy,
 // the prefetching, the rate limiter or the unit boundaries changed.
 //
-// The step is the FSDP engine's schedule (engines/fsdp/engine.h) run over recorded compute:
+// The step is the FSDP engine's schedule (fsdp/engine.h) run over recorded compute:
 //
 //   forward   for each unit hook in the recorded order: compute, then pre-forward (issue the
 //             unit's all_gather unless it is gathered, wait for it; forward_prefetch: issue the

@@ -1,6 +1,6 @@
 // Who hears of every ringx Work as it is issued, on the issuing thread: the observer of
-// torch's own engines (engines/observe) takes from it when the wire ran a DDP bucket's or an
-// FSDP2 unit's collective, and its sequence number. One listener; nullptr: none.
+// torch's own engines (observe/, ddp/watch, fsdp/watch) takes from it when the wire ran a DDP
+// bucket's or an FSDP2 unit's collective, and its sequence number. One listener; nullptr: none.
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>

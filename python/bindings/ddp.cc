@@ -6,11 +6,11 @@
 #include <torch/extension.h>
 
 #include "analysis/figures.h"
-#include "engines/ddp/comm_hooks.h"
-#include "engines/ddp/engine.h"
-#include "engines/ddp/reducer.h"
-#include "engines/observe/ddp_watch.h"
-#include "engines/observe/torch_callbacks.h"
+#include "ddp/comm_hooks.h"
+#include "ddp/engine.h"
+#include "ddp/reducer.h"
+#include "ddp/watch/ddp_watch.h"
+#include "observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
 #include "trace/record/recorder.h"
 

@@ -6,9 +6,9 @@
 #include <pybind11/stl.h>
 #include <torch/extension.h>
 
-#include "engines/fsdp/engine.h"
-#include "engines/fsdp/unit.h"
-#include "engines/observe/torch_callbacks.h"
+#include "fsdp/engine.h"
+#include "fsdp/unit.h"
+#include "observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
 
 namespace py = pybind11;

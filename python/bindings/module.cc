@@ -9,7 +9,7 @@
 #include "backend/c10d/process_group_ringx.h"
 #include "backend/c10d/torch_compat.h"
 #include "backend/device/work_queue.h"
-#include "engines/observe/torch_callbacks.h"
+#include "observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
 
 namespace py = pybind11;
@@ -162,7 +162,8 @@ PYBIND11_MODULE(_C, m) {
       "so far (registered with atexit by ringx/__init__.py).");
 
   ringx::c10d_glue::registerTraceBindings(m);
-  // torch's own DDP and FSDP2 are watched whenever tracing records (engines/observe).
+  // torch's own DDP and FSDP2 are watched whenever tracing records (observe/, ddp/watch,
+  // fsdp/watch).
   ringx::observe::followTracing();
   ringx::c10d_glue::registerAnalysisBindings(m);
   ringx::c10d_glue::registerNcclBindings(m);

@@ -7,7 +7,7 @@
 
 #include "backend/group/flight_recorder.h"
 #include "backend/group/trace_session.h"
-#include "engines/observe/torch_callbacks.h"
+#include "observe/torch_callbacks.h"
 #include "python/bindings/bindings.h"
 #include "trace/format/manifest.h"
 #include "trace/record/file_sink.h"

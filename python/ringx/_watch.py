@@ -5,14 +5,14 @@ tracing records.
 `_rebuild_buckets`): with tracing off the wrapper costs one check per forward. With tracing
 on, the first forward of each DDP module reads the Reducer's bucket layout
 (`_get_zeros_like_grad_buckets`: each bucket's parameters, in launch order) and hands it to
-a C++ watch (engines/observe/ddp_watch.h); the forward's begin and end arm the watch, and
-torch's RecordFunction callbacks (engines/observe/torch_callbacks.cc) see the backward: when
+a C++ watch (ddp/watch/ddp_watch.h); the forward's begin and end arm the watch, and
+torch's RecordFunction callbacks (observe/torch_callbacks.cc) see the backward: when
 each parameter's gradient was ready, each bucket's collective from issue to finish (over
 ringx, when the wire ran it), backward's compute end and its end. The trace then has what a
 ringx.ddp trace has: "ddp" and "ddp:bucket<k>" events, bucket plans and rebuilds.
 
 FSDP2 (`fully_shard`) names every phase of every unit in a record_function, which the same
-callbacks turn into ringx.fsdp's per-unit events (engines/observe/fsdp_watch.h); what they
+callbacks turn into ringx.fsdp's per-unit events (fsdp/watch/fsdp_watch.h); what they
 cannot see is each unit's sizes, which the root's pre-forward hands them here once its lazy
 init has built the units (FSDPState._root_pre_forward, wrapped).
 

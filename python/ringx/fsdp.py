@@ -9,7 +9,7 @@
 A module is split into units (by nesting wrappers yourself, or by auto_wrap_policy); each
 unit's parameters become one flat parameter of which every rank keeps 1/S. Before a unit
 computes, its parameters are all-gathered; afterwards they are freed; in backward they are
-gathered again and the gradients reduce-scattered. The engine is C++ (engines/fsdp/ in the repo);
+gathered again and the gradients reduce-scattered. The engine is C++ (fsdp/ in the repo);
 this class only calls it around each wrapped module's forward. See docs/engines.md's
 "ringx.fsdp" section for the strategies, prefetching and the trace events.
 """

@@ -19,7 +19,7 @@
 
 #include "backend/c10d/process_group_ringx.h"
 #include "backend/group/trace_session.h"
-#include "engines/ddp/distributed_data_parallel.h"
+#include "ddp/distributed_data_parallel.h"
 #include "samples/cpp/rank_launcher.h"
 #include "trace/record/recorder.h"
 

@@ -22,7 +22,7 @@
 
 #include "backend/c10d/process_group_ringx.h"
 #include "backend/group/trace_session.h"
-#include "engines/fsdp/fully_sharded_data_parallel.h"
+#include "fsdp/fully_sharded_data_parallel.h"
 #include "samples/cpp/rank_launcher.h"
 #include "trace/record/recorder.h"
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "analysis/replay/bucket_plan.h"
-#include "engines/ddp/timing.h"
+#include "ddp/timing.h"
 #include "tests/cpp/recorded_file.h"
 
 namespace ringx::ddp {

@@ -1,8 +1,8 @@
 // The bookkeeping that turns torch's own DDP, as its callbacks show it, into per-bucket timings
-// (engines/observe/ddp_watch.h), driven here as torch_callbacks.cc would drive it.
+// (ddp/watch/ddp_watch.h), driven here as torch_callbacks.cc would drive it.
 #include <gtest/gtest.h>
 
-#include "engines/observe/ddp_watch.h"
+#include "ddp/watch/ddp_watch.h"
 
 namespace ringx::observe {
 namespace {

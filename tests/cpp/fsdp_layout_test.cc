@@ -8,8 +8,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "engines/fsdp/flat_layout.h"
-#include "engines/fsdp/timing.h"
+#include "fsdp/flat_layout.h"
+#include "fsdp/timing.h"
 #include "tests/cpp/recorded_file.h"
 
 namespace ringx::fsdp {

@@ -1,5 +1,5 @@
 // The bookkeeping that turns FSDP2's record_function scopes into per-unit events and memory
-// counters (engines/observe/fsdp_watch.h), driven as torch_callbacks.cc would drive it.
+// counters (fsdp/watch/fsdp_watch.h), driven as torch_callbacks.cc would drive it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "engines/observe/fsdp_watch.h"
+#include "fsdp/watch/fsdp_watch.h"
 #include "tests/cpp/recorded_file.h"
 
 namespace ringx::observe {

@@ -94,7 +94,7 @@ class Recorder {
   bool running() const;
   // Told when recording has started (true) and is about to stop (false): a part
   // that must install something to see what it records, and remove it after (the observer of
-  // torch's own engines: engines/observe), follows tracing here. One listener; nullptr: none.
+  // torch's own engines: observe/), follows tracing here. One listener; nullptr: none.
   using StateListener = void (*)(bool recording);
   static void setStateListener(StateListener listener);
   // Blocks until everything recorded before the call reached the sinks.

@@ -1,7 +1,7 @@
 // The viewer's analyses on small synthetic traces whose answers are known by
 // hand: selection statistics, collectives matched across ranks (skew, the last
 // rank, an op mismatch, a rank that never arrived), DDP iterations and buckets
-// and FSDP units shaped like engines/ddp/timing.cc and engines/fsdp/timing.cc write them,
+// and FSDP units shaped like ddp/timing.cc and fsdp/timing.cc write them,
 // memory peaks and what was alive at them, and a million events analyzed fast.
 #include "analysis/trace_analyses.h"
 

@@ -1,5 +1,5 @@
-#include "engines/ddp/engine.h"
-#include "engines/ddp/distributed_data_parallel.h"
+#include "ddp/engine.h"
+#include "ddp/distributed_data_parallel.h"
 
 #include <ATen/core/grad_mode.h>
 #include <c10/core/TensorImpl.h>
@@ -23,7 +23,7 @@ Engine::Engine(const NamedTensors& parameters, const NamedTensors& buffers,
   for (const auto& named : parameters) {
     if (seen.insert(named.second.unsafeGetTensorImpl()).second) unique.push_back(named);
   }
-  engines::verifyParameterShapes(processGroup_, unique);
+  c10d_glue::verifyParameterShapes(processGroup_, unique);
 
   std::vector<at::Tensor> state;
   for (const auto& named : unique) state.push_back(named.second);
@@ -31,7 +31,7 @@ Engine::Engine(const NamedTensors& parameters, const NamedTensors& buffers,
     buffers_.push_back(named.second);
     state.push_back(named.second);
   }
-  engines::broadcastFromRankZero(processGroup_, state);
+  c10d_glue::broadcastFromRankZero(processGroup_, state);
 
   std::vector<at::Tensor> trainable;
   std::vector<std::string> names;
@@ -62,7 +62,7 @@ void Engine::beforeForward() {
   armed_ = at::GradMode::is_enabled() && requireBackwardGradSync_;
   if (armed_) reducer_->prepareForForward();
   if (options_.broadcast_buffers() && !buffers_.empty()) {
-    engines::broadcastFromRankZero(processGroup_, buffers_);
+    c10d_glue::broadcastFromRankZero(processGroup_, buffers_);
   }
 }
 

@@ -1,4 +1,4 @@
-#include "engines/fsdp/engine.h"
+#include "fsdp/engine.h"
 
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/engine.h>

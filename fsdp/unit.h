@@ -39,10 +39,10 @@
 #include <utility>
 #include <vector>
 
+#include "backend/c10d/model_sync.h"
 #include "backend/c10d/torch_compat.h"
-#include "engines/common/startup.h"
-#include "engines/fsdp/flat_layout.h"
-#include "engines/fsdp/timing.h"
+#include "fsdp/flat_layout.h"
+#include "fsdp/timing.h"
 
 namespace ringx::fsdp {
 
@@ -71,7 +71,7 @@ struct Options {
 };
 
 using ProcessGroupPtr = c10::intrusive_ptr<::c10d::ProcessGroup>;
-using engines::NamedTensors;
+using c10d_glue::NamedTensors;
 
 // Whom a unit talks to.
 //   FULL_SHARD, SHARD_GRAD_OP: shard = world, no replicate group

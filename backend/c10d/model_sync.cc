@@ -1,4 +1,4 @@
-#include "engines/common/startup.h"
+#include "backend/c10d/model_sync.h"
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty_like.h>
@@ -10,7 +10,7 @@
 
 #include "backend/c10d/process_group_ringx.h"
 
-namespace ringx::engines {
+namespace ringx::c10d_glue {
 namespace {
 
 // ringx's broadcast buckets; PyTorch uses 250 MiB for module state.
@@ -108,4 +108,4 @@ void broadcastFromRankZero(const c10::intrusive_ptr<::c10d::ProcessGroup>& proce
   }
 }
 
-}  // namespace ringx::engines
+}  // namespace ringx::c10d_glue

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-namespace ringx::engines {
+namespace ringx::c10d_glue {
 
 // The tensors of a forward's output, for the unused-parameter walk.
 inline void collectTensors(const at::Tensor& t, std::vector<at::Tensor>& out) { out.push_back(t); }
@@ -39,4 +39,4 @@ class NoSyncScope {
   bool previous_;
 };
 
-}  // namespace ringx::engines
+}  // namespace ringx::c10d_glue

@@ -1,5 +1,5 @@
 // torch's own DistributedDataParallel, seen from outside: the per-bucket events of a ringx.ddp
-// trace (engines/ddp/timing.h), for a job that changes nothing but its backend.
+// trace (ddp/timing.h), for a job that changes nothing but its backend.
 //
 // torch's Reducer keeps its buckets to itself, but what it does can be followed:
 //  - every parameter's AccumulateGrad node runs under a RecordFunction, and the Reducer's hook
@@ -15,7 +15,7 @@
 //    them, each parameter's copy back (aten::copy_, in bucket order) is a bucket's copy-back.
 //
 // This class is the bookkeeping, without torch (tests/cpp/ddp_watch_test.cc drives it as the
-// callbacks would); engines/observe/torch_callbacks.cc feeds it from torch. A collective issued
+// callbacks would); observe/torch_callbacks.cc feeds it from torch. A collective issued
 // during backward goes to the lowest bucket the mirror has launched that has none yet: with one
 // collective per bucket (no hook, or the allreduce and fp16/bf16 compress hooks) that is exact.
 // A hook's further collectives join the newest bucket launched; with find_unused_parameters, a
@@ -30,7 +30,8 @@
 #include <mutex>
 #include <vector>
 
-#include "engines/ddp/timing.h"
+#include "backend/group/wire_times.h"
+#include "ddp/timing.h"
 
 namespace ringx::observe {
 
@@ -46,14 +47,6 @@ struct DdpLayout {
   // collective the mirror cannot place is a bucket launching early, not a hook's second one.
   bool findUnused = false;
 };
-
-// When the wire ran a collective (ringx Works only), read once backward is over.
-struct WireTimes {
-  int64_t startNs = 0;
-  int64_t endNs = 0;
-  int64_t seq = -1;
-};
-using WireReader = std::function<WireTimes()>;
 
 class DdpWatch {
  public:

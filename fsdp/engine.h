@@ -38,8 +38,8 @@
 #include <memory>
 #include <vector>
 
-#include "engines/fsdp/timing.h"
-#include "engines/fsdp/unit.h"
+#include "fsdp/timing.h"
+#include "fsdp/unit.h"
 
 namespace ringx::fsdp {
 

@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
-#include "engines/common/front_end.h"
-#include "engines/ddp/comm_hooks.h"
-#include "engines/ddp/engine.h"
+#include "backend/c10d/front_end.h"
+#include "ddp/comm_hooks.h"
+#include "ddp/engine.h"
 
 namespace ringx::ddp {
 
@@ -49,7 +49,7 @@ class DistributedDataParallel {
     engine_.beforeForward();
     auto output = module_->forward(std::forward<Args>(args)...);
     std::vector<at::Tensor> tensors;
-    engines::collectTensors(output, tensors);
+    c10d_glue::collectTensors(output, tensors);
     engine_.afterForward(tensors);
     return output;
   }
@@ -59,7 +59,7 @@ class DistributedDataParallel {
   }
 
   // While the guard lives, backward accumulates gradients locally (no communication).
-  using NoSyncGuard = engines::NoSyncScope<Engine>;
+  using NoSyncGuard = c10d_glue::NoSyncScope<Engine>;
   [[nodiscard]] NoSyncGuard noSync() { return NoSyncGuard(engine_); }
 
   void registerCommHook(std::unique_ptr<::c10d::CommHookInterface> hook) {

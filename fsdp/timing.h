@@ -53,7 +53,7 @@ struct ScheduleConfig {
   bool limitAllGathers = true;
   bool gatherLane = false;
   int64_t shardSize = 1;
-  const char* engine = "ringx.fsdp";  // or "torch.fsdp2": FSDP2, watched (engines/observe)
+  const char* engine = "ringx.fsdp";  // or "torch.fsdp2": FSDP2, watched (fsdp/watch)
   bool blocking = false;              // every collective blocks its issuing thread
 };
 

@@ -65,7 +65,7 @@ struct PlanRecord {
   int64_t worldSize = 1;
   size_t buckets = 0;
   std::string reason;                // bucket_cap_mb="auto": what was chosen and why
-  const char* engine = "ringx.ddp";  // or "torch.ddp": torch's DDP, watched (engines/observe)
+  const char* engine = "ringx.ddp";  // or "torch.ddp": torch's DDP, watched (ddp/watch)
 };
 
 struct IterationTiming {

@@ -40,7 +40,7 @@
 #include "analysis/replay/bucket_plan.h"
 #include "analysis/replay/ddp_fit.h"
 #include "backend/c10d/torch_compat.h"
-#include "engines/ddp/timing.h"
+#include "ddp/timing.h"
 
 namespace ringx::ddp {
 

@@ -1,7 +1,7 @@
 // Finding the units of a libtorch module tree (fully_sharded_data_parallel.h).
 #include <unordered_set>
 
-#include "engines/fsdp/fully_sharded_data_parallel.h"
+#include "fsdp/fully_sharded_data_parallel.h"
 
 namespace ringx::fsdp::detail {
 namespace {

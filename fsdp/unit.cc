@@ -1,4 +1,4 @@
-#include "engines/fsdp/unit.h"
+#include "fsdp/unit.h"
 
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
@@ -8,8 +8,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "backend/c10d/model_sync.h"
 #include "backend/c10d/work.h"
-#include "engines/common/startup.h"
 #include "trace/record/recorder.h"
 
 namespace ringx::fsdp {
@@ -163,11 +163,11 @@ Unit::Unit(std::string name, NamedTensors params, Groups groups, Options options
 
   // Every rank must be sharding the same thing, or the gathers would mix
   // unrelated bytes (and could hang on uneven sizes).
-  engines::verifyParameterShapes(groups_.world, params, "ringx.fsdp");
+  c10d_glue::verifyParameterShapes(groups_.world, params, "ringx.fsdp");
   if (options_.sync_module_states()) {
     std::vector<at::Tensor> tensors;
     for (const auto& named : params) tensors.push_back(named.second);
-    engines::broadcastFromRankZero(groups_.world, tensors);
+    c10d_glue::broadcastFromRankZero(groups_.world, tensors);
   }
 
   at::NoGradGuard noGrad;

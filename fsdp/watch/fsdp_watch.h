@@ -1,12 +1,12 @@
 // torch's FSDP2 (fully_shard), seen from outside: the per-unit events of a ringx.fsdp trace
-// (engines/fsdp/timing.h), for a job that changes nothing but its backend.
+// (fsdp/timing.h), for a job that changes nothing but its backend.
 //
 // FSDP2 wraps each phase of each FSDPParamGroup in a record_function named after the phase and
 // the module's path, "FSDP::pre_forward (layers.0)", and a prefetch in "FSDP::forward_prefetch
 // for layers.1"; the root's "FSDP::root_pre_forward" opens an iteration and
-// "FSDP::root_post_backward_callback" closes it. The callbacks (torch_callbacks.cc) hand each
-// scope's begin and end here, and each collective issued inside one (its c10d Work's scope, from
-// issue to finish; over ringx, when the wire ran it). So a unit's
+// "FSDP::root_post_backward_callback" closes it. The callbacks (observe/torch_callbacks.cc) hand
+// each scope's begin and end here, and each collective issued inside one (its c10d Work's scope,
+// from issue to finish; over ringx, when the wire ran it). So a unit's
 //   all_gather      runs from "all_gather" (the collective's issue) to the end of its copy-out,
 //                   waited for from the "pre_forward"/"pre_backward" that needed it, prefetched
 //                   when issued inside a prefetch scope of another unit;
@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "engines/fsdp/timing.h"
-#include "engines/observe/ddp_watch.h"  // WireTimes, WireReader
+#include "backend/group/wire_times.h"
+#include "fsdp/timing.h"
 
 namespace ringx::observe {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace ringx::engines {
+namespace ringx::c10d_glue {
 
 // Parameters or buffers with their names, in the module's order.
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
@@ -23,4 +23,4 @@ void verifyParameterShapes(const c10::intrusive_ptr<::c10d::ProcessGroup>& proce
 void broadcastFromRankZero(const c10::intrusive_ptr<::c10d::ProcessGroup>& processGroup,
                            std::vector<at::Tensor> tensors);
 
-}  // namespace ringx::engines
+}  // namespace ringx::c10d_glue

@@ -1,4 +1,4 @@
-#include "engines/fsdp/flat_layout.h"
+#include "fsdp/flat_layout.h"
 
 #include <stdexcept>
 #include <string>

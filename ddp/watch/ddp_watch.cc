@@ -1,4 +1,4 @@
-#include "engines/observe/ddp_watch.h"
+#include "ddp/watch/ddp_watch.h"
 
 #include <algorithm>
 

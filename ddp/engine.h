@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "engines/common/startup.h"
-#include "engines/ddp/reducer.h"
+#include "backend/c10d/model_sync.h"
+#include "ddp/reducer.h"
 
 namespace ringx::ddp {
 
@@ -40,7 +40,7 @@ struct Options {
   TORCH_ARG(bool, static_graph) = false;
 };
 
-using engines::NamedTensors;
+using c10d_glue::NamedTensors;
 
 class Engine {
  public:

@@ -1,4 +1,4 @@
-#include "engines/observe/torch_callbacks.h"
+#include "observe/torch_callbacks.h"
 
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/engine.h>

@@ -1,4 +1,4 @@
-#include "engines/ddp/timing.h"
+#include "ddp/timing.h"
 
 #include <algorithm>
 #include <map>

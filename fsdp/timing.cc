@@ -1,4 +1,4 @@
-#include "engines/fsdp/timing.h"
+#include "fsdp/timing.h"
 
 #include <mutex>
 #include <unordered_map>

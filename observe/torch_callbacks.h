@@ -10,8 +10,8 @@
 #include <chrono>
 #include <memory>
 
-#include "engines/observe/ddp_watch.h"
-#include "engines/observe/fsdp_watch.h"
+#include "ddp/watch/ddp_watch.h"
+#include "fsdp/watch/fsdp_watch.h"
 
 namespace ringx::observe {
 

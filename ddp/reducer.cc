@@ -1,4 +1,4 @@
-#include "engines/ddp/reducer.h"
+#include "ddp/reducer.h"
 
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/engine.h>

@@ -37,9 +37,9 @@
 #include <utility>
 #include <vector>
 
-#include "engines/common/front_end.h"
-#include "engines/fsdp/engine.h"
-#include "engines/fsdp/unit.h"
+#include "backend/c10d/front_end.h"
+#include "fsdp/engine.h"
+#include "fsdp/unit.h"
 
 namespace ringx::fsdp {
 
@@ -77,7 +77,7 @@ class ShardedImpl : public detail::ShardedBase {
     engine->preForward(index);
     auto output = module_->forward(std::forward<Args>(args)...);
     std::vector<at::Tensor> tensors;
-    engines::collectTensors(output, tensors);
+    c10d_glue::collectTensors(output, tensors);
     engine->postForward(index, tensors);
     return output;
   }
@@ -117,7 +117,7 @@ class FullyShardedDataParallel {
     engine_->preForward(0);
     auto output = module_->forward(std::forward<Args>(args)...);
     std::vector<at::Tensor> tensors;
-    engines::collectTensors(output, tensors);
+    c10d_glue::collectTensors(output, tensors);
     engine_->postForward(0, tensors);
     return output;
   }
@@ -170,7 +170,7 @@ class FullyShardedDataParallel {
   }
 
   // While the guard lives, backward keeps unsharded gradients and reduces nothing.
-  using NoSyncGuard = engines::NoSyncScope<Engine>;
+  using NoSyncGuard = c10d_glue::NoSyncScope<Engine>;
   [[nodiscard]] NoSyncGuard noSync() { return NoSyncGuard(*engine_); }
 
   MemoryCounters memory() const { return engine_->memory(); }

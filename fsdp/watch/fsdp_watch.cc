@@ -1,4 +1,4 @@
-#include "engines/observe/fsdp_watch.h"
+#include "fsdp/watch/fsdp_watch.h"
 
 #include <algorithm>
 #include <cstring>

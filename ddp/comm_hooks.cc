@@ -1,4 +1,4 @@
-#include "engines/ddp/comm_hooks.h"
+#include "ddp/comm_hooks.h"
 
 namespace ringx::ddp {
 namespace {
