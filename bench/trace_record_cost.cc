@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include <unistd.h>
+
 #include "backend/group/collective_trace.h"
 #include "trace/record/file_sink.h"
 #include "trace/record/recorder.h"
@@ -20,7 +22,8 @@ int main(int argc, char** argv) {
   trace::RecorderOptions options;
   options.threadBufferEvents = 1 << 16;  // the writer keeps up; nothing is dropped
   recorder.start(options);
-  const std::string path = "/tmp/ringx-bench-trace-record.ringx";
+  // This run's own file: two runs at once would otherwise write into one.
+  const std::string path = "/tmp/ringx-bench-trace-record-" + std::to_string(::getpid()) + ".ringx";
   recorder.addSink(std::make_unique<trace::FileSink>(path));
   CollectiveTracer tracer("world", 0, 2);
   CollectiveOutcome outcome;

@@ -37,9 +37,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import docs_table
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+from virtual_display import VirtualDisplay  # noqa: E402  the tests' own display
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
@@ -48,20 +50,6 @@ STATS = re.compile(r"ranks=(\d+) events=(\d+) load_ms=(\d+) fps=([\d.]+)")
 FIRST_FRAME = re.compile(r"first_frame_ms=(\d+) lanes=(\d+) indexed=(\d)")
 AREA = re.compile(r"area_tracks=(\d+) area_rows=(\d+) area_ms=([\d.]+)")
 SCALE_TRACE = os.path.join(BUILD, "bin", "bench_make_scale_trace")
-
-
-def start_display():
-    for n in range(90, 140):
-        if os.path.exists(f"/tmp/.X11-unix/X{n}"):
-            continue
-        xvfb = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            if os.path.exists(f"/tmp/.X11-unix/X{n}"):
-                return xvfb, f":{n}"
-            time.sleep(0.05)
-        xvfb.kill()
-    sys.exit("bench/viewer.py: could not start Xvfb (apt-get install xvfb)")
 
 
 def measured(display, args, env=None, viewer=VIEWER):
@@ -127,65 +115,61 @@ def main():
             sys.exit(f"{tool} is missing: run `make` first")
     cache = os.path.join(BUILD, "bench-viewer")
     os.makedirs(cache, exist_ok=True)
-    xvfb, display = start_display()
-    with docs_table.table(args.docs, "viewer"):
-        tables(args, cache, xvfb, display)
+    with VirtualDisplay() as xvfb, docs_table.table(args.docs, "viewer"):
+        tables(args, cache, xvfb.name)
 
 
-def tables(args, cache, xvfb, display):
+def tables(args, cache, display):
     out = os.path.join(cache, "stats.txt")
     frames = ["--frames", str(args.frames)]
     builds = [("before", args.before), ("after", VIEWER)] if args.before else [("this", VIEWER)]
     areas = {viewer: has_area(viewer) for _, viewer in builds}
-    try:
-        _, empty_rss = measured(display, [out, "--frames", "5"])
-        print(f"ringx-viewer at 1600x900 under Xvfb + llvmpipe, {args.frames} frames per figure; "
-              f"an empty viewer holds {empty_rss / 2**20:.0f} MiB")
-        if args.sizes:
-            print("\nChrome JSON, 4 ranks x 3 lanes")
-            print(f"{'events':>10} {'build':>6} {'file':>9} {'first frame':>12} {'load':>8} "
-                  f"{'fps out':>8} {'fps in':>8} {'fps area':>9} {'area':>7} {'peak RSS':>9} "
-                  f"{'per event':>10}")
-        for size in args.sizes:
-            path = os.path.join(cache, f"trace-{size}.json")
-            if not os.path.exists(path):
-                subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_viewer_trace.py"),
-                                "--events", str(size), "--ranks", "4", "--lanes", "3", "--out",
-                                path], check=True, stdout=subprocess.DEVNULL)
-            for build, viewer in builds:
-                zoomed_out, rss = measured(display, [out, path, *frames], viewer=viewer)
-                # Zoomed in: 5 ms, one second into the trace.
-                stats_in, _ = measured(display, [out, path, *frames, "--zoom", "1000:1005"],
-                                       viewer=viewer)
-                area = None
-                if areas[viewer]:
-                    area, rss_area = measured(display, [out, path, *frames, "--area", "0-3"],
-                                              viewer=viewer)
-                    rss = max(rss, rss_area)
-                per_event = (rss - empty_rss) / max(zoomed_out["events"], 1)
-                print(f"{zoomed_out['events']:>10} {build:>6} "
-                      f"{os.path.getsize(path) / 2**20:>7.0f}MB "
-                      f"{zoomed_out['first_frame_ms'] / 1e3:>11.2f}s "
-                      f"{zoomed_out['load_ms'] / 1e3:>7.2f}s {zoomed_out['fps']:>8.1f} "
-                      f"{stats_in['fps']:>8.1f} {area_cells(area)} {rss / 2**20:>7.0f}MiB "
-                      f"{per_event:>8.0f} B", flush=True)
-        if args.scale_events:
-            print(f"\nringx trace directories, {args.ranks} ranks on {args.ranks // 8} hosts "
-                  f"(aggregate lanes; 'index': opened as an index, ranks load on expand, and "
-                  f"an area needs its ranks loaded)")
-            print(f"{'events':>10} {'build':>6} {'files':>9} {'mode':>6} {'first frame':>12} "
-                  f"{'load':>8} {'reopen':>8} {'fps out':>8} {'fps host':>9} {'fps area':>9} "
-                  f"{'area':>7} {'peak RSS':>9} {'per event':>10}")
-        for events in args.scale_events:
-            path = os.path.join(cache, f"scale-{args.ranks}-{events}")
-            if not os.path.exists(os.path.join(path, "manifest.json")):
-                subprocess.run([SCALE_TRACE, "--out", path, "--ranks", str(args.ranks),
-                                "--events", str(events)], check=True, stdout=subprocess.DEVNULL)
-            for build, viewer in builds:
-                scale_row(args, path, events, build, viewer, areas[viewer], cache, out, frames,
-                          display, empty_rss)
-    finally:
-        xvfb.kill()
+    _, empty_rss = measured(display, [out, "--frames", "5"])
+    print(f"ringx-viewer at 1600x900 under Xvfb + llvmpipe, {args.frames} frames per figure; "
+          f"an empty viewer holds {empty_rss / 2**20:.0f} MiB")
+    if args.sizes:
+        print("\nChrome JSON, 4 ranks x 3 lanes")
+        print(f"{'events':>10} {'build':>6} {'file':>9} {'first frame':>12} {'load':>8} "
+              f"{'fps out':>8} {'fps in':>8} {'fps area':>9} {'area':>7} {'peak RSS':>9} "
+              f"{'per event':>10}")
+    for size in args.sizes:
+        path = os.path.join(cache, f"trace-{size}.json")
+        if not os.path.exists(path):
+            subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_viewer_trace.py"),
+                            "--events", str(size), "--ranks", "4", "--lanes", "3", "--out",
+                            path], check=True, stdout=subprocess.DEVNULL)
+        for build, viewer in builds:
+            zoomed_out, rss = measured(display, [out, path, *frames], viewer=viewer)
+            # Zoomed in: 5 ms, one second into the trace.
+            stats_in, _ = measured(display, [out, path, *frames, "--zoom", "1000:1005"],
+                                   viewer=viewer)
+            area = None
+            if areas[viewer]:
+                area, rss_area = measured(display, [out, path, *frames, "--area", "0-3"],
+                                          viewer=viewer)
+                rss = max(rss, rss_area)
+            per_event = (rss - empty_rss) / max(zoomed_out["events"], 1)
+            print(f"{zoomed_out['events']:>10} {build:>6} "
+                  f"{os.path.getsize(path) / 2**20:>7.0f}MB "
+                  f"{zoomed_out['first_frame_ms'] / 1e3:>11.2f}s "
+                  f"{zoomed_out['load_ms'] / 1e3:>7.2f}s {zoomed_out['fps']:>8.1f} "
+                  f"{stats_in['fps']:>8.1f} {area_cells(area)} {rss / 2**20:>7.0f}MiB "
+                  f"{per_event:>8.0f} B", flush=True)
+    if args.scale_events:
+        print(f"\nringx trace directories, {args.ranks} ranks on {args.ranks // 8} hosts "
+              f"(aggregate lanes; 'index': opened as an index, ranks load on expand, and "
+              f"an area needs its ranks loaded)")
+        print(f"{'events':>10} {'build':>6} {'files':>9} {'mode':>6} {'first frame':>12} "
+              f"{'load':>8} {'reopen':>8} {'fps out':>8} {'fps host':>9} {'fps area':>9} "
+              f"{'area':>7} {'peak RSS':>9} {'per event':>10}")
+    for events in args.scale_events:
+        path = os.path.join(cache, f"scale-{args.ranks}-{events}")
+        if not os.path.exists(os.path.join(path, "manifest.json")):
+            subprocess.run([SCALE_TRACE, "--out", path, "--ranks", str(args.ranks),
+                            "--events", str(events)], check=True, stdout=subprocess.DEVNULL)
+        for build, viewer in builds:
+            scale_row(args, path, events, build, viewer, areas[viewer], cache, out, frames,
+                      display, empty_rss)
 
 
 def scale_row(args, path, events, build, viewer, area_flag, cache, out, frames, display,

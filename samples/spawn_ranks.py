@@ -27,10 +27,33 @@ def run(train, args):
     if "RANK" in os.environ:  # launched by torchrun or by hand
         train(args)
         return
-    with socket.socket() as s:
+    mp.spawn(_spawned, args=(train, args, free_port()), nprocs=args.world_size)
+
+
+def free_port():
+    """A TCP port that nothing holds now, for rank 0 to listen on once it starts. Chosen below
+    the kernel's ephemeral range (ip_local_port_range): a port that bind(0) hands out comes
+    from that range, where the next connection any process opens may take it as its own before
+    rank 0 binds it; below it only a listener choosing its port by number can, and the pid
+    spreads this process's choice from another's."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 0
+    first = 10000
+    span = ephemeral - first
+    for i in range(256 if span >= 1024 else 0):
+        port = first + (os.getpid() * 7919 + i * 104729) % span
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue  # held, or in TIME_WAIT
+            return port
+    with socket.socket() as s:  # no room below that range: what the kernel hands out
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(_spawned, args=(train, args, port), nprocs=args.world_size)
+        return s.getsockname()[1]
 
 
 def arguments(doc, steps):

@@ -7,7 +7,13 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 OUT=docs/images
 mkdir -p "$OUT"
-viewer() { xvfb-run -a -s "-screen 0 1920x1080x24" "$BUILD_DIR/bin/ringx-viewer" --frames 5 "$@"; }
+# One virtual display for all of them, of this script's own (tests/python/virtual_display.py):
+# the script runs itself again under it.
+if [ -z "${RINGX_SCREENSHOT_DISPLAY:-}" ]; then
+  exec env RINGX_SCREENSHOT_DISPLAY=1 "$(scripts/find_python.sh)" tests/python/virtual_display.py \
+    "$PWD/scripts/demo_screenshots.sh" "$@"
+fi
+viewer() { "$BUILD_DIR/bin/ringx-viewer" --frames 5 "$@"; }
 # shot FILE WHAT ARGS...: one screenshot, then its line: where it is and what it shows.
 shot() {
   local file=$OUT/$1 what=$2

@@ -13,11 +13,17 @@ import faulthandler
 import importlib.util
 import os
 import queue as queue_module
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
 
 import rank_processes
+
+# The samples' port choice (below the ephemeral range) is the tests' too.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples"))
+from spawn_ranks import free_port  # noqa: E402,F401
 
 # Where the build put the package and the programs: the directory that holds ringx (a
 # subprocess's PYTHONPATH) and build/bin beside it. Found without importing ringx (and torch).
@@ -25,6 +31,15 @@ PYTHONPATH = os.path.dirname(os.path.dirname(importlib.util.find_spec("ringx").o
 BIN = os.path.join(PYTHONPATH, "..", "bin")
 RINGX_TRACE = os.path.join(BIN, "ringx-trace")
 VIEWER = os.path.join(BIN, "ringx-viewer")
+
+
+def viewer(*args, timeout=120):
+    """Runs ringx-viewer with `args` on the test session's own virtual display (one Xvfb per
+    session, virtual_display.py); returns the CompletedProcess, output as text."""
+    from virtual_display import session_display  # Xvfb only where a test draws
+
+    return subprocess.run([VIEWER, *map(str, args)], env=session_display().env(),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 class RankFailed(Exception):

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 import ringx
-from harness import RINGX_TRACE, VIEWER, run_ranks
+from harness import RINGX_TRACE, VIEWER, run_ranks, viewer
 
 
 def _no_tracing(dump_dir, **extra):
@@ -110,10 +110,8 @@ def test_ringx_viewer_opens_the_dumps_in_its_collectives_panel(hung_job, tmp_pat
         pytest.skip("ringx-viewer is not built")
     dump_dir, _ = hung_job
     shot = tmp_path / "collectives.png"
-    result = subprocess.run(
-        ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", VIEWER, str(dump_dir), "--panel",
-         "collectives", "--frames", "3", "--size", "1280x720", "--screenshot", str(shot),
-         "--print-stats"], capture_output=True, text=True, timeout=120)
+    result = viewer(dump_dir, "--panel", "collectives", "--frames", "3", "--size", "1280x720",
+                    "--screenshot", shot, "--print-stats")
     assert result.returncode == 0, result.stderr
     stats = re.search(r"^ranks=(\d+) events=(\d+)", result.stdout, re.M)
     assert stats, result.stdout

@@ -1,7 +1,6 @@
 """Rendezvous methods (file://, tcp://, env://) and subgroups."""
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -9,15 +8,9 @@ import textwrap
 import torch
 import torch.distributed as dist
 
-from harness import run_ranks
+from harness import free_port, run_ranks
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 WORKER = textwrap.dedent("""
@@ -55,11 +48,11 @@ def _launch(init, world, extra_env=None):
 
 
 def test_tcp_init_method():
-    _launch(f"tcp://127.0.0.1:{_free_port()}", 3)
+    _launch(f"tcp://127.0.0.1:{free_port()}", 3)
 
 
 def test_env_init_method_as_torchrun_sets_it():
-    port = _free_port()
+    port = free_port()
     _launch("env://", 2, lambda rank: {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                                         "RANK": str(rank), "WORLD_SIZE": "2",
                                         "LOCAL_RANK": str(rank)})
@@ -97,3 +90,19 @@ def _subgroups(rank, world):
 
 def test_subgroups_alive_at_once_and_used_concurrently():
     assert run_ranks(_subgroups, 3) == [2, 2, 2]
+
+
+def test_the_port_a_job_is_given_is_free_and_below_the_ephemeral_range():
+    """spawn_ranks.free_port (the samples' and the tests' rendezvous port): from below the
+    range the kernel hands out for bind(0) and for connections, so no other process's next
+    connection can take it before rank 0 listens; and nothing holds it now."""
+    import socket
+
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral = int(f.read().split()[0])
+    ports = {free_port() for _ in range(3)}
+    for port in ports:
+        if ephemeral >= 10000 + 1024:  # else there is no room below it, and bind(0) chooses
+            assert 10000 <= port < ephemeral, (port, ephemeral)
+        with socket.socket() as s:
+            s.bind(("", port))  # raises if something held it

@@ -19,7 +19,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 import ringx
 
-from harness import BIN, PYTHONPATH, run_ranks
+from harness import BIN, PYTHONPATH, run_ranks, viewer
 
 
 def make_model(seed):
@@ -318,10 +318,8 @@ def test_fsdp2_over_ringx_per_unit_and_its_fsdp_panel(tmp_path):
             run_ranks(functools.partial(_torch_ddp, trace_dir=trace, hook=None, steps=2,
                                         accumulate=1), 2)
         shot = tmp_path / f"{name}.png"
-        result = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24",
-                                 os.path.join(BIN, "ringx-viewer"), trace, "--panel", "fsdp",
-                                 "--frames", "5", "--size", "1280x720", "--screenshot", str(shot)],
-                                capture_output=True, text=True, timeout=120)
+        result = viewer(trace, "--panel", "fsdp", "--frames", "5", "--size", "1280x720",
+                        "--screenshot", shot)
         assert result.returncode == 0, result.stderr
         rows = png_rows(shot)
         shots[name] = content_pixels(rows, int(len(rows) * 0.66), len(rows))

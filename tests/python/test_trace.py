@@ -7,11 +7,10 @@ import os
 import signal
 import subprocess
 
-import pytest
 import torch
 import torch.distributed as dist
 
-from harness import RINGX_TRACE, VIEWER, run_ranks
+from harness import RINGX_TRACE, run_ranks, viewer
 
 
 def ringx_trace(*args, check=True):
@@ -203,10 +202,8 @@ def test_diff_of_two_recorded_runs_ranks_the_slower_collective_first(tmp_path):
     assert first.split()[0] == "collective" and "allreduce seq 7 (group world" in first, out
 
     shot = tmp_path / "diff.png"
-    result = subprocess.run(
-        ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", VIEWER, "--diff", str(a), str(b),
-         "--diff-row", "1", "--frames", "3", "--print-stats", "--screenshot", str(shot)],
-        capture_output=True, text=True, timeout=120)
+    result = viewer("--diff", a, b, "--diff-row", "1", "--frames", "3", "--print-stats",
+                    "--screenshot", shot)
     assert result.returncode == 0, result.stdout + result.stderr
     assert shot.stat().st_size > 10000
     stats = dict(field.split("=", 1) for line in result.stdout.splitlines()

@@ -1,12 +1,11 @@
 """ringx-viewer as a user runs it, on a real job's trace: a recorded directory, its
 Chrome export, a file cut off by a crash, input that is not a trace, and live attach
-to a running job. Under Xvfb (xvfb-run), with llvmpipe's OpenGL."""
+to a running job. On the session's own Xvfb (virtual_display.py), with llvmpipe's OpenGL."""
 
 import os
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -15,22 +14,13 @@ import time
 
 import pytest
 
-import ringx
+from harness import BIN, PYTHONPATH, VIEWER, free_port, viewer
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-PYTHONPATH = os.path.dirname(os.path.dirname(ringx.__file__))
-BIN = os.path.join(PYTHONPATH, "..", "bin")
-VIEWER = os.path.join(BIN, "ringx-viewer")
 STATS = re.compile(r"^ranks=(\d+) events=(\d+) load_ms=(\d+) fps=([\d.]+)$", re.M)
 FLOWS = re.compile(r"^span_ms=[\d.]+ flows=(\d+) ", re.M)
 LANES = re.compile(r" lanes=(\d+) indexed=(\d)$", re.M)
 SEARCH = re.compile(r"^search_matches=(\d+) current=(\d+)$", re.M)
-
-
-def viewer(*args, timeout=120):
-    """Runs ringx-viewer under a virtual display; returns the CompletedProcess."""
-    return subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", VIEWER, *args],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def png_size(path):
@@ -213,12 +203,6 @@ def test_help_lists_every_option():
                    "--print-stats", "--diff", "--diff-row", "--ranks", "--expand",
                    "--index-above", "RINGX_TRACE_TOKEN"):
         assert option in result.stdout, (option, result.stdout)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_attaches_to_a_running_job_and_saves_what_it_received(tmp_path):

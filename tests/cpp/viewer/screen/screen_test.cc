@@ -4,8 +4,9 @@
 // the DDP breakdown's colours, the FSDP wait bars, the memory peak mark, folded
 // blocks shaded by how busy they are, the --search match outlined, the What-if
 // panel's table, its critical path over the ranks it names and a row's predicted step.
-// Run by ctest through xvfb-run (CMakeLists.txt); each test also writes its PNG
-// to $RINGX_SCREENSHOT_DIR (default: the working directory) for a person to look at.
+// Run by ctest on a virtual display of its own (tests/python/virtual_display.py, from
+// CMakeLists.txt); each test also writes its PNG to $RINGX_SCREENSHOT_DIR (default: the
+// working directory) for a person to look at.
 #include <gtest/gtest.h>
 
 #include <chrono>
