@@ -32,12 +32,13 @@ bool bytesMustAgree(const std::string& op) {
          op == "reduce_scatter";
 }
 
-// How a rank called a collective, for mismatch detection: "allreduce 4.0 KiB float32 sum".
+// How a rank called a collective, for mismatch detection: "allreduce 4.0 KiB float32 AVG"
+// (the op as asked: AVG beside SUM, or two PREMUL_SUM factors, are a mismatch).
 std::string callOf(const FlightEntry& e, bool withBytes) {
   std::string text = e.op;
   if (withBytes && e.bytes > 0 && bytesMustAgree(e.op)) text += strCat(" ", formatBytes(e.bytes));
   if (!e.dtype.empty()) text += strCat(" ", e.dtype);
-  if (!e.reduceOp.empty()) text += strCat(" ", e.reduceOp);
+  if (!e.reduceOp.empty()) text += strCat(" ", reduceOpText(e));
   if (e.root >= 0) text += strCat(" root ", e.root);
   return text;
 }
@@ -153,7 +154,7 @@ GroupHang analyzeGroup(const std::string& name, int32_t size,
   if (named) {
     g.op = named->op;
     g.dtype = named->dtype;
-    g.reduceOp = named->reduceOp;
+    g.reduceOp = reduceOpText(*named);
     g.bytes = named->bytes;
     g.root = named->root;
   }

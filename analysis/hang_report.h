@@ -60,7 +60,7 @@ struct GroupHang {
   int64_t seq = -1;
   std::string op;
   std::string dtype;
-  std::string reduceOp;
+  std::string reduceOp;  // as asked, with PREMUL_SUM's factor: "PREMUL_SUM(0.5)"
   uint64_t bytes = 0;
   int32_t root = -1;
   std::vector<HangRank> ranks;           // every member, by group rank (not complete only)

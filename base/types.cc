@@ -85,6 +85,31 @@ const char* reduceOpName(ReduceOp op) {
   return "unknown";
 }
 
+AskedReduce AskedReduce::average() {
+  AskedReduce asked;
+  asked.scale = Scale::kAverage;
+  return asked;
+}
+
+AskedReduce AskedReduce::premultiplied(double factor) {
+  AskedReduce asked;
+  asked.scale = Scale::kPremultiply;
+  asked.factor = factor;
+  return asked;
+}
+
+const char* reduceOpName(const AskedReduce& asked) {
+  switch (asked.scale) {
+    case AskedReduce::Scale::kAverage:
+      return "AVG";
+    case AskedReduce::Scale::kPremultiply:
+      return "PREMUL_SUM";
+    case AskedReduce::Scale::kNone:
+      break;
+  }
+  return reduceOpName(asked.op);
+}
+
 namespace {
 
 bool isKnownType(DataType type) { return static_cast<int>(type) < kNumDataTypes; }

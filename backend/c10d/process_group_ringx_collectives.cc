@@ -192,7 +192,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::ringOnCuda(
   const char* algorithm =
       call.op == device_ring::RingOp::kOneShotAllreduce ? "one-shot (cuda-ipc)" : "ring (cuda-ipc)";
   const auto timeout = callTimeout(requestedTimeout);
-  const ReduceOp op = reduce.op;
+  const AskedReduce op = reduce.asked();  // what the records name; the ring runs call.reduceOp
   std::vector<at::Tensor> outputs = {output};
   // The watch queues (it must not run on this thread: it waits for the kernel). The ring's
   // collectives must each be watched to their end, in order, even when the group refuses to
@@ -322,7 +322,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce(
     Staged staged(tensor);
     reduce.premultiplyInPlace(staged.tensor());  // the tensor is the output: scale it in place
     const double divideBy = reduce.divideBy(dtype, size_);  // AVG, fused where it can be
-    group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout, [&](Collective& c) {
+    group_->run(CollectiveKind::kAllreduce, dtype, reduce.asked(), -1, timeout, [&](Collective& c) {
       algorithms::allreduce(c, staged.data(), tensor.numel(), dtype, reduce.op, group_->tuning(),
                             divideBy);
     });
@@ -358,7 +358,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::allreduce_coalesced(
                    if (reduce.premul)
                      reduce.premultiplyInPlace(flat.view(tensors[0].scalar_type()));
                    const double divideBy = reduce.divideBy(dtype, size_);
-                   group_->run(CollectiveKind::kAllreduce, dtype, reduce.op, -1, timeout,
+                   group_->run(CollectiveKind::kAllreduce, dtype, reduce.asked(), -1, timeout,
                                [&](Collective& c) {
                                  algorithms::allreduce(c, flat.data_ptr(), count, dtype, reduce.op,
                                                        group_->tuning(), divideBy);
@@ -384,7 +384,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce(std::vector<at::Tenso
   return enqueue(OpType::REDUCE, "ringx:reduce", tensors, opts.asyncOp, [=, this] {
     // Only the root's tensor is an output: the others' stay as they are.
     Staged staged(reduce.premultiplied(tensor));
-    group_->run(CollectiveKind::kReduce, dtype, reduce.op, root, timeout, [&](Collective& c) {
+    group_->run(CollectiveKind::kReduce, dtype, reduce.asked(), root, timeout, [&](Collective& c) {
       algorithms::chainReduce(c, staged.data(), tensor.numel(), dtype, reduce.op, root,
                               group_->tuning().segmentBytes);
     });
@@ -424,10 +424,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupRingx::reduce_scatter(
     for (auto& in : ins) blocks.push_back(in.data());
     Staged staged(output);
     const double divideBy = reduce.divideBy(dtype, size_);
-    group_->run(CollectiveKind::kReduceScatter, dtype, reduce.op, -1, timeout, [&](Collective& c) {
-      algorithms::ringReduceScatter(c, blocks, staged.data(), output.numel(), dtype, reduce.op,
-                                    group_->tuning().segmentBytes, divideBy);
-    });
+    group_->run(CollectiveKind::kReduceScatter, dtype, reduce.asked(), -1, timeout,
+                [&](Collective& c) {
+                  algorithms::ringReduceScatter(c, blocks, staged.data(), output.numel(), dtype,
+                                                reduce.op, group_->tuning().segmentBytes, divideBy);
+                });
     reduce.finish(staged.tensor(), size_, divideBy);
     staged.copyBack();
   });
@@ -470,10 +471,11 @@ void ProcessGroupRingx::runReduceScatterInto(const at::Tensor& output, const at:
   Staged in(reduce.premultiplied(input));  // the input stays as the caller gave it
   Staged out(output);
   const double divideBy = reduce.divideBy(dtype, size_);
-  group_->run(CollectiveKind::kReduceScatter, dtype, reduce.op, -1, timeout, [&](Collective& c) {
-    algorithms::ringReduceScatter(c, in.data(), out.data(), output.numel(), dtype, reduce.op,
-                                  group_->tuning().segmentBytes, divideBy);
-  });
+  group_->run(CollectiveKind::kReduceScatter, dtype, reduce.asked(), -1, timeout,
+              [&](Collective& c) {
+                algorithms::ringReduceScatter(c, in.data(), out.data(), output.numel(), dtype,
+                                              reduce.op, group_->tuning().segmentBytes, divideBy);
+              });
   reduce.finish(out.tensor(), size_, divideBy);
   out.copyBack();
 }

@@ -88,6 +88,7 @@ ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
                           ": PREMUL_SUM's factor tensor is on ", supplement->tensor_factor.device(),
                           "; ringx needs it on the CPU");
         spec.factorTensor = supplement->tensor_factor;
+        spec.factor = spec.factorTensor.item<double>();  // CPU: a read, no device sync
       } else {
         spec.factor = supplement->double_factor;
       }
@@ -106,6 +107,12 @@ ReduceSpec toReduceSpec(const ::c10d::ReduceOp& op, const at::Tensor& tensor,
                        ? " (complex numbers have no order)"
                        : " (bitwise ops need an integer or bool tensor)");
   return spec;
+}
+
+AskedReduce ReduceSpec::asked() const {
+  if (average) return AskedReduce::average();
+  if (premul) return AskedReduce::premultiplied(factor);
+  return op;
 }
 
 void ReduceSpec::premultiplyInPlace(const at::Tensor& t) const {

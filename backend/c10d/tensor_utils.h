@@ -22,10 +22,16 @@ DataType toDataType(const at::Tensor& tensor, const char* collective);
 // user's factor before), as torch defines them.
 struct ReduceSpec {
   ReduceOp op = ReduceOp::kSum;
-  bool average = false;     // AVG: divide the sum by the group size
-  bool premul = false;      // PREMUL_SUM: multiply every rank's input by the factor first
-  double factor = 1;        // PREMUL_SUM's factor, when given as a number
+  bool average = false;  // AVG: divide the sum by the group size
+  bool premul = false;   // PREMUL_SUM: multiply every rank's input by the factor first
+  // PREMUL_SUM's factor, when given as a number; when given as a tensor, its value when the
+  // call was made, for the record only (the multiplication uses the tensor).
+  double factor = 1;
   at::Tensor factorTensor;  // ... or as a one-element tensor
+
+  // The op as the caller asked it, for Group::run to record (the trace, the flight recorder):
+  // AVG and PREMUL_SUM, not the SUM the core runs for them.
+  AskedReduce asked() const;
 
   // Multiplies `t` in place by the PREMUL_SUM factor (nothing for other ops).
   void premultiplyInPlace(const at::Tensor& t) const;

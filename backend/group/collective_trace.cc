@@ -47,6 +47,7 @@ void CollectiveTracer::record(const CollectiveOutcome& outcome, const CallNote& 
                         kGroupSize = r.intern(trace::arg::kGroupSize),
                         kDtype = r.intern(trace::arg::kDtype),
                         kReduceOp = r.intern(trace::arg::kReduceOp),
+                        kPremulFactor = r.intern(trace::arg::kPremulFactor),
                         kRoot = r.intern(trace::arg::kRoot),
                         kAlgorithm = r.intern(trace::arg::kAlgorithm),
                         kTransport = r.intern(trace::arg::kTransport),
@@ -63,8 +64,11 @@ void CollectiveTracer::record(const CollectiveOutcome& outcome, const CallNote& 
   args[n++] = trace::intArg(kGroupRank, groupRank_);
   args[n++] = trace::intArg(kGroupSize, groupSize_);
   args[n++] = trace::stringArg(kDtype, idOf(dataTypeName(outcome.dtype)));
-  if (outcome.reduces)
+  if (outcome.reduces) {
     args[n++] = trace::stringArg(kReduceOp, idOf(reduceOpName(outcome.reduceOp)));
+    if (outcome.reduceOp.scale == AskedReduce::Scale::kPremultiply)
+      args[n++] = trace::doubleArg(kPremulFactor, outcome.reduceOp.factor);
+  }
   if (outcome.root >= 0) args[n++] = trace::intArg(kRoot, outcome.root);
   args[n++] = trace::stringArg(kAlgorithm, idOf(outcome.algorithm));
   if (outcome.transport != nullptr)

@@ -1,7 +1,9 @@
 // Turns each collective a group runs into one trace span on the group's
 // communication track ("comm:<group>"): when the caller issued it, when the
 // communication thread started and finished it, and what it was (op, bytes,
-// sequence number, algorithm, transports, peers, the error if it failed).
+// sequence number, algorithm, transports, peers, the error if it failed). Its
+// reduce_op is the op the caller asked: AVG and PREMUL_SUM (with premul_factor),
+// not the SUM that runs them.
 // Readers derive bandwidth from bytes and duration; nothing is stored twice.
 // A collective whose work ran on a device (CUDA tensors on the device ring) also
 // carries when the device ran it, and gets a second span for that on the rank's
@@ -28,7 +30,7 @@ struct CollectiveOutcome {
   const char* op = "";
   uint64_t seq = 0;
   DataType dtype = DataType::kUInt8;
-  ReduceOp reduceOp = ReduceOp::kSum;
+  AskedReduce reduceOp;  // as the caller asked it (AVG, PREMUL_SUM and its factor)
   bool reduces = false;
   int root = -1;
   const char* algorithm = "none";

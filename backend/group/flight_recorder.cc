@@ -35,11 +35,21 @@ using trace::FlightState;
 
 constexpr uint32_t kHasDtype = 1u << 24;
 constexpr uint32_t kReduces = 1u << 25;
+constexpr int kScaleShift = 26;  // AskedReduce::Scale, 2 bits
 constexpr size_t kMaxErrors = 64;
 
-uint32_t pack(FlightState state, DataType dtype, bool hasDtype, ReduceOp op, bool reduces) {
+uint32_t pack(FlightState state, DataType dtype, bool hasDtype, const AskedReduce& op,
+              bool reduces) {
   return static_cast<uint32_t>(state) | (static_cast<uint32_t>(dtype) << 8) |
-         (static_cast<uint32_t>(op) << 16) | (hasDtype ? kHasDtype : 0) | (reduces ? kReduces : 0);
+         (static_cast<uint32_t>(op.op) << 16) | (hasDtype ? kHasDtype : 0) |
+         (reduces ? kReduces : 0) | (static_cast<uint32_t>(op.scale) << kScaleShift);
+}
+// The asked op a packed slot holds (its factor is the slot's own field).
+AskedReduce askedOf(uint32_t packed, double factor) {
+  AskedReduce asked(static_cast<ReduceOp>((packed >> 16) & 0xff));
+  asked.scale = static_cast<AskedReduce::Scale>((packed >> kScaleShift) & 0x3);
+  asked.factor = factor;
+  return asked;
 }
 FlightState stateOf(uint32_t packed) { return static_cast<FlightState>(packed & 0xff); }
 uint32_t withState(uint32_t packed, FlightState state) {
@@ -64,6 +74,7 @@ struct FlightRecorder::Read {
   const char* algorithm;
   uint64_t bytes;
   uint32_t packed;
+  double factor;
   int32_t root;
   int64_t issueNs, startNs, endNs;
 };
@@ -111,6 +122,7 @@ bool FlightRecorder::read(const Slot& slot, Read* out) const {
     out->algorithm = slot.algorithm.load(kAcquire);
     out->bytes = slot.bytes.load(kAcquire);
     out->packed = slot.packed.load(kAcquire);
+    out->factor = slot.factor.load(kAcquire);
     out->root = slot.root.load(kAcquire);
     out->issueNs = slot.issueNs.load(kAcquire);
     out->startNs = slot.startNs.load(kAcquire);
@@ -121,8 +133,8 @@ bool FlightRecorder::read(const Slot& slot, Read* out) const {
 }
 
 FlightRecorder::Entry FlightRecorder::append(int64_t seq, int64_t issued, const char* op,
-                                             uint64_t bytes, uint32_t packed, int32_t root,
-                                             int64_t issueNs, int64_t startNs) {
+                                             uint64_t bytes, uint32_t packed, double factor,
+                                             int32_t root, int64_t issueNs, int64_t startNs) {
   constexpr auto kRelease = std::memory_order_release;
   const Entry entry = head_.fetch_add(1, std::memory_order_relaxed) + 1;
   write(slotOf(entry), [&](Slot& s) {
@@ -133,6 +145,7 @@ FlightRecorder::Entry FlightRecorder::append(int64_t seq, int64_t issued, const 
     s.algorithm.store(nullptr, kRelease);
     s.bytes.store(bytes, kRelease);
     s.packed.store(packed, kRelease);
+    s.factor.store(factor, kRelease);
     s.root.store(root, kRelease);
     s.issueNs.store(issueNs, kRelease);
     s.startNs.store(startNs, kRelease);
@@ -150,13 +163,13 @@ FlightRecorder::Entry FlightRecorder::issue(const char* op, uint64_t bytes, uint
     issued = issueCount_.fetch_add(runs, std::memory_order_relaxed);
   }
   return append(-1, issued, op, bytes,
-                pack(FlightState::kIssued, DataType::kUInt8, false, ReduceOp::kSum, false), -1,
+                pack(FlightState::kIssued, DataType::kUInt8, false, ReduceOp::kSum, false), 0, -1,
                 trace::nowNs(), 0);
 }
 
 FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const char* op,
-                                            DataType dtype, bool reduces, ReduceOp reduceOp,
-                                            int root, uint64_t bytes) {
+                                            DataType dtype, bool reduces,
+                                            const AskedReduce& reduceOp, int root, uint64_t bytes) {
   constexpr auto kRelease = std::memory_order_release;
   constexpr auto kRelaxed = std::memory_order_relaxed;
   const int64_t now = trace::nowNs();
@@ -176,6 +189,7 @@ FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const cha
       s.op.store(op, kRelease);
       s.bytes.store(bytes, kRelease);
       s.packed.store(pack(FlightState::kStarted, dtype, true, reduceOp, reduces), kRelease);
+      s.factor.store(reduceOp.factor, kRelease);
       s.root.store(root, kRelease);
       s.startNs.store(now, kRelease);
     });
@@ -184,7 +198,7 @@ FlightRecorder::Entry FlightRecorder::start(Entry issued, int64_t seq, const cha
   // No issued entry to complete (a direct Group::run, or one the ring has since
   // overwritten): a new entry, issued and started now.
   return append(seq, -1, op, bytes, pack(FlightState::kStarted, dtype, true, reduceOp, reduces),
-                root, now, now);
+                reduceOp.factor, root, now, now);
 }
 
 void FlightRecorder::end(Entry entry, FlightState state, const char* algorithm) {
@@ -255,8 +269,11 @@ trace::FlightGroup FlightRecorder::snapshot() const {
     if (e.state == FlightState::kIssued) e.seq = r.issued >= 0 ? r.issued + offset : g.nextSeq;
     e.bytes = r.bytes;
     if (r.packed & kHasDtype) e.dtype = dataTypeName(static_cast<DataType>((r.packed >> 8) & 0xff));
-    if (r.packed & kReduces)
-      e.reduceOp = reduceOpName(static_cast<ReduceOp>((r.packed >> 16) & 0xff));
+    if (r.packed & kReduces) {
+      const AskedReduce asked = askedOf(r.packed, r.factor);
+      e.reduceOp = reduceOpName(asked);
+      if (asked.scale == AskedReduce::Scale::kPremultiply) e.premulFactor = asked.factor;
+    }
     e.root = r.root;
     if (r.algorithm) e.algorithm = r.algorithm;
     e.issueNs = r.issueNs;

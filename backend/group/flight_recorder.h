@@ -58,8 +58,9 @@ class FlightRecorder {
   // (0 when there was none, e.g. a C++ caller of Group::run, or the second
   // collective of a coalesced call); a new entry is made when it is 0 or was
   // overwritten. `bytes` 0 keeps what issue() said.
+  // `reduceOp` as the caller asked it (AVG, PREMUL_SUM and its factor).
   Entry start(Entry issued, int64_t seq, const char* op, DataType dtype, bool reduces,
-              ReduceOp reduceOp, int root, uint64_t bytes);
+              const AskedReduce& reduceOp, int root, uint64_t bytes);
   void finish(Entry entry, const char* algorithm);
   void fail(Entry entry, const std::string& error);
   // An issued call whose job failed before it started a collective.
@@ -83,8 +84,9 @@ class FlightRecorder {
     std::atomic<const char*> op{nullptr};
     std::atomic<const char*> algorithm{nullptr};
     std::atomic<uint64_t> bytes{0};
-    // state | dtype << 8 | reduceOp << 16 | kHasDtype | kReduces
+    // state | dtype << 8 | reduceOp << 16 | kHasDtype | kReduces | scale << kScaleShift
     std::atomic<uint32_t> packed{0};
+    std::atomic<double> factor{0};  // PREMUL_SUM's (scale kPremultiply)
     std::atomic<int32_t> root{-1};
     std::atomic<int64_t> issueNs{0};
     std::atomic<int64_t> startNs{0};
@@ -99,7 +101,7 @@ class FlightRecorder {
   bool read(const Slot& slot, Read* out) const;
   // Takes the next entry's slot and writes every field of it (startNs 0: issued only).
   Entry append(int64_t seq, int64_t issued, const char* op, uint64_t bytes, uint32_t packed,
-               int32_t root, int64_t issueNs, int64_t startNs);
+               double factor, int32_t root, int64_t issueNs, int64_t startNs);
   void setError(Entry entry, const std::string& error);
   void end(Entry entry, trace::FlightState state, const char* algorithm);
 

@@ -243,7 +243,7 @@ void Group::abort(const std::string& reason, Failure kind) {
   p2p_->abort(reason);
 }
 
-void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
+void Group::run(algorithms::CollectiveKind kind, DataType dtype, const AskedReduce& op, int root,
                 std::chrono::milliseconds timeout,
                 const std::function<void(algorithms::Collective&)>& body) {
   const CallNote note = note_;
@@ -257,7 +257,7 @@ void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, in
                             algorithms::collectiveName(kind), dtype, reduces, op, root, note.bytes);
   }
   if (!trace::Recorder::enabled()) {
-    runCollective(kind, dtype, op, root, timeout, body, nullptr, flight);
+    runCollective(kind, dtype, op.op, root, timeout, body, nullptr, flight);
     return;
   }
   if (!tracer_) tracer_ = std::make_unique<CollectiveTracer>(options_.name, rank(), size());
@@ -270,7 +270,7 @@ void Group::run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, in
   outcome.root = root;
   const int64_t startNs = trace::nowNs();
   try {
-    runCollective(kind, dtype, op, root, timeout, body, &outcome, flight);
+    runCollective(kind, dtype, op.op, root, timeout, body, &outcome, flight);
   } catch (const std::exception& e) {
     tracer_->record(outcome, note, startNs, trace::nowNs(), e.what());
     throw;

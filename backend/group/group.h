@@ -101,7 +101,9 @@ class Group {
   // Collective with a deadline of `timeout` (the group's when zero) and calls
   // body(c). Errors are rethrown with the collective's name, sequence number and
   // this rank, after aborting the group. Call from the communication thread.
-  void run(algorithms::CollectiveKind kind, DataType dtype, ReduceOp op, int root,
+  // The trace and the flight recorder name `op` as asked (AVG, PREMUL_SUM); the
+  // collective runs op.op.
+  void run(algorithms::CollectiveKind kind, DataType dtype, const AskedReduce& op, int root,
            std::chrono::milliseconds timeout,
            const std::function<void(algorithms::Collective&)>& body);
 

@@ -85,6 +85,40 @@ TEST(FlightRecorder, AnEntryGoesFromIssuedToStartedToFinishedOrFailed) {
   EXPECT_EQ(r.snapshot().entries[1].error, "ringx: allreduce #1 timed out");
 }
 
+// AVG and PREMUL_SUM run as a SUM (the c10d layer scales around it): the entry names the op
+// the caller asked, PREMUL_SUM with its factor, and a dump carries both through.
+TEST(FlightRecorder, AnEntryNamesTheReduceOpAsAskedNotTheSumThatRanIt) {
+  FlightRecorder r("world", "id", 0, 2, 16);
+  r.finish(
+      r.start(0, 0, "reduce_scatter", DataType::kFloat32, true, AskedReduce::average(), -1, 64),
+      "ring");
+  r.finish(r.start(0, 1, "reduce_scatter", DataType::kFloat32, true,
+                   AskedReduce::premultiplied(0.5), -1, 64),
+           "ring");
+  r.finish(r.start(0, 2, "allreduce", DataType::kFloat32, true, ReduceOp::kSum, -1, 64), "ring");
+  trace::FlightDump dump;
+  dump.groups.push_back(r.snapshot());
+  const std::vector<trace::FlightEntry>& e = dump.groups[0].entries;
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_EQ(e[0].reduceOp, "AVG");
+  EXPECT_FALSE(e[0].premultiplies());
+  EXPECT_EQ(e[1].reduceOp, "PREMUL_SUM");
+  EXPECT_EQ(e[1].premulFactor, 0.5);
+  EXPECT_EQ(e[2].reduceOp, "SUM");
+  EXPECT_EQ(trace::reduceOpText(e[1]), "PREMUL_SUM(0.5)");
+  EXPECT_EQ(trace::reduceOpText(e[0]), "AVG");
+
+  const std::string text = trace::formatFlightDump(dump);
+  EXPECT_NE(text.find("\"reduce_op\": \"PREMUL_SUM\""), std::string::npos) << text;
+  const trace::FlightDump back = trace::parseFlightDump(text, "dump");
+  const std::vector<trace::FlightEntry>& b = back.groups[0].entries;
+  EXPECT_EQ(b[0].reduceOp, "AVG");
+  EXPECT_EQ(b[1].reduceOp, "PREMUL_SUM");
+  EXPECT_EQ(b[1].premulFactor, 0.5);
+  EXPECT_EQ(text.find("premul_factor", text.find("\"seq\": 2")), std::string::npos)
+      << "only PREMUL_SUM has a factor";
+}
+
 TEST(FlightRecorder, APredictionThatWasWrongIsCorrectedForTheCallsAfterIt) {
   FlightRecorder r("world", "id", 0, 2, 16);
   const auto coalesced = r.issue("reduce_scatter", 0, /*runs=*/3);  // seqs 0, 1, 2

@@ -118,12 +118,13 @@ TEST(TraceSession, DeviceTimeOfACollectiveIsOnTheCudaCommLane) {
     group.startTracing(config);
     for (int i = 0; i < 3; ++i) {
       group.noteCall(CallNote{trace::nowNs(), 4096});
-      group.run(CollectiveKind::kAllreduce, DataType::kFloat32, ReduceOp::kSum, -1, {},
-                [&](Collective& c) {
-                  c.setAlgorithm("ring (cuda-ipc)");
-                  const int64_t now = trace::nowNs();
-                  if (i != 1) c.setDeviceSpan(now + 1000 * (i + 1), now + 5000 * (i + 1));
-                });
+      // The last one as the device ring runs an AVG: a SUM, divided on the stream after.
+      const AskedReduce op = i == 2 ? AskedReduce::average() : AskedReduce(ReduceOp::kSum);
+      group.run(CollectiveKind::kAllreduce, DataType::kFloat32, op, -1, {}, [&](Collective& c) {
+        c.setAlgorithm("ring (cuda-ipc)");
+        const int64_t now = trace::nowNs();
+        if (i != 1) c.setDeviceSpan(now + 1000 * (i + 1), now + 5000 * (i + 1));
+      });
     }
     TraceSession::stop();
   });
@@ -137,6 +138,7 @@ TEST(TraceSession, DeviceTimeOfACollectiveIsOnTheCudaCommLane) {
         const int64_t seq = t.intArg(e, trace::arg::kSeq);
         collectiveSeqs.push_back(seq);
         EXPECT_EQ(t.stringArg(e, trace::arg::kAlgorithm), "ring (cuda-ipc)");
+        EXPECT_EQ(t.stringArg(e, trace::arg::kReduceOp), seq == 2 ? "AVG" : "SUM");
         const int64_t begin = t.intArg(e, trace::arg::kGpuBeginNs, -1);
         const int64_t end = t.intArg(e, trace::arg::kGpuEndNs, -1);
         if (seq == 1) {  // ran on the host: no device times

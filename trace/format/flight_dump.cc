@@ -25,6 +25,8 @@ using nlohmann::ordered_json;  // "format" first, so that a reader can tell by t
 
 constexpr std::string_view kFilePrefix = "flight-rank-";
 constexpr std::string_view kFileSuffix = ".json";
+// reduceOpName(AskedReduce) of a PREMUL_SUM (base/types.h): the one op that comes with a factor.
+constexpr std::string_view kPremulSum = "PREMUL_SUM";
 
 bool isDumpFileName(const std::string& name) {
   return name.size() > kFilePrefix.size() + kFileSuffix.size() &&
@@ -63,6 +65,12 @@ const char* flightStateName(FlightState state) {
   return "?";
 }
 
+bool FlightEntry::premultiplies() const { return reduceOp == kPremulSum; }
+
+std::string reduceOpText(const FlightEntry& e) {
+  return e.premultiplies() ? strCat(e.reduceOp, "(", e.premulFactor, ")") : e.reduceOp;
+}
+
 std::string flightDumpFileName(int32_t rank) { return strCat(kFilePrefix, rank, kFileSuffix); }
 
 std::string formatFlightDump(const FlightDump& d) {
@@ -97,6 +105,7 @@ std::string formatFlightDump(const FlightDump& d) {
       entry["bytes"] = e.bytes;
       if (!e.dtype.empty()) entry["dtype"] = e.dtype;
       if (!e.reduceOp.empty()) entry["reduce_op"] = e.reduceOp;
+      if (e.premultiplies()) entry[arg::kPremulFactor] = e.premulFactor;
       if (e.root >= 0) entry["root"] = e.root;
       if (!e.algorithm.empty()) entry["algorithm"] = e.algorithm;
       entry["issue_ns"] = e.issueNs;
@@ -193,6 +202,7 @@ FlightDump parseFlightDump(std::string_view text, const std::string& source) {
         entry.bytes = e.value("bytes", uint64_t{0});
         entry.dtype = e.value("dtype", "");
         entry.reduceOp = e.value("reduce_op", "");
+        entry.premulFactor = e.value(arg::kPremulFactor, 0.0);
         entry.root = e.value("root", -1);
         entry.algorithm = e.value("algorithm", "");
         entry.issueNs = e.value("issue_ns", int64_t{0});

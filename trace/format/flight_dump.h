@@ -13,9 +13,13 @@
 //    "groups": [{"name": "world", "id": "9f3c...", "rank": 0, "size": 3,
 //                "capacity": 2048, "recorded": 6, "next_seq": 6,
 //                "entries": [{"seq": 5, "op": "allreduce", "state": "failed",
-//                             "bytes": 4096, "dtype": "float32", "reduce_op": "sum",
+//                             "bytes": 4096, "dtype": "float32", "reduce_op": "SUM",
 //                             "root": -1, "algorithm": "direct", "issue_ns": ...,
 //                             "start_ns": ..., "end_ns": ..., "error": "..."}, ...]}]}
+//
+// "reduce_op" is the op the caller asked: "AVG" and "PREMUL_SUM" (with "premul_factor": 0.5)
+// where the core ran a SUM; dumps before that said "SUM" for both (the same version 1: the
+// key is optional, and readers show the value as it is).
 //
 // Times are the rank's steady clock (trace::nowNs); (steady_ns, wall_ns) were
 // taken together at the dump, so wallNs() puts ranks of different hosts on one
@@ -48,15 +52,19 @@ struct FlightEntry {
   int64_t seq = -1;
   std::string op;  // "allreduce", "broadcast", ...
   FlightState state = FlightState::kIssued;
-  uint64_t bytes = 0;     // as nccl-tests counts it; 0 when the caller did not say
-  std::string dtype;      // "" until started
-  std::string reduceOp;   // "" for collectives that do not reduce
-  int32_t root = -1;      // -1 for collectives without one
-  std::string algorithm;  // "" until finished
-  int64_t issueNs = 0;    // steady ns; 0 = not known
-  int64_t startNs = 0;    // 0 = not started
-  int64_t endNs = 0;      // 0 = not ended
-  std::string error;      // why it failed
+  uint64_t bytes = 0;       // as nccl-tests counts it; 0 when the caller did not say
+  std::string dtype;        // "" until started
+  std::string reduceOp;     // as asked ("AVG", "PREMUL_SUM"); "" for collectives that do not reduce
+  double premulFactor = 0;  // when premultiplies()
+  int32_t root = -1;        // -1 for collectives without one
+  std::string algorithm;    // "" until finished
+  int64_t issueNs = 0;      // steady ns; 0 = not known
+  int64_t startNs = 0;      // 0 = not started
+  int64_t endNs = 0;        // 0 = not ended
+  std::string error;        // why it failed
+
+  // The op is PREMUL_SUM, whose factor is premulFactor.
+  bool premultiplies() const;
 };
 
 struct FlightGroup {
@@ -85,6 +93,9 @@ struct FlightDump {
   // A steady time of this rank as Unix-epoch ns.
   int64_t wallNsOf(int64_t steady) const { return steady - steadyNs + wallNs; }
 };
+
+// The entry's reduce op as reports show it: "PREMUL_SUM(0.5)", "AVG", ...; "" when none.
+std::string reduceOpText(const FlightEntry& entry);
 
 // "flight-rank-<N>.json".
 std::string flightDumpFileName(int32_t rank);

@@ -32,7 +32,9 @@ namespace ringx::trace {
 // 6: FSDP's schedule options ("fsdp_config" instants: the FSDP what-if replay's input)
 // 7: which engine ran ("engine" on fsdp_config and bucket_plan: torch's own, watched, or
 //    ringx's) and whether its collectives block the issuing thread ("blocking")
-inline constexpr uint32_t kSchemaVersion = 7;
+// 8: reduce_op is the op the caller asked (AVG, PREMUL_SUM with premul_factor), no longer the
+//    SUM that ran them
+inline constexpr uint32_t kSchemaVersion = 8;
 
 // The first 8 bytes of every stream. "\n" and "\x1a" catch text-mode mangling.
 inline constexpr char kMagic[8] = {'R', 'I', 'N', 'G', 'X', 'T', '\n', '\x1a'};
@@ -89,8 +91,11 @@ inline constexpr const char* kSeq = "seq";               // collective sequence 
 inline constexpr const char* kGroup = "group";           // process-group name ("world", "1", ...)
 inline constexpr const char* kGroupRank = "group_rank";  // this rank's rank in that group
 inline constexpr const char* kGroupSize = "group_size";
-inline constexpr const char* kOp = "op";               // allreduce, broadcast, ...
-inline constexpr const char* kReduceOp = "reduce_op";  // sum, max, ...
+inline constexpr const char* kOp = "op";  // allreduce, broadcast, ...
+// The reduce op the caller asked: SUM, MAX, ..., AVG and PREMUL_SUM (schema 8 on; before, the
+// op the core ran: SUM for those two). PREMUL_SUM comes with its factor (a double).
+inline constexpr const char* kReduceOp = "reduce_op";
+inline constexpr const char* kPremulFactor = "premul_factor";
 inline constexpr const char* kDtype = "dtype";
 inline constexpr const char* kRoot = "root";  // root rank (group ranks) where there is one
 inline constexpr const char* kAlgorithm = "algorithm";   // ring, direct, chain, ...

@@ -17,6 +17,7 @@ void ingestFlightDumps(TraceStore& store, const trace::FlightDumpSet& set) {
                  kBytes = strings.intern(trace::arg::kBytes),
                  kDtype = strings.intern(trace::arg::kDtype),
                  kReduceOp = strings.intern(trace::arg::kReduceOp),
+                 kPremulFactor = strings.intern(trace::arg::kPremulFactor),
                  kRoot = strings.intern(trace::arg::kRoot),
                  kAlgorithm = strings.intern(trace::arg::kAlgorithm),
                  kError = strings.intern(trace::arg::kError),
@@ -51,6 +52,7 @@ void ingestFlightDumps(TraceStore& store, const trace::FlightDumpSet& set) {
         if (!e.dtype.empty()) args.push_back(ArgValue::ofString(kDtype, strings.intern(e.dtype)));
         if (!e.reduceOp.empty())
           args.push_back(ArgValue::ofString(kReduceOp, strings.intern(e.reduceOp)));
+        if (e.premultiplies()) args.push_back(ArgValue::ofDouble(kPremulFactor, e.premulFactor));
         if (e.root >= 0) args.push_back(ArgValue::ofInt(kRoot, e.root));
         if (!e.algorithm.empty())
           args.push_back(ArgValue::ofString(kAlgorithm, strings.intern(e.algorithm)));

@@ -225,6 +225,31 @@ TEST(HangReport, FindsRanksThatDisagreeOnACollective) {
       << text;
 }
 
+// FSDP2's reduce-scatters ask PREMUL_SUM(factor) or AVG, which ringx runs as a SUM: the
+// report names the op asked, with its factor, and ranks that asked different ones disagree.
+TEST(HangReport, NamesTheReduceOpAsAskedWithItsFactor) {
+  TempDir dir;
+  std::vector<FlightDump> dumps = {dumpOf(0, 3), dumpOf(1, 3), dumpOf(2, 3)};
+  for (auto& d : dumps) finished(d, 1);
+  for (int r = 0; r < 3; ++r) {
+    FlightEntry e = entry(1, FlightState::kFailed, "reduce_scatter", 4096);
+    e.reduceOp = r == 2 ? "AVG" : "PREMUL_SUM";
+    e.premulFactor = r == 2 ? 0 : 0.5;
+    dumps[r].groups[0].entries.push_back(e);
+  }
+  const HangReport report = analyzeHang(roundTrip(dir, dumps));
+  const GroupHang& g = report.groups.at(0);
+  EXPECT_EQ(g.reduceOp, "PREMUL_SUM(0.5)");
+  const std::string text = formatHangReport(report);
+  EXPECT_NE(text.find("reduce_scatter seq 1 (4.0 KiB, float32, PREMUL_SUM(0.5)) did not finish"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("mismatch at seq 1: reduce_scatter 4.0 KiB float32 PREMUL_SUM(0.5) (ranks "
+                      "0, 1); reduce_scatter 4.0 KiB float32 AVG (rank 2)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(HangReport, AJobThatFinishedEverythingSaysSo) {
   TempDir dir;
   std::vector<FlightDump> dumps = {dumpOf(0, 2), dumpOf(1, 2)};

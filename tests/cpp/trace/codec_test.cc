@@ -194,6 +194,38 @@ TEST(TraceCodec, RefusesNewerSchemaVersions) {
   }
 }
 
+// Schema 8 changed what reduce_op says (the asked op: AVG, PREMUL_SUM with premul_factor),
+// not how a record is framed: a version 7 stream, which says SUM for those, reads as before.
+TEST(TraceCodec, ReadsAVersion7StreamAsWritten) {
+  Encoder enc;
+  enc.magic();
+  StreamHeader h;
+  h.version = 7;
+  enc.header(h);
+  enc.string(1, "comm:world");
+  enc.string(2, "reduce_scatter");
+  enc.string(3, arg::kReduceOp);
+  enc.string(4, "SUM");
+  Arg op;
+  op.key = 3;
+  op.type = ArgType::kString;
+  op.stringId = 4;
+  Event span;
+  span.kind = EventKind::kSpan;
+  span.category = Category::kCollective;
+  span.track = 1;
+  span.name = 2;
+  span.beginNs = 10;
+  span.endNs = 20;
+  span.argCount = 1;
+  enc.event(span, &op);
+  const RankTrace t = decodeAll(enc.bytes());
+  EXPECT_EQ(t.header.version, 7u);
+  ASSERT_EQ(t.events.size(), 1u);
+  EXPECT_EQ(t.stringArg(t.events[0], arg::kReduceOp), "SUM");
+  EXPECT_EQ(t.intArg(t.events[0], arg::kPremulFactor), -1);  // absent
+}
+
 TEST(TraceCodec, EventsMustUseDefinedStrings) {
   Encoder enc;
   enc.magic();
@@ -360,14 +392,15 @@ TEST(TraceSchema, ChangesRequireAVersionBump) {
                            arg::kLimitAllGathers,
                            arg::kGatherLane,
                            arg::kEngine,
-                           arg::kBlocking}) {
+                           arg::kBlocking,
+                           arg::kPremulFactor}) {
     fingerprint += name;
     fingerprint += ',';
   }
   fingerprint.append(kMagic, sizeof(kMagic));
   fingerprint += std::to_string(kMaxRecordBytes);
-  EXPECT_EQ(kSchemaVersion, 7u);
-  EXPECT_EQ(fnv1a(fingerprint), 0xb110121ae13145bbull)
+  EXPECT_EQ(kSchemaVersion, 8u);
+  EXPECT_EQ(fnv1a(fingerprint), 0xee996137659956f7ull)
       << "the trace schema changed: bump kSchemaVersion and update this test (fingerprint 0x"
       << std::hex << fnv1a(fingerprint) << ")";
 }
