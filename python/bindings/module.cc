@@ -54,6 +54,9 @@ PYBIND11_MODULE(_C, m) {
           "The group without ranks_to_exclude, renumbered (what ringx.shrink_group calls on a "
           "torch without dist.shrink_group).")
       .def_property_readonly("timeout", &ProcessGroupRingx::timeout)
+      .def("set_timeout", &ProcessGroupRingx::setTimeout, py::arg("timeout"),
+           "The timeout of the collectives issued from now on: what torch's set_timeout and "
+           "_set_pg_timeout set (ringx/_timeout.py).")
       .def_property_readonly("group_name", &ProcessGroupRingx::groupName,
                              "The group's name in traces ('world' for the default group).")
       .def_property_readonly(

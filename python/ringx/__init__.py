@@ -85,6 +85,9 @@ _register()
 atexit.register(_C.drain_communication_threads, 10.0)
 
 from ._elastic import shrink_group  # noqa: E402
+from . import _timeout  # noqa: E402
+
+_timeout.install()  # torch's _set_pg_timeout reaches ringx groups (torch < 2.14)
 from . import trace  # noqa: E402  (needs _C loaded; registers the trace's exit handler)
 from . import _watch  # noqa: E402  (torch's own DDP, watched while tracing records)
 from . import _nccl  # noqa: E402  (loads nothing: ringx.nccl() and RINGX_GPU_WIRE=nccl do)
