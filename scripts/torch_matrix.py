@@ -44,13 +44,15 @@ INSTALLED = ["2.9.1", "2.11.0", "2.15.0"]  # the oldest, the GPU machine's, the 
 # The tests run on each installed release (tests/python): the c10d API (every collective,
 # torch 2.x's Backend API, groups and rendezvous, errors), torch's DDP with comm hooks and
 # FSDP/FSDP2/DTensor against single-process training, ringx's own DDP and FSDP engines, shrink
-# (dist.shrink_group from 2.10, ringx's own before) and reconfigure (2.14 on) (the engines'
-# C++ samples and trace exports are left out: pip builds no programs, ringx-trace included).
+# (dist.shrink_group from 2.10, ringx's own before), reconfigure (2.14 on) and a group's timeout
+# set through torch (_set_pg_timeout before 2.14, which ringx replaces; set_timeout after) (the
+# engines' C++ samples and trace exports are left out: pip builds no programs, ringx-trace
+# included).
 PYTEST_SUBSET = [
     "test_collectives.py", "test_torch2_api.py", "test_init_and_groups.py",
     "test_small_collectives.py", "test_failures.py", "test_ddp.py", "test_comm_hooks.py",
     "test_torch_parallelism.py", "test_ringx_ddp.py", "test_ringx_fsdp.py", "test_cuda.py",
-    "test_shrink.py", "test_reconfigure.py",
+    "test_shrink.py", "test_reconfigure.py", "test_set_timeout.py",
 ]
 PYTEST_DESELECT = "not cpp_sample and not test_trace_has"
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
