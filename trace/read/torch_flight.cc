@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -26,9 +27,16 @@ std::string frText(const json& v) {
   return {};
 }
 
+// A number, or one written as text ("4": the JSON form's pg_status).
 int64_t frInteger(const json& o, const char* key, int64_t fallback) {
   const auto it = o.find(key);
-  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+  if (it == o.end()) return fallback;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (!it->is_string()) return fallback;
+  const std::string& text = it->get_ref<const std::string&>();
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() ? value : fallback;
 }
 
 // "[0, 1, 2]" (as FR writes a group's ranks) or a real list.
@@ -57,8 +65,16 @@ int32_t rankOfName(std::string name) {
   return static_cast<int32_t>(std::stol(name.substr(begin)));
 }
 
-TorchFlightDump interpret(const json& d, const std::string& source) {
-  TorchFlightDump out;
+// A dump as read, and the pg_status of local pg_ids that nothing in it names (a rank that issued
+// no collective: its entries name no group), for readTorchFlightDumps to name from the others.
+struct Interpreted {
+  TorchFlightDump dump;
+  std::map<std::string, TorchFlightGroup> unnamedStatus;  // by pg_id
+};
+
+Interpreted interpret(const json& d, const std::string& source) {
+  Interpreted result;
+  TorchFlightDump& out = result.dump;
   out.source = source;
   out.version = frText(d.value("version", json()));
   out.ncclVersion = frText(d.value("nccl_version", json()));
@@ -77,19 +93,24 @@ TorchFlightDump interpret(const json& d, const std::string& source) {
       out.groups.push_back(std::move(g));
     }
   }
-  std::map<std::string, std::string> nameOfPgId;
+  std::map<std::string, std::string> nameOfPgId, descOf;
   if (const auto entries = d.find("entries"); entries != d.end() && entries->is_array()) {
     for (const json& e : *entries) {
       if (!e.is_object()) continue;
       TorchFlightEntry x;
       const json pg = e.value("process_group", json());
       if (pg.is_array() && !pg.empty()) x.group = frText(pg[0]);
+      if (pg.is_array() && pg.size() > 1) x.desc = frText(pg[1]);
       if (const auto id = e.find("pg_id"); id != e.end() && !x.group.empty()) {
         nameOfPgId[frText(*id)] = x.group;
+        descOf[x.group] = x.desc;
       }
       x.p2p = e.value("is_p2p", false);
+      x.retired = e.value("retired", false);
       x.seq = frInteger(e, x.p2p ? "p2p_seq_id" : "collective_seq_id", -1);
       x.op = frText(e.value("profiling_name", json()));
+      if (out.backend.empty() && x.op.find(':') != std::string::npos)
+        out.backend = x.op.substr(0, x.op.find(':'));
       x.state = frText(e.value("state", json()));
       x.createdNs = frInteger(e, "time_created_ns", 0);
       const json sizes = e.value("input_sizes", json());
@@ -110,22 +131,65 @@ TorchFlightDump interpret(const json& d, const std::string& source) {
   }
   if (const auto status = d.find("pg_status"); status != d.end() && status->is_object()) {
     for (const auto& [id, s] : status->items()) {
+      if (!s.is_object()) continue;
+      TorchFlightGroup seen;
+      seen.statusKnown = true;
+      seen.lastEnqueued = frInteger(s, "last_enqueued_collective", -1);
+      seen.lastStarted = frInteger(s, "last_started_collective", -1);
+      seen.lastCompleted = frInteger(s, "last_completed_collective", -1);
       const auto name = nameOfPgId.find(id);
-      if (name == nameOfPgId.end() || !s.is_object()) continue;
+      if (name == nameOfPgId.end()) {
+        result.unnamedStatus[id] = seen;
+        continue;
+      }
       auto g = groupOf.find(name->second);
       if (g == groupOf.end()) {
         groupOf[name->second] = out.groups.size();
-        out.groups.push_back({name->second, "", {}, false, -1, -1, -1});
+        out.groups.push_back({name->second, descOf[name->second], {}, false, -1, -1, -1});
         g = groupOf.find(name->second);
       }
       TorchFlightGroup& group = out.groups[g->second];
       group.statusKnown = true;
-      group.lastEnqueued = frInteger(s, "last_enqueued_collective", -1);
-      group.lastStarted = frInteger(s, "last_started_collective", -1);
-      group.lastCompleted = frInteger(s, "last_completed_collective", -1);
+      group.lastEnqueued = seen.lastEnqueued;
+      group.lastStarted = seen.lastStarted;
+      group.lastCompleted = seen.lastCompleted;
     }
   }
-  return out;
+  return result;
+}
+
+// pg_id 0 is the default group on every rank: a dump that cannot name its status "0" itself
+// gets the name (and description) another dump gives it. Then each dump's statusComplete.
+void resolveStatuses(std::vector<Interpreted>& dumps) {
+  std::string name, desc;  // the default group's, where some dump names it
+  for (const Interpreted& d : dumps) {
+    for (const TorchFlightGroup& g : d.dump.groups) {
+      if (name.empty() && g.statusKnown && g.desc == "default_pg") {
+        name = g.name;
+        desc = g.desc;
+      }
+    }
+  }
+  for (Interpreted& d : dumps) {
+    auto unnamed = d.unnamedStatus.find("0");
+    if (name.empty() || unnamed == d.unnamedStatus.end()) {
+      d.dump.statusComplete = d.unnamedStatus.empty();
+      continue;
+    }
+    TorchFlightGroup status = unnamed->second;
+    status.name = name;
+    status.desc = desc;
+    auto same = std::find_if(d.dump.groups.begin(), d.dump.groups.end(),
+                             [&](const TorchFlightGroup& g) { return g.name == name; });
+    if (same == d.dump.groups.end()) {
+      d.dump.groups.push_back(std::move(status));
+    } else {  // configured without a status: keep its members
+      status.ranks = std::move(same->ranks);
+      *same = std::move(status);
+    }
+    d.unnamedStatus.erase(unnamed);
+    d.dump.statusComplete = d.unnamedStatus.empty();
+  }
 }
 
 }  // namespace
@@ -144,6 +208,7 @@ TorchFlightSet readTorchFlightDumps(const std::string& path) {
     throw IoError(strCat("cannot read ", path, ": no such file or directory"));
   }
   std::sort(files.begin(), files.end());
+  std::vector<Interpreted> read;
   for (const auto& file : files) {
     std::ifstream in(file, std::ios::binary);
     std::stringstream bytes;
@@ -163,19 +228,24 @@ TorchFlightSet readTorchFlightDumps(const std::string& path) {
     } catch (const FormatError& e) {
       set.warnings.push_back(e.what());
       continue;
-    } catch (const json::exception&) {
-      continue;  // JSON, but not a dump
+    } catch (const json::exception& e) {
+      // A dump cut off (its rank killed while writing it), or another broken file: say which.
+      set.warnings.push_back(
+          strCat(source, ": starts as JSON but does not parse (cut off?): ", e.what()));
+      continue;
     }
     if (!d.is_object() || (!d.contains("entries") && !d.contains("pg_config"))) continue;
-    TorchFlightDump dump = interpret(d, source);
-    if (dump.rank < 0) {
+    Interpreted dump = interpret(d, source);
+    if (dump.dump.rank < 0) {
       set.warnings.push_back(strCat(source,
                                     ": a Flight Recorder dump whose rank neither its "
                                     "\"rank\" nor its file name says; left out"));
       continue;
     }
-    set.dumps.push_back(std::move(dump));
+    read.push_back(std::move(dump));
   }
+  resolveStatuses(read);
+  for (Interpreted& d : read) set.dumps.push_back(std::move(d.dump));
   std::sort(set.dumps.begin(), set.dumps.end(),
             [](const TorchFlightDump& a, const TorchFlightDump& b) { return a.rank < b.rank; });
   return set;

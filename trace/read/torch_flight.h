@@ -1,15 +1,25 @@
 // torch's own Flight Recorder dumps (ProcessGroupNCCL's, TORCH_NCCL_TRACE_BUFFER_SIZE > 0): the
 // watchdog writes one per rank when a collective times out (a pickle, named by
 // TORCH_NCCL_DEBUG_INFO_TEMP_FILE with the rank appended), and torch can dump the same as JSON.
-// `ringx-trace why` reads a directory of them as it reads ringx's own dumps (flight_dump.h).
+// torch 2.13 records gloo's collectives too (TORCH_FR_BUFFER_SIZE, 2000 by default), but nothing
+// writes them for gloo: a job dumps from its own code (torch._C._distributed_c10d._dump_fr_trace()
+// for the pickle, _dump_fr_trace_json() for JSON). `ringx-trace why` reads a directory of them as
+// it reads ringx's own dumps (flight_dump.h).
 //
 // What a dump holds (FR version 2.x): "pg_config" (each process group by its name, the same on
 // every rank: its description and global ranks), "pg_status" (keyed by the rank's local pg_id:
 // last_enqueued_collective, last_started_collective, last_completed_collective) and "entries"
-// (the collectives and point-to-point ops not yet retired: process_group (name, description),
+// (the last collectives and point-to-point ops; the watchdog's dumps keep only those not yet
+// retired, a dump asked for from code all of them: process_group (name, description),
 // pg_id, collective_seq_id, p2p_seq_id, is_p2p, profiling_name "nccl:all_reduce", state
-// "scheduled" | "started" | "completed", input_sizes, input_dtypes, time_created_ns, ...).
+// "scheduled" | "started" | "completed", retired, input_sizes, input_dtypes, time_created_ns, ...).
 // The pickles are read as plain data (pickle_data.h): one that asks for a class is refused.
+//
+// gloo's dumps (version 2.10, as torch 2.13 writes them) differ: no "rank"; "pg_config" has one
+// entry with an empty name whose ranks are "[0, 1, ...]" on rank 0 and "[]" elsewhere, so it
+// gives no group's members; every entry stays "scheduled" (gloo records no start or completion)
+// and is retired when its work ends, timed out or not; the JSON form writes pg_status's
+// numbers as strings.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +30,9 @@ namespace ringx::trace {
 
 struct TorchFlightEntry {
   std::string group;  // the process group's name ("74"), the same on every rank
+  std::string desc;   // its description ("default_pg", "undefined", a framework's name)
   bool p2p = false;
+  bool retired = false;            // its work has ended (absent: not retired)
   int64_t seq = -1;                // collective_seq_id (p2p: p2p_seq_id)
   std::string op;                  // profiling_name: "nccl:all_to_all"
   std::string state;               // "scheduled", "started", "completed"
@@ -31,9 +43,10 @@ struct TorchFlightEntry {
 
 struct TorchFlightGroup {
   std::string name, desc;
-  std::vector<int32_t> ranks;  // global ranks, in group-rank order
-  // The rank's pg_status for it, where the dump ties its local pg_id to this name (an entry of
-  // the group carries both; the default group is pg_id 0).
+  // Global ranks, in group-rank order: pg_config's, empty when it lists none (gloo's dumps).
+  std::vector<int32_t> ranks;
+  // The rank's pg_status for it, where the dumps tie its local pg_id to this name (an entry of
+  // the group carries both; the default group is pg_id 0 on every rank).
   bool statusKnown = false;
   int64_t lastEnqueued = -1, lastStarted = -1, lastCompleted = -1;
 };
@@ -41,9 +54,19 @@ struct TorchFlightGroup {
 struct TorchFlightDump {
   int32_t rank = -1;  // its "rank", else the number that ends its file's name
   std::string source, version, ncclVersion;
+  std::string backend;  // what the entries' profiling names start with: "nccl", "gloo", ""
   std::vector<TorchFlightGroup> groups;
   std::vector<TorchFlightEntry> entries;
-  bool empty() const { return groups.empty() && entries.empty(); }
+  // Every local pg_id in its pg_status is tied to a group's name: a group it has no status of is
+  // one it recorded no collective in (its recorder keeps a status per group it recorded in;
+  // torch 2.13's gloo dumps of a rank that issued none have an empty pg_status).
+  bool statusComplete = false;
+  // No entries and no status of any group (pg_config alone says nothing of what it did).
+  bool empty() const {
+    for (const TorchFlightGroup& g : groups)
+      if (g.statusKnown) return false;
+    return entries.empty() && statusComplete;
+  }
 };
 
 struct TorchFlightSet {
@@ -54,7 +77,9 @@ struct TorchFlightSet {
 
 // Reads every torch Flight Recorder dump in a directory (or one file): pickles and JSON files
 // whose top level has "entries" or "pg_config". Files that are neither, or whose rank cannot be
-// told, become warnings. Throws IoError when `path` cannot be read.
+// told, become warnings. A dump whose entries name no group for pg_id 0 (a rank that issued no
+// collective) gets the default group's name from the others. Throws IoError when `path` cannot
+// be read.
 TorchFlightSet readTorchFlightDumps(const std::string& path);
 
 }  // namespace ringx::trace
