@@ -26,10 +26,22 @@ constexpr size_t kMaxMismatches = 3;
 constexpr int64_t kLateSlackNs = 5'000'000;
 
 // Sizes that every rank of a collective passes alike (gather, scatter and
-// all-to-all sizes differ between the root and the others, or by design).
+// all-to-all sizes differ between the root and the others, or by design), in
+// ringx's names and torch's alike: "allreduce", "all_reduce", "_all_gather_base",
+// "reduce_scatter_tensor" are one op each without their underscores and suffix.
 bool bytesMustAgree(const std::string& op) {
-  return op == "allreduce" || op == "broadcast" || op == "reduce" || op == "allgather" ||
-         op == "reduce_scatter";
+  std::string name;
+  for (char c : op)
+    if (c != '_') name += c;
+  for (const char* suffix : {"base", "intotensor", "tensor"}) {
+    const std::string s = suffix;
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
+      name.resize(name.size() - s.size());
+      break;
+    }
+  }
+  return name == "allreduce" || name == "broadcast" || name == "reduce" || name == "allgather" ||
+         name == "reducescatter";
 }
 
 // How a rank called a collective, for mismatch detection: "allreduce 4.0 KiB float32 AVG"
@@ -82,19 +94,21 @@ Member memberOf(const FlightDump& dump, const FlightGroup& group) {
   return m;
 }
 
-std::vector<HangMismatch> findMismatches(const std::map<int32_t, Member>& members) {
+// Each member's calls whose seq is sure, by group rank and seq.
+using CallsBySeq = std::map<int32_t, std::map<int64_t, const FlightEntry*>>;
+
+// The seqs at which members called different things, lowest first: one rule for ringx's dumps
+// and torch's.
+std::vector<HangMismatch> findMismatches(const CallsBySeq& members) {
   std::set<int64_t> seqs;
-  for (const auto& [rank, m] : members)
-    for (const auto& [seq, e] : m.bySeq) seqs.insert(seq);
+  for (const auto& [rank, calls] : members)
+    for (const auto& [seq, e] : calls) seqs.insert(seq);
   std::vector<HangMismatch> out;
   for (int64_t seq : seqs) {
-    // Compare what every rank that started it called (a queued entry's seq is a
-    // guess and its dtype unknown: it does not count).
     std::vector<std::pair<int32_t, const FlightEntry*>> calls;
-    for (const auto& [rank, m] : members) {
-      auto it = m.bySeq.find(seq);
-      if (it != m.bySeq.end() && it->second->state != FlightState::kIssued)
-        calls.emplace_back(rank, it->second);
+    for (const auto& [rank, byseq] : members) {
+      auto it = byseq.find(seq);
+      if (it != byseq.end()) calls.emplace_back(rank, it->second);
     }
     if (calls.size() < 2) continue;
     // Bytes compare only where every rank recorded them (0: the caller did not say).
@@ -125,7 +139,15 @@ GroupHang analyzeGroup(const std::string& name, int32_t size,
   g.name = name;
   g.size = size;
   g.dumped = static_cast<int32_t>(members.size());
-  g.mismatches = findMismatches(members);
+  // What every rank that started a collective called (a queued entry's seq is a guess and its
+  // dtype unknown: it does not count).
+  CallsBySeq started;
+  for (const auto& [rank, m] : members) {
+    auto& calls = started[rank];
+    for (const auto& [seq, e] : m.bySeq)
+      if (e->state != FlightState::kIssued) calls[seq] = e;
+  }
+  g.mismatches = findMismatches(started);
   std::set<int64_t> seqs;
   for (const auto& [rank, m] : members)
     for (const auto& [seq, e] : m.bySeq) seqs.insert(seq);
@@ -223,6 +245,24 @@ GroupHang analyzeGroup(const std::string& name, int32_t size,
   return g;
 }
 
+// A torch entry as the report names a call: the op without its backend's prefix ("nccl:",
+// "gloo:"), bytes from the first input's dims and dtype; an entry retired without a state past
+// "scheduled" (gloo marks none) counts as finished here, as one that left the dump does.
+FlightEntry torchCall(const TorchFlightEntry& x) {
+  FlightEntry e;
+  e.seq = x.seq;
+  const size_t colon = x.op.find(':');
+  e.op = colon == std::string::npos ? x.op : x.op.substr(colon + 1);
+  e.dtype = x.dtype;
+  int64_t elements = x.inputSize.empty() ? 0 : 1;
+  for (int64_t d : x.inputSize) elements *= d;
+  e.bytes = static_cast<uint64_t>(std::max<int64_t>(0, elements * dtypeBytes(x.dtype)));
+  e.state = x.state == "completed" || (x.retired && x.state != "started") ? FlightState::kFinished
+            : x.state == "started"                                        ? FlightState::kStarted
+                                                                          : FlightState::kIssued;
+  return e;
+}
+
 std::string whoIs(const HangRank& h) {
   if (h.rank < 0 || h.rank == h.groupRank) return strCat("rank ", h.groupRank);
   return strCat("rank ", h.groupRank, " (process rank ", h.rank, ")");
@@ -244,6 +284,8 @@ const char* hangVerdictName(HangVerdict verdict) {
       return "never arrived";
     case HangVerdict::kNoDump:
       return "no dump";
+    case HangVerdict::kOtherCall:
+      return "called something else";
   }
   return "?";
 }
@@ -292,85 +334,126 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
   HangReport report;
   report.path = set.path;
   report.warnings = set.warnings;
-  // Every group any dump configures, and per rank what its dump says of it.
-  struct Seen {
-    const TorchFlightDump* dump;
-    const TorchFlightGroup* group;
+  // Every group any dump names, and per rank what its dump says of it.
+  struct Group {
+    std::string desc;
+    std::vector<int32_t> ranks;                       // pg_config's members, if it lists them
+    std::map<int32_t, const TorchFlightGroup*> seen;  // per rank: its dump's view of the group
+    std::set<int32_t> naming;                         // ranks whose status or entries name it
+    std::map<int32_t, std::map<int64_t, const TorchFlightEntry*>> collectives;  // rank, seq
+    bool p2p = false;
   };
-  std::map<std::string, std::pair<const TorchFlightGroup*, std::map<int32_t, Seen>>> groups;
+  std::map<std::string, Group> groups;
   std::map<int32_t, const TorchFlightDump*> dumpOf;
+  std::string version, ncclVersion, backend;
   for (const TorchFlightDump& d : set.dumps) {
     dumpOf[d.rank] = &d;
     report.dumpedRanks.push_back(d.rank);
-    if (report.producer == "ringx flight recorder" && !d.version.empty()) {
-      report.producer = strCat("torch Flight Recorder (version ", d.version,
-                               d.ncclVersion.empty() ? "" : ", NCCL " + d.ncclVersion, ")");
+    if (version.empty()) {
+      version = d.version;
+      ncclVersion = d.ncclVersion;
     }
+    if (backend.empty()) backend = d.backend;  // a rank that issued nothing does not say
+    const auto pending = std::count_if(d.entries.begin(), d.entries.end(),
+                                       [](const TorchFlightEntry& e) { return !e.retired; });
     report.reasons.emplace_back(
         d.rank, d.empty() ? std::string("nothing (no entries, no process group's status)")
-                          : strCat(d.entries.size(), " ops not retired"));
+                : static_cast<size_t>(pending) == d.entries.size()
+                    ? strCat(pending, " ops not retired")
+                    : strCat(pending, " of ", d.entries.size(), " ops not retired"));
     for (const TorchFlightGroup& g : d.groups) {
-      auto& [config, members] = groups[g.name];
-      if (config == nullptr || config->ranks.empty()) config = &g;
-      members[d.rank] = Seen{&d, &g};
       for (int32_t r : g.ranks) report.worldSize = std::max(report.worldSize, r + 1);
+      if (g.name.empty()) continue;  // gloo's pg_config entry, which names no group
+      Group& group = groups[g.name];
+      if (group.ranks.empty() && !g.ranks.empty()) {
+        group.ranks = g.ranks;
+        group.desc = g.desc;
+      } else if (group.desc.empty()) {
+        group.desc = g.desc;
+      }
+      group.seen[d.rank] = &g;
+      if (g.statusKnown) group.naming.insert(d.rank);
+    }
+    // Its collectives on each member (point-to-point ops count apart, per peer).
+    for (const TorchFlightEntry& e : d.entries) {
+      if (e.group.empty()) continue;
+      Group& group = groups[e.group];
+      if (group.desc.empty()) group.desc = e.desc;
+      group.naming.insert(d.rank);
+      group.p2p |= e.p2p;
+      if (!e.p2p) group.collectives[d.rank][e.seq] = &e;
     }
     report.worldSize = std::max(report.worldSize, d.rank + 1);
   }
-  if (report.producer == "ringx flight recorder") report.producer = "torch Flight Recorder";
+  report.producer = "torch Flight Recorder";
+  if (!version.empty()) {
+    const std::string lib = !ncclVersion.empty() ? ", NCCL " + ncclVersion
+                            : backend.empty()    ? std::string()
+                                                 : ", " + backend;
+    report.producer += strCat(" (version ", version, lib, ")");
+  }
   for (int32_t r = 0; r < report.worldSize; ++r) {
     if (!dumpOf.count(r)) report.missingRanks.push_back(r);
   }
-  auto stateOf = [](const std::string& state) {
-    return state == "completed" ? FlightState::kFinished
-           : state == "started" ? FlightState::kStarted
-                                : FlightState::kIssued;
-  };
-  for (const auto& [name, value] : groups) {
-    const auto& [config, members] = value;
-    // Its collectives on each member (point-to-point ops count apart, per peer).
-    std::map<int32_t, std::map<int64_t, const TorchFlightEntry*>> collectives;
-    bool p2p = false, any = false;
-    for (const TorchFlightDump& d : set.dumps) {
-      for (const TorchFlightEntry& e : d.entries) {
-        if (e.group != name) continue;
-        p2p |= e.p2p;
-        if (!e.p2p) {
-          any = true;
-          collectives[d.rank][e.seq] = &e;
-        }
-      }
+  for (auto& [name, group] : groups) {
+    if (group.p2p && group.collectives.empty()) continue;
+    std::vector<int32_t> members = group.ranks;
+    bool fromDumps = false;
+    if (members.empty() && group.desc == "default_pg") {
+      for (int32_t r = 0; r < report.worldSize; ++r) members.push_back(r);
+    } else if (members.empty()) {
+      members.assign(group.naming.begin(), group.naming.end());  // torch sorts a group's ranks
+      fromDumps = true;
     }
-    if (p2p && !any) continue;
-    std::vector<int32_t> known;  // members whose dump has the group's status
+    // A member's pg_status for the group; a dump that ties every status it has to a group and
+    // has none of this one issued nothing in it (torch's seqs start at 1).
+    TorchFlightGroup none;
+    none.statusKnown = true;
+    none.lastEnqueued = none.lastCompleted = 0;
+    auto statusOf = [&](int32_t r) -> const TorchFlightGroup* {
+      auto m = group.seen.find(r);
+      if (m != group.seen.end() && m->second->statusKnown) return m->second;
+      auto d = dumpOf.find(r);
+      return d != dumpOf.end() && d->second->statusComplete ? &none : nullptr;
+    };
+    int32_t known = 0;  // members whose dump has the group's status
     int64_t least = -1, most = -1;
-    for (int32_t r : config->ranks) {
-      auto m = members.find(r);
-      if (m == members.end() || !m->second.group->statusKnown) continue;
-      known.push_back(r);
-      const int64_t enqueued = m->second.group->lastEnqueued;
-      least = least < 0 ? enqueued : std::min(least, enqueued);
-      most = std::max(most, enqueued);
+    for (int32_t r : members) {
+      const TorchFlightGroup* status = statusOf(r);
+      if (!status) continue;
+      ++known;
+      least = known == 1 ? status->lastEnqueued : std::min(least, status->lastEnqueued);
+      most = std::max(most, status->lastEnqueued);
     }
-    if (known.empty()) continue;
-    const bool silent = known.size() < config->ranks.size();
-    int64_t seq = -1;
-    if (least < most) {
-      seq = least + 1;
-    } else {
-      for (int32_t r : known) {
-        const int64_t completed = members.at(r).group->lastCompleted;
-        for (const auto& [s, e] : collectives[r])
-          if (s > completed && (seq < 0 || s < seq)) seq = s;
+    if (known == 0) continue;
+    // Every member's calls by group rank, as the report names them.
+    std::map<int32_t, std::map<int64_t, FlightEntry>> callsOf;
+    CallsBySeq calls;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const int32_t groupRank = static_cast<int32_t>(k);
+      for (const auto& [seq, e] : group.collectives[members[k]]) {
+        if (seq < 0) continue;
+        calls[groupRank][seq] = &(callsOf[groupRank][seq] = torchCall(*e));
       }
-      if (seq < 0 && silent) seq = most + 1;
     }
     GroupHang g;
-    g.name = config->desc.empty() || config->desc == "undefined"
-                 ? name
-                 : strCat(name, " (", config->desc, ")");
-    g.size = static_cast<int32_t>(config->ranks.size());
-    g.dumped = static_cast<int32_t>(known.size());
+    g.name = group.desc.empty() || group.desc == "undefined" ? name
+                                                             : strCat(name, " (", group.desc, ")");
+    g.size = static_cast<int32_t>(members.size());
+    g.dumped = known;
+    g.membersFromDumps = fromDumps;
+    g.mismatches = findMismatches(calls);
+    int64_t seq = least < most ? least + 1 : -1;
+    if (!g.mismatches.empty() && (seq < 0 || g.mismatches[0].seq < seq)) seq = g.mismatches[0].seq;
+    if (seq < 0) {
+      for (int32_t r : members) {
+        const TorchFlightGroup* status = statusOf(r);
+        if (!status) continue;
+        for (const auto& [s, e] : group.collectives[r])
+          if (s > status->lastCompleted && (seq < 0 || s < seq)) seq = s;
+      }
+      if (seq < 0 && known < g.size) seq = most + 1;
+    }
     if (seq < 0) {
       g.complete = true;
       g.lastSeq = most;
@@ -378,42 +461,67 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
       continue;
     }
     g.seq = seq;
-    // What the collective was: the lowest member's entry of it.
-    for (int32_t r : config->ranks) {
-      auto e = collectives[r].find(seq);
-      if (e == collectives[r].end()) continue;
-      const TorchFlightEntry& x = *e->second;
-      g.op = startsWith(x.op, "nccl:") ? x.op.substr(5) : x.op;
-      g.dtype = x.dtype;
-      int64_t elements = x.inputSize.empty() ? 0 : 1;
-      for (int64_t d : x.inputSize) elements *= d;
-      g.bytes = static_cast<uint64_t>(std::max<int64_t>(0, elements * dtypeBytes(x.dtype)));
+    // Where members called different things at it, the collective is what most of them called
+    // (the lowest member's among equals); the others called something else.
+    const HangMismatch* split =
+        !g.mismatches.empty() && g.mismatches[0].seq == seq ? &g.mismatches[0] : nullptr;
+    const std::pair<std::string, std::vector<int32_t>>* agreed = nullptr;
+    if (split) {
+      for (const auto& c : split->calls)
+        if (!agreed || c.second.size() > agreed->second.size()) agreed = &c;
+    }
+    auto agrees = [&](int32_t groupRank) {
+      return !agreed || std::find(agreed->second.begin(), agreed->second.end(), groupRank) !=
+                            agreed->second.end();
+    };
+    // What the collective was: the lowest agreeing member's entry of it.
+    for (const auto& [groupRank, bySeq] : calls) {
+      auto e = bySeq.find(seq);
+      if (e == bySeq.end() || !agrees(groupRank)) continue;
+      g.op = e->second->op;
+      g.dtype = e->second->dtype;
+      g.bytes = e->second->bytes;
       break;
     }
-    for (size_t k = 0; k < config->ranks.size(); ++k) {
-      const int32_t r = config->ranks[k];
+    for (size_t k = 0; k < members.size(); ++k) {
+      const int32_t r = members[k];
+      const auto& mine = group.collectives[r];
       HangRank h;
       h.groupRank = static_cast<int32_t>(k);
       h.rank = dumpOf.count(r) ? r : -1;
-      auto m = members.find(r);
-      if (m == members.end() || !m->second.group->statusKnown) {
+      const TorchFlightGroup* status = statusOf(r);
+      if (!status) {
         h.verdict = HangVerdict::kNoDump;
-      } else if (m->second.group->lastEnqueued < seq) {
+      } else if (status->lastEnqueued < seq) {
         h.verdict = HangVerdict::kNeverArrived;
-        h.lastSeq = m->second.group->lastEnqueued;
-        auto last = collectives[r].find(h.lastSeq);
-        if (last != collectives[r].end()) {
+        h.lastSeq = status == &none ? -1 : status->lastEnqueued;  // -1: it issued none
+        auto last = mine.find(h.lastSeq);
+        if (last != mine.end()) {
           h.lastOp = last->second->op;
-          h.lastState = stateOf(last->second->state);
-        } else {
+          h.lastState = callsOf[h.groupRank][h.lastSeq].state;
+        } else if (h.lastSeq >= 0) {
           h.lastOp = "collective";
           h.lastState = FlightState::kFinished;  // retired: no longer in the dump
         }
-      } else if (auto e = collectives[r].find(seq); e != collectives[r].end()) {
-        const FlightState state = stateOf(e->second->state);
-        h.verdict = state == FlightState::kStarted    ? HangVerdict::kStuck
-                    : state == FlightState::kFinished ? HangVerdict::kFinished
-                                                      : HangVerdict::kQueued;
+      } else if (auto e = mine.find(seq); e != mine.end()) {
+        const TorchFlightEntry& x = *e->second;
+        if (!agrees(h.groupRank)) {
+          h.verdict = HangVerdict::kOtherCall;
+          for (const auto& c : split->calls)
+            if (std::find(c.second.begin(), c.second.end(), h.groupRank) != c.second.end())
+              h.call = c.first;
+        } else if (x.state == "started") {
+          h.verdict = HangVerdict::kStuck;
+        } else if (x.state == "completed") {
+          h.verdict = HangVerdict::kFinished;
+        } else if (x.retired) {
+          // torch's reading of a retired entry that never completed: its work timed out.
+          h.verdict = HangVerdict::kFailed;
+          h.error = "retired without completing: timed out or failed (the dump keeps no error)";
+        } else {
+          h.verdict = HangVerdict::kQueued;
+          h.startUnrecorded = dumpOf.at(r)->backend == "gloo";
+        }
       } else {
         h.verdict = HangVerdict::kFinished;  // enqueued, and retired since
       }
@@ -421,10 +529,12 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
     }
     report.groups.push_back(std::move(g));
   }
-  // The groups a member never arrived at (or said nothing of) first: the others wait on them.
+  // The groups a member never arrived at, called something else at, or said nothing of first:
+  // the others wait on them.
   auto culprit = [](const GroupHang& g) {
     return std::any_of(g.ranks.begin(), g.ranks.end(), [](const HangRank& h) {
-      return h.verdict == HangVerdict::kNeverArrived || h.verdict == HangVerdict::kNoDump;
+      return h.verdict == HangVerdict::kNeverArrived || h.verdict == HangVerdict::kNoDump ||
+             h.verdict == HangVerdict::kOtherCall;
     });
   };
   std::stable_sort(report.groups.begin(), report.groups.end(),
@@ -468,9 +578,16 @@ std::string formatHangReport(const HangReport& report) {
       for (const auto& d : details) detail += (detail.empty() ? "" : ", ") + d;
       out += strCat(title, ": ", what, " seq ", g.seq, detail.empty() ? "" : " (" + detail + ")",
                     " did not finish on every rank\n");
+      if (g.membersFromDumps) {
+        std::vector<int32_t> members;
+        for (const HangRank& h : g.ranks) members.push_back(h.rank);
+        out += strCat("  members: ", rankList(members),
+                      " (the dumps list none: the ranks whose dumps name the group)\n");
+      }
       // The culprits first, by verdict, then every rank's line.
-      for (HangVerdict v : {HangVerdict::kNeverArrived, HangVerdict::kNoDump, HangVerdict::kQueued,
-                            HangVerdict::kStuck, HangVerdict::kFailed}) {
+      for (HangVerdict v :
+           {HangVerdict::kNeverArrived, HangVerdict::kOtherCall, HangVerdict::kNoDump,
+            HangVerdict::kQueued, HangVerdict::kStuck, HangVerdict::kFailed}) {
         std::vector<int32_t> ranks;
         for (const HangRank& h : g.ranks)
           if (h.verdict == v) ranks.push_back(h.groupRank);
@@ -492,20 +609,25 @@ std::string formatHangReport(const HangReport& report) {
                                   : std::string(" (it started no collective in this group)");
             break;
           case HangVerdict::kQueued:
-            out += strCat(h.elapsedNs > 0
-                              ? strCat(" (issued ", formatDuration(h.elapsedNs), " before its dump")
-                              : std::string(" (issued"),
-                          ", not started",
-                          h.lastSeq >= 0 ? strCat("; its thread was at seq ", h.lastSeq, ", ",
-                                                  flightStateName(h.lastState))
-                                         : std::string(),
-                          ")");
+            out += strCat(
+                h.elapsedNs > 0
+                    ? strCat(" (issued ", formatDuration(h.elapsedNs), " before its dump")
+                    : std::string(" (issued"),
+                h.startUnrecorded ? ", not finished; gloo records no start" : ", not started",
+                h.lastSeq >= 0 ? strCat("; its thread was at seq ", h.lastSeq, ", ",
+                                        flightStateName(h.lastState))
+                               : std::string(),
+                ")");
             break;
           case HangVerdict::kStuck:
             out += strCat(" (started ", formatDuration(h.elapsedNs), " before its dump)");
             break;
           case HangVerdict::kFailed:
-            out += strCat(" after ", formatDuration(h.elapsedNs), ": ", h.error);
+            out += strCat(h.elapsedNs > 0 ? strCat(" after ", formatDuration(h.elapsedNs)) : "",
+                          ": ", h.error);
+            break;
+          case HangVerdict::kOtherCall:
+            out += strCat(" (", h.call, ")");
             break;
           case HangVerdict::kNoDump:
             out += h.rank >= 0 ? " (its dump says nothing of this group)"

@@ -9,7 +9,9 @@
 //  - stuck: started and not finished when it dumped;
 //  - failed: with its error (a timeout, a lost peer, a mismatch);
 //  - finished;
-//  - no dump: the rank wrote nothing (killed, or its host is gone).
+//  - no dump: the rank wrote nothing (killed, or its host is gone);
+//  - called something else: at that seq it called another op, size or dtype
+//    than the others (torch's dumps, where every entry's seq is sure).
 // A rank that started the collective only after another had already given up
 // is named as late: it is the one the others waited for, even though its own
 // dump shows it failing too. Separately, collectives whose ranks disagree on
@@ -26,7 +28,7 @@
 
 namespace ringx::trace {
 
-enum class HangVerdict { kFinished, kFailed, kStuck, kQueued, kNeverArrived, kNoDump };
+enum class HangVerdict { kFinished, kFailed, kStuck, kQueued, kNeverArrived, kNoDump, kOtherCall };
 const char* hangVerdictName(HangVerdict verdict);  // "never arrived", "stuck", ...
 
 struct HangRank {
@@ -42,6 +44,9 @@ struct HangRank {
   FlightState lastState = FlightState::kIssued;
   int64_t lateNs = 0;      // > 0: started this long after lateAfter had given up
   int32_t lateAfter = -1;  // that group rank
+  std::string call;        // kOtherCall: what it called instead ("all_gather 1.00 KiB Float")
+  // kQueued: its backend records no start (gloo's Flight Recorder), so it may have been running.
+  bool startUnrecorded = false;
 };
 
 // Ranks disagreeing on one seq: each distinct call and the group ranks that made it.
@@ -53,6 +58,8 @@ struct HangMismatch {
 struct GroupHang {
   std::string name;
   int32_t size = 0;
+  // The dumps list no members (torch's gloo dumps): they are the ranks whose dumps name the group.
+  bool membersFromDumps = false;
   int32_t dumped = 0;     // members with a dump
   bool complete = false;  // every dumped member finished every collective it recorded
   int64_t lastSeq = -1;   // complete: the highest seq recorded
@@ -81,14 +88,18 @@ struct HangReport {
 
 HangReport analyzeHang(const FlightDumpSet& set);
 
-// The same report from torch's own Flight Recorder dumps (torch_flight.h). They hold only the
+// The same report from torch's own Flight Recorder dumps (torch_flight.h). NCCL's hold only the
 // ops not yet retired, and a rank whose GPU failed stops counting completions, so what each
 // member enqueued (pg_status's last_enqueued_collective) decides a group's collective: when the
 // members differ, the first one some member never enqueued (that member: never arrived; the
-// others by their entry's state: queued for "scheduled", stuck for "started", else finished);
-// when they agree, the lowest one some member has not completed. A member whose dump says
-// nothing of the group (an empty dump, or none) is named too (no dump). Groups of send/recv only
-// (counted per peer, not per group) are not analysed.
+// others by their entry's state: queued for "scheduled", stuck for "started", failed for one
+// retired without completing, else finished); members whose entries at one seq disagree (op,
+// dtype, size) at a lower seq make that one the collective, and those in the minority called
+// something else; when neither, the lowest one some member has not completed. A member whose
+// dump says nothing of the group (an empty dump, or none) is named too (no dump).
+// Members are pg_config's ranks; where it lists none (gloo's dumps), the default group is every
+// rank, and another group the ranks whose dumps name it (its pg_status or entries). Groups of
+// send/recv only (counted per peer, not per group) are not analysed.
 HangReport analyzeTorchHang(const TorchFlightSet& set);
 std::string formatHangReport(const HangReport& report);
 

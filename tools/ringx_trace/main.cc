@@ -156,7 +156,8 @@ int runWhy(const std::string& dir) {
     std::cout << formatHangReport(analyzeHang(dumps));
     return 0;
   }
-  // torch's own Flight Recorder (ProcessGroupNCCL's dumps: pickles or JSON).
+  // torch's own Flight Recorder (ProcessGroupNCCL's dumps, or gloo's that a job wrote: pickles
+  // or JSON).
   const TorchFlightSet torchDumps = readTorchFlightDumps(dir);
   if (!torchDumps.dumps.empty()) {
     std::cout << formatHangReport(analyzeTorchHang(torchDumps));
@@ -170,7 +171,9 @@ int runWhy(const std::string& dir) {
             << " (ringx's ranks write flight-rank-<N>.json there when a collective fails or "
                "times out, on SIGUSR1, or from ringx.dump_flight_recorder(); torch's own, with "
                "TORCH_NCCL_TRACE_BUFFER_SIZE set, a pickle per rank named by "
-               "TORCH_NCCL_DEBUG_INFO_TEMP_FILE)\n";
+               "TORCH_NCCL_DEBUG_INFO_TEMP_FILE; for gloo, what each rank wrote of "
+               "torch._C._distributed_c10d._dump_fr_trace() or _dump_fr_trace_json(), the rank "
+               "ending the file's name)\n";
   return 1;
 }
 
@@ -332,9 +335,12 @@ int main(int argc, char** argv) {
       "RINGX_DUMP_DIR) and names the first collective that did not finish on every rank\n"
       "and the ranks that never arrived, are stuck or failed in it. Tracing need not be on.\n"
       "torch's own Flight Recorder dumps (ProcessGroupNCCL's, TORCH_NCCL_TRACE_BUFFER_SIZE;\n"
+      "gloo's, written from the job's code with torch._C._distributed_c10d._dump_fr_trace();\n"
       "a pickle or JSON file per rank) are read too: per process group, the collective some\n"
-      "rank never enqueued and the ranks that did not reach it. Pickles are read as plain\n"
-      "data; one that asks for a class is refused.");
+      "rank never enqueued and the ranks that did not reach it or called something else.\n"
+      "Where the dumps list no group's members (gloo's), the default group is every rank and\n"
+      "another group the ranks whose dumps name it. Pickles are read as plain data; one that\n"
+      "asks for a class is refused.");
   whyCommand->add_option("DUMP_DIR", dumpDir, "the dump directory")->required();
 
   std::string whatIfInput, whatIfView, whatIfForwardPrefetch, whatIfLimiter;

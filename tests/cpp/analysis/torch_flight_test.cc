@@ -1,7 +1,9 @@
 // torch's own Flight Recorder dumps read by `ringx-trace why` (trace/read/torch_flight.h,
 // pickle_data.h) and the hang report made from them (analysis/hang_report.h): on the real dumps
 // of a 16-rank Megatron job with injected faults (../shared/traces/fr/nvrx_megatron16/), whose
-// expected analysis ships beside them, and on pickles and JSON written here.
+// expected analysis ships beside them, on pickles and JSON written here, and on dumps shaped as
+// torch 2.13 writes them for gloo (no group members, every entry "scheduled", pg_status's numbers
+// as strings in JSON; tests/python/test_torch_flight_gloo.py runs the real ones).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -16,6 +19,7 @@
 #include "analysis/hang_report.h"
 #include "base/error.h"
 #include "tests/cpp/shared_traces.h"
+#include "tests/cpp/trace/trace_fixture.h"
 #include "trace/format/codec.h"
 #include "trace/format/dtype_size.h"
 #include "trace/read/pickle_data.h"
@@ -197,6 +201,195 @@ TEST(TorchFlight, AJsonDumpReadsAsAPickledOne) {
   EXPECT_EQ(g.ranks[0].verdict, HangVerdict::kStuck);  // started it
   EXPECT_EQ(g.ranks[1].verdict, HangVerdict::kNeverArrived);
   EXPECT_EQ(g.ranks[1].lastSeq, 7);
+}
+
+// A rank's dump as torch 2.13's gloo path writes it, in its JSON form: pg_config's one nameless
+// entry (rank 0's lists the world, the others' nothing), pg_status by local pg_id with its numbers
+// as text, and entries that stay "scheduled" and are retired once their work ends.
+struct GlooCall {
+  std::string pgId, group, desc;  // "1", "1", "undefined"
+  int64_t seq = 0;
+  std::string op = "gloo:all_reduce";
+  bool retired = true;
+  int64_t elements = 256;
+};
+
+std::string glooDump(int32_t rank, int32_t world,
+                     const std::map<std::string, int64_t>& enqueuedByPgId,
+                     const std::vector<GlooCall>& calls) {
+  nlohmann::json d;
+  d["version"] = "2.10";
+  d["comm_lib_version"] = "";
+  std::string ranks = "[]";
+  if (rank == 0) {
+    ranks = "[";
+    for (int32_t r = 0; r < world; ++r) ranks += (r ? ", " : "") + std::to_string(r);
+    ranks += "]";
+  }
+  d["pg_config"][""] = {{"name", ""}, {"desc", ""}, {"ranks", ranks}};
+  d["pg_status"] = nlohmann::json::object();
+  for (const auto& [id, enqueued] : enqueuedByPgId) {
+    d["pg_status"][id] = {{"last_enqueued_collective", std::to_string(enqueued)},
+                          {"last_started_collective", "-1"},
+                          {"last_completed_collective", std::to_string(enqueued)}};
+  }
+  d["entries"] = nlohmann::json::array();
+  for (const GlooCall& c : calls) {
+    d["entries"].push_back({{"pg_id", std::stoi(c.pgId)},
+                            {"process_group", {c.group, c.desc}},
+                            {"collective_seq_id", c.seq},
+                            {"p2p_seq_id", 0},
+                            {"is_p2p", false},
+                            {"profiling_name", c.op},
+                            {"state", "scheduled"},
+                            {"retired", c.retired},
+                            {"input_sizes", {{c.elements}}},
+                            {"input_dtypes", {"Float"}}});
+  }
+  return d.dump();
+}
+
+// World-group calls seqs [1, count], the last one `lastRetired`.
+std::vector<GlooCall> worldCalls(int64_t count, bool lastRetired = true) {
+  std::vector<GlooCall> calls;
+  for (int64_t seq = 1; seq <= count; ++seq)
+    calls.push_back({"0", "0", "default_pg", seq, "gloo:all_reduce", seq < count || lastRetired});
+  return calls;
+}
+
+HangReport reportOf(const fixture::TempDir& dir) {
+  return analyzeTorchHang(readTorchFlightDumps(dir.path()));
+}
+
+// The default group is every rank even though no dump lists its members; the rank that enqueued
+// less never arrived, those whose entry was retired without completing gave up on it, one still
+// pending is queued; "not retired" counts what is not.
+TEST(TorchFlightGloo, TheDefaultGroupIsEveryRankAndTheRankBehindIsNamed) {
+  fixture::TempDir dir;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    const int64_t enqueued = rank == 3 ? 3 : 4;
+    fixture::writeFile(dir.file("fr_trace_rank_" + std::to_string(rank) + ".json"),
+                       glooDump(rank, 4, {{"0", enqueued}}, worldCalls(enqueued, rank != 2)));
+  }
+  const HangReport report = reportOf(dir);
+  EXPECT_EQ(report.producer, "torch Flight Recorder (version 2.10, gloo)");
+  EXPECT_EQ(report.worldSize, 4);
+  ASSERT_EQ(report.groups.size(), 1u);
+  const GroupHang& g = report.groups[0];
+  EXPECT_EQ(g.name, "0 (default_pg)");
+  EXPECT_FALSE(g.membersFromDumps);
+  EXPECT_EQ(g.size, 4);
+  EXPECT_EQ(g.seq, 4);
+  EXPECT_EQ(g.op, "all_reduce");
+  EXPECT_EQ(g.bytes, 1024u);
+  ASSERT_EQ(g.ranks.size(), 4u);
+  EXPECT_EQ(g.ranks[0].verdict, HangVerdict::kFailed);
+  EXPECT_EQ(g.ranks[2].verdict, HangVerdict::kQueued);
+  EXPECT_TRUE(g.ranks[2].startUnrecorded);
+  EXPECT_EQ(g.ranks[3].verdict, HangVerdict::kNeverArrived);
+  EXPECT_EQ(g.ranks[3].lastSeq, 3);
+  EXPECT_EQ(g.ranks[3].lastState, FlightState::kFinished);  // retired, before the hang
+  const std::string text = formatHangReport(report);
+  EXPECT_NE(text.find("rank 2 dumped: 1 of 4 ops not retired"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 3 dumped: 0 of 3 ops not retired"), std::string::npos) << text;
+  EXPECT_NE(text.find("never arrived: rank 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 2: queued (issued, not finished; gloo records no start)"),
+            std::string::npos)
+      << text;
+}
+
+// A subgroup no dump lists the members of: they are the ranks whose pg_status or entries name
+// it, in order (torch sorts a group's ranks), and a rank outside it is no member.
+TEST(TorchFlightGloo, ASubgroupsMembersAreTheRanksWhoseDumpsNameIt) {
+  fixture::TempDir dir;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    std::map<std::string, int64_t> status{{"0", 3}};
+    std::vector<GlooCall> calls = worldCalls(3);
+    if (rank > 0) {
+      const int64_t enqueued = rank == 2 ? 2 : 3;
+      status["1"] = enqueued;
+      for (int64_t seq = 1; seq <= enqueued; ++seq) calls.push_back({"1", "1", "undefined", seq});
+    }
+    fixture::writeFile(dir.file("fr_trace_rank_" + std::to_string(rank)),
+                       glooDump(rank, 4, status, calls));
+  }
+  const HangReport report = reportOf(dir);
+  ASSERT_EQ(report.groups.size(), 2u);
+  const GroupHang& sub = report.groups[0];  // the culprit's group first
+  EXPECT_EQ(sub.name, "1");
+  EXPECT_TRUE(sub.membersFromDumps);
+  EXPECT_EQ(sub.size, 3);
+  EXPECT_EQ(sub.seq, 3);
+  ASSERT_EQ(sub.ranks.size(), 3u);
+  EXPECT_EQ(sub.ranks[1].rank, 2);
+  EXPECT_EQ(sub.ranks[1].verdict, HangVerdict::kNeverArrived);
+  EXPECT_EQ(sub.ranks[0].rank, 1);
+  EXPECT_EQ(sub.ranks[0].verdict, HangVerdict::kFailed);
+  EXPECT_TRUE(report.groups[1].complete);
+  EXPECT_EQ(report.groups[1].lastSeq, 3);
+  const std::string text = formatHangReport(report);
+  EXPECT_NE(text.find("members: ranks 1-3 (the dumps list none"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 1 (process rank 2): never arrived (its last collective was "
+                      "gloo:all_reduce seq 2, finished)"),
+            std::string::npos)
+      << text;
+}
+
+// A rank that called another op at the seq the others reached (every rank enqueued as many):
+// the collective is what most called, and that rank called something else. Sizes of an
+// all_to_all may differ by design: no mismatch there.
+TEST(TorchFlightGloo, ARankThatCalledAnotherOpIsNamedAndUnequalAllToAllSizesAreNot) {
+  fixture::TempDir dir;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    std::vector<GlooCall> calls = worldCalls(3);
+    calls.push_back({"0", "0", "default_pg", 4, "gloo:all_to_all", true, 64 * (rank + 1)});
+    calls.push_back(
+        {"0", "0", "default_pg", 5, rank == 1 ? "gloo:all_gather" : "gloo:all_reduce", false});
+    fixture::writeFile(dir.file("fr_trace_rank_" + std::to_string(rank) + ".json"),
+                       glooDump(rank, 4, {{"0", 5}}, calls));
+  }
+  const HangReport report = reportOf(dir);
+  ASSERT_EQ(report.groups.size(), 1u);
+  const GroupHang& g = report.groups[0];
+  EXPECT_EQ(g.seq, 5);
+  EXPECT_EQ(g.op, "all_reduce");
+  ASSERT_EQ(g.mismatches.size(), 1u);
+  EXPECT_EQ(g.mismatches[0].seq, 5);
+  ASSERT_EQ(g.ranks.size(), 4u);
+  EXPECT_EQ(g.ranks[1].verdict, HangVerdict::kOtherCall);
+  EXPECT_EQ(g.ranks[1].call, "all_gather 1.0 KiB Float");
+  for (int32_t r : {0, 2, 3}) EXPECT_EQ(g.ranks[r].verdict, HangVerdict::kQueued) << r;
+  const std::string text = formatHangReport(report);
+  EXPECT_NE(text.find("called something else: rank 1\n"), std::string::npos) << text;
+}
+
+// A rank that issued no collective at all: no entries, an empty pg_status (as torch writes it),
+// so the default group's name comes from the others and the rank never arrived at seq 1. A dump
+// whose pg_status has an id its entries do not name says nothing of that group: no dump.
+TEST(TorchFlightGloo, ARankThatIssuedNothingNeverArrivedAndAnUnnamedStatusSaysNothing) {
+  fixture::TempDir dir;
+  for (int32_t rank = 0; rank < 3; ++rank) {
+    fixture::writeFile(
+        dir.file("fr_trace_rank_" + std::to_string(rank) + ".json"),
+        rank == 2 ? glooDump(rank, 3, {}, {}) : glooDump(rank, 3, {{"0", 1}}, worldCalls(1)));
+  }
+  HangReport report = reportOf(dir);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].seq, 1);
+  ASSERT_EQ(report.groups[0].ranks.size(), 3u);
+  EXPECT_EQ(report.groups[0].ranks[2].verdict, HangVerdict::kNeverArrived);
+  EXPECT_EQ(report.groups[0].ranks[2].lastSeq, -1);
+  EXPECT_NE(formatHangReport(report).find("rank 2 dumped: nothing"), std::string::npos);
+
+  // Rank 2 enqueued in group 0 (pg_id 0: named from the others) and in a pg_id 5 nothing names.
+  fixture::writeFile(dir.file("fr_trace_rank_2.json"), glooDump(2, 3, {{"0", 0}, {"5", 9}}, {}));
+  report = reportOf(dir);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].ranks[2].verdict, HangVerdict::kNeverArrived);
+  fixture::writeFile(dir.file("fr_trace_rank_2.json"), glooDump(2, 3, {{"5", 9}}, {}));
+  report = reportOf(dir);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].ranks[2].verdict, HangVerdict::kNoDump);
 }
 
 }  // namespace
