@@ -71,14 +71,26 @@ def all_gather(tensor, group, timeout):
     group.allgather([out], [tensor], opts).wait()
 
 
+def settled(dump):
+    """Whether torch has finished its bookkeeping of every collective this rank recorded: each
+    entry retired, and each group's pg_status counting its last enqueued collective completed.
+    gloo's wait() returns before its worker thread does either, and torch marks the entry
+    retired before it moves pg_status on (a busy machine caught a dump between the two: an entry
+    retired, its seq not yet counted completed, which reads as a collective that never
+    finished)."""
+    if any(not e["retired"] for e in dump.get("entries", [])):
+        return False
+    return all(int(s["last_completed_collective"]) >= int(s["last_enqueued_collective"])
+               for s in dump.get("pg_status", {}).values())
+
+
 def settle():
-    """Waits until torch has retired every entry this rank recorded: gloo's wait() returns
-    before its worker thread retires the entry, so a dump taken at once could show the last
-    collective before the fault still pending. Polled, for at most 20 s."""
+    """Waits until torch's record of this rank's finished collectives is whole (settled), so
+    that a dump after the fault differs from it only by the fault. Polled, for at most 20 s."""
     deadline = time.monotonic() + 20
-    while any(not e["retired"] for e in json.loads(_dump_fr_trace_json()).get("entries", [])):
+    while not settled(json.loads(_dump_fr_trace_json())):
         if time.monotonic() > deadline:
-            raise TimeoutError("torch did not retire this rank's finished collectives in 20 s")
+            raise TimeoutError("torch did not finish recording this rank's collectives in 20 s")
         time.sleep(0.01)
 
 
