@@ -1,5 +1,8 @@
 """Every c10d collective through torch.distributed on backend="ringx", multi-process."""
 
+import functools
+import json
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -304,3 +307,51 @@ def _object_collectives(rank, world):
 
 def test_object_collectives():
     run_ranks(_object_collectives, 3)
+
+
+# Every collective that takes a ReduceOp, asked AVG or PREMUL_SUM (which ringx runs as a SUM
+# with a scale around it), then one MAX: (name, reduce_op, premul_factor) as recorded, by seq.
+ASKED_OPS = [("reduce_scatter", "AVG", None), ("reduce_scatter", "PREMUL_SUM", 0.5),
+             ("allreduce", "AVG", None), ("allreduce", "PREMUL_SUM", 0.25),
+             ("allreduce", "AVG", None), ("reduce", "PREMUL_SUM", 2.0),
+             ("reduce_scatter", "AVG", None), ("reduce_scatter", "PREMUL_SUM", 0.5),
+             ("reduce_scatter", "PREMUL_SUM", 0.5), ("allreduce", "MAX", None)]
+
+
+def asked_ops(dump_dir, rank, world):
+    import ringx
+    avg, pg = dist.ReduceOp.AVG, dist.group.WORLD
+    x, out = torch.arange(2.0 * world) + rank, torch.empty(2)
+    dist.reduce_scatter_tensor(out, x, op=avg)  # _reduce_scatter_base
+    dist.reduce_scatter_tensor(out, x, op=dist._make_nccl_premul_sum(0.5))
+    values = {"rs_premul": out.tolist()}
+    t = torch.ones(4)
+    dist.all_reduce(t, op=avg)
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(torch.tensor([0.25])))  # a tensor factor
+    values["ar_premul"] = t.tolist()
+    opts = dist.AllreduceCoalescedOptions()
+    opts.reduceOp = avg
+    pg.allreduce_coalesced([torch.ones(2), torch.ones(3)], opts).wait()
+    dist.reduce(torch.ones(2), dst=0, op=dist._make_nccl_premul_sum(2.0))
+    dist.reduce_scatter(out, [torch.ones(2)] * world, op=avg)
+    rs = dist.ReduceScatterOptions()
+    rs.reduceOp = dist._make_nccl_premul_sum(0.5)
+    pg.reduce_scatter_tensor_coalesced([torch.empty(1), torch.empty(2)],
+                                       [torch.ones(world), torch.ones(2 * world)], rs).wait()
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    with open(ringx.dump_flight_recorder(dump_dir)) as f:
+        return values, json.load(f)
+
+
+def test_avg_and_premul_sum_give_their_values_and_are_recorded_as_asked(tmp_path):
+    """AVG and PREMUL_SUM (FSDP2's reduce-scatters; a factor given as a number or a tensor) run
+    as a SUM with a scale around it: the values are the asked op's, and the flight recorder
+    names the asked op, PREMUL_SUM with its factor, not the SUM that ran it (test_trace.py
+    checks the trace's events of the same job)."""
+    results = run_ranks(functools.partial(asked_ops, str(tmp_path / "dumps")), 2)
+    for rank, (values, dump) in enumerate(results):
+        assert values["rs_premul"] == [0.5 * (2 * (2 * rank + i) + 1) for i in range(2)]
+        assert values["ar_premul"] == [0.5] * 4  # (1 + 1) * 0.25
+        (world,) = dump["groups"]
+        assert [(e["op"], e["reduce_op"], e.get("premul_factor")) for e in world["entries"]] == \
+            ASKED_OPS
