@@ -16,7 +16,6 @@
 #include "base/error.h"
 #include "base/format.h"
 #include "base/text.h"
-#include "trace/format/dtype_size.h"
 
 namespace ringx::trace {
 namespace {
@@ -245,21 +244,14 @@ GroupHang analyzeGroup(const std::string& name, int32_t size,
   return g;
 }
 
-// A torch entry as the report names a call: the op without its backend's prefix ("nccl:",
-// "gloo:"), bytes from the first input's dims and dtype; an entry retired without a state past
-// "scheduled" (gloo marks none) counts as finished here, as one that left the dump does.
+// A torch entry as the report names a call (torch_flight.h says how).
 FlightEntry torchCall(const TorchFlightEntry& x) {
   FlightEntry e;
   e.seq = x.seq;
-  const size_t colon = x.op.find(':');
-  e.op = colon == std::string::npos ? x.op : x.op.substr(colon + 1);
+  e.op = x.call();
   e.dtype = x.dtype;
-  int64_t elements = x.inputSize.empty() ? 0 : 1;
-  for (int64_t d : x.inputSize) elements *= d;
-  e.bytes = static_cast<uint64_t>(std::max<int64_t>(0, elements * dtypeBytes(x.dtype)));
-  e.state = x.state == "completed" || (x.retired && x.state != "started") ? FlightState::kFinished
-            : x.state == "started"                                        ? FlightState::kStarted
-                                                                          : FlightState::kIssued;
+  e.bytes = x.bytes();
+  e.state = x.flightState();
   return e;
 }
 
@@ -334,16 +326,14 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
   HangReport report;
   report.path = set.path;
   report.warnings = set.warnings;
-  // Every group any dump names, and per rank what its dump says of it.
-  struct Group {
-    std::string desc;
-    std::vector<int32_t> ranks;                       // pg_config's members, if it lists them
-    std::map<int32_t, const TorchFlightGroup*> seen;  // per rank: its dump's view of the group
-    std::set<int32_t> naming;                         // ranks whose status or entries name it
+  // Who is in each group (torch_flight.h), and per rank what its dump says of it.
+  const TorchJobGroups job = torchGroupMembers(set);
+  report.worldSize = job.worldSize;
+  struct Seen {
+    std::map<int32_t, const TorchFlightGroup*> status;  // per rank: its dump's view of the group
     std::map<int32_t, std::map<int64_t, const TorchFlightEntry*>> collectives;  // rank, seq
-    bool p2p = false;
   };
-  std::map<std::string, Group> groups;
+  std::map<std::string, Seen> seenOf;
   std::map<int32_t, const TorchFlightDump*> dumpOf;
   std::string version, ncclVersion, backend;
   for (const TorchFlightDump& d : set.dumps) {
@@ -361,29 +351,11 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
                 : static_cast<size_t>(pending) == d.entries.size()
                     ? strCat(pending, " ops not retired")
                     : strCat(pending, " of ", d.entries.size(), " ops not retired"));
-    for (const TorchFlightGroup& g : d.groups) {
-      for (int32_t r : g.ranks) report.worldSize = std::max(report.worldSize, r + 1);
-      if (g.name.empty()) continue;  // gloo's pg_config entry, which names no group
-      Group& group = groups[g.name];
-      if (group.ranks.empty() && !g.ranks.empty()) {
-        group.ranks = g.ranks;
-        group.desc = g.desc;
-      } else if (group.desc.empty()) {
-        group.desc = g.desc;
-      }
-      group.seen[d.rank] = &g;
-      if (g.statusKnown) group.naming.insert(d.rank);
-    }
+    for (const TorchFlightGroup& g : d.groups)
+      if (!g.name.empty()) seenOf[g.name].status[d.rank] = &g;
     // Its collectives on each member (point-to-point ops count apart, per peer).
-    for (const TorchFlightEntry& e : d.entries) {
-      if (e.group.empty()) continue;
-      Group& group = groups[e.group];
-      if (group.desc.empty()) group.desc = e.desc;
-      group.naming.insert(d.rank);
-      group.p2p |= e.p2p;
-      if (!e.p2p) group.collectives[d.rank][e.seq] = &e;
-    }
-    report.worldSize = std::max(report.worldSize, d.rank + 1);
+    for (const TorchFlightEntry& e : d.entries)
+      if (!e.group.empty() && !e.p2p) seenOf[e.group].collectives[d.rank][e.seq] = &e;
   }
   report.producer = "torch Flight Recorder";
   if (!version.empty()) {
@@ -395,24 +367,18 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
   for (int32_t r = 0; r < report.worldSize; ++r) {
     if (!dumpOf.count(r)) report.missingRanks.push_back(r);
   }
-  for (auto& [name, group] : groups) {
-    if (group.p2p && group.collectives.empty()) continue;
-    std::vector<int32_t> members = group.ranks;
-    bool fromDumps = false;
-    if (members.empty() && group.desc == "default_pg") {
-      for (int32_t r = 0; r < report.worldSize; ++r) members.push_back(r);
-    } else if (members.empty()) {
-      members.assign(group.naming.begin(), group.naming.end());  // torch sorts a group's ranks
-      fromDumps = true;
-    }
+  for (const TorchGroupMembers& group : job.groups) {
+    if (group.p2p && !group.collectives) continue;
+    const std::vector<int32_t>& members = group.ranks;
+    Seen& seen = seenOf[group.name];
     // A member's pg_status for the group; a dump that ties every status it has to a group and
     // has none of this one issued nothing in it (torch's seqs start at 1).
     TorchFlightGroup none;
     none.statusKnown = true;
     none.lastEnqueued = none.lastCompleted = 0;
     auto statusOf = [&](int32_t r) -> const TorchFlightGroup* {
-      auto m = group.seen.find(r);
-      if (m != group.seen.end() && m->second->statusKnown) return m->second;
+      auto m = seen.status.find(r);
+      if (m != seen.status.end() && m->second->statusKnown) return m->second;
       auto d = dumpOf.find(r);
       return d != dumpOf.end() && d->second->statusComplete ? &none : nullptr;
     };
@@ -431,17 +397,16 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
     CallsBySeq calls;
     for (size_t k = 0; k < members.size(); ++k) {
       const int32_t groupRank = static_cast<int32_t>(k);
-      for (const auto& [seq, e] : group.collectives[members[k]]) {
+      for (const auto& [seq, e] : seen.collectives[members[k]]) {
         if (seq < 0) continue;
         calls[groupRank][seq] = &(callsOf[groupRank][seq] = torchCall(*e));
       }
     }
     GroupHang g;
-    g.name = group.desc.empty() || group.desc == "undefined" ? name
-                                                             : strCat(name, " (", group.desc, ")");
+    g.name = group.label();
     g.size = static_cast<int32_t>(members.size());
     g.dumped = known;
-    g.membersFromDumps = fromDumps;
+    g.membersFromDumps = group.fromDumps;
     g.mismatches = findMismatches(calls);
     int64_t seq = least < most ? least + 1 : -1;
     if (!g.mismatches.empty() && (seq < 0 || g.mismatches[0].seq < seq)) seq = g.mismatches[0].seq;
@@ -449,7 +414,7 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
       for (int32_t r : members) {
         const TorchFlightGroup* status = statusOf(r);
         if (!status) continue;
-        for (const auto& [s, e] : group.collectives[r])
+        for (const auto& [s, e] : seen.collectives[r])
           if (s > status->lastCompleted && (seq < 0 || s < seq)) seq = s;
       }
       if (seq < 0 && known < g.size) seq = most + 1;
@@ -485,7 +450,7 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
     }
     for (size_t k = 0; k < members.size(); ++k) {
       const int32_t r = members[k];
-      const auto& mine = group.collectives[r];
+      const auto& mine = seen.collectives[r];
       HangRank h;
       h.groupRank = static_cast<int32_t>(k);
       h.rank = dumpOf.count(r) ? r : -1;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "trace/format/codec.h"
+#include "trace/format/dtype_size.h"
 #include "trace/read/pickle_data.h"
 
 namespace ringx::trace {
@@ -113,6 +115,8 @@ Interpreted interpret(const json& d, const std::string& source) {
         out.backend = x.op.substr(0, x.op.find(':'));
       x.state = frText(e.value("state", json()));
       x.createdNs = frInteger(e, "time_created_ns", 0);
+      x.startedNs = frInteger(e, "time_discovered_started_ns", 0);  // None (pickle), null: 0
+      x.completedNs = frInteger(e, "time_discovered_completed_ns", 0);
       const json sizes = e.value("input_sizes", json());
       if (sizes.is_array() && !sizes.empty() && sizes[0].is_array()) {
         for (const json& s : sizes[0])
@@ -193,6 +197,83 @@ void resolveStatuses(std::vector<Interpreted>& dumps) {
 }
 
 }  // namespace
+
+std::string TorchFlightEntry::call() const {
+  const size_t colon = op.find(':');
+  return colon == std::string::npos ? op : op.substr(colon + 1);
+}
+
+uint64_t TorchFlightEntry::bytes() const {
+  int64_t elements = inputSize.empty() ? 0 : 1;
+  for (int64_t d : inputSize) elements *= d;
+  return static_cast<uint64_t>(std::max<int64_t>(0, elements * dtypeBytes(dtype)));
+}
+
+FlightState TorchFlightEntry::flightState() const {
+  if (state == "completed" || (retired && state != "started")) return FlightState::kFinished;
+  return state == "started" ? FlightState::kStarted : FlightState::kIssued;
+}
+
+int32_t TorchGroupMembers::groupRankOf(int32_t rank) const {
+  const auto it = std::find(ranks.begin(), ranks.end(), rank);
+  return it == ranks.end() ? -1 : static_cast<int32_t>(it - ranks.begin());
+}
+
+std::string TorchGroupMembers::label() const {
+  return desc.empty() || desc == "undefined" ? name : strCat(name, " (", desc, ")");
+}
+
+const TorchGroupMembers* TorchJobGroups::find(std::string_view name) const {
+  const auto it =
+      std::lower_bound(groups.begin(), groups.end(), name,
+                       [](const TorchGroupMembers& g, std::string_view n) { return g.name < n; });
+  return it != groups.end() && it->name == name ? &*it : nullptr;
+}
+
+TorchJobGroups torchGroupMembers(const TorchFlightSet& set) {
+  TorchJobGroups out;
+  struct Seen {
+    TorchGroupMembers group;
+    std::set<int32_t> naming;  // ranks whose status or entries name it
+  };
+  std::map<std::string, Seen> groups;
+  for (const TorchFlightDump& d : set.dumps) {
+    out.worldSize = std::max(out.worldSize, d.rank + 1);
+    for (const TorchFlightGroup& g : d.groups) {
+      // gloo's nameless pg_config entry names no group, yet rank 0's lists the world.
+      for (int32_t r : g.ranks) out.worldSize = std::max(out.worldSize, r + 1);
+      if (g.name.empty()) continue;
+      Seen& seen = groups[g.name];
+      seen.group.name = g.name;
+      if (seen.group.ranks.empty() && !g.ranks.empty()) {
+        seen.group.ranks = g.ranks;
+        seen.group.desc = g.desc;
+      } else if (seen.group.desc.empty()) {
+        seen.group.desc = g.desc;
+      }
+      if (g.statusKnown) seen.naming.insert(d.rank);
+    }
+    for (const TorchFlightEntry& e : d.entries) {
+      if (e.group.empty()) continue;
+      Seen& seen = groups[e.group];
+      seen.group.name = e.group;
+      if (seen.group.desc.empty()) seen.group.desc = e.desc;
+      seen.naming.insert(d.rank);
+      (e.p2p ? seen.group.p2p : seen.group.collectives) = true;
+    }
+  }
+  for (auto& [name, seen] : groups) {
+    TorchGroupMembers& g = seen.group;
+    if (g.ranks.empty() && g.desc == "default_pg") {
+      for (int32_t r = 0; r < out.worldSize; ++r) g.ranks.push_back(r);
+    } else if (g.ranks.empty()) {
+      g.ranks.assign(seen.naming.begin(), seen.naming.end());
+      g.fromDumps = true;
+    }
+    out.groups.push_back(std::move(g));
+  }
+  return out;
+}
 
 TorchFlightSet readTorchFlightDumps(const std::string& path) {
   TorchFlightSet set;

@@ -24,7 +24,10 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "trace/format/flight_dump.h"
 
 namespace ringx::trace {
 
@@ -38,7 +41,18 @@ struct TorchFlightEntry {
   std::string state;               // "scheduled", "started", "completed"
   std::vector<int64_t> inputSize;  // the first input's dims
   std::string dtype;               // the first input's
-  int64_t createdNs = 0;
+  // Wall-clock times: time_created_ns, and time_discovered_started_ns / _completed_ns where the
+  // dump has them (NCCL's watchdog fills them in; gloo's are 0), else 0.
+  int64_t createdNs = 0, startedNs = 0, completedNs = 0;
+
+  // The op without its backend's prefix: "all_to_all" for "nccl:all_to_all".
+  std::string call() const;
+  // The first input's bytes (its dims times its dtype's size); 0 when either is unknown.
+  uint64_t bytes() const;
+  // Its state as a ringx dump says it. One retired with no state past "scheduled" (gloo marks
+  // none) is finished here, as one that left the dump is; whether it was the one that timed out
+  // is the hang report's to say (analysis/hang_report.h).
+  FlightState flightState() const;
 };
 
 struct TorchFlightGroup {
@@ -74,6 +88,32 @@ struct TorchFlightSet {
   std::vector<TorchFlightDump> dumps;  // by rank
   std::vector<std::string> warnings;
 };
+
+// A process group's members as the dumps together give them. pg_config lists them (NCCL's dumps);
+// where it lists none (gloo's), the default group is every rank and another group the ranks whose
+// dumps name it, in their pg_status or an entry (a rank keeps a status of each group it issued
+// in; torch sorts a group's ranks, so their order is the group ranks'). `ringx-trace why` and the
+// viewer take a group's size and each rank's place in it from here, and nowhere else.
+struct TorchGroupMembers {
+  std::string name, desc;
+  std::vector<int32_t> ranks;  // global ranks, in group-rank order
+  bool fromDumps = false;      // inferred: pg_config lists none
+  bool p2p = false;            // some entry of it is a send or a recv
+  bool collectives = false;    // some entry of it is a collective
+  // Its group rank of a global rank; -1 for a rank outside it.
+  int32_t groupRankOf(int32_t rank) const;
+  // How a report and the viewer name it: "74 (EXPERT_MODEL_PARALLEL_GROUP)", the name alone
+  // where it has no description or torch's "undefined".
+  std::string label() const;
+};
+
+struct TorchJobGroups {
+  int32_t worldSize = 0;                  // one past the highest rank a dump or pg_config names
+  std::vector<TorchGroupMembers> groups;  // every group a dump names, by name
+  const TorchGroupMembers* find(std::string_view name) const;
+};
+
+TorchJobGroups torchGroupMembers(const TorchFlightSet& set);
 
 // Reads every torch Flight Recorder dump in a directory (or one file): pickles and JSON files
 // whose top level has "entries" or "pg_config". Files that are neither, or whose rank cannot be
