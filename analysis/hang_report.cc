@@ -497,10 +497,8 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
   // The groups a member never arrived at, called something else at, or said nothing of first:
   // the others wait on them.
   auto culprit = [](const GroupHang& g) {
-    return std::any_of(g.ranks.begin(), g.ranks.end(), [](const HangRank& h) {
-      return h.verdict == HangVerdict::kNeverArrived || h.verdict == HangVerdict::kNoDump ||
-             h.verdict == HangVerdict::kOtherCall;
-    });
+    return std::any_of(g.ranks.begin(), g.ranks.end(),
+                       [](const HangRank& h) { return isHangCulprit(h.verdict); });
   };
   std::stable_sort(report.groups.begin(), report.groups.end(),
                    [&](const GroupHang& a, const GroupHang& b) {
@@ -508,6 +506,90 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
                      return !a.complete && b.complete;
                    });
   return report;
+}
+
+bool isHangCulprit(HangVerdict verdict) {
+  return verdict == HangVerdict::kNeverArrived || verdict == HangVerdict::kNoDump ||
+         verdict == HangVerdict::kOtherCall;
+}
+
+std::string formatGroupHangTitle(const GroupHang& g) {
+  const std::string title =
+      strCat("group '", g.name, "' (", g.size, " ranks, ", g.dumped, " dumped)");
+  if (g.complete) {
+    return strCat(title, ": every collective finished on every rank that dumped",
+                  g.lastSeq >= 0 ? strCat(" (last seq ", g.lastSeq, ")") : std::string());
+  }
+  std::string what = g.op.empty() ? std::string("collective") : g.op;
+  std::vector<std::string> details;
+  if (g.bytes > 0) details.push_back(formatBytes(g.bytes));
+  if (!g.dtype.empty()) details.push_back(g.dtype);
+  if (!g.reduceOp.empty()) details.push_back(g.reduceOp);
+  if (g.root >= 0) details.push_back(strCat("root ", g.root));
+  std::string detail;
+  for (const auto& d : details) detail += (detail.empty() ? "" : ", ") + d;
+  return strCat(title, ": ", what, " seq ", g.seq, detail.empty() ? "" : " (" + detail + ")",
+                " did not finish on every rank");
+}
+
+std::vector<std::string> formatGroupHangVerdicts(const GroupHang& g) {
+  std::vector<std::string> out;
+  // The culprits first.
+  for (HangVerdict v : {HangVerdict::kNeverArrived, HangVerdict::kOtherCall, HangVerdict::kNoDump,
+                        HangVerdict::kQueued, HangVerdict::kStuck, HangVerdict::kFailed}) {
+    std::vector<int32_t> ranks;
+    for (const HangRank& h : g.ranks)
+      if (h.verdict == v) ranks.push_back(h.groupRank);
+    if (!ranks.empty()) out.push_back(strCat(hangVerdictName(v), ": ", rankList(ranks)));
+  }
+  std::vector<int32_t> late;
+  for (const HangRank& h : g.ranks)
+    if (h.lateNs > 0) late.push_back(h.groupRank);
+  if (!late.empty())
+    out.push_back(strCat("arrived late: ", rankList(late),
+                         " (started it after another rank had given up: the one the others "
+                         "waited for)"));
+  return out;
+}
+
+std::string formatHangRank(const HangRank& h) {
+  std::string out = strCat(whoIs(h), ": ", hangVerdictName(h.verdict));
+  switch (h.verdict) {
+    case HangVerdict::kNeverArrived:
+      out += h.lastSeq >= 0 ? strCat(" (its last collective was ", h.lastOp, " seq ", h.lastSeq,
+                                     ", ", flightStateName(h.lastState), ")")
+                            : std::string(" (it started no collective in this group)");
+      break;
+    case HangVerdict::kQueued:
+      out += strCat(
+          h.elapsedNs > 0 ? strCat(" (issued ", formatDuration(h.elapsedNs), " before its dump")
+                          : std::string(" (issued"),
+          h.startUnrecorded ? ", not finished; gloo records no start" : ", not started",
+          h.lastSeq >= 0
+              ? strCat("; its thread was at seq ", h.lastSeq, ", ", flightStateName(h.lastState))
+              : std::string(),
+          ")");
+      break;
+    case HangVerdict::kStuck:
+      out += strCat(" (started ", formatDuration(h.elapsedNs), " before its dump)");
+      break;
+    case HangVerdict::kFailed:
+      out += strCat(h.elapsedNs > 0 ? strCat(" after ", formatDuration(h.elapsedNs)) : "", ": ",
+                    h.error);
+      break;
+    case HangVerdict::kOtherCall:
+      out += strCat(" (", h.call, ")");
+      break;
+    case HangVerdict::kNoDump:
+      out += h.rank >= 0 ? " (its dump says nothing of this group)"
+                         : " (wrote none: killed, or its dump directory is on another host)";
+      break;
+    case HangVerdict::kFinished:
+      break;
+  }
+  if (h.lateNs > 0)
+    out += strCat("; started ", formatDuration(h.lateNs), " after rank ", h.lateAfter, " gave up");
+  return out;
 }
 
 std::string formatHangReport(const HangReport& report) {
@@ -526,23 +608,8 @@ std::string formatHangReport(const HangReport& report) {
                   reason.size() > kReasonChars ? "..." : "", "\n");
   }
   for (const GroupHang& g : report.groups) {
-    out += "\n";
-    const std::string title =
-        strCat("group '", g.name, "' (", g.size, " ranks, ", g.dumped, " dumped)");
-    if (g.complete) {
-      out += strCat(title, ": every collective finished on every rank that dumped",
-                    g.lastSeq >= 0 ? strCat(" (last seq ", g.lastSeq, ")") : std::string(), "\n");
-    } else {
-      std::string what = g.op.empty() ? std::string("collective") : g.op;
-      std::vector<std::string> details;
-      if (g.bytes > 0) details.push_back(formatBytes(g.bytes));
-      if (!g.dtype.empty()) details.push_back(g.dtype);
-      if (!g.reduceOp.empty()) details.push_back(g.reduceOp);
-      if (g.root >= 0) details.push_back(strCat("root ", g.root));
-      std::string detail;
-      for (const auto& d : details) detail += (detail.empty() ? "" : ", ") + d;
-      out += strCat(title, ": ", what, " seq ", g.seq, detail.empty() ? "" : " (" + detail + ")",
-                    " did not finish on every rank\n");
+    out += strCat("\n", formatGroupHangTitle(g), "\n");
+    if (!g.complete) {
       if (g.membersFromDumps) {
         std::vector<int32_t> members;
         for (const HangRank& h : g.ranks) members.push_back(h.rank);
@@ -550,62 +617,8 @@ std::string formatHangReport(const HangReport& report) {
                       " (the dumps list none: the ranks whose dumps name the group)\n");
       }
       // The culprits first, by verdict, then every rank's line.
-      for (HangVerdict v :
-           {HangVerdict::kNeverArrived, HangVerdict::kOtherCall, HangVerdict::kNoDump,
-            HangVerdict::kQueued, HangVerdict::kStuck, HangVerdict::kFailed}) {
-        std::vector<int32_t> ranks;
-        for (const HangRank& h : g.ranks)
-          if (h.verdict == v) ranks.push_back(h.groupRank);
-        if (!ranks.empty()) out += strCat("  ", hangVerdictName(v), ": ", rankList(ranks), "\n");
-      }
-      std::vector<int32_t> late;
-      for (const HangRank& h : g.ranks)
-        if (h.lateNs > 0) late.push_back(h.groupRank);
-      if (!late.empty())
-        out += strCat("  arrived late: ", rankList(late),
-                      " (started it after another rank had given up: the one the others "
-                      "waited for)\n");
-      for (const HangRank& h : g.ranks) {
-        out += strCat("  ", whoIs(h), ": ", hangVerdictName(h.verdict));
-        switch (h.verdict) {
-          case HangVerdict::kNeverArrived:
-            out += h.lastSeq >= 0 ? strCat(" (its last collective was ", h.lastOp, " seq ",
-                                           h.lastSeq, ", ", flightStateName(h.lastState), ")")
-                                  : std::string(" (it started no collective in this group)");
-            break;
-          case HangVerdict::kQueued:
-            out += strCat(
-                h.elapsedNs > 0
-                    ? strCat(" (issued ", formatDuration(h.elapsedNs), " before its dump")
-                    : std::string(" (issued"),
-                h.startUnrecorded ? ", not finished; gloo records no start" : ", not started",
-                h.lastSeq >= 0 ? strCat("; its thread was at seq ", h.lastSeq, ", ",
-                                        flightStateName(h.lastState))
-                               : std::string(),
-                ")");
-            break;
-          case HangVerdict::kStuck:
-            out += strCat(" (started ", formatDuration(h.elapsedNs), " before its dump)");
-            break;
-          case HangVerdict::kFailed:
-            out += strCat(h.elapsedNs > 0 ? strCat(" after ", formatDuration(h.elapsedNs)) : "",
-                          ": ", h.error);
-            break;
-          case HangVerdict::kOtherCall:
-            out += strCat(" (", h.call, ")");
-            break;
-          case HangVerdict::kNoDump:
-            out += h.rank >= 0 ? " (its dump says nothing of this group)"
-                               : " (wrote none: killed, or its dump directory is on another host)";
-            break;
-          case HangVerdict::kFinished:
-            break;
-        }
-        if (h.lateNs > 0)
-          out += strCat("; started ", formatDuration(h.lateNs), " after rank ", h.lateAfter,
-                        " gave up");
-        out += "\n";
-      }
+      for (const std::string& line : formatGroupHangVerdicts(g)) out += strCat("  ", line, "\n");
+      for (const HangRank& h : g.ranks) out += strCat("  ", formatHangRank(h), "\n");
     }
     for (const HangMismatch& m : g.mismatches) {
       out += strCat("  mismatch at seq ", m.seq, ":");

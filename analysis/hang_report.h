@@ -103,4 +103,16 @@ HangReport analyzeHang(const FlightDumpSet& set);
 HangReport analyzeTorchHang(const TorchFlightSet& set);
 std::string formatHangReport(const HangReport& report);
 
+// The report's pieces, as `why` prints them and the viewer's collectives panel shows them:
+// - a culprit is a rank the others wait on: it never arrived, called something else, or said
+//   nothing (no dump); its group comes first;
+// - a group's first line: "group '0 (default_pg)' (4 ranks, 4 dumped): all_reduce seq 4
+//   (1.0 KiB, Float) did not finish on every rank" (or that every collective finished);
+// - its ranks by verdict, culprits first: "never arrived: ranks 2, 3", "queued: rank 0";
+// - one rank's line: "rank 1 (process rank 2): never arrived (its last collective was ...)".
+bool isHangCulprit(HangVerdict verdict);
+std::string formatGroupHangTitle(const GroupHang& group);
+std::vector<std::string> formatGroupHangVerdicts(const GroupHang& group);
+std::string formatHangRank(const HangRank& rank);
+
 }  // namespace ringx::trace
