@@ -8,20 +8,30 @@
 
 namespace ringx::model {
 
+FlightArgKeys::FlightArgKeys(StringPool& strings)
+    : seq(strings.intern(trace::arg::kSeq)),
+      group(strings.intern(trace::arg::kGroup)),
+      groupRank(strings.intern(trace::arg::kGroupRank)),
+      groupSize(strings.intern(trace::arg::kGroupSize)),
+      bytes(strings.intern(trace::arg::kBytes)),
+      dtype(strings.intern(trace::arg::kDtype)),
+      state(strings.intern(kFlightStateArg)) {}
+
+void drawOnWallClock(RankData& rank) {
+  if (!rank.hasWallClock) {
+    rank.hasWallClock = true;
+    rank.wallToAlignedNs = 0;
+  }
+}
+
 void ingestFlightDumps(TraceStore& store, const trace::FlightDumpSet& set) {
   StringPool& strings = store.strings();
-  const uint32_t kSeq = strings.intern(trace::arg::kSeq),
-                 kGroup = strings.intern(trace::arg::kGroup),
-                 kGroupRank = strings.intern(trace::arg::kGroupRank),
-                 kGroupSize = strings.intern(trace::arg::kGroupSize),
-                 kBytes = strings.intern(trace::arg::kBytes),
-                 kDtype = strings.intern(trace::arg::kDtype),
-                 kReduceOp = strings.intern(trace::arg::kReduceOp),
+  const FlightArgKeys keys(strings);
+  const uint32_t kReduceOp = strings.intern(trace::arg::kReduceOp),
                  kPremulFactor = strings.intern(trace::arg::kPremulFactor),
                  kRoot = strings.intern(trace::arg::kRoot),
                  kAlgorithm = strings.intern(trace::arg::kAlgorithm),
-                 kError = strings.intern(trace::arg::kError),
-                 kState = strings.intern(kFlightStateArg);
+                 kError = strings.intern(trace::arg::kError);
   const uint8_t category = store.category(trace::categoryName(trace::Category::kCollective));
   std::vector<ArgValue> args;
   for (const trace::FlightDump& d : set.dumps) {
@@ -31,12 +41,7 @@ void ingestFlightDumps(TraceStore& store, const trace::FlightDumpSet& set) {
       rank.host = d.host;
       rank.pid = d.pid;
     }
-    // A ringx trace of this rank, loaded first, says where its wall clock sits
-    // on the aligned axis; a dump alone is drawn on the wall clock.
-    if (!rank.hasWallClock) {
-      rank.hasWallClock = true;
-      rank.wallToAlignedNs = 0;
-    }
+    drawOnWallClock(rank);
     auto aligned = [&](int64_t steady) { return d.wallNsOf(steady) + rank.wallToAlignedNs; };
     for (const trace::FlightGroup& g : d.groups) {
       const uint32_t track = store.track(rank, trace::track::kCommPrefix + g.name);
@@ -44,12 +49,13 @@ void ingestFlightDumps(TraceStore& store, const trace::FlightDumpSet& set) {
       for (const trace::FlightEntry& e : g.entries) {
         if (e.seq < 0) continue;
         args.clear();
-        args.push_back(ArgValue::ofInt(kSeq, e.seq));
-        args.push_back(ArgValue::ofString(kGroup, groupName));
-        args.push_back(ArgValue::ofInt(kGroupRank, g.rank));
-        args.push_back(ArgValue::ofInt(kGroupSize, g.size));
-        if (e.bytes > 0) args.push_back(ArgValue::ofInt(kBytes, static_cast<int64_t>(e.bytes)));
-        if (!e.dtype.empty()) args.push_back(ArgValue::ofString(kDtype, strings.intern(e.dtype)));
+        args.push_back(ArgValue::ofInt(keys.seq, e.seq));
+        args.push_back(ArgValue::ofString(keys.group, groupName));
+        args.push_back(ArgValue::ofInt(keys.groupRank, g.rank));
+        args.push_back(ArgValue::ofInt(keys.groupSize, g.size));
+        if (e.bytes > 0) args.push_back(ArgValue::ofInt(keys.bytes, static_cast<int64_t>(e.bytes)));
+        if (!e.dtype.empty())
+          args.push_back(ArgValue::ofString(keys.dtype, strings.intern(e.dtype)));
         if (!e.reduceOp.empty())
           args.push_back(ArgValue::ofString(kReduceOp, strings.intern(e.reduceOp)));
         if (e.premultiplies()) args.push_back(ArgValue::ofDouble(kPremulFactor, e.premulFactor));
@@ -58,7 +64,7 @@ void ingestFlightDumps(TraceStore& store, const trace::FlightDumpSet& set) {
           args.push_back(ArgValue::ofString(kAlgorithm, strings.intern(e.algorithm)));
         if (e.state != trace::FlightState::kFinished)
           args.push_back(
-              ArgValue::ofString(kState, strings.intern(trace::flightStateName(e.state))));
+              ArgValue::ofString(keys.state, strings.intern(trace::flightStateName(e.state))));
         const bool failed = e.state == trace::FlightState::kFailed;
         if (failed)
           args.push_back(

@@ -24,4 +24,15 @@ inline constexpr const char* kFlightStateArg = "flight_state";
 // become the store's.
 void ingestFlightDumps(TraceStore& store, const trace::FlightDumpSet& set);
 
+// What both dump ingests (this one, torch_flight_ingest.h) share.
+// The argument keys a dump entry's span carries as a traced collective does.
+struct FlightArgKeys {
+  explicit FlightArgKeys(StringPool& strings);
+  uint32_t seq, group, groupRank, groupSize, bytes, dtype, state;
+};
+// A dump's times are its rank's wall clock: a ringx trace of the rank, loaded
+// first, says where that clock sits on the aligned axis (wallToAlignedNs); a
+// dump alone is drawn on the wall clock.
+void drawOnWallClock(RankData& rank);
+
 }  // namespace ringx::model

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -17,7 +18,9 @@
 #include "trace/model/chrome_ingest.h"
 #include "trace/model/flight_ingest.h"
 #include "trace/model/ringx_ingest.h"
+#include "trace/model/torch_flight_ingest.h"
 #include "trace/model/trace_index.h"
+#include "trace/read/torch_flight.h"
 #include "trace/read/trace_dir.h"
 
 namespace ringx::model {
@@ -35,6 +38,33 @@ bool isFlightDumpDirectory(const std::string& path) {
   return dumps;
 }
 
+// A torch Flight Recorder dump's first bytes name its keys early enough (torch_flight.h).
+constexpr size_t kTorchDumpHeadBytes = 4096;
+
+std::string headOf(const std::string& file, size_t bytes) {
+  std::ifstream in(file, std::ios::binary);
+  std::string head(bytes, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(bytes));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
+// A directory of torch's own dumps (NCCL's _dump_<N>, a gloo job's fr_trace_rank_<N>) and no
+// trace; other files beside them (logs, an expected analysis) do not matter.
+bool isTorchFlightDumpDirectory(const std::string& path) {
+  std::error_code ec;
+  for (const auto& item : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = item.path().filename().string();
+    if (name == trace::kManifestFile || name.rfind("rank-", 0) == 0) return false;  // a trace
+  }
+  for (const auto& item : std::filesystem::directory_iterator(path, ec)) {
+    if (item.is_regular_file(ec) &&
+        trace::looksLikeTorchFlightDump(headOf(item.path().string(), kTorchDumpHeadBytes)))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TraceFormat detectFormat(const std::string& path) {
@@ -42,22 +72,25 @@ TraceFormat detectFormat(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0)
     throw IoError(strCat("cannot open '", path, "': ", std::strerror(errno),
                          " (give a ringx trace directory, a .ringx file or a Chrome trace .json)"));
-  if (S_ISDIR(st.st_mode))
-    return isFlightDumpDirectory(path) ? TraceFormat::kFlightDump : TraceFormat::kRingxDirectory;
+  if (S_ISDIR(st.st_mode)) {
+    if (isFlightDumpDirectory(path)) return TraceFormat::kFlightDump;
+    return isTorchFlightDumpDirectory(path) ? TraceFormat::kTorchFlightDump
+                                            : TraceFormat::kRingxDirectory;
+  }
   if (path.size() >= 13 && path.substr(path.size() - 13) == "manifest.json")
     return TraceFormat::kRingxDirectory;
-  std::ifstream in(path, std::ios::binary);
-  char head[64] = {};
-  in.read(head, sizeof head);
-  const size_t got = static_cast<size_t>(in.gcount());
-  if (got >= sizeof trace::kMagic && std::memcmp(head, trace::kMagic, sizeof trace::kMagic) == 0)
+  const std::string head = headOf(path, kTorchDumpHeadBytes);
+  // The formats that say what they are in their first bytes.
+  const std::string_view first(head.data(), std::min<size_t>(head.size(), 64));
+  if (first.size() >= sizeof trace::kMagic &&
+      std::memcmp(first.data(), trace::kMagic, sizeof trace::kMagic) == 0)
     return TraceFormat::kRingxFile;
   // gzip (.json.gz, as the profiler's use_gzip=True writes): a Chrome trace,
   // which the reader decompresses and checks.
-  if (startsLikeGzip(head, got)) return TraceFormat::kChromeJson;
-  if (trace::looksLikeFlightDump(std::string_view(head, got))) return TraceFormat::kFlightDump;
-  for (size_t i = 0; i < got; ++i) {
-    const char c = head[i];
+  if (startsLikeGzip(first.data(), first.size())) return TraceFormat::kChromeJson;
+  if (trace::looksLikeFlightDump(first)) return TraceFormat::kFlightDump;
+  if (trace::looksLikeTorchFlightDump(head)) return TraceFormat::kTorchFlightDump;
+  for (const char c : first) {
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
     if (c == '{' || c == '[') return TraceFormat::kChromeJson;
     break;
@@ -215,7 +248,7 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths, LoadPr
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   // ringx traces first, whatever the order given: a profiler file aligns to
   // its rank's ringx clock reference, which must be in the store by then.
-  std::vector<std::string> chrome, dumps;
+  std::vector<std::string> chrome, dumps, torchDumps;
   for (const auto& path : paths) {
     switch (detectFormat(path)) {
       case TraceFormat::kRingxDirectory:
@@ -227,6 +260,9 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths, LoadPr
         break;
       case TraceFormat::kFlightDump:
         dumps.push_back(path);
+        break;
+      case TraceFormat::kTorchFlightDump:
+        torchDumps.push_back(path);
         break;
     }
   }
@@ -252,6 +288,26 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths, LoadPr
                                       set.warnings.empty() ? "" : ": " + set.warnings.front()));
     ingestFlightDumps(store, set);
     finished(bytes);
+  }
+  // torch's dumps of every path are one job's: one set, so the hang report sees every rank.
+  if (!torchDumps.empty()) {
+    trace::TorchFlightSet all;
+    all.path = torchDumps.front();
+    for (const auto& path : torchDumps) {
+      const uint64_t bytes = sequential(path);
+      trace::TorchFlightSet set = trace::readTorchFlightDumps(path);
+      if (set.dumps.empty())
+        throw trace::FormatError(strCat("no readable torch Flight Recorder dump in '", path, "'",
+                                        set.warnings.empty() ? "" : ": " + set.warnings.front()));
+      for (auto& d : set.dumps) all.dumps.push_back(std::move(d));
+      for (auto& w : set.warnings) all.warnings.push_back(std::move(w));
+      finished(bytes);
+    }
+    std::stable_sort(all.dumps.begin(), all.dumps.end(),
+                     [](const trace::TorchFlightDump& a, const trace::TorchFlightDump& b) {
+                       return a.rank < b.rank;
+                     });
+    ingestTorchFlightDumps(store, std::move(all));
   }
   for (const auto& path : chrome) {
     const uint64_t bytes = sequential(path);

@@ -1,7 +1,8 @@
 // Opening what a user names on the command line or in the File menu: a ringx
 // trace directory, one rank's .ringx file, a Chrome Trace Event JSON file, or
-// the flight recorder dumps of a failed or hung job (a directory of
-// flight-rank-<N>.json, or one of them).
+// the flight recorder dumps of a failed or hung job: ringx's (a directory of
+// flight-rank-<N>.json, or one of them) or torch's own (a directory of NCCL's
+// _dump_<N> pickles or of what a gloo job wrote, pickle or JSON, or one of them).
 #pragma once
 
 #include <atomic>
@@ -18,10 +19,10 @@
 
 namespace ringx::model {
 
-enum class TraceFormat { kRingxDirectory, kRingxFile, kChromeJson, kFlightDump };
+enum class TraceFormat { kRingxDirectory, kRingxFile, kChromeJson, kFlightDump, kTorchFlightDump };
 
 // Decides by what is at `path` (a directory and the files in it, the ringx
-// magic, a flight recorder dump's first bytes, or JSON text).
+// magic, a flight recorder dump's first bytes, torch's, or JSON text).
 // Throws IoError for a missing or unreadable path, FormatError for anything else.
 TraceFormat detectFormat(const std::string& path);
 

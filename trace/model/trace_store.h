@@ -32,6 +32,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace ringx::trace {
+struct TorchFlightSet;
+}
+
 namespace ringx::model {
 
 class AggregateLanes;
@@ -325,6 +329,13 @@ class TraceStore {
     aggregates_ = std::move(lanes);
   }
 
+  // The torch Flight Recorder dumps the store holds the entries of (torch_flight_ingest.h), for
+  // what the hang report says of them (the collectives panel); null when it holds none.
+  const trace::TorchFlightSet* torchFlight() const { return torchFlight_.get(); }
+  void setTorchFlight(std::shared_ptr<const trace::TorchFlightSet> set) {
+    torchFlight_ = std::move(set);
+  }
+
  private:
   StringPool strings_;
   std::vector<std::string> categories_;
@@ -336,6 +347,7 @@ class TraceStore {
       dirty_.value.store(true, std::memory_order_relaxed);
   }
   std::shared_ptr<const AggregateLanes> aggregates_;
+  std::shared_ptr<const trace::TorchFlightSet> torchFlight_;
   uint64_t events_ = 0;  // summed over ranks by finalize()
   int64_t begin_ = 0;
   int64_t end_ = 0;

@@ -275,6 +275,15 @@ TorchJobGroups torchGroupMembers(const TorchFlightSet& set) {
   return out;
 }
 
+bool looksLikeTorchFlightDump(std::string_view head) {
+  const size_t open = head.find_first_not_of(" \t\r\n");
+  if (!looksLikePickle(head) && (open == std::string_view::npos || head[open] != '{')) return false;
+  // Keys as a pickle holds them (plain bytes) and as JSON does.
+  for (const char* key : {"pg_config", "pg_status", "profiling_name"})
+    if (head.find(key) != std::string_view::npos) return true;
+  return false;
+}
+
 TorchFlightSet readTorchFlightDumps(const std::string& path) {
   TorchFlightSet set;
   set.path = path;

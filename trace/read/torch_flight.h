@@ -115,6 +115,11 @@ struct TorchJobGroups {
 
 TorchJobGroups torchGroupMembers(const TorchFlightSet& set);
 
+// Whether a file's first bytes (a few KiB) look like one torch Flight Recorder dump: a pickle, or
+// a JSON object, that names a group's config or status, or an entry's profiling name, early on.
+// readTorchFlightDumps decides from the whole file; this is for telling files apart cheaply.
+bool looksLikeTorchFlightDump(std::string_view head);
+
 // Reads every torch Flight Recorder dump in a directory (or one file): pickles and JSON files
 // whose top level has "entries" or "pg_config". Files that are neither, or whose rank cannot be
 // told, become warnings. A dump whose entries name no group for pg_id 0 (a rank that issued no

@@ -19,6 +19,7 @@
 #include "analysis/hang_report.h"
 #include "base/error.h"
 #include "tests/cpp/shared_traces.h"
+#include "tests/cpp/trace/torch_flight_fixture.h"
 #include "tests/cpp/trace/trace_fixture.h"
 #include "trace/format/codec.h"
 #include "trace/format/dtype_size.h"
@@ -203,59 +204,9 @@ TEST(TorchFlight, AJsonDumpReadsAsAPickledOne) {
   EXPECT_EQ(g.ranks[1].lastSeq, 7);
 }
 
-// A rank's dump as torch 2.13's gloo path writes it, in its JSON form: pg_config's one nameless
-// entry (rank 0's lists the world, the others' nothing), pg_status by local pg_id with its numbers
-// as text, and entries that stay "scheduled" and are retired once their work ends.
-struct GlooCall {
-  std::string pgId, group, desc;  // "1", "1", "undefined"
-  int64_t seq = 0;
-  std::string op = "gloo:all_reduce";
-  bool retired = true;
-  int64_t elements = 256;
-};
-
-std::string glooDump(int32_t rank, int32_t world,
-                     const std::map<std::string, int64_t>& enqueuedByPgId,
-                     const std::vector<GlooCall>& calls) {
-  nlohmann::json d;
-  d["version"] = "2.10";
-  d["comm_lib_version"] = "";
-  std::string ranks = "[]";
-  if (rank == 0) {
-    ranks = "[";
-    for (int32_t r = 0; r < world; ++r) ranks += (r ? ", " : "") + std::to_string(r);
-    ranks += "]";
-  }
-  d["pg_config"][""] = {{"name", ""}, {"desc", ""}, {"ranks", ranks}};
-  d["pg_status"] = nlohmann::json::object();
-  for (const auto& [id, enqueued] : enqueuedByPgId) {
-    d["pg_status"][id] = {{"last_enqueued_collective", std::to_string(enqueued)},
-                          {"last_started_collective", "-1"},
-                          {"last_completed_collective", std::to_string(enqueued)}};
-  }
-  d["entries"] = nlohmann::json::array();
-  for (const GlooCall& c : calls) {
-    d["entries"].push_back({{"pg_id", std::stoi(c.pgId)},
-                            {"process_group", {c.group, c.desc}},
-                            {"collective_seq_id", c.seq},
-                            {"p2p_seq_id", 0},
-                            {"is_p2p", false},
-                            {"profiling_name", c.op},
-                            {"state", "scheduled"},
-                            {"retired", c.retired},
-                            {"input_sizes", {{c.elements}}},
-                            {"input_dtypes", {"Float"}}});
-  }
-  return d.dump();
-}
-
-// World-group calls seqs [1, count], the last one `lastRetired`.
-std::vector<GlooCall> worldCalls(int64_t count, bool lastRetired = true) {
-  std::vector<GlooCall> calls;
-  for (int64_t seq = 1; seq <= count; ++seq)
-    calls.push_back({"0", "0", "default_pg", seq, "gloo:all_reduce", seq < count || lastRetired});
-  return calls;
-}
+using fixture::GlooCall;
+using fixture::glooDump;
+using fixture::worldCalls;
 
 HangReport reportOf(const fixture::TempDir& dir) {
   return analyzeTorchHang(readTorchFlightDumps(dir.path()));
