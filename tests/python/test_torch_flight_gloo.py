@@ -1,8 +1,9 @@
-"""`ringx-trace why` on torch's own Flight Recorder dumps of gloo jobs, written at test time by
-torch itself: fr_gloo_job.py runs 4 gloo ranks with a fault injected and each rank dumps what
-torch recorded, as a pickle and as JSON. These dumps list no group's members, so the report
-takes them from the dumps; it must name the group, the collective (seq, op, size) and the ranks
-that did not reach it or called something else, in both forms."""
+"""`ringx-trace why` and ringx-viewer on torch's own Flight Recorder dumps of gloo jobs, written
+at test time by torch itself: fr_gloo_job.py runs 4 gloo ranks with a fault injected and each rank
+dumps what torch recorded, as a pickle and as JSON. These dumps list no group's members, so the
+report takes them from the dumps; it must name the group, the collective (seq, op, size) and the
+ranks that did not reach it or called something else, in both forms, and the viewer's
+collectives panel must name the same."""
 
 import json
 import os
@@ -14,7 +15,7 @@ import sys
 
 import pytest
 
-from harness import RINGX_TRACE
+from harness import RINGX_TRACE, VIEWER, viewer
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fr_gloo_job.py")
 FORMS = ("pickle", "json")
@@ -134,3 +135,37 @@ def test_a_cut_off_dump_is_named_and_its_rank_has_none(job, tmp_path):
         code, text, err = why(alone)
         assert code == 1 and text == "", text
         assert f"warning: {alone / name}: " in err and "no flight recorder dump in" in err, err
+
+
+# The report's lines the viewer's collectives panel shows too: a title of a group that did not
+# finish, its ranks by verdict, and the line of each rank the others wait on.
+_PANEL_LINE = re.compile(r"group .* did not finish|  (never arrived|called something else|no dump"
+                         r"|queued|stuck|failed): |  rank \d+( \(process rank \d+\))?: "
+                         r"(never arrived|called something else|no dump)")
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_the_viewer_opens_the_dumps_and_names_what_why_names(job, form):
+    if not os.path.exists(VIEWER):
+        pytest.skip("ringx-viewer is not built")
+    case, out = job
+    result = viewer(out / form, "--panel", "collectives", "--frames", "3", "--size", "1280x720",
+                    "--print-stats")
+    assert result.returncode == 0, result.stderr
+    stats = re.search(r"^ranks=(\d+) events=(\d+)", result.stdout, re.M)
+    assert stats, result.stdout
+    # Every rank, the one that issued nothing too; an event per entry of every dump.
+    entries = sum(len(_load(out / form / name, form).get("entries", []))
+                  for name in os.listdir(out / form))
+    assert (int(stats.group(1)), int(stats.group(2))) == (4, entries), result.stdout
+    shown = [line[len("hang: "):] for line in result.stdout.splitlines()
+             if line.startswith("hang: ")]
+    must, _ = EXPECTED[case]
+    assert shown and shown[0] == must[0], result.stdout  # the culprit's group first
+    for line in must:
+        if _PANEL_LINE.match(line):
+            assert line in shown, f"missing {line!r} in:\n{result.stdout}"
+    # Nothing the report does not say.
+    _, text, _ = why(out / form)
+    for line in shown:
+        assert line in text.splitlines(), f"{line!r} is not in the report:\n{text}"

@@ -418,6 +418,9 @@ int App::run() {
     std::printf("view_ms=%.3f:%.3f items=%" PRIu64 "\n",
                 double(view_.time.t0 - store_->beginNs()) / 1e6,
                 double(view_.time.t1 - store_->beginNs()) / 1e6, ui_.timeline().itemsDrawn());
+    // The collectives panel's hang suspects (torch's dumps: the hang report's lines), once drawn.
+    for (const HangLine& h : ui_.collectives().hangLines())
+      std::printf("hang: %s\n", h.text.c_str());
     if (!options_.areaRanks.empty()) {
       const StatsPanel& stats = ui_.stats();
       std::printf("area_tracks=%zu area_rows=%zu area_ms=%.1f\n", view_.selection.areaTracks.size(),

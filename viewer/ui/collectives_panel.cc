@@ -33,7 +33,35 @@ std::string status(const analysis::CollectiveRow& r) {
   return s;
 }
 
+// The overview's hang suspects as the list's lines.
+std::vector<HangLine> suspectLines(const analysis::CollectiveOverview& overview) {
+  std::vector<HangLine> out;
+  for (const analysis::HangSuspect& h : overview.hangSuspects)
+    out.push_back({h.description, h.group, h.missingSeq, h.row, true});
+  return out;
+}
+
 }  // namespace
+
+std::vector<HangLine> hangLinesOf(const trace::HangReport& report,
+                                  const std::vector<analysis::CollectiveRow>& rows) {
+  std::vector<HangLine> out;
+  for (const trace::GroupHang& g : report.groups) {
+    if (g.complete) continue;
+    int64_t row = -1;
+    for (size_t i = 0; i < rows.size() && row < 0; ++i)
+      if (rows[i].group == g.name && rows[i].seq == g.seq) row = static_cast<int64_t>(i);
+    bool culprits = false;
+    for (const trace::HangRank& h : g.ranks) culprits |= trace::isHangCulprit(h.verdict);
+    out.push_back({trace::formatGroupHangTitle(g), g.name, g.seq, row, culprits});
+    for (const std::string& line : trace::formatGroupHangVerdicts(g))
+      out.push_back({"  " + line, g.name, g.seq, row, false});
+    for (const trace::HangRank& h : g.ranks)
+      if (trace::isHangCulprit(h.verdict))
+        out.push_back({"  " + trace::formatHangRank(h), g.name, g.seq, row, true});
+  }
+  return out;
+}
 
 std::string flightStatus(const TraceStore& store, const analysis::CollectiveRow& row) {
   const uint32_t key = store.strings().find(kFlightStateArg);
@@ -116,6 +144,10 @@ void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
     generation_ = store.generation();
     rows_ = analysis::matchCollectives(store);
     overview_ = analysis::overviewOf(rows_);
+    // torch's dumps: the report's rule, not the rows' last seqs (see collectives_panel.h).
+    hangLines_ = store.torchFlight()
+                     ? hangLinesOf(trace::analyzeTorchHang(*store.torchFlight()), rows_)
+                     : suspectLines(overview_);
     order_.resize(rows_.size());
     for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
   }
@@ -129,14 +161,25 @@ void CollectivesPanel::draw(const TraceStore& store, ViewState& view) {
               formatNs(overview_.maxSkewNs).c_str());
   ImGui::SameLine();
   ImGui::Checkbox("only problems", &onlyProblems_);
-  for (const analysis::HangSuspect& h : overview_.hangSuspects) {
-    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(255, 110, 100, 255));
-    if (ImGui::Selectable(h.description.c_str())) {
-      view.time.show(h.othersBeganNs,
-                     h.othersBeganNs + std::max<int64_t>(view.time.span() / 20, 1000));
+  // At most a third of the panel, scrolled: a job of many groups (torch's dumps of a Megatron
+  // job name a dozen) leaves the table room.
+  const float listHeight =
+      std::min(float(hangLines_.size()) * ImGui::GetTextLineHeightWithSpacing(),
+               ImGui::GetContentRegionAvail().y / 3);
+  if (!hangLines_.empty()) ImGui::BeginChild("##hang", ImVec2(0, listHeight));
+  for (size_t i = 0; i < hangLines_.size(); ++i) {
+    const HangLine& h = hangLines_[i];
+    ImGui::PushStyleColor(ImGuiCol_Text, h.culprit ? IM_COL32(255, 110, 100, 255)
+                                                   : ImGui::GetColorU32(ImGuiCol_Text));
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::Selectable(h.text.c_str()) && h.row >= 0) {
+      const int64_t at = rows_[size_t(h.row)].firstBeginNs;
+      view.time.show(at, at + std::max<int64_t>(view.time.span() / 20, 1000));
     }
+    ImGui::PopID();
     ImGui::PopStyleColor();
   }
+  if (!hangLines_.empty()) ImGui::EndChild();
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_Sortable |
                                 ImGuiTableFlags_Resizable;

@@ -73,6 +73,10 @@ TEST(CollectivesPanelFlight, RowsSayWhichRanksWereStuckOrQueued) {
   ASSERT_EQ(panel.overview().hangSuspects.size(), 1u);
   EXPECT_EQ(panel.overview().hangSuspects[0].rank, 1);
   EXPECT_EQ(panel.overview().hangSuspects[0].missingSeq, 2);
+  // The list above the table is the suspects' (torch's dumps have the hang report's instead).
+  ASSERT_EQ(panel.hangLines().size(), 1u);
+  EXPECT_EQ(panel.hangLines()[0].text, panel.overview().hangSuspects[0].description);
+  EXPECT_EQ(panel.hangLines()[0].row, panel.overview().hangSuspects[0].row);
 }
 
 TEST(CollectivesPanelFlight, TracedCollectivesHaveNoFlightStatus) {
