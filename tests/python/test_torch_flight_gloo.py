@@ -60,8 +60,8 @@ def job(request, tmp_path_factory):
     """(case, DIR) after the case's job ran: DIR/pickle and DIR/json hold every rank's dump."""
     case = request.param
     out = tmp_path_factory.mktemp(f"fr-gloo-{case}")
-    # The job kills its own ranks after 60 s; this is for the job itself.
-    done = subprocess.run([sys.executable, JOB, case, str(out)], timeout=120,
+    # The job kills its own ranks after 180 s; this is for the job itself.
+    done = subprocess.run([sys.executable, JOB, case, str(out)], timeout=300,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     for form in FORMS:
