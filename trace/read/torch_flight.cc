@@ -276,8 +276,14 @@ TorchJobGroups torchGroupMembers(const TorchFlightSet& set) {
 }
 
 bool looksLikeTorchFlightDump(std::string_view head) {
+  const bool pickle = looksLikePickle(head);
   const size_t open = head.find_first_not_of(" \t\r\n");
-  if (!looksLikePickle(head) && (open == std::string_view::npos || head[open] != '{')) return false;
+  if (!pickle && (open == std::string_view::npos || head[open] != '{')) return false;
+  // A torch.profiler (Kineto) trace names the process groups too, a pg_config in its
+  // distributedInfo, but it is a Chrome trace: its first key is schemaVersion, its events are
+  // traceEvents (a dump, JSON or pickle, has neither).
+  for (const char* key : {"\"traceEvents\"", "\"schemaVersion\""})
+    if (!pickle && head.find(key) != std::string_view::npos) return false;
   // Keys as a pickle holds them (plain bytes) and as JSON does.
   for (const char* key : {"pg_config", "pg_status", "profiling_name"})
     if (head.find(key) != std::string_view::npos) return true;

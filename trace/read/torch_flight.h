@@ -116,8 +116,9 @@ struct TorchJobGroups {
 TorchJobGroups torchGroupMembers(const TorchFlightSet& set);
 
 // Whether a file's first bytes (a few KiB) look like one torch Flight Recorder dump: a pickle, or
-// a JSON object, that names a group's config or status, or an entry's profiling name, early on.
-// readTorchFlightDumps decides from the whole file; this is for telling files apart cheaply.
+// a JSON object, that names a group's config or status, or an entry's profiling name, early on,
+// and is no torch.profiler trace (whose distributedInfo has a pg_config too). readTorchFlightDumps
+// decides from the whole file; this is for telling files apart cheaply.
 bool looksLikeTorchFlightDump(std::string_view head);
 
 // Reads every torch Flight Recorder dump in a directory (or one file): pickles and JSON files

@@ -143,6 +143,25 @@ TEST(TorchFlightIngest, GlooDumpsTakeTheirMembersFromTheDumps) {
   EXPECT_EQ(store.findRank(4)->tracks.size(), 0u);
 }
 
+// torch.profiler's traces name the process groups too (distributedInfo's pg_config, in their
+// first bytes) but are Chrome traces: a file of one, or a directory of them with or without a
+// ringx trace, never opens as Flight Recorder dumps (the profiler and sample tests caught it).
+TEST(TorchFlightIngest, AProfilerTraceThatNamesItsGroupsIsNoDump) {
+  fx::TempDir dir;
+  const std::string kineto =
+      R"({"schemaVersion": 1, "deviceProperties": [], "distributedInfo": {"backend": "gloo", )"
+      R"("rank": 0, "world_size": 2, "pg_count": 1, "pg_config": [{"pg_name": "0", "pg_desc": )"
+      R"("default_pg", "backend_config": "cpu:gloo", "pg_size": 2, "ranks": [0, 1]}]}, )"
+      R"("traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, )"
+      R"("ts": 1, "dur": 2}]})";
+  fx::writeFile(dir.file("rank0.pt.trace.json"), kineto);
+  EXPECT_FALSE(trace::looksLikeTorchFlightDump(kineto));
+  EXPECT_EQ(detectFormat(dir.file("rank0.pt.trace.json")), TraceFormat::kChromeJson);
+  EXPECT_NE(detectFormat(dir.path()), TraceFormat::kTorchFlightDump);
+  const std::string nccl = ringx::testing::sharedTrace("nccl/param_dlrm_8rank");
+  EXPECT_NE(detectFormat(nccl), TraceFormat::kTorchFlightDump);
+}
+
 TEST(TorchFlightIngest, ADirectoryWhoseDumpsAllFailToReadIsAnError) {
   fx::TempDir dir;
   fx::writeFile(dir.file("fr_trace_rank_0.json"), R"({"pg_config": {"0": )");  // cut off
