@@ -414,8 +414,12 @@ HangReport analyzeTorchHang(const TorchFlightSet& set) {
       for (int32_t r : members) {
         const TorchFlightGroup* status = statusOf(r);
         if (!status) continue;
+        // Past the status's last completed and not retired: unfinished. A retired entry is
+        // over whatever the status says, since gloo's two worker threads each write
+        // last_completed_collective as they finish, so it can end lower than a seq already
+        // retired and stay so (NCCL's dumps hold only entries not yet retired).
         for (const auto& [s, e] : seen.collectives[r])
-          if (s > status->lastCompleted && (seq < 0 || s < seq)) seq = s;
+          if (s > status->lastCompleted && !e->retired && (seq < 0 || s < seq)) seq = s;
       }
       if (seq < 0 && known < g.size) seq = most + 1;
     }

@@ -73,25 +73,23 @@ def all_gather(tensor, group, timeout):
 
 
 def settled(dump):
-    """Whether torch has finished its bookkeeping of every collective this rank recorded: each
-    entry retired, and each group's pg_status counting its last enqueued collective completed.
-    gloo's wait() returns before its worker thread does either, and torch marks the entry
-    retired before it moves pg_status on (a busy machine caught a dump between the two: an entry
-    retired, its seq not yet counted completed, which reads as a collective that never
-    finished)."""
-    if any(not e["retired"] for e in dump.get("entries", [])):
-        return False
-    return all(int(s["last_completed_collective"]) >= int(s["last_enqueued_collective"])
-               for s in dump.get("pg_status", {}).values())
+    """Whether torch has retired every entry this rank recorded: gloo's wait() returns before
+    its worker thread does, so a dump taken at once could show the last collective before the
+    fault still pending. pg_status is no sign: gloo's two worker threads each write
+    last_completed_collective as they finish, so it can stay below a seq already retired."""
+    return not any(not e["retired"] for e in dump.get("entries", []))
 
 
 def settle():
     """Waits until torch's record of this rank's finished collectives is whole (settled), so
     that a dump after the fault differs from it only by the fault. Polled, for at most 60 s."""
     deadline = time.monotonic() + 60
-    while not settled(json.loads(_dump_fr_trace_json())):
+    while not settled(dump := json.loads(_dump_fr_trace_json())):
         if time.monotonic() > deadline:
-            raise TimeoutError("torch did not finish recording this rank's collectives in 60 s")
+            unretired = [(e["pg_id"], e["collective_seq_id"]) for e in dump.get("entries", [])
+                         if not e["retired"]]
+            raise TimeoutError("torch did not retire this rank's finished collectives in 60 s: "
+                               f"{unretired} (pg_id, seq) not retired")
         time.sleep(0.01)
 
 

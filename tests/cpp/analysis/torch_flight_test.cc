@@ -251,6 +251,22 @@ TEST(TorchFlightGloo, TheDefaultGroupIsEveryRankAndTheRankBehindIsNamed) {
 
 // A subgroup no dump lists the members of: they are the ranks whose pg_status or entries name
 // it, in order (torch sorts a group's ranks), and a rank outside it is no member.
+// gloo's two worker threads each write last_completed_collective as they finish, so a rank's
+// status can say 2 with seq 3 already retired, and stay so (make test caught such a dump): its
+// retired entries are over, and a group every member finished is complete.
+TEST(TorchFlightGloo, ARetiredEntryIsOverWhateverTheStatusLastCompletedSays) {
+  fixture::TempDir dir;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    nlohmann::json d = nlohmann::json::parse(glooDump(rank, 4, {{"0", 3}}, worldCalls(3)));
+    if (rank == 0) d["pg_status"]["0"]["last_completed_collective"] = "2";
+    fixture::writeFile(dir.file("fr_trace_rank_" + std::to_string(rank) + ".json"), d.dump());
+  }
+  const HangReport report = reportOf(dir);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_TRUE(report.groups[0].complete) << formatHangReport(report);
+  EXPECT_EQ(report.groups[0].lastSeq, 3);
+}
+
 TEST(TorchFlightGloo, ASubgroupsMembersAreTheRanksWhoseDumpsNameIt) {
   fixture::TempDir dir;
   for (int32_t rank = 0; rank < 4; ++rank) {
