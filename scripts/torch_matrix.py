@@ -130,6 +130,16 @@ def torch_cuda(torch_dir):
     return m.group(1) if m else None
 
 
+def has_cuda_staging(library):
+    """Whether the c10d library holds collectives on CUDA tensors (backend/c10d/cuda_staging.cc
+    built with RINGX_WITH_CUDA: its RingCudaWork), whatever object file a unity build put it in
+    (the file's own object, looked for until make test's unity builds, is never written)."""
+    if not os.path.exists(library):
+        return False
+    done = subprocess.run(["nm", "-C", library], capture_output=True, text=True)
+    return done.returncode == 0 and "RingCudaWork" in done.stdout
+
+
 def compile_release(cache, release, out):
     """Compiles the extension (and the CUDA half) against the unpacked wheel; returns the row's
     compile fields."""
@@ -156,9 +166,7 @@ def compile_release(cache, release, out):
     cuda_half = None  # a CPU torch has no CUDA half to compile
     if cuda:
         kernels = os.path.exists(os.path.join(build, "libringx_cuda.a"))
-        staging = os.path.exists(
-            os.path.join(build, "CMakeFiles", "ringx_c10d.dir", "backend", "c10d", "cuda_staging.cc.o"))
-        cuda_half = kernels and staging
+        cuda_half = kernels and has_cuda_staging(os.path.join(build, "libringx_c10d.a"))
     with open(log) as f:
         errors = [l.strip() for l in f if ": error:" in l or "CMake Error" in l][:5]
     return {"torch": release, "torch_cuda": cuda, "compiles": extension, "cuda_half": cuda_half,
