@@ -142,23 +142,42 @@ struct TimelineEntry {
 
 // One run of the program: every rank's clock, and each collective's times.
 struct Run {
-  std::vector<int64_t> t;
-  std::vector<std::vector<int64_t>> issued;          // [collective][rank]
+  std::vector<int64_t> t;                            // per rank: when its last queue finished
+  std::vector<std::vector<int64_t>> issued;          // [collective][rank]; -1: not (yet)
   std::vector<int64_t> startAt, endAt, laneBefore;   // laneBefore: the lane's previous end
   std::vector<size_t> lastIssuer;                    // index into the ranks
   std::vector<size_t> lanePrevious;                  // the lane's collective before; npos: none
   std::vector<std::vector<int64_t>> stepBegin;       // [rank][step]
-  std::vector<std::vector<TimelineEntry>> timeline;  // per rank: compute and waits
+  std::vector<std::vector<TimelineEntry>> timeline;  // per rank: its host's compute and waits
   std::vector<std::vector<int64_t>> computeBegin;    // [rank][op] (compute ops)
+  // Streams: each op's begin and end, and what made it begin (kNoOp: its queue's clock or the
+  // launch; else the op it waited for), for the critical path.
+  std::vector<std::vector<int64_t>> opBegin, opEnd;  // [rank][op]
+  std::vector<std::vector<size_t>> cause;            // [rank][op]
+  std::vector<std::vector<size_t>> issueOp;          // [collective][rank]
 };
+
+// Per rank, per queue, the rank's ops on that queue in program order.
+std::vector<std::vector<std::vector<size_t>>> queuesOf(const Program& p, size_t nr) {
+  std::vector<std::vector<std::vector<size_t>>> q(nr);
+  for (size_t r = 0; r < nr; ++r) {
+    const std::vector<ProgramOp>& ops = p.opsOf(r);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].queue >= q[r].size()) q[r].resize(ops[i].queue + 1);
+      q[r][ops[i].queue].push_back(i);
+    }
+    if (q[r].empty()) q[r].resize(1);
+  }
+  return q;
+}
 
 Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
              const std::vector<int64_t>& collectiveNs,
-             const std::vector<std::vector<size_t>>& lanes, size_t nr) {
-  const std::vector<ProgramOp>& ops = p.ops;
+             const std::vector<std::vector<size_t>>& lanes,
+             const std::vector<std::vector<std::vector<size_t>>>& queues, size_t nr,
+             const ProgramTimes& times) {
   const size_t nc = p.collectives.size();
   Run x;
-  std::vector<size_t> pc(nr, 0);
   x.t.assign(nr, 0);
   x.issued.assign(nc, std::vector<int64_t>(nr, -1));
   x.startAt.assign(nc, -1);
@@ -168,34 +187,89 @@ Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
   x.lanePrevious.assign(nc, static_cast<size_t>(-1));
   x.stepBegin.assign(nr, {});
   x.timeline.assign(nr, {});
-  x.computeBegin.assign(nr, std::vector<int64_t>(ops.size(), 0));
+  x.computeBegin.resize(nr);
+  x.opBegin.resize(nr);
+  x.opEnd.resize(nr);
+  x.cause.resize(nr);
+  x.issueOp.assign(nc, std::vector<size_t>(nr, kNoOp));
+  // Per rank and queue: the next op's place in the queue, and the queue's clock.
+  std::vector<std::vector<size_t>> pc(nr);
+  std::vector<std::vector<int64_t>> clock(nr);
+  for (size_t r = 0; r < nr; ++r) {
+    const size_t n = p.opsOf(r).size();
+    x.computeBegin[r].assign(n, 0);
+    x.opBegin[r].assign(n, -1);
+    x.opEnd[r].assign(n, -1);
+    x.cause[r].assign(n, kNoOp);
+    pc[r].assign(queues[r].size(), 0);
+    const int64_t start = r < times.startNs.size() ? times.startNs[r] : 0;
+    clock[r].assign(queues[r].size(), start);
+  }
   std::vector<size_t> laneNext(lanes.size(), 0);
   std::vector<int64_t> laneFree(lanes.size(), 0);
+  auto isMember = [&](size_t c, size_t r) {
+    const std::vector<size_t>& m = p.collectives[c].members;
+    return m.empty() || std::find(m.begin(), m.end(), r) != m.end();
+  };
   for (;;) {
     bool progress = false;
     for (size_t r = 0; r < nr; ++r) {
-      while (pc[r] < ops.size()) {
-        const ProgramOp& op = ops[pc[r]];
-        if (op.type == ProgramOp::Type::kCompute) {
-          const int64_t d = std::max<int64_t>(0, dur[r][pc[r]]);
-          x.computeBegin[r][pc[r]] = x.t[r];
-          if (d > 0) x.timeline[r].push_back({op.kind, op.owner, x.t[r], x.t[r] + d, false, 0});
-          x.t[r] += d;
-        } else if (op.type == ProgramOp::Type::kIssue) {
-          x.issued[op.collective][r] = x.t[r];
-        } else if (op.type == ProgramOp::Type::kWait) {
-          const int64_t end = x.endAt[op.collective];
-          if (end < 0) break;
-          if (end > x.t[r]) {
-            x.timeline[r].push_back(
-                {op.kind, p.collectives[op.collective].owner, x.t[r], end, true, op.collective});
-            x.t[r] = end;
+      const std::vector<ProgramOp>& ops = p.opsOf(r);
+      const std::vector<size_t>& deps = p.depsOf(r);
+      const int64_t latency = r < times.launchNs.size() ? times.launchNs[r] : 0;
+      for (size_t q = 0; q < queues[r].size(); ++q) {
+        const std::vector<size_t>& list = queues[r][q];
+        while (pc[r][q] < list.size()) {
+          const size_t i = list[pc[r][q]];
+          const ProgramOp& op = ops[i];
+          // What it waits for besides its queue: its launch, the ops it depends on.
+          int64_t begin = clock[r][q];
+          size_t why = kNoOp;
+          bool ready = true;
+          if (op.launchedBy != kNoOp) {
+            const int64_t launched = x.opBegin[r][op.launchedBy];
+            if (launched < 0) ready = false;
+            begin = std::max(begin, launched + latency);
           }
-        } else {
-          x.stepBegin[r].push_back(x.t[r]);
+          for (uint32_t d = op.firstDep; ready && d < op.firstDep + op.depCount; ++d) {
+            const int64_t end = x.opEnd[r][deps[d]];
+            if (end < 0) {
+              ready = false;
+            } else if (end > begin) {
+              begin = end;
+              why = deps[d];
+            }
+          }
+          if (!ready) break;
+          int64_t end = begin;
+          if (op.type == ProgramOp::Type::kCompute) {
+            const int64_t d = std::max<int64_t>(0, dur[r][i]);
+            x.computeBegin[r][i] = begin;
+            end = begin + d;
+            if (d > 0 && q == 0) x.timeline[r].push_back({op.kind, op.owner, begin, end, false, 0});
+          } else if (op.type == ProgramOp::Type::kIssue) {
+            x.issued[op.collective][r] = begin;
+            x.issueOp[op.collective][r] = i;
+          } else if (op.type == ProgramOp::Type::kWait) {
+            const int64_t done = x.endAt[op.collective];
+            if (done < 0) break;
+            if (done > begin) {
+              if (q == 0) {
+                x.timeline[r].push_back({op.kind, p.collectives[op.collective].owner, begin, done,
+                                         true, op.collective});
+              }
+              end = done;
+            }
+          } else {
+            x.stepBegin[r].push_back(begin);
+          }
+          x.opBegin[r][i] = begin;
+          x.opEnd[r][i] = end;
+          x.cause[r][i] = why;
+          clock[r][q] = end;
+          ++pc[r][q];
+          progress = true;
         }
-        ++pc[r];
-        progress = true;
       }
     }
     for (size_t lane = 0; lane < lanes.size(); ++lane) {
@@ -204,17 +278,17 @@ Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
       while (next < list.size()) {
         const size_t c = list[next];
         int64_t arrive = -1;
-        for (size_t r = 0; r < nr; ++r) {
+        bool all = true;
+        for (size_t r = 0; r < nr && all; ++r) {
+          if (!isMember(c, r)) continue;
           if (x.issued[c][r] < 0) {
-            arrive = -1;
-            break;
-          }
-          if (x.issued[c][r] >= arrive) {
+            all = false;
+          } else if (x.issued[c][r] >= arrive) {
             arrive = x.issued[c][r];
             x.lastIssuer[c] = r;
           }
         }
-        if (arrive < 0) break;
+        if (!all || arrive < 0) break;
         x.laneBefore[c] = laneFree[lane];
         if (next > 0) x.lanePrevious[c] = list[next - 1];
         x.startAt[c] = std::max(arrive, laneFree[lane]);
@@ -225,9 +299,14 @@ Run simulate(const Program& p, const std::vector<std::vector<int64_t>>& dur,
       }
     }
     bool done = true;
-    for (size_t r = 0; r < nr; ++r) done = done && pc[r] == ops.size();
+    for (size_t r = 0; r < nr && done; ++r) {
+      for (size_t q = 0; q < queues[r].size(); ++q) done = done && pc[r][q] == queues[r][q].size();
+    }
     if (done) break;
     if (!progress) throw std::logic_error("replay: the schedule deadlocked (a bug)");
+  }
+  for (size_t r = 0; r < nr; ++r) {
+    for (int64_t c : clock[r]) x.t[r] = std::max(x.t[r], c);
   }
   return x;
 }
@@ -256,9 +335,10 @@ std::vector<PathSegment> criticalPath(const Program& p, const Run& run,
   };
   size_t r = slow;
   int64_t t = until;
+  size_t total = 0;
+  for (size_t k = 0; k < ranks.size(); ++k) total += p.opsOf(k).size();
   // Each step moves t back or goes from a collective to an earlier one; bounded all the same.
-  for (size_t guard = 0; t > origin && guard < 4 * (p.ops.size() + p.collectives.size()) + 8;
-       ++guard) {
+  for (size_t guard = 0; t > origin && guard < 4 * (total + p.collectives.size()) + 8; ++guard) {
     const std::vector<TimelineEntry>& line = run.timeline[r];
     // The rank's interval that ends at t (its time is contiguous: compute and waits).
     auto it = std::upper_bound(line.begin(), line.end(), t,
@@ -290,6 +370,76 @@ std::vector<PathSegment> criticalPath(const Program& p, const Run& run,
   return path;
 }
 
+// The critical path of a program with streams, walked back from the op of rank `slow` that
+// ended last by `until`: an op goes back to what made it begin (an op it waited for; else its
+// launch, where the launch was later than its queue's previous op's end; else that op); a
+// collective's wait, to the collective, which began when its last member issued it (that
+// member's issue is next) or when its lane's previous collective ended (that one is). Gaps of
+// launch latency between stretches are left out, so the path covers the step but for them.
+std::vector<PathSegment> streamCriticalPath(
+    const Program& p, const Run& run, const std::vector<std::vector<std::vector<size_t>>>& queues,
+    const ProgramTimes& times, size_t slow, int64_t origin, int64_t until) {
+  const size_t nr = times.ranks.size();
+  // Each op's previous one on its queue.
+  std::vector<std::vector<size_t>> previous(nr);
+  for (size_t r = 0; r < nr; ++r) {
+    previous[r].assign(p.opsOf(r).size(), kNoOp);
+    for (const std::vector<size_t>& list : queues[r]) {
+      for (size_t k = 1; k < list.size(); ++k) previous[r][list[k]] = list[k - 1];
+    }
+  }
+  size_t r = slow, i = kNoOp;
+  for (size_t k = 0; k < run.opEnd[slow].size(); ++k) {
+    const int64_t end = run.opEnd[slow][k];
+    if (end <= until && end > origin && (i == kNoOp || end > run.opEnd[slow][i])) i = k;
+  }
+  std::vector<PathSegment> path;  // backwards
+  auto add = [&](Kind kind, size_t rank, int64_t owner, int64_t begin, int64_t end) {
+    begin = std::max(begin, origin);
+    end = std::min(end, until);
+    if (end > begin) path.push_back({kind, times.ranks[rank], owner, begin - origin, end - origin});
+  };
+  size_t total = 0;
+  for (size_t k = 0; k < nr; ++k) total += p.opsOf(k).size();
+  for (size_t guard = 0; i != kNoOp && guard < 2 * total + p.collectives.size() + 8; ++guard) {
+    if (run.opEnd[r][i] <= origin) break;
+    const ProgramOp& op = p.opsOf(r)[i];
+    if (op.type == ProgramOp::Type::kWait && run.opEnd[r][i] > run.opBegin[r][i]) {
+      size_t c = op.collective;
+      for (;;) {
+        const size_t last = run.lastIssuer[c];
+        add(p.collectives[c].kind, last, p.collectives[c].owner, run.startAt[c], run.endAt[c]);
+        const size_t before = run.lanePrevious[c];
+        if (before < p.collectives.size() && run.laneBefore[c] > run.issued[c][last] &&
+            run.startAt[c] > origin) {
+          c = before;
+          continue;
+        }
+        r = last;
+        i = run.issueOp[c][last];
+        break;
+      }
+      continue;
+    }
+    if (op.type == ProgramOp::Type::kCompute) {
+      add(op.kind, r, op.owner, run.opBegin[r][i], run.opEnd[r][i]);
+    }
+    if (run.cause[r][i] != kNoOp) {
+      i = run.cause[r][i];
+      continue;
+    }
+    const size_t queuePrevious = previous[r][i];
+    const int64_t queueFree = queuePrevious == kNoOp ? 0 : run.opEnd[r][queuePrevious];
+    if (op.launchedBy != kNoOp && run.opBegin[r][op.launchedBy] >= queueFree) {
+      i = op.launchedBy;
+    } else {
+      i = queuePrevious;
+    }
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 }  // namespace
 
 ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
@@ -297,12 +447,18 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
   if (nr == 0 || steps == 0 || times.durations.size() != nr) {
     throw std::invalid_argument("replay: no ranks or no steps to run");
   }
-  const std::vector<ProgramOp>& ops = p.ops;
+  if (!p.perRank.empty() && p.perRank.size() != nr) {
+    throw std::invalid_argument("replay: a program per rank, but not one for every rank");
+  }
   const size_t nc = p.collectives.size();
   // Each compute op's duration and recorded overlap on each rank.
-  std::vector<std::vector<int64_t>> dur(nr, std::vector<int64_t>(ops.size(), 0));
-  std::vector<std::vector<int64_t>> recordedOverlap = dur;
+  std::vector<std::vector<int64_t>> dur(nr), recordedOverlap(nr);
+  bool streamed = false;  // device streams: contention is theirs alone
   for (size_t r = 0; r < nr; ++r) {
+    const std::vector<ProgramOp>& ops = p.opsOf(r);
+    dur[r].assign(ops.size(), 0);
+    recordedOverlap[r].assign(ops.size(), 0);
+    for (const ProgramOp& op : ops) streamed = streamed || op.queue > 0;
     if (times.durations[r].size() < steps) {
       throw std::invalid_argument("replay: a rank's durations do not cover every step");
     }
@@ -332,11 +488,14 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
   std::vector<std::vector<int64_t>> eff = dur;
   std::vector<int64_t> ring(nc);  // the collectives' times the last run used
   for (size_t c = 0; c < nc; ++c) ring[c] = p.collectives[c].ns;
-  Run run = simulate(p, eff, ring, lanes, nr);
+  const auto queues = queuesOf(p, nr);
+  Run run = simulate(p, eff, ring, lanes, queues, nr, times);
   if (sharing) {
     // Each compute's work: its duration less what it lost to the recording's sharing.
-    std::vector<std::vector<double>> work(nr, std::vector<double>(ops.size(), 0));
+    std::vector<std::vector<double>> work(nr);
     for (size_t r = 0; r < nr; ++r) {
+      const std::vector<ProgramOp>& ops = p.opsOf(r);
+      work[r].assign(ops.size(), 0);
       for (size_t i = 0; i < ops.size(); ++i) {
         const ProgramOp& op = ops[i];
         if (op.type != ProgramOp::Type::kCompute) continue;
@@ -364,6 +523,7 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
       for (size_t c = 0; c < nc; ++c) running.emplace_back(run.startAt[c], run.endAt[c]);
       const CoreShares shares(times.host, copies, compute, running);
       for (size_t r = 0; r < nr; ++r) {
+        const std::vector<ProgramOp>& ops = p.opsOf(r);
         for (size_t i = 0; i < ops.size(); ++i) {
           if (ops[i].type != ProgramOp::Type::kCompute) continue;
           eff[r][i] = shares.durationNs(r, run.computeBegin[r][i], work[r][i]);
@@ -373,7 +533,7 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
         const double w = static_cast<double>(p.collectives[c].ns) - p.collectives[c].lostNs;
         ring[c] = shares.durationNs(CoreShares::kRing, run.startAt[c], std::max(0.0, w));
       }
-      run = simulate(p, eff, ring, lanes, nr);
+      run = simulate(p, eff, ring, lanes, queues, nr, times);
       int64_t after = 0;
       for (size_t r = 0; r < nr; ++r) after = std::max(after, run.t[r]);
       if (std::abs(after - before) * 1000 <= after) break;
@@ -384,12 +544,18 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
     // The collectives in flight: from when the ring started them (every rank had issued them
     // and the lane was free) to their end. A rank that issued one early waits for the others
     // asleep, taking no core from compute (transport/doorbell.h).
-    std::vector<std::pair<int64_t, int64_t>> flight;
-    for (size_t c = 0; c < nc; ++c) flight.emplace_back(run.startAt[c], run.endAt[c]);
-    const auto merged = mergeIntervals(std::move(flight));
+    // (Each rank's own: the collectives it is a member of.)
     for (size_t r = 0; r < nr; ++r) {
+      std::vector<std::pair<int64_t, int64_t>> flight;
+      for (size_t c = 0; c < nc; ++c) {
+        if (run.issued[c][r] >= 0) flight.emplace_back(run.startAt[c], run.endAt[c]);
+      }
+      const auto merged = mergeIntervals(std::move(flight));
+      const std::vector<ProgramOp>& ops = p.opsOf(r);
       for (size_t i = 0; i < ops.size(); ++i) {
         if (ops[i].type != ProgramOp::Type::kCompute) continue;
+        // A stream job's host is not slowed by its device's collectives.
+        if (streamed && ops[i].queue == 0) continue;
         const int64_t base =
             dur[r][i] - static_cast<int64_t>(kappa * static_cast<double>(recordedOverlap[r][i]));
         // The op's span in the last run, and its overlap with the flights: d = c + kappa * o
@@ -402,7 +568,7 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
       }
     }
     eff.swap(next);
-    run = simulate(p, eff, ring, lanes, nr);
+    run = simulate(p, eff, ring, lanes, queues, nr, times);
   }
   for (size_t r = 0; r < nr; ++r) run.stepBegin[r].push_back(run.t[r]);  // a next step's begin
 
@@ -450,10 +616,33 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
   }
   const int64_t origin = run.stepBegin[slow][typical], until = run.stepBegin[slow][typical + 1];
   out.slowestRank = times.ranks[slow];
-  for (const TimelineEntry& i : run.timeline[slow]) {
-    if (i.wait && i.begin >= origin && i.begin < until) out.exposedCommNs += i.end - i.begin;
+  out.originNs = origin;
+  if (streamed) {
+    // A device's exposed communication: its collectives' time with none of its compute beside
+    // (HolisticTraceAnalysis's definition).
+    std::vector<std::pair<int64_t, int64_t>> comm, compute;
+    for (size_t c = 0; c < nc; ++c) {
+      if (run.issued[c][slow] >= 0) {
+        comm.emplace_back(std::max(origin, run.startAt[c]), std::min(until, run.endAt[c]));
+      }
+    }
+    const std::vector<ProgramOp>& ops = p.opsOf(slow);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (ops[k].queue > 0 && ops[k].type == ProgramOp::Type::kCompute) {
+        compute.emplace_back(run.opBegin[slow][k], run.opEnd[slow][k]);
+      }
+    }
+    const auto busy = mergeIntervals(std::move(compute));
+    for (const auto& [b, e] : mergeIntervals(std::move(comm))) {
+      out.exposedCommNs += (e - b) - coveredNs(busy, b, e);
+    }
+    out.criticalPath = streamCriticalPath(p, run, queues, times, slow, origin, until);
+  } else {
+    for (const TimelineEntry& i : run.timeline[slow]) {
+      if (i.wait && i.begin >= origin && i.begin < until) out.exposedCommNs += i.end - i.begin;
+    }
+    out.criticalPath = criticalPath(p, run, times.ranks, slow, origin, until);
   }
-  out.criticalPath = criticalPath(p, run, times.ranks, slow, origin, until);
   out.issuedNs.assign(nc, 0);
   out.startNs.assign(nc, 0);
   out.endNs.assign(nc, 0);

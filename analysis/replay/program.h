@@ -29,8 +29,18 @@
 // the recording pins it down; where the recording has no compute beside part of a collective,
 // from the cores alone.
 //
+// Streams (a GPU job's profiler trace, profiler_program.h): an op runs on a queue, the rank's
+// host thread (0) or one of its device streams (1, 2, ...), each running its ops one at a time
+// in program order. A stream's op begins no earlier than the host op that launched it began
+// plus the rank's launch latency, and no earlier than the ends of the ops it waits for (another
+// stream's event, waited on; a host synchronisation is a host op waiting for a stream's op). A
+// collective's kernel is an issue then a wait on its stream: it arrives when its stream reaches
+// it and ends when the last member has arrived plus its wire time. Such programs hold a program
+// per rank (the ranks' kernels differ), and a collective may have only some ranks as members.
+//
 // The step time is the recording's definition: per step, the slowest rank's begin to its next
-// begin, the median over the steps after the first (which every rank begins at 0).
+// begin (after the last step, the end of its every queue), the median over the steps after the
+// first (which every rank begins at 0, or where the recording began it: ProgramTimes::startNs).
 #pragma once
 
 #include <cstddef>
@@ -63,7 +73,11 @@ struct ProgramCollective {
   // schedule.
   double lostNs = 0;
   bool prefetched = false;  // a gather issued ahead of need
+  // The ranks (indices into ProgramTimes::ranks) that take part; empty: every rank.
+  std::vector<size_t> members;
 };
+
+constexpr size_t kNoOp = static_cast<size_t>(-1);
 
 struct ProgramOp {
   enum class Type { kCompute, kIssue, kWait, kStepBegin };
@@ -73,13 +87,36 @@ struct ProgramOp {
   size_t collective = 0;  // issue, wait
   size_t step = 0;        // compute: whose durations
   int64_t owner = -1;     // compute: the bucket or unit it serves (a copy back), else -1
+  // Streams (see above): where it runs (0: the host thread), the host op that launched it
+  // (kNoOp: none) and the ops, on the rank's other queues, whose ends it waits for: its
+  // program's deps[firstDep, firstDep + depCount).
+  uint32_t queue = 0;
+  size_t launchedBy = kNoOp;
+  uint32_t firstDep = 0, depCount = 0;
+};
+
+// One rank's own ops, and the ops they wait for (ProgramOp::firstDep indexes deps).
+struct RankProgram {
+  std::vector<ProgramOp> ops;
+  std::vector<size_t> deps;
 };
 
 class Program {
  public:
-  std::vector<ProgramOp> ops;
+  std::vector<ProgramOp> ops;  // every rank's, unless perRank is set
+  std::vector<size_t> deps;
   std::vector<ProgramCollective> collectives;
   size_t steps = 0;
+  // A program per rank (in ProgramTimes::ranks' order), where the ranks ran different ops: each
+  // holds `steps` step begins, on its host queue.
+  std::vector<RankProgram> perRank;
+
+  const std::vector<ProgramOp>& opsOf(size_t rank) const {
+    return perRank.empty() ? ops : perRank[rank].ops;
+  }
+  const std::vector<size_t>& depsOf(size_t rank) const {
+    return perRank.empty() ? deps : perRank[rank].deps;
+  }
 
   void beginStep();  // the next step starts here (its index: steps - 1)
   void compute(PathSegment::Kind kind, size_t slot, int64_t owner = -1);
@@ -105,6 +142,10 @@ struct ProgramTimes {
   // Every duration (and overlap) times this: the hosts' cores shared by more or fewer ranks
   // than recorded (cost_model.h's hostShareRatio).
   double computeScale = 1;
+  // Streams: where each rank's first step began (from the earliest rank's; empty: all at 0),
+  // and each rank's latency from a launch's begin to the earliest its kernel can start.
+  std::vector<int64_t> startNs;
+  std::vector<int64_t> launchNs;
 };
 
 struct ProgramRun {
@@ -123,6 +164,7 @@ struct ProgramRun {
   // Per collective, from the slowest rank's start of the typical step: when the last rank
   // issued it, when it ran.
   std::vector<int64_t> issuedNs, startNs, endNs;
+  int64_t originNs = 0;  // that step's begin on the slowest rank, in the program's time
 };
 
 // Throws std::logic_error if the program deadlocks (a wait before its issue: a bug), and

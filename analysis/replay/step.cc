@@ -23,6 +23,12 @@ const char* pathKindName(PathSegment::Kind kind) {
       return "all_gather";
     case PathSegment::Kind::kReduceScatter:
       return "reduce_scatter";
+    case PathSegment::Kind::kHost:
+      return "host";
+    case PathSegment::Kind::kKernel:
+      return "kernel";
+    case PathSegment::Kind::kCollective:
+      return "collective";
   }
   return "?";
 }

@@ -18,7 +18,10 @@ struct PathSegment {
     kCopyBack,
     kOptimizer,
     kAllGather,
-    kReduceScatter
+    kReduceScatter,
+    kHost,        // a profiler trace's CPU work: what the host did between launches
+    kKernel,      // a profiler trace's compute kernel, copy or fill on a device stream
+    kCollective,  // any other collective (all_to_all, broadcast, send/recv, ...)
   };
   Kind kind = Kind::kForward;
   int32_t rank = 0;     // whose compute it was (a collective: the rank that launched it last)
