@@ -65,7 +65,27 @@ bool isTorchFlightDumpDirectory(const std::string& path) {
   return false;
 }
 
+bool endsWith(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
+
+std::vector<std::string> chromeFilesIn(const std::string& directory) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& item : std::filesystem::directory_iterator(directory, ec)) {
+    const std::string name = item.path().filename().string();
+    if (!item.is_regular_file(ec) || (!endsWith(name, ".json") && !endsWith(name, ".json.gz")))
+      continue;
+    const std::string head = headOf(item.path().string(), kTorchDumpHeadBytes);
+    if (trace::looksLikeFlightDump(head) || trace::looksLikeTorchFlightDump(head)) continue;
+    files.push_back(item.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
 
 TraceFormat detectFormat(const std::string& path) {
   struct stat st {};
@@ -74,8 +94,16 @@ TraceFormat detectFormat(const std::string& path) {
                          " (give a ringx trace directory, a .ringx file or a Chrome trace .json)"));
   if (S_ISDIR(st.st_mode)) {
     if (isFlightDumpDirectory(path)) return TraceFormat::kFlightDump;
-    return isTorchFlightDumpDirectory(path) ? TraceFormat::kTorchFlightDump
-                                            : TraceFormat::kRingxDirectory;
+    if (isTorchFlightDumpDirectory(path)) return TraceFormat::kTorchFlightDump;
+    // No ringx trace (no rank files, no manifest) but profiler files: their folder.
+    std::error_code ec;
+    bool ringx = false;
+    for (const auto& item : std::filesystem::directory_iterator(path, ec)) {
+      const std::string name = item.path().filename().string();
+      ringx |= name == trace::kManifestFile || name.rfind("rank-", 0) == 0;
+    }
+    if (!ringx && !chromeFilesIn(path).empty()) return TraceFormat::kChromeDirectory;
+    return TraceFormat::kRingxDirectory;
   }
   if (path.size() >= 13 && path.substr(path.size() - 13) == "manifest.json")
     return TraceFormat::kRingxDirectory;
@@ -257,6 +285,9 @@ void loadTraces(TraceStore& store, const std::vector<std::string>& paths, LoadPr
         break;
       case TraceFormat::kChromeJson:
         chrome.push_back(path);
+        break;
+      case TraceFormat::kChromeDirectory:
+        for (std::string& file : chromeFilesIn(path)) chrome.push_back(std::move(file));
         break;
       case TraceFormat::kFlightDump:
         dumps.push_back(path);

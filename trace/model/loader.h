@@ -2,7 +2,9 @@
 // trace directory, one rank's .ringx file, a Chrome Trace Event JSON file, or
 // the flight recorder dumps of a failed or hung job: ringx's (a directory of
 // flight-rank-<N>.json, or one of them) or torch's own (a directory of NCCL's
-// _dump_<N> pickles or of what a gloo job wrote, pickle or JSON, or one of them).
+// _dump_<N> pickles or of what a gloo job wrote, pickle or JSON, or one of them),
+// or a directory of torch.profiler traces (what tensorboard_trace_handler writes:
+// a .json or .json.gz per rank and step).
 #pragma once
 
 #include <atomic>
@@ -19,7 +21,18 @@
 
 namespace ringx::model {
 
-enum class TraceFormat { kRingxDirectory, kRingxFile, kChromeJson, kFlightDump, kTorchFlightDump };
+enum class TraceFormat {
+  kRingxDirectory,
+  kRingxFile,
+  kChromeJson,
+  kFlightDump,
+  kTorchFlightDump,
+  kChromeDirectory,  // Chrome/Kineto files and no ringx trace: a profiler's folder
+};
+
+// The Chrome trace files of a directory (kChromeDirectory), by name: its .json and .json.gz
+// files that are not torch Flight Recorder dumps.
+std::vector<std::string> chromeFilesIn(const std::string& directory);
 
 // Decides by what is at `path` (a directory and the files in it, the ringx
 // magic, a flight recorder dump's first bytes, torch's, or JSON text).
