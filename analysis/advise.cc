@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
+#include "analysis/profiler_whatif.h"
 #include "analysis/whatif.h"
 #include "analysis/whatif_text.h"
 #include "base/format.h"
@@ -33,13 +35,27 @@ void addChanges(const std::vector<Row>& rows, std::set<std::string>* seen,
 }
 
 // The replayable changes of the job's engine, ranked; the recorded step and the model's error.
-void replayChanges(const model::TraceStore& store, Advice* a) {
-  a->engine = whatIfEngine(store);
+// A profiler trace's report is kept for its findings.
+void replayChanges(const model::TraceStore& store, Advice* a,
+                   std::optional<ProfilerWhatIfReport>* profiler) {
+  a->engine = holdsProfilerTrace(store) ? "profiler" : whatIfEngine(store);
   std::set<std::string> seen;
   try {
     WhatIfQuestions q;
     q.bounds = false;  // not changes a job can make
-    if (a->engine == "fsdp") {
+    if (a->engine == "profiler") {
+      // No engine's plan is recovered from a profiler trace yet: what is at stake, the wire
+      // twice as fast and the bounds.
+      const ProfilerProgram program = profilerProgramOf(store);
+      const replay::LinkFit wire = profilerWire(program);
+      if (wire.ok) q.links = {replay::LinkCost{wire.link.stepNs / 2, wire.link.nsPerByte / 2}};
+      q.bounds = true;
+      *profiler = profilerWhatIf(store, q);
+      const ProfilerWhatIfReport& r = **profiler;
+      a->recordedStepNs = r.source.recordedStepNs;
+      a->modelErrorShare = r.baselineErrorShare;
+      addChanges(r.rows, &seen, &a->changes);
+    } else if (a->engine == "fsdp") {
       FsdpWhatIfReport r = fsdpWhatIf(store, q);
       a->recordedStepNs = r.source.recordedStepNs;
       a->modelErrorShare = r.baselineErrorShare;
@@ -200,13 +216,62 @@ void lateLaunchFindings(const Summary& s, int64_t step, std::vector<Finding>* ou
   }
 }
 
+// A profiler trace's replay: the device's communication that no compute of its hides, and a
+// step the host sets (the GPU waits on the CPU's launches).
+void profilerFindings(const ProfilerWhatIfReport& r, std::vector<Finding>* out) {
+  const int64_t step = r.baseline.stepNs;
+  if (step <= 0) return;
+  if (r.baseline.exposedCommNs * 10 >= step) {
+    Finding f;
+    f.kind = "exposed-communication";
+    f.what = share(r.baseline.exposedCommNs, step) +
+             " of the step the device runs collectives with no compute beside them";
+    f.evidence = formatDuration(r.baseline.exposedCommNs) + " on rank " +
+                 std::to_string(r.baseline.slowestRank) + " of its " + formatDuration(step) +
+                 " replayed step (" + std::to_string(r.source.collectives) +
+                 " collectives matched across ranks)";
+    f.change =
+        "overlap them with compute (launch the collective before the compute that does not "
+        "need its result, async_op and a later wait) or make them smaller; the what-if rows "
+        "price a faster wire";
+    out->push_back(std::move(f));
+  }
+  int64_t host = 0, device = 0;
+  for (const replay::PathSegment& s : r.baseline.criticalPath) {
+    (s.kind == replay::PathSegment::Kind::kHost ? host : device) += s.endNs - s.beginNs;
+  }
+  if (host * 2 >= step) {
+    Finding f;
+    f.kind = "launch-bound";
+    f.what = "the GPU waits on the CPU: the host's work between launches sets " +
+             share(host, step) + " of the step";
+    f.evidence = "the critical path of rank " + std::to_string(r.baseline.slowestRank) +
+                 "'s replayed step: " + formatDuration(host) + " of host work, " +
+                 formatDuration(device) + " on its device; the device's compute free would " +
+                 "leave the step at ";
+    for (const ProfilerWhatIfRow& row : r.rows) {
+      if (row.change.computeFree && row.error.empty()) {
+        f.evidence += formatDuration(row.predictedStepNs) + " (" + percent(row.changeShare) + ")";
+      }
+    }
+    if (f.evidence.back() == ' ') f.evidence += "(not replayed)";
+    f.change =
+        "launch less from Python: torch.compile or CUDA graphs, fused or larger kernels, the "
+        "profiler's own overhead off (record_shapes, with_stack); faster kernels or a faster "
+        "network will not shorten this step";
+    out->push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 Advice advise(const model::TraceStore& store, const Summary& summary) {
   Advice a;
-  replayChanges(store, &a);
+  std::optional<ProfilerWhatIfReport> profiler;
+  replayChanges(store, &a, &profiler);
   const int64_t step = stepOf(a, summary);
   stragglerFinding(summary, &a.findings);
+  if (profiler) profilerFindings(*profiler, &a.findings);
   exposedFinding(a, summary, step, &a.findings);
   prefetchFindings(a, summary, step, &a.findings);
   lateLaunchFindings(summary, step, &a.findings);

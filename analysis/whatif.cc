@@ -312,16 +312,8 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
          padLeft(formatDuration(r.baseline.exposedCommNs), 14) +
          padLeft(std::to_string(r.baseline.buckets.size()), 9) + "\n";
   for (const WhatIfRow& row : r.rows) {
-    if (!row.error.empty()) {
-      out += padRight(row.change.label, w) + "  cannot predict: " + row.error + "\n";
-      continue;
-    }
-    out += padRight(row.change.label, w) + padLeft(formatDuration(row.predictedStepNs), 12) +
-           padLeft(percent(row.changeShare), 13) +
-           padLeft(intervalText(row.predictedLowNs, row.predictedHighNs), 20) +
-           padLeft(formatDuration(row.replay.exposedCommNs), 14) +
-           padLeft(std::to_string(row.replay.buckets.size()), 9) +
-           (row.withinNoise ? "  within noise" : "") + "\n";
+    out += tableRow(row, w,
+                    row.error.empty() ? padLeft(std::to_string(row.replay.buckets.size()), 9) : "");
   }
   if (r.bestPlanRow >= 0) {
     const WhatIfRow& best = r.rows[static_cast<size_t>(r.bestPlanRow)];

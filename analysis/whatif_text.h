@@ -174,6 +174,21 @@ int64_t answerRows(const std::vector<Change>& changes, const std::vector<bool>& 
   return bestRow;
 }
 
+// One row of a what-if table: the change, its prediction, its share of the recorded step, the
+// interval, the exposed communication, `extra` columns (DDP's buckets) and "within noise"; or
+// why the model cannot predict it.
+template <class Row>
+std::string tableRow(const Row& row, size_t width, const std::string& extra = "") {
+  if (!row.error.empty()) {
+    return padRight(row.change.label, width) + "  cannot predict: " + row.error + "\n";
+  }
+  return padRight(row.change.label, width) + padLeft(formatDuration(row.predictedStepNs), 12) +
+         padLeft(percent(row.changeShare), 13) +
+         padLeft(intervalText(row.predictedLowNs, row.predictedHighNs), 20) +
+         padLeft(formatDuration(row.replay.exposedCommNs), 14) + extra +
+         (row.withinNoise ? "  within noise" : "") + "\n";
+}
+
 // `"rows":[{"change", "predicted_step_ns", "change_share", "error", ...jsonReplay}],
 // "best_plan": label or null}` and the closing brace and newline of the report.
 template <class Row, class JsonReplay>

@@ -88,8 +88,10 @@ def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_buck
     forward_prefetch and limit_all_gathers (True/False), merge_units (k: every k consecutive
     units as one; a number or a list); with nothing asked, every other choice of each. Both:
     world_size (a number or a list), link ("GBPS[:US_PER_STEP]" strings) and the bounds.
+    `trace_dir` may also be a job's torch.profiler traces: their folder, or a list of every
+    rank's .json / .json.gz files (engine "profiler": world_size, link and the bounds).
     Raises RuntimeError with ringx-trace's message when the trace cannot answer."""
-    command = [_ringx_trace(), "whatif", os.fspath(trace_dir), "--json"]
+    command = [_ringx_trace(), "whatif", *_paths(trace_dir), "--json"]
     for flag, values in (("--bucket-cap-mb", bucket_cap_mb), ("--first-bucket-mb", first_bucket_mb),
                          ("--world-size", world_size), ("--merge-units", merge_units)):
         text = _listed(values)
@@ -116,9 +118,19 @@ def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_buck
 def advise(trace_dir):
     """What slows the step recorded in `trace_dir` and what to change, as `ringx-trace advise
     TRACE --json`: findings with their evidence, and every change the engine allows, fastest
-    predicted first. Raises RuntimeError with ringx-trace's message when the trace cannot be
-    read."""
-    return _run([_ringx_trace(), "advise", os.fspath(trace_dir), "--json"])
+    predicted first. `trace_dir` may be a job's torch.profiler traces (their folder or a list of
+    files), as for whatif(). Raises RuntimeError with ringx-trace's message when the trace
+    cannot be read."""
+    return _run([_ringx_trace(), "advise", *_paths(trace_dir), "--json"])
+
+
+def _paths(trace):
+    """A path, or a list of them (a job's profiler files), as command-line arguments."""
+    if isinstance(trace, (list, tuple)):
+        if not trace:
+            raise ValueError("no trace given: pass a trace directory or a list of profiler files")
+        return [os.fspath(t) for t in trace]
+    return [os.fspath(trace)]
 
 
 def _run(command):

@@ -26,6 +26,7 @@
 #include "analysis/data_tables.h"
 #include "analysis/diff.h"
 #include "analysis/hang_report.h"
+#include "analysis/profiler_whatif.h"
 #include "analysis/summary.h"
 #include "analysis/whatif.h"
 #include "base/command_line.h"
@@ -47,12 +48,14 @@ constexpr const char* kFooter =
     "recorded; files cut off by a crash are read up to the cut. Every figure is\n"
     "defined once, in analysis/figures.h (see docs/tracing.md, \"Figures\").";
 
-// A readable file that looks like Chrome Trace Event JSON (else: a ringx trace,
-// or nothing, which readTrace reports as "no trace at").
+// A readable file that looks like Chrome Trace Event JSON, or a folder of them (a profiler's;
+// else: a ringx trace, or nothing, which readTrace reports as "no trace at").
 bool isChromeTrace(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) return false;
-  return ringx::model::detectFormat(path) == ringx::model::TraceFormat::kChromeJson;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  const ringx::model::TraceFormat format = ringx::model::detectFormat(path);
+  return format == (S_ISDIR(st.st_mode) ? ringx::model::TraceFormat::kChromeDirectory
+                                        : ringx::model::TraceFormat::kChromeJson);
 }
 
 // One run's events in a store: ringx traces and Chrome traces alike.
@@ -196,11 +199,25 @@ bool parseLink(const std::string& text, ringx::replay::LinkCost* out) {
   }
 }
 
-int runWhatIf(const std::string& input, const ringx::analysis::WhatIfQuestions& questions,
-              bool json) {
+// The inputs as the report names them: "DIR", or "FILE and 7 more".
+std::string inputsName(const std::vector<std::string>& inputs) {
+  return inputs.size() == 1
+             ? inputs.front()
+             : inputs.front() + " and " + std::to_string(inputs.size() - 1) + " more";
+}
+
+int runWhatIf(const std::vector<std::string>& inputs,
+              const ringx::analysis::WhatIfQuestions& questions, bool json) {
   using namespace ringx;
   model::TraceStore store;
-  loadRun(store, {input});
+  loadRun(store, inputs);
+  const std::string input = inputsName(inputs);
+  if (analysis::holdsProfilerTrace(store)) {
+    const analysis::ProfilerWhatIfReport report = analysis::profilerWhatIf(store, questions);
+    std::cout << (json ? analysis::profilerWhatIfJson(report)
+                       : analysis::formatProfilerWhatIf(report, input));
+    return 0;
+  }
   const std::string engine = analysis::whatIfEngine(store);
   const bool asksDdp = !questions.bucketCapMb.empty() || !questions.firstBucketMb.empty() ||
                        questions.gradientAsBucketView;
@@ -229,10 +246,11 @@ int runWhatIf(const std::string& input, const ringx::analysis::WhatIfQuestions& 
   return 0;
 }
 
-int runAdvise(const std::string& input, bool json) {
+int runAdvise(const std::vector<std::string>& inputs, bool json) {
   using namespace ringx;
   model::TraceStore store;
-  loadRun(store, {input});
+  loadRun(store, inputs);
+  const std::string input = inputsName(inputs);
   const analysis::Advice advice = analysis::advise(store, analysis::summarize(store, input));
   std::cout << (json ? analysis::adviceJson(advice) : analysis::formatAdvice(advice, input));
   return 0;
@@ -343,7 +361,8 @@ int main(int argc, char** argv) {
       "asks for a class is refused.");
   whyCommand->add_option("DUMP_DIR", dumpDir, "the dump directory")->required();
 
-  std::string whatIfInput, whatIfView, whatIfForwardPrefetch, whatIfLimiter;
+  std::vector<std::string> whatIfInputs;
+  std::string whatIfView, whatIfForwardPrefetch, whatIfLimiter;
   std::vector<std::string> whatIfLinks;
   ringx::analysis::WhatIfQuestions whatIfQuestions;
   bool whatIfJsonOut = false, whatIfNoBounds = false;
@@ -362,9 +381,14 @@ int main(int argc, char** argv) {
       "A ringx.fsdp trace is replayed with the engine's schedule (gathers, prefetches, frees,\n"
       "reductions, the rate limiter) over each rank's compute between the units' hooks;\n"
       "without changes it asks the other sharding strategies and backward prefetch modes,\n"
-      "forward_prefetch and limit_all_gathers flipped, units merged in twos, and the bounds.");
+      "forward_prefetch and limit_all_gathers flipped, units merged in twos, and the bounds.\n"
+      "torch.profiler traces of a GPU job (every rank's .json or .json.gz, or their folder)\n"
+      "are replayed as each rank's host, streams and collectives (docs/tracing.md): the\n"
+      "wire (--link), the world size and the bounds.");
   whatIfCommand
-      ->add_option("TRACE", whatIfInput, "a trace directory of a ringx.ddp or ringx.fsdp job")
+      ->add_option("TRACE", whatIfInputs,
+                   "a trace directory of a ringx.ddp or ringx.fsdp job, or a job's profiler "
+                   "traces (files or their folder)")
       ->required();
   whatIfCommand
       ->add_option("--bucket-cap-mb", whatIfQuestions.bucketCapMb, "bucket caps, MB: 4,8,16")
@@ -407,7 +431,7 @@ int main(int argc, char** argv) {
                           "leave out the communication-free and compute-free rows");
   whatIfCommand->add_flag("--json", whatIfJsonOut, "the report as JSON (ringx.analysis.whatif)");
 
-  std::string adviseInput;
+  std::vector<std::string> adviseInputs;
   bool adviseJsonOut = false;
   CLI::App* adviseCommand = app.add_subcommand(
       "advise", "why the step is slow and what to change: findings with evidence, changes ranked");
@@ -417,8 +441,13 @@ int main(int argc, char** argv) {
       "gather is never prefetched, DDP buckets that launch late. Then every change the job's\n"
       "engine allows (whatif's, with more bucket caps and merged units), fastest predicted\n"
       "first, each with the replayed steps' spread (p25-p75); a prediction inside the\n"
-      "recorded steps' own spread is marked \"within noise\".");
-  adviseCommand->add_option("TRACE", adviseInput, "a trace directory")->required();
+      "recorded steps' own spread is marked \"within noise\". On a GPU job's profiler traces:\n"
+      "exposed communication and a step the host's launches set, from the replay, and the\n"
+      "wire twice as fast and the bounds as what is at stake.");
+  adviseCommand
+      ->add_option("TRACE", adviseInputs,
+                   "a trace directory, or a job's profiler traces (files or their folder)")
+      ->required();
   adviseCommand->add_flag("--json", adviseJsonOut, "the advice as JSON (ringx.analysis.advise)");
 
   // An unknown first word would otherwise read as "A subcommand is required".
@@ -449,7 +478,7 @@ int main(int argc, char** argv) {
     }
     if (*summaryCommand) return runSummary(summaryInputs, summaryThreads, summaryFormat);
     if (*diffCommand) return runDiff(diffA, diffB, diffTop);
-    if (*adviseCommand) return runAdvise(adviseInput, adviseJsonOut);
+    if (*adviseCommand) return runAdvise(adviseInputs, adviseJsonOut);
     if (*whatIfCommand) {
       if (!whatIfView.empty()) whatIfQuestions.gradientAsBucketView = whatIfView == "on";
       if (!whatIfForwardPrefetch.empty()) {
@@ -467,7 +496,7 @@ int main(int argc, char** argv) {
         whatIfQuestions.links.push_back(link);
       }
       whatIfQuestions.bounds = !whatIfNoBounds;
-      return runWhatIf(whatIfInput, whatIfQuestions, whatIfJsonOut);
+      return runWhatIf(whatIfInputs, whatIfQuestions, whatIfJsonOut);
     }
     return runWhy(dumpDir);
   } catch (const std::invalid_argument& e) {  // a question that does not fit the trace
