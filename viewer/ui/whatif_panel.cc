@@ -144,36 +144,56 @@ WhatIfView adaptWhatIf(const analysis::WhatIfReport& report) {
                  "recorded plan, replayed", rowOf);
 }
 
+namespace {
+
+// A row whose replay has no ring of its own to draw (FSDP's, a profiler trace's): its path is
+// its slowest rank's step, compute and the collectives it waited for (drawn on the rank that
+// issued each last, as DDP's allreduces are); the predicted step is drawn on one lane.
+template <class Replay>
+WhatIfRowView pathRow(const std::string& label, const Replay& replay, size_t collectives) {
+  WhatIfRowView row;
+  row.label = label;
+  row.exposedCommNs = replay.exposedCommNs;
+  row.collectives = collectives;
+  row.replayedStepNs = replay.stepNs;
+  for (const replay::PathSegment& s : replay.criticalPath) {
+    PredictedItem item{
+        s.rank,         replay::pathKindName(s.kind), pathKindColor(s.kind), s.bucket, s.beginNs,
+        s.endNs,
+        /*onPath=*/true};
+    row.path.push_back(item);
+    item.lane = replay.slowestRank;  // the predicted step: the slowest rank's lane
+    row.items.push_back(item);
+  }
+  return row;
+}
+
+}  // namespace
+
 WhatIfView adaptWhatIf(const analysis::FsdpWhatIfReport& report) {
-  // The FSDP replay's path is its slowest rank's step: compute, and waits for collectives
-  // (drawn on the rank that issued the collective last, as DDP's allreduces are); it has no
-  // ring of its own to draw, the collectives are on the path or hidden.
   auto rowOf = [&](const std::string& label, const replay::FsdpReplay& replay) {
-    WhatIfRowView row;
-    row.label = label;
-    row.exposedCommNs = replay.exposedCommNs;
-    row.collectives = replay.gathers;
-    row.replayedStepNs = replay.stepNs;
-    for (const replay::PathSegment& s : replay.criticalPath) {
-      PredictedItem item{
-          s.rank,         replay::pathKindName(s.kind), pathKindColor(s.kind), s.bucket, s.beginNs,
-          s.endNs,
-          /*onPath=*/true};
-      row.path.push_back(item);
-      item.lane = replay.slowestRank;  // the predicted step: the slowest rank's lane
-      row.items.push_back(item);
-    }
-    return row;
+    return pathRow(label, replay, replay.gathers);
   };
   return tableOf("fsdp", report.source.recordedStepNs, report.source.firstStep, report,
                  report.bestRow, "recorded schedule, replayed", rowOf);
 }
 
+WhatIfView adaptWhatIf(const analysis::ProfilerWhatIfReport& report) {
+  const analysis::ProfilerProgram& src = report.source;
+  auto rowOf = [&](const std::string& label, const analysis::ProfilerReplay& replay) {
+    return pathRow(label, replay, src.collectives);
+  };
+  return tableOf("profiler", src.recordedStepNs,
+                 src.stepNumbers.empty() ? 0 : src.stepNumbers.front(), report, -1,
+                 "recorded trace, replayed", rowOf);
+}
+
 WhatIfView whatIfViewOf(const TraceStore& store) {
   try {
-    WhatIfView v = analysis::whatIfEngine(store) == "fsdp"
-                       ? adaptWhatIf(analysis::fsdpWhatIf(store))
-                       : adaptWhatIf(analysis::whatIf(store));
+    WhatIfView v =
+        analysis::holdsProfilerTrace(store)       ? adaptWhatIf(analysis::profilerWhatIf(store))
+        : analysis::whatIfEngine(store) == "fsdp" ? adaptWhatIf(analysis::fsdpWhatIf(store))
+                                                  : adaptWhatIf(analysis::whatIf(store));
     v.findings = analysis::advise(store, analysis::summarize(store, "")).findings;
     return v;
   } catch (const std::exception& e) {
@@ -185,8 +205,52 @@ WhatIfView whatIfViewOf(const TraceStore& store) {
 
 // ---- the recorded timeline ----------------------------------------------------------------
 
+namespace {
+
+// A profiler trace's steps on `rank`: its ProfilerStep#N scopes, each to the next one's begin,
+// the last to its own end or its device's last op's, whichever is later (the recorded step of
+// analysis/profiler_program.h).
+std::vector<RecordedStep> profilerStepsOf(const TraceStore& store, int32_t rank,
+                                          int64_t firstStep) {
+  std::map<int64_t, std::pair<int64_t, int64_t>> spans;  // N -> (begin, end)
+  int64_t deviceEnd = 0;  // the last step runs on to its device work's end
+  if (const model::RankData* r = store.findRank(rank)) {
+    for (const model::Track& t : r->tracks) {
+      if (store.str(t.name).substr(0, 4) == "GPU ") {  // the device's (and its steps' copies)
+        for (const auto& level : t.levels) {
+          if (!level.empty()) deviceEnd = std::max(deviceEnd, level.back().end);
+        }
+        continue;
+      }
+      for (const auto& level : t.levels) {
+        for (const model::Span& s : level) {
+          const std::string_view name = store.str(s.name);
+          if (name.substr(0, 13) != "ProfilerStep#") continue;
+          int64_t n = 0;
+          for (char c : name.substr(13)) {
+            if (c < '0' || c > '9') break;
+            n = n * 10 + (c - '0');
+          }
+          if (n >= firstStep) spans.try_emplace(n, s.begin, s.end);
+        }
+      }
+    }
+  }
+  std::vector<RecordedStep> steps;
+  for (auto it = spans.begin(); it != spans.end(); ++it) {
+    const auto next = std::next(it);
+    steps.push_back(
+        {it->first, it->second.first,
+         next != spans.end() ? next->second.first : std::max(it->second.second, deviceEnd)});
+  }
+  return steps;
+}
+
+}  // namespace
+
 std::vector<RecordedStep> recordedStepsOf(const TraceStore& store, int32_t rank,
                                           int64_t firstStep) {
+  if (analysis::holdsProfilerTrace(store)) return profilerStepsOf(store, rank, firstStep);
   std::map<int64_t, int64_t> begins;  // step -> forward begin
   auto add = [&](const auto& it) {
     if (it.rank == rank && it.forwardBeginNs > 0 && it.step >= firstStep)
@@ -374,7 +438,9 @@ void WhatIfPanel::table() {
   if (!ImGui::BeginTable("##rows", 6, flags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   for (const char* h : {"change", "predicted step", "vs recorded", "steps p25-p75", "exposed comm",
-                        r.engine == "fsdp" ? "gathers" : "buckets"})
+                        r.engine == "fsdp"       ? "gathers"
+                        : r.engine == "profiler" ? "collectives"
+                                                 : "buckets"})
     ImGui::TableSetupColumn(h);
   ImGui::TableHeadersRow();
   rowY_.assign(r.rows.size() + 1, -1.0f);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "analysis/advise.h"
+#include "analysis/profiler_whatif.h"
 #include "analysis/whatif.h"
 #include "viewer/ui/view_state.h"
 
@@ -71,15 +72,17 @@ struct WhatIfView {
   bool ok() const { return error.empty(); }
 };
 
-// The one reader of the report (DDP), and of FSDP's.
+// The one reader of the report (DDP), and of FSDP's, and of a profiler trace's.
 WhatIfView adaptWhatIf(const analysis::WhatIfReport& report);
 WhatIfView adaptWhatIf(const analysis::FsdpWhatIfReport& report);
+WhatIfView adaptWhatIf(const analysis::ProfilerWhatIfReport& report);
 // whatIf() over the store, adapted; its message in `error` when it cannot answer.
 WhatIfView whatIfViewOf(const TraceStore& store);
 // The colour of a stretch of the critical path, by kind.
 ImU32 pathKindColor(replay::PathSegment::Kind kind);
 
-// A recorded step of the anchor rank: its forward begin to the next one's.
+// A recorded step of the anchor rank: its forward begin to the next one's (a profiler trace's:
+// its ProfilerStep#N begin to the next one's, the last to its end).
 struct RecordedStep {
   int64_t step = 0;
   int64_t beginNs = 0, endNs = 0;

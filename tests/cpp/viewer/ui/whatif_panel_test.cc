@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "tests/cpp/shared_traces.h"
 #include "tests/cpp/trace/fsdp_job.h"
 #include "tests/cpp/viewer/ui/ui_harness.h"
 #include "tests/cpp/viewer/whatif_store.h"
@@ -296,6 +297,35 @@ TEST_F(WhatIfInWindow, AnotherTraceGetsItsOwnReportAndNotTheOldPath) {
   EXPECT_FALSE(panel.report().ok());
   EXPECT_TRUE(view.bands.empty());
   EXPECT_EQ(ui.timeline().bandsDrawn(), 0u);
+}
+
+// A real NCCL job's profiler files (Megatron TP8, the folder as the user opens it): the panel
+// reads the profiler replay's report, its bounds as rows, its path on the ranks' rows within
+// the recorded ProfilerStep#3.
+TEST(WhatIfAdapter, ReadsAProfilerTracesReplay) {
+  TraceStore store;
+  model::loadTraces(store, {ringx::testing::sharedTrace("nccl/astrasim_megatron_tp8")});
+  const WhatIfView v = whatIfViewOf(store);
+  ASSERT_TRUE(v.ok()) << v.error;
+  EXPECT_EQ(v.engine, "profiler");
+  EXPECT_EQ(v.firstStep, 3);
+  EXPECT_LT(std::abs(v.baseline.changeShare), 0.03);
+  ASSERT_EQ(v.rows.size(), 2u);
+  EXPECT_EQ(v.rows[0].label, "communication free");
+  EXPECT_EQ(v.baseline.collectives, 84u);
+  ASSERT_FALSE(v.baseline.path.empty());
+  bool launchBound = false;
+  for (const analysis::Finding& f : v.findings) launchBound |= f.kind == "launch-bound";
+  EXPECT_TRUE(launchBound);
+  const std::vector<RecordedStep> steps = recordedStepsOf(store, v.anchorRank, v.firstStep);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].step, 3);
+  int64_t clipped = 0;
+  const std::vector<RankBand> bands = pathOnTimeline(v.baseline, steps[0], &clipped);
+  EXPECT_FALSE(bands.empty());
+  // The path ends where the replayed step does, within the recorded one (the replay is 0.03 ms
+  // short of it).
+  EXPECT_LT(clipped, v.recordedStepNs / 100);
 }
 
 }  // namespace
