@@ -65,7 +65,12 @@ def run(pg, tmp, replicas=4, kill_at_step=8, steps_after_join=6, heartbeat_timeo
     state dict; the newcomer's last), "errors"}."""
     from torchft._torchft import LighthouseServer
 
-    lighthouse = LighthouseServer(bind="[::]:0", min_replicas=2, join_timeout_ms=100,
+    # A quorum waits for every replica that heartbeats (the killed one stops within the heartbeat
+    # timeout), or join_timeout_ms after the first joined: at 100 ms a replica that a busy
+    # machine held up that long was left out of a step, fell a step behind the others, and at
+    # the end waited alone for a quorum that never came (one fresh clone's make test in three,
+    # with a build beside it). 2 s is beyond any step's lateness here.
+    lighthouse = LighthouseServer(bind="[::]:0", min_replicas=2, join_timeout_ms=2000,
                                   heartbeat_timeout_ms=heartbeat_timeout_ms)
     address = lighthouse.address()
     saves = [os.path.join(tmp, f"{pg}-{i}.pt") for i in range(replicas + 1)]
