@@ -12,6 +12,7 @@
 #include "analysis/store_reading.h"
 #include "base/text.h"
 #include "trace/format/schema.h"
+#include "trace/model/chrome_ingest.h"
 
 namespace ringx::analysis {
 using namespace store_reading;
@@ -22,8 +23,9 @@ using replay::kNoOp;
 using replay::ProgramOp;
 using Kind = replay::PathSegment::Kind;
 
-bool isDeviceTrack(std::string_view name) {
-  return startsWith(name, "GPU ") && name.find("stream") != std::string_view::npos;
+// A GPU's stream (not its counters).
+bool isStreamTrack(std::string_view name) {
+  return model::isDeviceTrack(name) && name.find("stream") != std::string_view::npos;
 }
 
 enum class Call { kOther, kLaunch, kStreamWait, kSync, kDeviceSync };
@@ -90,7 +92,7 @@ bool holdsProfilerTrace(const model::TraceStore& store) {
   bool profiler = false;
   for (const RankData& r : store.ranks()) {
     if (r.clockKnown) return false;  // a ringx rank stream
-    for (const Track& t : r.tracks) profiler = profiler || isDeviceTrack(store.str(t.name));
+    for (const Track& t : r.tracks) profiler = profiler || isStreamTrack(store.str(t.name));
   }
   const int runtime = store.findCategory("cuda_runtime");
   return profiler || runtime >= 0;
@@ -116,7 +118,7 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
     RankRead rr;
     rr.data = &data;
     for (const Track& t : data.tracks) {
-      if (!isDeviceTrack(store.str(t.name))) continue;
+      if (!isStreamTrack(store.str(t.name))) continue;
       const uint32_t queue = ++rr.queues;
       forAllSpans(t, [&](uint32_t, uint32_t, const Span& s) {
         if (!isDeviceOp(s.category)) return;
@@ -126,18 +128,11 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
     }
     if (rr.byCorrelation.empty()) continue;
     for (const Track& t : data.tracks) {
-      if (isDeviceTrack(store.str(t.name))) continue;
+      if (isStreamTrack(store.str(t.name))) continue;
       forAllSpans(t, [&](uint32_t, uint32_t, const Span& s) {
         const std::string_view name = store.str(s.name);
-        if (startsWith(name, "ProfilerStep#")) {
-          int64_t n = 0;
-          bool digits = false;
-          for (char ch : name.substr(13)) {
-            if (ch < '0' || ch > '9') break;
-            n = n * 10 + (ch - '0');
-            digits = true;
-          }
-          if (digits) rr.steps.try_emplace(n, s.begin, s.end);
+        if (const std::optional<int64_t> n = model::profilerStepNumber(name)) {
+          rr.steps.try_emplace(*n, s.begin, s.end);
           return;
         }
         if (s.category != runtimeCat && s.category != driverCat) return;

@@ -219,6 +219,21 @@ void ingestChromeTraceFile(TraceStore& store, const std::string& path) {
   ingest(store, text, path);
 }
 
+std::optional<int64_t> profilerStepNumber(std::string_view name) {
+  constexpr std::string_view kScope = "ProfilerStep#";
+  if (name.substr(0, kScope.size()) != kScope) return std::nullopt;
+  int64_t n = 0;
+  bool digits = false;
+  for (char c : name.substr(kScope.size())) {
+    if (c < '0' || c > '9') break;
+    n = n * 10 + (c - '0');
+    digits = true;
+  }
+  return digits ? std::optional<int64_t>(n) : std::nullopt;
+}
+
+bool isDeviceTrack(std::string_view trackName) { return trackName.substr(0, 4) == "GPU "; }
+
 void ingestChromeTraceText(TraceStore& store, std::string_view text, const std::string& source) {
   JsonText copy;
   copy.copy(text);

@@ -32,6 +32,7 @@
 #include "base/text.h"
 #include "trace/format/collective_key.h"
 #include "trace/format/dtype_size.h"
+#include "trace/model/chrome_ingest.h"
 #include "trace/model/chrome_reader.h"
 
 namespace ringx::model::chrome_detail {
@@ -161,15 +162,8 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     if (processes_[process].device >= 0 || (e.bits & kPendingInstant)) continue;
     const int32_t rank = rankOf[process];
     const std::string_view name = store_.str(e.name);
-    if (startsWith(name, "ProfilerStep#")) {
-      int64_t n = 0;
-      bool any = false;
-      for (char c : name.substr(13)) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) break;
-        n = n * 10 + (c - '0');
-        any = true;
-      }
-      if (any) stepsOf[rank].push_back({{e.begin, e.end, i}, n});
+    if (const std::optional<int64_t> n = profilerStepNumber(name)) {
+      stepsOf[rank].push_back({{e.begin, e.end, i}, *n});
     } else if (startsWith(name, "nccl:")) {
       annotationsOf[e.thread].push_back({e.begin, e.end, i});
     }

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "analysis/trace_analyses.h"
+#include "trace/model/chrome_ingest.h"
 #include "viewer/ui/style.h"
 
 namespace ringx::viewer {
@@ -216,7 +217,7 @@ std::vector<RecordedStep> profilerStepsOf(const TraceStore& store, int32_t rank,
   int64_t deviceEnd = 0;  // the last step runs on to its device work's end
   if (const model::RankData* r = store.findRank(rank)) {
     for (const model::Track& t : r->tracks) {
-      if (store.str(t.name).substr(0, 4) == "GPU ") {  // the device's (and its steps' copies)
+      if (model::isDeviceTrack(store.str(t.name))) {  // the device's (and its steps' copies)
         for (const auto& level : t.levels) {
           if (!level.empty()) deviceEnd = std::max(deviceEnd, level.back().end);
         }
@@ -224,14 +225,8 @@ std::vector<RecordedStep> profilerStepsOf(const TraceStore& store, int32_t rank,
       }
       for (const auto& level : t.levels) {
         for (const model::Span& s : level) {
-          const std::string_view name = store.str(s.name);
-          if (name.substr(0, 13) != "ProfilerStep#") continue;
-          int64_t n = 0;
-          for (char c : name.substr(13)) {
-            if (c < '0' || c > '9') break;
-            n = n * 10 + (c - '0');
-          }
-          if (n >= firstStep) spans.try_emplace(n, s.begin, s.end);
+          const std::optional<int64_t> n = model::profilerStepNumber(store.str(s.name));
+          if (n && *n >= firstStep) spans.try_emplace(*n, s.begin, s.end);
         }
       }
     }
