@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "analysis/profiler_whatif.h"
 #include "analysis/whatif.h"
@@ -46,11 +47,11 @@ void replayChanges(const model::TraceStore& store, Advice* a,
     if (a->engine == "profiler") {
       // No engine's plan is recovered from a profiler trace yet: what is at stake, the wire
       // twice as fast and the bounds.
-      const ProfilerProgram program = profilerProgramOf(store);
+      ProfilerProgram program = profilerProgramOf(store);
       const replay::LinkFit wire = profilerWire(program);
       if (wire.ok) q.links = {replay::LinkCost{wire.link.stepNs / 2, wire.link.nsPerByte / 2}};
       q.bounds = true;
-      *profiler = profilerWhatIf(store, q);
+      *profiler = profilerWhatIf(std::move(program), q);
       const ProfilerWhatIfReport& r = **profiler;
       a->recordedStepNs = r.source.recordedStepNs;
       a->modelErrorShare = r.baselineErrorShare;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "analysis/whatif_text.h"
 #include "base/format.h"
@@ -72,6 +73,10 @@ ProfilerReplay replayProfiler(const ProfilerProgram& p, const replay::LinkFit& w
 
 ProfilerWhatIfReport profilerWhatIf(const model::TraceStore& store,
                                     const WhatIfQuestions& questions) {
+  return profilerWhatIf(profilerProgramOf(store), questions);
+}
+
+ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestions& questions) {
   if (!questions.bucketCapMb.empty() || !questions.firstBucketMb.empty() ||
       questions.gradientAsBucketView || !questions.shardingStrategies.empty() ||
       !questions.backwardPrefetch.empty() || questions.forwardPrefetch ||
@@ -82,7 +87,7 @@ ProfilerWhatIfReport profilerWhatIf(const model::TraceStore& store,
         "--world-size or the bounds");
   }
   ProfilerWhatIfReport r;
-  r.source = profilerProgramOf(store);
+  r.source = std::move(program);
   r.wire = profilerWire(r.source);
   try {
     r.baseline = replayProfiler(r.source, r.wire, {});

@@ -58,6 +58,8 @@ struct ProfilerWhatIfReport {
 // std::invalid_argument for questions only an engine's trace can answer (bucket caps, FSDP's).
 ProfilerWhatIfReport profilerWhatIf(const model::TraceStore& store,
                                     const WhatIfQuestions& questions = {});
+// The same of a program already built (profilerProgramOf).
+ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestions& questions);
 // The program run with one change (the report's rows; tests and advise ask their own).
 ProfilerReplay replayProfiler(const ProfilerProgram& program, const replay::LinkFit& wire,
                               const ProfilerChange& change);
