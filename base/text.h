@@ -43,4 +43,22 @@ inline std::vector<int64_t> integersIn(std::string_view text) {
   return out;
 }
 
+// The numbers of a JSON list of lists as text, as profiler traces write a tensor's dims
+// ("[[394241]]", "[[[131584]], []]", "[0, 1, 2]"): the first innermost list, or the list itself
+// when flat.
+inline std::vector<int64_t> firstIntegerList(std::string_view text) {
+  const size_t open = text.find_first_not_of('[', text.find('['));
+  if (open == std::string_view::npos) return {};
+  return integersIn(text.substr(open, text.find(']', open) - open));
+}
+
+// The first string of a JSON list as text ("[\"float\", \"\"]" -> float).
+inline std::string_view firstQuoted(std::string_view text) {
+  const size_t open = text.find('"');
+  if (open == std::string_view::npos) return {};
+  const size_t close = text.find('"', open + 1);
+  return close == std::string_view::npos ? std::string_view{}
+                                         : text.substr(open + 1, close - open - 1);
+}
+
 }  // namespace ringx

@@ -151,11 +151,13 @@ std::string formatSummary(const Summary& s, const SummaryFormat& format) {
     if (k.maxLastRank >= 0) appendf(out, ", rank %d last", k.maxLastRank);
     out += ")\n";
     for (const auto& [rule, spans] : k.matchedBy) {
+      // A CPU backend's scopes are collectives too (chrome_nccl.cc), numbered by their own rule.
+      const bool scopes = rule.rfind("backend scope", 0) == 0;
       appendf(out,
               "  %" PRIu64
-              " NCCL kernels of profiler traces numbered by %s (they carry no "
+              " %s of profiler traces numbered by %s (they carry no "
               "sequence number)\n",
-              spans, rule.c_str());
+              spans, scopes ? "backend scopes" : "NCCL kernels", rule.c_str());
     }
     if (k.mostOftenLast >= 0) {
       appendf(out, "  last to arrive most often: rank %d (%" PRIu64 " of %" PRIu64 ")",

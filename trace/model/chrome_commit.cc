@@ -174,6 +174,8 @@ void Reader::commit() {
     if (dataOf[i] == nullptr) continue;
     RankData& data = *dataOf[i];
     data.source = source_;
+    if (distributedWorldSize_ > 0) data.worldSize = distributedWorldSize_;
+    if (data.host.empty() && p.ringxRank < 0) data.host = kinetoHost_;
     if (p.ringxRank >= 0) {
       // The facts ringx ingest takes from the stream, as the exporter wrote them.
       const ArgValue* host = fact(p, "host");

@@ -22,6 +22,13 @@
 // steps never matches across them (the seq holds the step), and a kernel whose launch the trace
 // lacks (launched before profiling began) has no step and is left unmatched. Without steps the
 // place is counted over the whole trace.
+//
+// A CPU job's collectives (gloo, ringx, any backend but NCCL) have no kernel: their backend's own
+// scope of each one ("gloo:all_reduce" on gloo's worker thread while it runs it,
+// "ringx:all_reduce" from issue to completion) becomes the collective, with its dims (or, where
+// the scope has none, those of the c10d op that issued it: "c10d::allreduce_" around it), the
+// backend as its group and its place among the backend's scopes in its profiler step (rule 2).
+// Not on a rank that has a ringx stream in the store: ringx's own collectives are there.
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -84,21 +91,23 @@ std::string kernelOp(std::string_view name) {
   return rest == "Generic" ? "" : ringxOpName(rest);
 }
 
-// The numbers of a JSON list of lists as text ("[[394241]]", "[0, 1, 2]"): the first inner list,
-// or the list itself when flat.
-std::vector<int64_t> firstList(std::string_view text) {
-  const size_t open = text.find('[', text.find('[') + 1);
-  std::string_view inner = open == std::string_view::npos ? text : text.substr(open);
-  return integersIn(inner.substr(0, inner.find(']')));
-}
-
-// The first string of a JSON list as text ("[\"float\", \"\"]").
-std::string_view firstString(std::string_view text) {
-  const size_t open = text.find('"');
-  if (open == std::string_view::npos) return {};
-  const size_t close = text.find('"', open + 1);
-  return close == std::string_view::npos ? std::string_view{}
-                                         : text.substr(open + 1, close - open - 1);
+// A CPU backend's scope of a collective, "<backend>:<op>" ("gloo:all_reduce"): the backend,
+// or "" for any other name (torch's ops are "aten::...", "c10d::..."; NCCL's "nccl:..." is the CPU
+// side of a kernel).
+std::string_view cpuCollectiveBackend(std::string_view name) {
+  const size_t colon = name.find(':');
+  if (colon == std::string_view::npos || colon == 0 ||
+      name.find(':', colon + 1) != std::string_view::npos) {
+    return {};
+  }
+  const std::string_view backend = name.substr(0, colon);
+  for (char c : backend) {
+    if (!std::islower(static_cast<unsigned char>(c))) return {};
+  }
+  if (backend == "nccl" || backend == "c10d" || ringxOpName(name.substr(colon + 1)).empty()) {
+    return {};
+  }
+  return backend;
 }
 
 }  // namespace
@@ -110,11 +119,24 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     if (added) it->second = isNcclKernel(store_.str(name));
     return it->second;
   };
+  std::unordered_map<uint32_t, bool> cpuName;
+  auto isCpuCollective = [&](uint32_t name) {
+    auto [it, added] = cpuName.try_emplace(name, false);
+    if (added) it->second = !cpuCollectiveBackend(store_.str(name)).empty();
+    return it->second;
+  };
+  // A rank whose ringx stream is in the store already has its collectives.
+  auto ringxRank = [&](int32_t rank) {
+    const RankData* r = rank < 0 ? nullptr : store_.findRank(rank);
+    return r != nullptr && r->clockKnown;
+  };
   std::vector<size_t> kernels;
   for (size_t i = 0; i < events_.size(); ++i) {
     const PendingEvent& e = events_[i];
-    if (!(e.bits & kPendingInstant) && processes_[threads_[e.thread].process].device >= 0 &&
-        isNccl(e.name)) {
+    if (e.bits & kPendingInstant) continue;
+    const uint32_t process = threads_[e.thread].process;
+    if (processes_[process].device >= 0 ? isNccl(e.name)
+                                        : isCpuCollective(e.name) && !ringxRank(rankOf[process])) {
       kernels.push_back(i);
     }
   }
@@ -156,6 +178,7 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
   std::map<std::pair<int32_t, int64_t>, size_t> launchOf;  // (rank, correlation) -> event
   std::map<int32_t, std::vector<std::pair<Window, int64_t>>> stepsOf;  // rank -> (span, N)
   std::map<uint32_t, std::vector<Window>> annotationsOf;               // thread -> "nccl:" spans
+  std::map<uint32_t, std::vector<Window>> issuesOf;                    // thread -> "c10d::" ops
   for (size_t i = 0; i < events_.size(); ++i) {
     const PendingEvent& e = events_[i];
     const uint32_t process = threads_[e.thread].process;
@@ -166,14 +189,17 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
       stepsOf[rank].push_back({{e.begin, e.end, i}, *n});
     } else if (startsWith(name, "nccl:")) {
       annotationsOf[e.thread].push_back({e.begin, e.end, i});
+    } else if (startsWith(name, "c10d::")) {
+      issuesOf[e.thread].push_back({e.begin, e.end, i});
     }
     const int64_t correlation = intOf(e, correlationKey, -1);
     if (correlation >= 0) launchOf.emplace(std::make_pair(rank, correlation), i);
   }
-  // The innermost "nccl:" annotation around time t on a thread.
-  auto annotationAt = [&](uint32_t thread, int64_t t) -> const PendingEvent* {
-    auto found = annotationsOf.find(thread);
-    if (found == annotationsOf.end()) return nullptr;
+  // The innermost "nccl:" annotation (or "c10d::" op) around time t on a thread.
+  auto annotationAt = [&](uint32_t thread, int64_t t, bool issue = false) -> const PendingEvent* {
+    const auto& of = issue ? issuesOf : annotationsOf;
+    auto found = of.find(thread);
+    if (found == of.end()) return nullptr;
     const PendingEvent* best = nullptr;
     for (const Window& w : found->second) {
       if (w.begin <= t && t <= w.end &&
@@ -191,6 +217,7 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     std::string op, group, rule;
     int64_t seq = -1, step = -1, bytes = -1, groupSize = -1, groupRank = -1;
     bool steps = false;  // its rank recorded profiler steps
+    bool cpu = false;    // a CPU backend's scope, not a kernel
   };
   std::vector<Kernel> found;
   std::map<std::pair<int32_t, uint32_t>, int> streamNumber;  // (rank, thread) -> 1, 2, ...
@@ -202,6 +229,38 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     Kernel k;
     k.event = i;
     k.rank = rankOf[threads_[e.thread].process];
+    if (processes_[threads_[e.thread].process].device < 0) {
+      // A CPU backend's scope: its own time is its step's, its dims its own or its issue's.
+      const std::string_view name = store_.str(e.name);
+      const std::string_view backend = cpuCollectiveBackend(name);
+      k.cpu = true;
+      k.op = ringxOpName(name.substr(backend.size() + 1));
+      k.group = std::string(backend);
+      auto steps = stepsOf.find(k.rank);
+      k.steps = steps != stepsOf.end();
+      if (k.steps) {
+        for (const auto& [w, n] : steps->second) {
+          if (w.begin <= e.begin && e.begin <= w.end) k.step = n;
+        }
+      }
+      if (distributedWorldSize_ > 0) {
+        k.groupSize = distributedWorldSize_;
+        k.groupRank = k.rank;
+      }
+      const PendingEvent* shaped = &e;
+      if (textOf(e, dimsKey).empty()) shaped = annotationAt(e.thread, e.begin, /*issue=*/true);
+      if (shaped != nullptr) {
+        const std::vector<int64_t> dims = firstIntegerList(textOf(*shaped, dimsKey));
+        const int64_t size = trace::dtypeBytes(firstQuoted(textOf(*shaped, typeKey)));
+        if (!dims.empty() && size > 0) {
+          k.bytes = size;
+          for (int64_t d : dims) k.bytes *= d;
+          if (k.op == "allgather" && k.groupSize > 0 && shaped != &e) k.bytes *= k.groupSize;
+        }
+      }
+      found.push_back(std::move(k));
+      continue;
+    }
     // Its launch, and what the CPU knew there: the step, the "nccl:" annotation.
     const PendingEvent* launch = nullptr;
     if (const int64_t c = intOf(e, correlationKey, -1); c >= 0) {
@@ -225,7 +284,7 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     if (k.op.empty()) k.op = "nccl";
     // Its group: the process group, else its stream.
     const std::string_view groupName = textOf(e, groupNameKey);
-    const std::vector<int64_t> members = firstList(textOf(e, groupRanksKey));
+    const std::vector<int64_t> members = firstIntegerList(textOf(e, groupRanksKey));
     if (!groupName.empty()) {
       const std::string_view desc = textOf(e, groupDescKey);
       k.group = strCat("pg ", groupName);
@@ -249,8 +308,8 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     if (elementBytes > 0 && elements >= 0) {
       k.bytes = elements * elementBytes;
     } else if (annotation != nullptr) {
-      const std::vector<int64_t> dims = firstList(textOf(*annotation, dimsKey));
-      const int64_t size = trace::dtypeBytes(firstString(textOf(*annotation, typeKey)));
+      const std::vector<int64_t> dims = firstIntegerList(textOf(*annotation, dimsKey));
+      const int64_t size = trace::dtypeBytes(firstQuoted(textOf(*annotation, typeKey)));
       if (!dims.empty() && size > 0) {
         k.bytes = size;
         for (int64_t d : dims) k.bytes *= d;
@@ -271,22 +330,24 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     const int64_t place = places[{k.rank, k.group, k.step}]++;
     k.seq = k.steps ? k.step * kPerStep + place : place;
     const bool byGroup = startsWith(k.group, "pg ");
-    k.rule = strCat(byGroup ? "process group" : "NCCL stream", " and order",
-                    k.steps ? " in profiler step" : "");
+    k.rule = strCat(k.cpu     ? "backend scope"
+                    : byGroup ? "process group"
+                              : "NCCL stream",
+                    " and order", k.steps ? " in profiler step" : "");
   }
 
   // The kernels become collectives: their args, copied to the end, with the new ones.
   const uint8_t collective = store_.category(trace::categoryName(trace::Category::kCollective));
-  const uint32_t kernelKey = intern("kernel"), opKey = intern(trace::arg::kOp),
-                 seqKey = intern(trace::arg::kSeq), groupKey = intern(trace::arg::kGroup),
-                 bytesKey = intern(trace::arg::kBytes), sizeKey = intern(trace::arg::kGroupSize),
-                 rankKey = intern(trace::arg::kGroupRank), ruleKey = intern(trace::kMatchedByArg),
-                 stepKey = intern(trace::arg::kStep);
+  const uint32_t kernelKey = intern("kernel"), scopeKey = intern("scope"),
+                 opKey = intern(trace::arg::kOp), seqKey = intern(trace::arg::kSeq),
+                 groupKey = intern(trace::arg::kGroup), bytesKey = intern(trace::arg::kBytes),
+                 sizeKey = intern(trace::arg::kGroupSize), rankKey = intern(trace::arg::kGroupRank),
+                 ruleKey = intern(trace::kMatchedByArg), stepKey = intern(trace::arg::kStep);
   for (const Kernel& k : found) {
     PendingEvent& e = events_[k.event];
     const uint32_t first = static_cast<uint32_t>(args_.size());
     for (uint32_t a = e.firstArg; a < e.firstArg + e.argCount; ++a) args_.push_back(args_[a]);
-    args_.push_back(ArgValue::ofString(kernelKey, e.name));
+    args_.push_back(ArgValue::ofString(k.cpu ? scopeKey : kernelKey, e.name));
     args_.push_back(ArgValue::ofString(opKey, intern(k.op)));
     args_.push_back(ArgValue::ofString(groupKey, intern(k.group)));
     if (k.seq >= 0) {

@@ -63,6 +63,13 @@ void Reader::topObject(size_t i) {
           failAt(start, strCat("the value of \"", key,
                                "\" is missing, or nested too deep, or its brackets do not match"));
         if (key == "distributedInfo" || key == "otherData") smallObject(key, start, i);
+        if (key == "host_name" && i - start >= 2 && data_[start] == '"') {
+          // Kineto: the host the rank ran on (a plain name: no escapes expected).
+          kinetoHost_.assign(data_ + start + 1, i - start - 2);
+          while (!kinetoHost_.empty() && kinetoHost_.back() != '"' && isSpace(kinetoHost_.back()))
+            kinetoHost_.pop_back();
+          if (!kinetoHost_.empty() && kinetoHost_.back() == '"') kinetoHost_.pop_back();
+        }
         if (key == "baseTimeNanoseconds") {
           // Kineto: "ts" counts microseconds from this Unix-epoch time.
           const char* end = data_ + i;

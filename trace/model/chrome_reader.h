@@ -7,8 +7,9 @@
 //   chrome_devices.cc Kineto's GPU and bookkeeping pids: which process's rank each joins, and
 //                     what a GPU's lanes are called there
 //   chrome_commit.cc  the commit: ranks decided, pending events into the store, flows joined
-//   chrome_nccl.cc    NCCL and RCCL kernels of profiler traces as collectives matched across
-//                     ranks (before the commit puts them into the store)
+//   chrome_nccl.cc    NCCL and RCCL kernels of profiler traces (a CPU job's: its backend's
+//                     scopes) as collectives matched across ranks (before the commit puts them
+//                     into the store)
 // (chrome_ingest.cc explains the format's rules and the speed.)
 #pragma once
 
@@ -241,6 +242,7 @@ class Reader {
   bool ringxExport_ = false;
   bool haveOrigin_ = false;
   bool haveBaseTime_ = false;  // Kineto's baseTimeNanoseconds
+  std::string kinetoHost_;     // Kineto's host_name
   int64_t baseTimeNs_ = 0;
   int64_t originNs_ = 0;
   int64_t lastTime_ = std::numeric_limits<int64_t>::min();

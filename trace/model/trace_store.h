@@ -170,6 +170,7 @@ struct RankData {
   int32_t rank = 0;
   std::string host;
   int64_t pid = 0;
+  int64_t worldSize = 0;      // the job's, where the file says it (Kineto's distributedInfo)
   std::string source;         // file or HOST:PORT
   std::vector<Track> tracks;  // in display order after finalize()
   std::vector<CounterSeries> counters;
