@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "analysis/profiler_ddp.h"
 #include "analysis/store_reading.h"
 #include "analysis/whatif_text.h"
 #include "base/format.h"
@@ -160,11 +161,20 @@ replay::HostCores hostCoresOf(const model::TraceStore& store) {
   return out;
 }
 
-DdpModelSource ddpModelOf(const model::TraceStore& store) {
+DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores) {
   std::vector<RankRecord> records;
   for (const RankData& rank : store.ranks()) {
     RankRecord r = readRank(store, rank);
     if (!r.steps.empty()) records.push_back(std::move(r));
+  }
+  if (records.empty() && holdsProfiledTorchDdp(store)) {
+    ProfiledDdp profiled = profiledTorchDdp(store);
+    profiled.recording.host.cores = hostCores;
+    DdpModelSource src;
+    static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(profiled.recording);
+    src.planStep = profiled.firstStep;
+    src.profiledWire = profiled.wire;
+    return src;
   }
   if (records.empty()) {
     throw std::runtime_error(
@@ -222,10 +232,14 @@ DdpModelSource ddpModelOf(const model::TraceStore& store) {
 
 namespace {
 
-replay::DdpWhatIf capChange(double capMb) {
+// A cap asked of the job. torch's DDP, given bucket_cap_mb, makes its first bucket that size
+// too (torch/nn/parallel/distributed.py, _BucketConfig: 1 MB only for the default cap), where
+// ringx.ddp keeps it at most 1 MB (bucket_plan.h's limitsForCap).
+replay::DdpWhatIf capChange(double capMb, bool torchRule) {
   replay::DdpWhatIf c;
   c.label = "bucket_cap_mb=" + shortNumber(capMb);
   c.bucketCapBytes = static_cast<int64_t>(capMb * 1024 * 1024);
+  if (torchRule) c.firstBucketBytes = c.bucketCapBytes;
   return c;
 }
 
@@ -233,7 +247,7 @@ replay::DdpWhatIf capChange(double capMb) {
 
 WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   WhatIfReport report;
-  report.source = ddpModelOf(store);
+  report.source = ddpModelOf(store, q.hostCores);
   const replay::DdpModel& m = report.source.model;
   report.baseline = replay::replayDdp(m);
   report.baselineErrorShare = shareOf(report.baseline.stepNs, report.source.recordedStepNs);
@@ -255,7 +269,7 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   std::sort(caps.begin(), caps.end());
   caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
   for (double cap : caps) {
-    if (cap > 0) ask(capChange(cap), true);
+    if (cap > 0) ask(capChange(cap, !report.source.profiledWire.empty()), true);
   }
   for (double first : q.firstBucketMb) {
     replay::DdpWhatIf c;
@@ -281,6 +295,12 @@ namespace {}  // namespace
 std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
   const replay::DdpModel& m = r.source.model;
   std::string out = "what if: " + source + "\n";
+  if (!r.source.profiledWire.empty()) {
+    out +=
+        "torch DDP recovered from torch.profiler traces: buckets from the Reducer's allreduces, "
+        "the wire from " +
+        r.source.profiledWire + "'s scopes, the plan's limits inferred\n";
+  }
   out += "DDP, " + std::to_string(m.ranks.size()) + " ranks, " + std::to_string(m.params.size()) +
          " parameters; recorded plan: bucket_cap_mb=" +
          shortNumber(static_cast<double>(m.limits.bucketBytes) / (1024.0 * 1024.0)) +
@@ -360,7 +380,9 @@ void jsonReplay(std::string& out, const replay::DdpReplay& r) {
 
 std::string whatIfJson(const WhatIfReport& r) {
   const replay::DdpModel& m = r.source.model;
-  std::string out = "{\"engine\":\"ddp\",\"ranks\":" + std::to_string(m.ranks.size()) +
+  std::string out = "{\"engine\":\"ddp\",\"source\":\"" +
+                    std::string(r.source.profiledWire.empty() ? "ringx" : "profiler") +
+                    "\",\"ranks\":" + std::to_string(m.ranks.size()) +
                     ",\"world_size\":" + std::to_string(m.worldSize) +
                     ",\"parameters\":" + std::to_string(m.params.size()) +
                     ",\"bucket_cap_bytes\":" + std::to_string(m.limits.bucketBytes) +

@@ -26,8 +26,12 @@ namespace ringx::analysis {
 // a trace recorded before schema 5).
 struct DdpModelSource : replay::DdpFit {
   int64_t planStep = 0;  // the first step under the recorded plan
+  // Non-empty: torch DDP recovered from torch.profiler traces (profiler_ddp.h), the wire timed
+  // by this backend's scopes ("gloo", "ringx"), the plan's limits inferred from its buckets.
+  std::string profiledWire;
 };
-DdpModelSource ddpModelOf(const model::TraceStore& store);
+// hostCores: the hosts' cores where the trace does not record them (profiler traces).
+DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores = 0);
 
 // The calibration a job recorded (ringx.trace.calibrate: "calibration" instants with op,
 // bytes, ns and group_size), the lowest rank's that has one; empty when none ran.
@@ -46,6 +50,9 @@ struct WhatIfQuestions {
   std::vector<int64_t> worldSizes;
   std::vector<replay::LinkCost> links;
   bool bounds = true;  // communication and compute infinitely fast
+  // The hosts' cores, for profiler traces, which do not record them (a ringx trace does): how
+  // the ranks on one host share them (cost_model.h's HostCores); 0: unknown.
+  int64_t hostCores = 0;
   // FSDP (PyTorch's names): sharding strategies, backward prefetch modes, forward prefetch and
   // the rate limiter on or off, and unit boundaries (every k consecutive units merged).
   std::vector<std::string> shardingStrategies;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "analysis/profiler_ddp.h"
 #include "analysis/store_reading.h"
 #include "analysis/whatif.h"
 #include "analysis/whatif_text.h"
@@ -136,7 +137,7 @@ std::string whatIfEngine(const model::TraceStore& store) {
     }
   }
   if (fsdp && (!ddp || (fsdpConfig && !ddpPlan))) return "fsdp";
-  return ddp ? "ddp" : "";
+  return ddp || (!fsdp && holdsProfiledTorchDdp(store)) ? "ddp" : "";
 }
 
 FsdpModelSource fsdpModelOf(const model::TraceStore& store) {

@@ -79,7 +79,7 @@ def _listed(values):
 
 def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_bucket_view=None,
            world_size=None, link=None, bounds=True, sharding_strategy=None, backward_prefetch=None,
-           forward_prefetch=None, limit_all_gathers=None, merge_units=None):
+           forward_prefetch=None, limit_all_gathers=None, merge_units=None, host_cores=None):
     """Replays the DDP or FSDP step recorded in `trace_dir` unchanged and with each change asked,
     as `ringx-trace whatif TRACE --json`. DDP: bucket_cap_mb, first_bucket_mb (a number or a
     list), gradient_as_bucket_view; with nothing asked, bucket caps from a quarter to four times
@@ -89,11 +89,14 @@ def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_buck
     units as one; a number or a list); with nothing asked, every other choice of each. Both:
     world_size (a number or a list), link ("GBPS[:US_PER_STEP]" strings) and the bounds.
     `trace_dir` may also be a job's torch.profiler traces: their folder, or a list of every
-    rank's .json / .json.gz files (engine "profiler": world_size, link and the bounds).
+    rank's .json / .json.gz files (engine "profiler": world_size, link and the bounds; a torch
+    DDP job's, engine "ddp" with its buckets recovered, and host_cores: each host's cores, which
+    the profiler does not record).
     Raises RuntimeError with ringx-trace's message when the trace cannot answer."""
     command = [_ringx_trace(), "whatif", *_paths(trace_dir), "--json"]
     for flag, values in (("--bucket-cap-mb", bucket_cap_mb), ("--first-bucket-mb", first_bucket_mb),
-                         ("--world-size", world_size), ("--merge-units", merge_units)):
+                         ("--world-size", world_size), ("--merge-units", merge_units),
+                         ("--host-cores", host_cores)):
         text = _listed(values)
         if text:
             command += [flag, text]

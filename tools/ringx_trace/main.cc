@@ -427,6 +427,11 @@ int main(int argc, char** argv) {
                    "FSDP unit boundaries: every K consecutive sibling units as one: 2,4")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  whatIfCommand
+      ->add_option("--host-cores", whatIfQuestions.hostCores,
+                   "profiler traces of a CPU job: the cores of each host, which the profiler "
+                   "does not record (how the ranks on a host share them)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   whatIfCommand->add_flag("--no-bounds", whatIfNoBounds,
                           "leave out the communication-free and compute-free rows");
   whatIfCommand->add_flag("--json", whatIfJsonOut, "the report as JSON (ringx.analysis.whatif)");

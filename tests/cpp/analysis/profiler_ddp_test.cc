@@ -1,0 +1,223 @@
+// torch DDP recovered from CPU profiler traces (analysis/profiler_ddp.h): hand-made Kineto files
+// of a two-rank gloo job whose buckets, gradients, wire and copies are known by construction,
+// and the what-if report built from them (analysis/whatif.h). tests/python/
+// test_profiler_whatif.py checks the same recovery on real torch DDP jobs against the Reducer's
+// own buckets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "analysis/profiler_ddp.h"
+#include "analysis/profiler_program.h"
+#include "analysis/trace_analyses.h"
+#include "analysis/whatif.h"
+#include "base/error.h"
+#include "base/text.h"
+#include "trace/model/chrome_ingest.h"
+
+namespace ringx::analysis {
+// Named, not anonymous: the tests are built as one unity source with the other analyses'.
+namespace profiled_ddp_test {
+
+// Two layers of a 256x256 weight and a 256 bias (float): readiness bias1, w1, bias0, w0; two
+// buckets of 65792 floats (the bias and weight of a layer each).
+constexpr int64_t kWeight = 256 * 256, kBias = 256, kBucket = kWeight + kBias;
+
+// One rank's CPU profiler file (microseconds, as Kineto writes them): the main thread (tid 1),
+// gloo's worker (tid 2).
+class CpuRank {
+ public:
+  CpuRank(int rank, bool shapes = true, bool gloo = true)
+      : rank_(rank), shapes_(shapes), gloo_(gloo) {}
+  void op(const char* cat, const std::string& name, int tid, int64_t ts, int64_t dur,
+          const std::string& dims = "", const char* type = "float") {
+    std::string args;
+    if (shapes_ && !dims.empty()) {
+      args = strCat(R"(,"args":{"Input Dims":)", dims, R"(,"Input type":[")", type, R"("]})");
+    }
+    events_ += strCat(R"(,{"ph":"X","cat":")", cat, R"(","name":")", name, R"(","pid":1,"tid":)",
+                      tid, R"(,"ts":)", ts, R"(,"dur":)", dur, args, "}");
+  }
+  // Step n from t: forward [t+100, t+2100); backward's nodes from t+2200 to t+4700, the
+  // gradients ready at t+2340, t+3340 (bucket 0 launched at t+3400, on the wire
+  // [t+3460, t+3460+wire0)), t+3600, t+4600 (bucket 1 at t+4620, wire [t+4660, t+5660)); the
+  // copies back from t+5700 to t+5900, the optimizer [t+6000, t+7000).
+  void step(int n, int64_t t, int64_t wire0 = 1000) {
+    op("user_annotation", strCat("ProfilerStep#", n), 1, t, 9000);
+    op("user_annotation", "DistributedDataParallel.forward", 1, t + 100, 2000);
+    op("cpu_op", "autograd::engine::evaluate_function: MseLossBackward0", 1, t + 2200, 100);
+    const int64_t ready[] = {2340, 3340, 3600, 4600};
+    const int64_t sizes[] = {kBias, kWeight, kBias, kWeight};
+    for (int k = 0; k < 4; ++k) {
+      const int64_t end = t + ready[k];
+      const int64_t begin = k % 2 == 0 ? end - 40 : end - 900;
+      op("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 1,
+         begin - 5,
+         end - begin +
+             (k == 1   ? 120
+              : k == 3 ? 105
+                       : 10));
+      op("cpu_op", "torch::autograd::AccumulateGrad", 1, begin, end - begin,
+         sizes[k] == kBias ? "[[256]]" : "[[256, 256]]");
+    }
+    const std::string flat = strCat("[[[", kBucket, "]], [], []]");
+    op("cpu_op", "c10d::allreduce_", 1, t + 3400, 50, flat);
+    wire(t + 3400, t + 3460, wire0);
+    op("cpu_op", "c10d::allreduce_", 1, t + 4620, 30, flat);
+    wire(t + 4620, t + 4660, 1000);
+    const char* copy = "torch.distributed.ddp.reducer::copy_bucket_to_grad";
+    op("cpu_op", copy, 1, t + 5700, 10, "[[256]]");
+    op("cpu_op", copy, 1, t + 5710, 90, "[[256, 256]]");
+    op("cpu_op", copy, 1, t + 5800, 10, "[[256]]");
+    op("cpu_op", copy, 1, t + 5810, 90, "[[256, 256]]");
+    op("user_annotation", "Optimizer.step#SGD.step", 1, t + 6000, 1000);
+  }
+  // The backend's scope of an allreduce: gloo's on its worker with the tensor's dims; ringx's
+  // on the main thread without them, from inside the c10d op (as ringx issues it) to completion.
+  void wire(int64_t issue, int64_t ts, int64_t dur) {
+    if (gloo_) {
+      op("user_annotation", "gloo:all_reduce", 2, ts, dur, strCat("[[", kBucket, "]]"));
+    } else {
+      op("user_annotation", "ringx:all_reduce", 1, issue + 5, ts + dur - issue - 5);
+    }
+  }
+  std::string json() const {
+    return strCat(R"({"schemaVersion":1,"distributedInfo":{"backend":"gloo","rank":)", rank_,
+                  R"(,"world_size":2},"traceEvents":[)",
+                  R"({"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"python"}})",
+                  events_, "]}");
+  }
+
+ private:
+  int rank_;
+  bool shapes_, gloo_;
+  std::string events_;
+};
+
+model::TraceStore storeOf(const std::vector<CpuRank>& ranks) {
+  model::TraceStore store;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    model::ingestChromeTraceText(store, ranks[r].json(), strCat("rank", r, ".json"));
+  }
+  return store;
+}
+
+// Steps 1..3, 9 ms apart; rank 1 starts each 5 us later.
+std::vector<CpuRank> job(bool shapes = true, bool gloo = true) {
+  std::vector<CpuRank> ranks;
+  for (int r = 0; r < 2; ++r) {
+    CpuRank& k = ranks.emplace_back(r, shapes, gloo);
+    for (int n = 1; n <= 3; ++n) k.step(n, 1'000'000 + (n - 1) * 9000 + r * 5);
+  }
+  return ranks;
+}
+
+int64_t us(int64_t n) { return n * 1000; }
+
+TEST(ProfiledDdp, BucketsGradientsWireAndCopiesComeFromTheReducersOps) {
+  const model::TraceStore store = storeOf(job());
+  EXPECT_FALSE(holdsProfilerTrace(store));  // no GPU: not a device program
+  ASSERT_TRUE(holdsProfiledTorchDdp(store));
+  EXPECT_EQ(whatIfEngine(store), "ddp");
+  const ProfiledDdp p = profiledTorchDdp(store);
+  const replay::DdpRecording& rec = p.recording;
+  EXPECT_EQ(p.wire, "gloo");
+  EXPECT_EQ(rec.worldSize, 2);
+  EXPECT_EQ(p.firstStep, 1);
+  EXPECT_EQ(p.bucketBytes, (std::vector<int64_t>{kBucket * 4, kBucket * 4}));
+  // Parameters in reverse readiness order: w0, bias0, w1, bias1.
+  ASSERT_EQ(rec.params.size(), 4u);
+  EXPECT_EQ(rec.params[0].bytes, kWeight * 4);
+  EXPECT_EQ(rec.params[3].bytes, kBias * 4);
+  EXPECT_EQ(rec.params[0].group, "float");
+  // The roundest cap whose plan is these buckets: a quarter MiB (a layer is 257 KiB).
+  EXPECT_EQ(rec.limits.bucketBytes, 256 * 1024);
+  EXPECT_FALSE(rec.gradientAsBucketView);
+  ASSERT_EQ(rec.ranks.size(), 2u);
+  ASSERT_EQ(rec.ranks[1].steps.size(), 3u);
+  const replay::DdpStepRecord& s = rec.ranks[1].steps[1];  // step 2 of rank 1
+  const int64_t t = 1'000'000 + 9000 + 5;
+  EXPECT_EQ(s.step, 2);
+  EXPECT_EQ(s.forwardBeginNs, us(t + 100));
+  EXPECT_EQ(s.forwardEndNs, us(t + 2100));
+  EXPECT_EQ(s.backwardBeginNs, us(t + 2200));
+  EXPECT_EQ(s.computeEndNs, us(t + 4700));
+  EXPECT_EQ(s.finalizeEndNs, us(t + 5900));
+  EXPECT_EQ(s.optimizerNs, us(9000 + 100 - 5900));  // to the next step's forward
+  ASSERT_EQ(s.grads.size(), 4u);
+  EXPECT_EQ(s.grads[0], (std::pair<size_t, int64_t>{3, us(t + 2340)}));
+  EXPECT_EQ(s.grads[3], (std::pair<size_t, int64_t>{0, us(t + 4600)}));
+  ASSERT_EQ(s.buckets.size(), 2u);
+  EXPECT_EQ(s.buckets[0].launchNs, us(t + 3400));
+  EXPECT_EQ(s.buckets[0].wireNs, us(1000));
+  EXPECT_EQ(s.buckets[1].wireEndNs, us(t + 5660));
+  EXPECT_EQ(s.buckets[0].copyBackNs, us(100));
+  EXPECT_EQ(s.buckets[1].copyBackNs, us(100));
+}
+
+TEST(ProfiledDdp, TheBackendsScopesAreTheCollectivesMatchedAcrossRanks) {
+  for (bool gloo : {true, false}) {
+    const model::TraceStore store = storeOf(job(true, gloo));
+    const std::vector<CollectiveRow> rows = matchCollectives(store);
+    ASSERT_EQ(rows.size(), 6u) << gloo;  // two buckets in each of three steps
+    for (const CollectiveRow& row : rows) {
+      EXPECT_EQ(row.op, "allreduce");
+      EXPECT_EQ(row.group, gloo ? "gloo" : "ringx");
+      EXPECT_EQ(row.ranks.size(), 2u);
+      EXPECT_EQ(row.groupSize, 2);
+      // gloo's scope has the dims; ringx's takes the issuing c10d op's.
+      EXPECT_EQ(row.bytes, kBucket * 4);
+    }
+    // And DDP's wire is read from them.
+    EXPECT_EQ(profiledTorchDdp(store).wire, gloo ? "gloo" : "ringx");
+  }
+}
+
+TEST(ProfiledDdp, TheWhatIfReplaysTheRecordedStepAndAsksTorchsCaps) {
+  const model::TraceStore store = storeOf(job());
+  WhatIfQuestions q;
+  q.bucketCapMb = {25};
+  q.bounds = false;
+  const WhatIfReport r = whatIf(store, q);
+  EXPECT_EQ(r.source.profiledWire, "gloo");
+  EXPECT_EQ(r.source.recordedStepNs, us(9000));
+  EXPECT_LT(std::abs(r.baselineErrorShare), 0.05) << r.baselineErrorShare;
+  ASSERT_EQ(r.rows.size(), 1u);
+  // torch's DDP given bucket_cap_mb=25 makes one bucket of both layers (its first bucket is
+  // the cap too), launched at the last gradient: its wire after backward, longer than the
+  // second bucket's was.
+  EXPECT_EQ(r.rows[0].replay.buckets.size(), 1u);
+  EXPECT_GT(r.rows[0].predictedStepNs, r.source.recordedStepNs);
+  const std::string text = formatWhatIf(r, "job");
+  EXPECT_NE(text.find("torch DDP recovered from torch.profiler traces"), std::string::npos);
+  EXPECT_NE(whatIfJson(r).find("\"source\":\"profiler\""), std::string::npos);
+}
+
+TEST(ProfiledDdp, ALateWireMakesTheSlowRanksBucketTheLongOne) {
+  // Rank 0's first bucket took 3 ms on its wire, rank 1's 1 ms: the fit takes the shortest
+  // (the last to arrive waited least), so the wire is 1 ms whichever rank ran long.
+  std::vector<CpuRank> ranks;
+  for (int r = 0; r < 2; ++r) {
+    CpuRank& k = ranks.emplace_back(r);
+    for (int n = 1; n <= 3; ++n) k.step(n, 1'000'000 + (n - 1) * 9000, r == 0 ? 3000 : 1000);
+  }
+  const model::TraceStore store = storeOf(ranks);
+  const ProfiledDdp p = profiledTorchDdp(store);
+  EXPECT_EQ(p.recording.ranks[0].steps[0].buckets[0].wireNs, us(3000));
+  EXPECT_EQ(p.recording.ranks[1].steps[0].buckets[0].wireNs, us(1000));
+}
+
+TEST(ProfiledDdp, WithoutRecordShapesSaysWhatToTurnOn) {
+  const model::TraceStore store = storeOf(job(/*shapes=*/false));
+  try {
+    profiledTorchDdp(store);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("record_shapes=True"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace profiled_ddp_test
+}  // namespace ringx::analysis
