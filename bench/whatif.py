@@ -36,6 +36,13 @@ torch's DistributedDataParallel on the same models, base and alternatives as abo
 and FSDP2 (fully_shard on every block and the root, the defaults) with the alternatives FSDP2
 has: reshard_after_forward=False, explicit forward prefetch of the next block, and the pairs as
 units (ringx-trace whatif names FSDP2's changes in fully_shard's terms).
+
+--from-profiler (issue 65): torch's DDP on the same models over --backends (gloo, ringx), every
+run profiled by torch.profiler (CPU, record_shapes=True, a folder per run as
+tensorboard_trace_handler writes it) and traced by ringx at once. Each change is predicted from
+the base run's profiler folder alone (the job carried nothing of ringx: analysis/profiler_ddp.h
+recovers DDP's buckets from it) and, beside it, from ringx's trace of the same base run; the
+change's run measures the step (its ringx trace, the same definition).
 """
 
 import argparse
@@ -376,10 +383,18 @@ def main():
     parser.add_argument("--reanalyse", metavar="DIR",
                         help="analyse the traces a run kept in DIR (--traces) without running")
     parser.add_argument("--quick", action="store_true", help="one round of 20 steps")
+    parser.add_argument("--from-profiler", action="store_true",
+                        help="torch DDP predicted from torch.profiler traces (see above)")
+    parser.add_argument("--backends", default="gloo,ringx",
+                        help="--from-profiler: the jobs' backends")
     parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps = 1, 20
+    if args.from_profiler:
+        if args.docs:
+            docs_table.require("whatif-profiler")
+        return main_from_profiler(args)
     if args.docs:
         docs_table.require("whatif")
     engines = args.engines.split(",")
@@ -453,6 +468,134 @@ def summary(errors):
 
 ENGINE_NAMES = {"ddp": "ringx.ddp", "torch-ddp": "torch DDP", "fsdp": "ringx.fsdp",
                 "fsdp2": "FSDP2"}
+
+
+def profiler_worker(rank, world, init, root, rounds, steps, backend, results):
+    """--from-profiler: torch DDP over `backend`, every configuration of every model per round
+    (alternating the order), profiled by torch.profiler into <run>-profile and traced by ringx
+    into <run>."""
+    import ringx
+    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+    dist.init_process_group(backend, init_method=init, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=300))
+    generator = torch.Generator().manual_seed(rank)
+    for model_name, (make_model, make_batch) in MODELS.items():
+        x, y = make_batch(generator)
+        # A run of the base untraced first: the model's first run pays for warming up (the
+        # allocator, gloo's buffers), which no configuration of the rounds should.
+        torch.manual_seed(0)
+        ddp = ddp_wrapper("torch-ddp", make_model(), BASE[1], BASE[2])
+        opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+        for _ in range(steps):
+            opt.zero_grad()
+            nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+        del ddp, opt
+        for r in range(rounds):
+            configs = [BASE] + ALTERNATIVES
+            if r % 2:
+                configs.reverse()
+            for label, cap, view in configs:
+                torch.manual_seed(0)
+                ddp = ddp_wrapper("torch-ddp", make_model(), cap, view)
+                opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+                where = run_dir(root, backend, model_name, label, r)
+                dist.barrier()
+                ringx.trace.start(dir=where)
+                # The first step builds the buckets again in readiness order: not profiled.
+                with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                             schedule=schedule(wait=1, warmup=1, active=steps - 2),
+                             on_trace_ready=tensorboard_trace_handler(
+                                 where + "-profile", worker_name=f"rank{rank}")) as prof:
+                    for _ in range(steps):
+                        opt.zero_grad()
+                        nn.functional.mse_loss(ddp(x), y).backward()
+                        opt.step()
+                        prof.step()
+                ringx.trace.stop()
+                del ddp, opt
+    results[rank] = {}
+    dist.destroy_process_group()
+
+
+def analyse_profiled(root, rounds, backend):
+    """{model: {"base_error": (profiler's, ringx's), "rows": [(label, from profiler, from ringx
+    trace, measured, (low, high))]}}: every change predicted from the base run's profiler folder
+    and from its ringx trace, beside the change's measured step, medians over the rounds."""
+    from ringx.analysis import whatif
+
+    caps = [cap for label, cap, view in ALTERNATIVES if not view]
+    table = {}
+    for model_name in MODELS:
+        labels = [label for label, _, _ in ALTERNATIVES]
+        predicted = {source: {label: [] for label in labels} for source in ("profiler", "ringx")}
+        measured = {label: [] for label in labels}
+        base_error = {"profiler": [], "ringx": []}
+        for r in range(rounds):
+            base = run_dir(root, backend, model_name, BASE[0], r)
+            for source, path in (("profiler", base + "-profile"), ("ringx", base)):
+                # The profiler does not record the host's cores: the job ran on this one.
+                result = whatif(path, bucket_cap_mb=caps, gradient_as_bucket_view=True,
+                                bounds=False,
+                                host_cores=os.cpu_count() if source == "profiler" else None)
+                base_error[source].append(result["baseline_error"])
+                rows = {row["change"]: row for row in result["rows"]}
+                for label in labels:
+                    predicted[source][label].append(rows[label]["predicted_step_ns"])
+            for label in labels:
+                measured[label].append(
+                    whatif(run_dir(root, backend, model_name, label, r),
+                           bounds=False)["recorded_step_ns"])
+        table[model_name] = {
+            "base_error": tuple(statistics.median(base_error[s]) for s in ("profiler", "ringx")),
+            "rows": [(label, statistics.median(predicted["profiler"][label]),
+                      statistics.median(predicted["ringx"][label]),
+                      statistics.median(measured[label]),
+                      (min(measured[label]), max(measured[label]))) for label in labels]}
+    return table
+
+
+def report_profiled(tables, args):
+    errors = {"profiler": [], "ringx": []}
+    for (backend, world), table in tables.items():
+        for model_name, result in table.items():
+            profiler_base, ringx_base = result["base_error"]
+            print(f"\ntorch DDP over {backend}, {model_name}, {world} ranks: predicted from the "
+                  f"{BASE[0]} run's torch.profiler folder (its replay's own error "
+                  f"{profiler_base * 100:+.1f}%) and from ringx's trace of the same run "
+                  f"({ringx_base * 100:+.1f}%), medians of {args.rounds} rounds")
+            print(f"  {'change':30s} {'profiler':>11s} {'ringx trace':>12s} {'measured':>11s} "
+                  f"{'rounds':>15s} {'error':>8s} {'ringx err':>10s}")
+            for label, from_profiler, from_ringx, meas, (low, high) in result["rows"]:
+                e_prof, e_ringx = from_profiler / meas - 1, from_ringx / meas - 1
+                cause = "noise" if low <= from_profiler <= high else ""
+                errors["profiler"].append((abs(e_prof), cause))
+                errors["ringx"].append(
+                    (abs(e_ringx), "noise" if low <= from_ringx <= high else ""))
+                print(f"  {label:30s} {from_profiler / 1e6:8.2f} ms {from_ringx / 1e6:9.2f} ms "
+                      f"{meas / 1e6:8.2f} ms {low / 1e6:6.1f}-{high / 1e6:5.1f} ms "
+                      f"{e_prof * 100:+7.1f}% {e_ringx * 100:+9.1f}%"
+                      f"{'  ' + cause if cause and abs(e_prof) > NOISE_MARK else ''}")
+    for source, name in (("profiler", "from torch.profiler traces"),
+                         ("ringx", "from ringx traces of the same runs")):
+        if errors[source]:
+            print(f"\ntorch DDP predicted {name}: {summary(errors[source])}")
+
+
+def main_from_profiler(args):
+    tables = {}
+    with tempfile.TemporaryDirectory(prefix="ringx-whatif-profiler-") as scratch:
+        for world in [int(w) for w in args.world_sizes.split(",")]:
+            for backend in args.backends.split(","):
+                root = os.path.join(args.reanalyse or args.traces or scratch, f"world{world}")
+                if not args.reanalyse:
+                    run_ranks(profiler_worker, world, root, args.rounds, args.steps, backend,
+                              name="whatif --from-profiler")
+                tables[(backend, world)] = analyse_profiled(root, args.rounds, backend)
+    with docs_table.table(args.docs, "whatif-profiler"):
+        report_profiled(tables, args)
+    return 0
 
 
 def report(tables, fsdp_tables, args):
