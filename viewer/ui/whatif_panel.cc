@@ -7,6 +7,7 @@
 #include <exception>
 #include <map>
 
+#include "analysis/profiler_ddp.h"
 #include "analysis/trace_analyses.h"
 #include "trace/model/chrome_ingest.h"
 #include "viewer/ui/style.h"
@@ -251,7 +252,14 @@ std::vector<RecordedStep> recordedStepsOf(const TraceStore& store, int32_t rank,
     if (it.rank == rank && it.forwardBeginNs > 0 && it.step >= firstStep)
       begins[it.step] = it.forwardBeginNs;
   };
-  if (analysis::whatIfEngine(store) == "fsdp") {
+  if (analysis::holdsProfiledTorchDdp(store)) {
+    // torch DDP recovered from profiler traces: the recording's forwards (profiler_ddp.h).
+    for (const replay::DdpRankRecord& r : analysis::profiledTorchDdp(store).recording.ranks) {
+      for (const replay::DdpStepRecord& s : r.steps) {
+        if (r.rank == rank && s.step >= firstStep) begins[s.step] = s.forwardBeginNs;
+      }
+    }
+  } else if (analysis::whatIfEngine(store) == "fsdp") {
     for (const analysis::FsdpIteration& it : analysis::analyzeFsdp(store).iterations) add(it);
   } else {
     for (const analysis::DdpIteration& it : analysis::analyzeDdp(store).iterations) add(it);

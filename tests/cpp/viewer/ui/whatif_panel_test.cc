@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "tests/cpp/profiled_ddp_trace.h"
 #include "tests/cpp/shared_traces.h"
 #include "tests/cpp/trace/fsdp_job.h"
 #include "tests/cpp/viewer/ui/ui_harness.h"
@@ -326,6 +327,23 @@ TEST(WhatIfAdapter, ReadsAProfilerTracesReplay) {
   // The path ends where the replayed step does, within the recorded one (the replay is 0.03 ms
   // short of it).
   EXPECT_LT(clipped, v.recordedStepNs / 100);
+}
+
+// A CPU torch DDP job's profiler files (hand-made, tests/cpp/profiled_ddp_trace.h): the panel
+// reads DDP's report from the buckets recovered, and its recorded steps are the job's forwards.
+TEST(WhatIfAdapter, ReadsACpuJobsProfilerTracesAsDdp) {
+  const TraceStore store = ringx::testing::storeOf(ringx::testing::profiledDdpJob());
+  const WhatIfView v = whatIfViewOf(store);
+  ASSERT_TRUE(v.ok()) << v.error;
+  EXPECT_EQ(v.engine, "ddp");
+  EXPECT_EQ(v.firstStep, 1);
+  EXPECT_FALSE(v.rows.empty());
+  ASSERT_FALSE(v.baseline.path.empty());
+  const std::vector<RecordedStep> steps = recordedStepsOf(store, v.anchorRank, v.firstStep);
+  ASSERT_EQ(steps.size(), 2u);  // steps 1 and 2, each to the next one's forward
+  EXPECT_EQ(steps[0].endNs - steps[0].beginNs, 9'000'000);
+  int64_t clipped = 0;
+  EXPECT_FALSE(pathOnTimeline(v.baseline, steps[0], &clipped).empty());
 }
 
 }  // namespace
