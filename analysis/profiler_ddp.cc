@@ -233,13 +233,7 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   }
   std::sort(ranks.begin(), ranks.end(),
             [](const ProfiledRankOps& a, const ProfiledRankOps& b) { return a.rank < b.rank; });
-  // The steps every rank recorded.
-  std::vector<int64_t> numbers;
-  for (const auto& [n, w] : ranks.front().steps) {
-    bool all = true;
-    for (const ProfiledRankOps& r : ranks) all = all && r.steps.count(n) > 0;
-    if (all) numbers.push_back(n);
-  }
+  const std::vector<int64_t> numbers = stepsEveryRankHas(ranks);
   if (numbers.empty()) {
     throw std::runtime_error(
         "the ranks' profiler traces share no ProfilerStep#N: profile with a schedule "
@@ -345,13 +339,6 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   int64_t world = 0;
   for (const RankData& r : store.ranks()) world = std::max(world, r.worldSize);
   rec.worldSize = world > 0 ? world : static_cast<int64_t>(ranks.size());
-  // The hosts, by the name each file gives (Kineto's host_name); their cores are not recorded
-  // (the caller may know them: whatif's --host-cores).
-  std::vector<std::string> hosts;
-  for (const RankData& r : store.ranks()) {
-    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
-  }
-  rec.host.hosts = std::max<int64_t>(1, static_cast<int64_t>(hosts.size()));
 
   // Each rank's steps with the recorded buckets.
   for (size_t i = 0; i < ranks.size(); ++i) {

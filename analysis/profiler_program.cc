@@ -164,11 +164,7 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
   bool anySteps = false;
   for (const RankRead& rr : ranks) anySteps = anySteps || !rr.steps.empty();
   if (anySteps) {
-    for (const auto& [n, w] : ranks.front().steps) {
-      bool all = true;
-      for (const RankRead& rr : ranks) all = all && rr.steps.count(n) > 0;
-      if (all) numbers.push_back(n);
-    }
+    numbers = stepsEveryRankHas(ranks);
     if (numbers.empty()) {
       throw std::runtime_error(
           "the ranks' profiler traces share no ProfilerStep#N: give files of the same steps "

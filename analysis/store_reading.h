@@ -96,6 +96,20 @@ void forOverlapping(const std::vector<Span>& level, int64_t t0, int64_t t1, F&& 
   for (; i < level.size() && level[i].begin <= t1; ++i) f(level[i], static_cast<uint32_t>(i));
 }
 
+// The profiler steps every rank recorded: the numbers (ProfilerStep#N's N) of the first rank's
+// `steps` map that every other rank's holds too, ascending.
+template <typename Ranks>
+std::vector<int64_t> stepsEveryRankHas(const Ranks& ranks) {
+  std::vector<int64_t> numbers;
+  if (ranks.empty()) return numbers;
+  for (const auto& step : ranks.front().steps) {
+    bool all = true;
+    for (const auto& r : ranks) all = all && r.steps.count(step.first) > 0;
+    if (all) numbers.push_back(step.first);
+  }
+  return numbers;
+}
+
 // Visits every span of a track: f(levelIndex, spanIndex, span).
 template <typename F>
 void forAllSpans(const Track& track, F&& f) {

@@ -169,6 +169,9 @@ DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores) {
   }
   if (records.empty() && holdsProfiledTorchDdp(store)) {
     ProfiledDdp profiled = profiledTorchDdp(store);
+    // The hosts by the names the files give (Kineto's host_name), as a ringx trace's; their
+    // cores, which the profiler does not record, as the caller says.
+    profiled.recording.host = hostCoresOf(store);
     profiled.recording.host.cores = hostCores;
     DdpModelSource src;
     static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(profiled.recording);

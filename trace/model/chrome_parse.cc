@@ -63,17 +63,16 @@ void Reader::topObject(size_t i) {
           failAt(start, strCat("the value of \"", key,
                                "\" is missing, or nested too deep, or its brackets do not match"));
         if (key == "distributedInfo" || key == "otherData") smallObject(key, start, i);
-        if (key == "host_name" && i - start >= 2 && data_[start] == '"') {
+        // The value's text, less the spaces after it.
+        const char* end = data_ + i;
+        while (end > data_ + start && isSpace(end[-1])) --end;
+        if (key == "host_name" && end - (data_ + start) >= 2 && data_[start] == '"' &&
+            end[-1] == '"') {
           // Kineto: the host the rank ran on (a plain name: no escapes expected).
-          kinetoHost_.assign(data_ + start + 1, i - start - 2);
-          while (!kinetoHost_.empty() && kinetoHost_.back() != '"' && isSpace(kinetoHost_.back()))
-            kinetoHost_.pop_back();
-          if (!kinetoHost_.empty() && kinetoHost_.back() == '"') kinetoHost_.pop_back();
+          kinetoHost_.assign(data_ + start + 1, static_cast<size_t>(end - 1 - (data_ + start + 1)));
         }
         if (key == "baseTimeNanoseconds") {
           // Kineto: "ts" counts microseconds from this Unix-epoch time.
-          const char* end = data_ + i;
-          while (end > data_ + start && isSpace(end[-1])) --end;
           const auto parsed = std::from_chars(data_ + start, end, baseTimeNs_);
           haveBaseTime_ = parsed.ec == std::errc() && parsed.ptr == end;
         }
