@@ -169,6 +169,15 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     return a != nullptr && a->kind == ArgKind::kString ? store_.str(a->stringId)
                                                        : std::string_view{};
   };
+  // The bytes of the first tensor an op's Input Dims and type name (record_shapes); -1 if none.
+  auto firstTensorBytes = [&](const PendingEvent& e) -> int64_t {
+    const std::vector<int64_t> dims = firstIntegerList(textOf(e, dimsKey));
+    const int64_t size = trace::dtypeBytes(firstQuoted(textOf(e, typeKey)));
+    if (dims.empty() || size <= 0) return -1;
+    int64_t bytes = size;
+    for (int64_t d : dims) bytes *= d;
+    return bytes;
+  };
 
   // The CPU side, per rank: launches by correlation, the steps, the "nccl:" annotations.
   struct Window {
@@ -247,17 +256,14 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
         k.groupSize = distributedWorldSize_;
         k.groupRank = k.rank;
       }
-      const PendingEvent* shaped = &e;
-      if (textOf(e, dimsKey).empty()) shaped = annotationAt(e.thread, e.begin, /*issue=*/true);
-      if (shaped != nullptr) {
-        const std::vector<int64_t> dims = firstIntegerList(textOf(*shaped, dimsKey));
-        const int64_t size = trace::dtypeBytes(firstQuoted(textOf(*shaped, typeKey)));
-        if (!dims.empty() && size > 0) {
-          k.bytes = size;
-          for (int64_t d : dims) k.bytes *= d;
-          if (k.op == "allgather" && k.groupSize > 0 && shaped != &e) k.bytes *= k.groupSize;
-        }
-      }
+      // Bytes as nccl-tests counts them (an all-gather's output, anything else's input). The
+      // scope's own dims are its input (gloo's); the issuing c10d op's first tensor is its
+      // output (c10d::_allgather_base_(out, in), _reduce_scatter_base_(out, in), ...).
+      const int64_t own = firstTensorBytes(e);
+      const PendingEvent* issue = own >= 0 ? nullptr : annotationAt(e.thread, e.begin, true);
+      const int64_t bytes = own >= 0 ? own : issue != nullptr ? firstTensorBytes(*issue) : -1;
+      const bool shard = own >= 0 ? k.op == "allgather" : k.op == "reduce_scatter";
+      k.bytes = bytes >= 0 && shard && k.groupSize > 0 ? bytes * k.groupSize : bytes;
       found.push_back(std::move(k));
       continue;
     }
@@ -308,13 +314,9 @@ void Reader::ncclCollectives(const std::vector<int32_t>& rankOf) {
     if (elementBytes > 0 && elements >= 0) {
       k.bytes = elements * elementBytes;
     } else if (annotation != nullptr) {
-      const std::vector<int64_t> dims = firstIntegerList(textOf(*annotation, dimsKey));
-      const int64_t size = trace::dtypeBytes(firstQuoted(textOf(*annotation, typeKey)));
-      if (!dims.empty() && size > 0) {
-        k.bytes = size;
-        for (int64_t d : dims) k.bytes *= d;
-        if (k.op == "allgather" && k.groupSize > 0) k.bytes *= k.groupSize;
-      }
+      // The "nccl:" annotation's dims are the collective's input.
+      k.bytes = firstTensorBytes(*annotation);
+      if (k.bytes >= 0 && k.op == "allgather" && k.groupSize > 0) k.bytes *= k.groupSize;
     }
     // Rule 1 where it applies; rules 2 and 3 number below.
     const int64_t seq = intOf(e, seqNumKey, intOf(e, commsIdKey, -1));

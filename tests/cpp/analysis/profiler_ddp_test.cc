@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,37 @@ TEST(ProfiledDdp, TheBackendsScopesAreTheCollectivesMatchedAcrossRanks) {
     // And DDP's wire is read from them.
     EXPECT_EQ(profiledTorchDdp(store).wire, gloo ? "gloo" : "ringx");
   }
+}
+
+// FSDP's collectives as a CPU job's profiler files hold them, counted as nccl-tests counts
+// bytes (an all-gather's output, anything else's input): gloo's scope has its input's dims; a
+// ringx scope has none, and the c10d op that issued it names its output first.
+TEST(ProfiledDdp, ABackendScopesBytesAreTheCollectivesAsNcclTestsCountThem) {
+  const int64_t shard = 32896, full = 2 * shard;
+  std::vector<CpuRank> ranks;
+  for (int r = 0; r < 2; ++r) {
+    CpuRank& k = ranks.emplace_back(r);
+    const int64_t t = 1'000'000;
+    k.op("user_annotation", "ProfilerStep#1", 1, t, 9000);
+    k.op("cpu_op", "c10d::_allgather_base_", 1, t + 100, 50,
+         strCat("[[", full, "], [", shard, "], []]"));
+    k.op("user_annotation", "gloo:all_gather", 2, t + 120, 400, strCat("[[", shard, "]]"));
+    k.op("cpu_op", "c10d::_allgather_base_", 1, t + 1000, 50,
+         strCat("[[", full, "], [", shard, "], []]"));
+    k.op("user_annotation", "ringx:_all_gather_base", 1, t + 1010, 30);
+    k.op("cpu_op", "c10d::_reduce_scatter_base_", 1, t + 2000, 50,
+         strCat("[[", shard, "], [", full, "], []]"));
+    k.op("user_annotation", "ringx:_reduce_scatter_base", 1, t + 2010, 30);
+  }
+  const model::TraceStore store = storeOf(ranks);
+  std::map<std::string, int64_t> bytes;  // group/op -> bytes
+  for (const CollectiveRow& row : matchCollectives(store)) {
+    EXPECT_EQ(row.ranks.size(), 2u);
+    bytes[row.group + "/" + row.op] = row.bytes;
+  }
+  EXPECT_EQ(bytes, (std::map<std::string, int64_t>{{"gloo/allgather", full * 4},
+                                                   {"ringx/allgather", full * 4},
+                                                   {"ringx/reduce_scatter", full * 4}}));
 }
 
 TEST(ProfiledDdp, TheWhatIfReplaysTheRecordedStepAndAsksTorchsCaps) {
