@@ -153,17 +153,6 @@ bool readProfiledStep(const ProfiledRankOps& r, int64_t number,
   return true;
 }
 
-// Each allreduce's wire scope: the first not yet taken that begins at or after it.
-std::vector<const ProfiledOp*> matchWires(const ProfiledRankOps& r) {
-  std::vector<const ProfiledOp*> out(r.allreduces.size(), nullptr);
-  size_t next = 0;
-  for (size_t i = 0; i < r.allreduces.size(); ++i) {
-    while (next < r.wires.size() && r.wires[next].begin < r.allreduces[i].begin) ++next;
-    if (next < r.wires.size()) out[i] = &r.wires[next++];
-  }
-  return out;
-}
-
 // The limits the engine's rule turns into exactly `bucketBytes` over the parameters in
 // readiness order: torch's defaults where they do, else the roundest cap (whole MB, then
 // halves, quarters, ... down to 1 KiB) between the largest bucket's size less its last
@@ -205,20 +194,7 @@ bool inferLimits(const std::vector<replay::ParamLayout>& params, const std::vect
 }  // namespace
 
 bool holdsProfiledTorchDdp(const model::TraceStore& store) {
-  const uint32_t forward = store.strings().find(kForward);
-  if (forward == 0) return false;
-  for (const RankData& r : store.ranks()) {
-    if (r.clockKnown) return false;  // a ringx rank stream: its own DDP events are read
-  }
-  for (const RankData& r : store.ranks()) {
-    for (const Track& t : r.tracks) {
-      bool found = false;
-      forAllSpans(t,
-                  [&](uint32_t, uint32_t, const Span& s) { found = found || s.name == forward; });
-      if (found) return true;
-    }
-  }
-  return false;
+  return profiledSpanNamed(store, kForward);
 }
 
 ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
@@ -241,7 +217,8 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   }
   std::vector<std::vector<ProfiledStepOps>> steps(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const std::vector<const ProfiledOp*> wireOf = matchWires(ranks[i]);
+    const std::vector<const ProfiledOp*> wireOf =
+        wiresInIssueOrder(ranks[i].allreduces, ranks[i].wires);
     for (int64_t n : numbers) {
       ProfiledStepOps s;
       if (readProfiledStep(ranks[i], n, wireOf, &s)) steps[i].push_back(std::move(s));

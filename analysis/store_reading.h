@@ -110,6 +110,21 @@ std::vector<int64_t> stepsEveryRankHas(const Ranks& ranks) {
   return numbers;
 }
 
+// Each launch's wire: the first of `wires` not yet taken that begins at or after it (both in
+// begin order; null: none). A CPU backend runs a rank's collectives in the order they were
+// issued, each after its c10d op began (profiler_ddp.h, profiler_fsdp.h).
+template <typename Launch, typename Wire>
+std::vector<const Wire*> wiresInIssueOrder(const std::vector<Launch>& launches,
+                                           const std::vector<Wire>& wires) {
+  std::vector<const Wire*> out(launches.size(), nullptr);
+  size_t next = 0;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    while (next < wires.size() && wires[next].begin < launches[i].begin) ++next;
+    if (next < wires.size()) out[i] = &wires[next++];
+  }
+  return out;
+}
+
 // Visits every span of a track: f(levelIndex, spanIndex, span).
 template <typename F>
 void forAllSpans(const Track& track, F&& f) {
@@ -118,6 +133,23 @@ void forAllSpans(const Track& track, F&& f) {
     for (size_t i = 0; i < level.size(); ++i)
       f(static_cast<uint32_t>(l), static_cast<uint32_t>(i), level[i]);
   }
+}
+
+// Whether profiler traces (no ringx rank stream) hold a span named `name` on some rank.
+inline bool profiledSpanNamed(const model::TraceStore& store, std::string_view name) {
+  const uint32_t id = store.strings().find(name);
+  if (id == 0) return false;
+  for (const RankData& r : store.ranks()) {
+    if (r.clockKnown) return false;  // a ringx rank stream: its own engine events are read
+  }
+  for (const RankData& r : store.ranks()) {
+    for (const Track& t : r.tracks) {
+      bool found = false;
+      forAllSpans(t, [&](uint32_t, uint32_t, const Span& s) { found = found || s.name == id; });
+      if (found) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace ringx::analysis::store_reading

@@ -111,10 +111,13 @@ std::string whatIfEngine(const model::TraceStore& store);
 
 struct FsdpModelSource : replay::FsdpFit {
   int64_t firstStep = 0;  // the first step the model is fitted from
+  // Non-empty: torch FSDP2 recovered from torch.profiler traces (profiler_fsdp.h), the wire
+  // timed by this backend's scopes.
+  std::string profiledWire;
 };
 // Throws std::runtime_error saying what is missing (no ringx.fsdp iterations, no fsdp_config:
-// a trace recorded before schema 6).
-FsdpModelSource fsdpModelOf(const model::TraceStore& store);
+// a trace recorded before schema 6). hostCores as ddpModelOf's.
+FsdpModelSource fsdpModelOf(const model::TraceStore& store, int64_t hostCores = 0);
 
 struct FsdpWhatIfRow {
   replay::FsdpWhatIf change;

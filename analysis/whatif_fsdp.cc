@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "analysis/profiler_ddp.h"
+#include "analysis/profiler_fsdp.h"
 #include "analysis/store_reading.h"
 #include "analysis/whatif.h"
 #include "analysis/whatif_text.h"
@@ -137,15 +138,29 @@ std::string whatIfEngine(const model::TraceStore& store) {
     }
   }
   if (fsdp && (!ddp || (fsdpConfig && !ddpPlan))) return "fsdp";
-  return ddp || (!fsdp && holdsProfiledTorchDdp(store)) ? "ddp" : "";
+  if (ddp) return "ddp";
+  // Profiler traces of a job that ran nothing of ringx: its engine's own scopes.
+  if (!fsdp && holdsProfiledTorchFsdp2(store)) return "fsdp";
+  return !fsdp && holdsProfiledTorchDdp(store) ? "ddp" : "";
 }
 
-FsdpModelSource fsdpModelOf(const model::TraceStore& store) {
+FsdpModelSource fsdpModelOf(const model::TraceStore& store, int64_t hostCores) {
   std::vector<std::string> units;
   std::vector<FsdpRankReading> records;
   for (const RankData& rank : store.ranks()) {
     FsdpRankReading r = readFsdpRank(store, rank, units);
     if (!r.steps.empty()) records.push_back(std::move(r));
+  }
+  if (records.empty() && holdsProfiledTorchFsdp2(store)) {
+    ProfiledFsdp profiled = profiledTorchFsdp2(store);
+    // The hosts as ddpModelOf reads them from profiler traces.
+    profiled.recording.host = hostCoresOf(store);
+    profiled.recording.host.cores = hostCores;
+    FsdpModelSource src;
+    static_cast<replay::FsdpFit&>(src) = replay::fitFsdpModel(profiled.recording);
+    src.firstStep = profiled.firstStep;
+    src.profiledWire = profiled.wire;
+    return src;
   }
   if (records.empty()) {
     throw std::runtime_error(
@@ -226,7 +241,7 @@ FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestion
   using replay::FsdpBackwardPrefetch;
   using replay::FsdpSharding;
   FsdpWhatIfReport report;
-  report.source = fsdpModelOf(store);
+  report.source = fsdpModelOf(store, q.hostCores);
   const replay::FsdpModel& m = report.source.model;
   report.baseline = replay::replayFsdp(m);
   report.baselineErrorShare = shareOf(report.baseline.stepNs, report.source.recordedStepNs);
@@ -310,6 +325,12 @@ FsdpWhatIfReport fsdpWhatIf(const model::TraceStore& store, const WhatIfQuestion
 std::string formatFsdpWhatIf(const FsdpWhatIfReport& r, const std::string& source) {
   const replay::FsdpModel& m = r.source.model;
   std::string out = "what if: " + source + "\n";
+  if (!r.source.profiledWire.empty()) {
+    out +=
+        "torch FSDP2 recovered from torch.profiler traces: units, gathers and reductions from "
+        "its FSDP:: scopes, the wire from " +
+        r.source.profiledWire + "'s scopes\n";
+  }
   if (m.runtime.fsdp2) {
     out += "FSDP2 (torch's fully_shard), " + std::to_string(m.ranks.size()) + " ranks, " +
            std::to_string(m.units.size()) +
@@ -402,6 +423,7 @@ void jsonLink(std::string& out, const char* name, const replay::LinkCost& l) {
 std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
   const replay::FsdpModel& m = r.source.model;
   std::string out = std::string("{\"engine\":\"") + (m.runtime.fsdp2 ? "fsdp2" : "fsdp") +
+                    "\",\"source\":\"" + (r.source.profiledWire.empty() ? "ringx" : "profiler") +
                     "\",\"ranks\":" + std::to_string(m.ranks.size()) +
                     ",\"world_size\":" + std::to_string(m.worldSize) +
                     ",\"units\":" + std::to_string(m.units.size()) + ",\"sharding_strategy\":";
@@ -421,7 +443,14 @@ std::string fsdpWhatIfJson(const FsdpWhatIfReport& r) {
   jsonLink(out, "reduce_scatter", m.reduceScatter);
   out += ",";
   jsonLink(out, "allreduce", m.allreduce);
-  out += "},\"baseline\":{";
+  out += "},\"unit_sizes\":[";
+  for (size_t i = 0; i < m.units.size(); ++i) {
+    out += i == 0 ? "{\"unit\":" : ",{\"unit\":";
+    appendJsonString(out, m.units[i].name);
+    out += ",\"param_bytes\":" + std::to_string(m.units[i].paramBytes) +
+           ",\"grad_bytes\":" + std::to_string(m.units[i].gradBytes) + "}";
+  }
+  out += "],\"baseline\":{";
   jsonFsdpReplay(out, r.baseline);
   out += "},";
   appendRowsJson(out, r.rows, r.bestRow, jsonFsdpReplay);

@@ -78,7 +78,8 @@ uint32_t internName(const char* name) {
 }  // namespace
 
 std::string unitTrackName(const std::string& unitName) {
-  return std::string(trace::track::kFsdpUnitPrefix) + (unitName.empty() ? "(root)" : unitName);
+  return std::string(trace::track::kFsdpUnitPrefix) +
+         (unitName.empty() ? trace::track::kFsdpRootUnit : unitName);
 }
 
 void recordGather(const std::string& unitName, const GatherTiming& g) {

@@ -1,14 +1,9 @@
 #include "fsdp/watch/fsdp_watch.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace ringx::observe {
 namespace {
-
-bool startsWith(const char* text, const char* prefix) {
-  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
-}
 
 // Moves `held` (one of a unit's holdings) to `on`, keeping `counter` (the bytes of all units'
 // holdings of its kind) in step; whether it changed.
@@ -20,44 +15,6 @@ bool hold(bool& held, bool on, int64_t& counter, int64_t bytes) {
 }
 
 }  // namespace
-
-FsdpScope parseFsdpScope(const char* name, std::string* unit) {
-  unit->clear();
-  if (startsWith(name, "Optimizer.zero_grad")) return FsdpScope::kZeroGrad;
-  if (!startsWith(name, "FSDP::")) return FsdpScope::kOther;
-  const char* rest = name + 6;
-  for (auto [prefix, scope] : {std::pair{"forward_prefetch for ", FsdpScope::kForwardPrefetch},
-                               std::pair{"backward_prefetch for ", FsdpScope::kBackwardPrefetch}}) {
-    if (startsWith(rest, prefix)) {
-      *unit = rest + std::strlen(prefix);
-      return scope;
-    }
-  }
-  // "label" or "label (module.path)"
-  std::string_view text(rest);
-  std::string_view label = text;
-  const size_t open = text.find(" (");
-  if (open != std::string_view::npos && text.back() == ')') {
-    label = text.substr(0, open);
-    *unit = std::string(text.substr(open + 2, text.size() - open - 3));
-  }
-  static constexpr std::pair<const char*, FsdpScope> kLabels[] = {
-      {"root_pre_forward", FsdpScope::kRootPreForward},
-      {"pre_forward", FsdpScope::kPreForward},
-      {"post_forward", FsdpScope::kPostForward},
-      {"pre_backward", FsdpScope::kPreBackward},
-      {"post_backward_accumulate", FsdpScope::kPostBackwardAccumulate},
-      {"post_backward_reshard", FsdpScope::kPostBackwardReshard},
-      {"post_backward_reduce", FsdpScope::kPostBackwardReduce},
-      {"all_gather", FsdpScope::kAllGather},
-      {"all_gather_copy_out", FsdpScope::kCopyOut},
-      {"root_post_backward_callback", FsdpScope::kRootPostBackward},
-  };
-  for (const auto& [text, scope] : kLabels) {
-    if (label == text) return scope;
-  }
-  return FsdpScope::kOther;
-}
 
 void FsdpWatch::setUnits(std::vector<FsdpUnit> units, FsdpSchedule schedule) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -1,12 +1,10 @@
 // torch's FSDP2 (fully_shard), seen from outside: the per-unit events of a ringx.fsdp trace
 // (fsdp/timing.h), for a job that changes nothing but its backend.
 //
-// FSDP2 wraps each phase of each FSDPParamGroup in a record_function named after the phase and
-// the module's path, "FSDP::pre_forward (layers.0)", and a prefetch in "FSDP::forward_prefetch
-// for layers.1"; the root's "FSDP::root_pre_forward" opens an iteration and
-// "FSDP::root_post_backward_callback" closes it. The callbacks (observe/torch_callbacks.cc) hand
-// each scope's begin and end here, and each collective issued inside one (its c10d Work's scope,
-// from issue to finish; over ringx, when the wire ran it). So a unit's
+// FSDP2's scopes (trace/format/fsdp2_scopes.h) mark each phase of each unit. The callbacks
+// (observe/torch_callbacks.cc) hand each scope's begin and end here, and each collective issued
+// inside one (its c10d Work's scope, from issue to finish; over ringx, when the wire ran it). So a
+// unit's
 //   all_gather      runs from "all_gather" (the collective's issue) to the end of its copy-out,
 //                   waited for from the "pre_forward"/"pre_backward" that needed it, prefetched
 //                   when issued inside a prefetch scope of another unit;
@@ -34,30 +32,13 @@
 
 #include "backend/group/wire_times.h"
 #include "fsdp/timing.h"
+#include "trace/format/fsdp2_scopes.h"
 
 namespace ringx::observe {
 
-// A scope FSDP2 records, by its label.
-enum class FsdpScope {
-  kOther,
-  kRootPreForward,
-  kPreForward,
-  kPostForward,
-  kPreBackward,
-  kPostBackwardAccumulate,
-  kPostBackwardReshard,
-  kPostBackwardReduce,
-  kAllGather,
-  kCopyOut,
-  kForwardPrefetch,
-  kBackwardPrefetch,
-  kRootPostBackward,
-  kZeroGrad,  // "Optimizer.zero_grad#...": sharded gradients let go
-};
-
-// Parses a record_function name: the scope, and the unit's module path (a prefetch: its target's;
-// "" for the root module). kOther for names FSDP2 does not use.
-FsdpScope parseFsdpScope(const char* name, std::string* unit);
+// FSDP2's scopes, by name (one reading with the profiler side's).
+using trace::FsdpScope;
+using trace::parseFsdpScope;
 
 // One FSDPParamGroup, as Python read it from FSDP2's parameters.
 struct FsdpUnit {
