@@ -13,6 +13,7 @@
 #include "analysis/whatif_text.h"
 #include "base/format.h"
 #include "base/json_text.h"
+#include "trace/format/schema.h"
 
 namespace ringx::analysis {
 namespace {
@@ -177,7 +178,7 @@ void prefetchFindings(const Advice& a, const Summary& s, int64_t step, std::vect
   if (s.fsdp.iterationCount == 0 || step <= 0) return;
   const int64_t iterations = static_cast<int64_t>(s.fsdp.iterationCount);
   for (const FsdpUnitAnalysis& u : s.fsdp.units) {
-    if (u.unit == "(root)" || u.gathers == 0 || u.prefetched > 0) continue;
+    if (u.unit == trace::track::kFsdpRootUnit || u.gathers == 0 || u.prefetched > 0) continue;
     const int64_t perStep = u.exposedTotalNs / iterations;
     if (perStep * 20 < step) continue;
     Finding f;

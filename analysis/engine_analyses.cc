@@ -8,6 +8,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "analysis/profiler_ddp.h"
+#include "analysis/profiler_fsdp.h"
+#include "analysis/replay/bucket_plan.h"
 #include "analysis/store_reading.h"
 #include "base/error.h"
 
@@ -99,7 +102,18 @@ int64_t difference(int64_t later, int64_t earlier) {
 DdpAnalysis analyzeDdp(const TraceStore& store) {
   DdpBuilder builder;
   for (const RankData& rank : store.ranks()) builder.addRank(store, rank);
-  return builder.finish();
+  DdpAnalysis d = builder.finish();
+  if (d.iterationCount == 0 && holdsProfiledTorchDdp(store)) {
+    // As analyzeFsdp: torch DDP as its profiler traces hold it.
+    try {
+      const replay::DdpRecording rec = profiledTorchDdp(store).recording;
+      DdpBuilder recorded;
+      for (size_t r = 0; r < rec.ranks.size(); ++r) recorded.addRecordedRank(rec, r);
+      d = recorded.finish();
+    } catch (const std::runtime_error&) {
+    }
+  }
+  return d;
 }
 
 void DdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
@@ -157,7 +171,6 @@ void DdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
   // This rank's iterations, kept until its buckets are in (the exposed time of
   // an iteration is its most exposed bucket's).
   std::vector<DdpIteration> iterations;
-  std::unordered_map<int64_t, size_t> iterationOf;
   PhaseTotals totals;
   for (int64_t step : sortedSteps(steps)) {
     const Phases& p = steps[step];
@@ -171,9 +184,81 @@ void DdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
     it.backwardNs = p.backward;
     it.optimizerNs = p.optimizer;
     addPhases(totals, p);
-    iterationOf[step] = iterations.size();
     iterations.push_back(std::move(it));
   }
+  addIterations(rank.rank, std::move(iterations), totals, samples);
+}
+
+void DdpBuilder::addRecordedRank(const replay::DdpRecording& rec, size_t rankIndex) {
+  const replay::DdpRankRecord& rank = rec.ranks.at(rankIndex);
+  std::vector<DdpIteration> iterations;
+  std::vector<std::pair<int64_t, DdpBucketSample>> samples;
+  PhaseTotals totals;
+  for (const replay::DdpStepRecord& s : rank.steps) {
+    DdpIteration& it = iterations.emplace_back();
+    it.rank = rank.rank;
+    it.step = s.step;
+    it.forwardBeginNs = s.forwardBeginNs;
+    it.forwardNs = s.forwardEndNs - s.forwardBeginNs;
+    it.backwardBeginNs = s.backwardBeginNs;
+    it.backwardEndNs = s.computeEndNs;
+    it.backwardNs = s.computeEndNs - s.backwardBeginNs;
+    it.optimizerNs = std::max<int64_t>(0, s.optimizerNs);
+    totals.forward += it.forwardNs;
+    ++totals.forwards;
+    totals.backward += it.backwardNs;
+    ++totals.backwards;
+    if (s.optimizerNs >= 0) {
+      totals.optimizer += s.optimizerNs;
+      ++totals.optimizers;
+    }
+    // Each bucket's gradients, by the plan the steps ran under, in the order they were ready.
+    std::vector<size_t> order;
+    std::map<size_t, int64_t> readyAt;
+    for (const auto& [param, ns] : s.grads) {
+      order.push_back(param);
+      readyAt[param] = ns;
+    }
+    const std::vector<replay::BucketSpec> plan =
+        order.size() == rec.params.size() ? replay::assignBuckets(rec.params, order, rec.limits)
+                                          : std::vector<replay::BucketSpec>{};
+    for (const replay::DdpStepRecord::Bucket& bucket : s.buckets) {
+      DdpBucketSample b;
+      b.bucket = bucket.index;
+      b.bytes = bucket.bytes;
+      if (static_cast<size_t>(bucket.index) < plan.size()) {
+        const replay::BucketSpec& spec = plan[static_cast<size_t>(bucket.index)];
+        b.params = static_cast<int64_t>(spec.params.size());
+        b.firstGradNs = INT64_MAX;
+        for (size_t param : spec.params) {
+          b.firstGradNs = std::min(b.firstGradNs, readyAt[param]);
+          b.readyNs = std::max(b.readyNs, readyAt[param]);
+        }
+      }
+      b.launchNs = bucket.launchNs;
+      b.wireEndNs = bucket.wireEndNs;
+      b.wireNs = std::max<int64_t>(0, bucket.wireNs);
+      b.wireStartNs = bucket.wireEndNs - b.wireNs;
+      b.copyBackNs = std::max<int64_t>(0, bucket.copyBackNs);
+      b.beginNs = b.firstGradNs > 0 && b.firstGradNs < INT64_MAX ? b.firstGradNs : b.launchNs;
+      b.endNs = std::max(b.beginNs, b.wireEndNs);
+      // As the watch has it: the wire past backward's compute.
+      b.exposedNs = positive(bucket.wireEndNs - s.computeEndNs);
+      b.launchDelayNs = difference(b.launchNs, b.readyNs);
+      analysis::CommOverlap one;
+      one.add(b.wireNs, b.exposedNs);
+      b.hiddenShare = one.hiddenShare();
+      samples.emplace_back(s.step, b);
+    }
+  }
+  addIterations(rank.rank, std::move(iterations), totals, samples);
+}
+
+void DdpBuilder::addIterations(int32_t rank, std::vector<DdpIteration> iterations,
+                               const PhaseTotals& totals,
+                               std::vector<std::pair<int64_t, DdpBucketSample>>& samples) {
+  std::unordered_map<int64_t, size_t> iterationOf;
+  for (size_t i = 0; i < iterations.size(); ++i) iterationOf[iterations[i].step] = i;
   for (auto& [step, b] : samples) {
     auto found = iterationOf.find(step);
     DdpIteration* it = found == iterationOf.end() ? nullptr : &iterations[found->second];
@@ -182,8 +267,8 @@ void DdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
     bt.avg.bucket = b.bucket;
     ++bt.avg.samples;
     // "Of the last sample": the highest rank's, whatever order ranks come in.
-    if (rank.rank >= bt.lastRank) {
-      bt.lastRank = rank.rank;
+    if (rank >= bt.lastRank) {
+      bt.lastRank = rank;
       bt.avg.bytes = b.bytes;
       bt.avg.params = b.params;
     }
@@ -266,7 +351,84 @@ DdpAnalysis DdpBuilder::finish() {
 FsdpAnalysis analyzeFsdp(const TraceStore& store) {
   FsdpBuilder builder;
   for (const RankData& rank : store.ranks()) builder.addRank(store, rank);
-  return builder.finish();
+  FsdpAnalysis f = builder.finish();
+  if (f.iterationCount == 0 && holdsProfiledTorchFsdp2(store)) {
+    // A job that ran nothing of ringx: FSDP2 as its profiler traces hold it (a trace it
+    // cannot be recovered from says why in the what-if; here it has no FSDP section).
+    try {
+      const replay::FsdpRecording rec = profiledTorchFsdp2(store).recording;
+      FsdpBuilder recorded;
+      for (size_t r = 0; r < rec.ranks.size(); ++r) recorded.addRecordedRank(rec, r);
+      f = recorded.finish();
+    } catch (const std::runtime_error&) {
+    }
+  }
+  return f;
+}
+
+FsdpBuilder::Unit& FsdpBuilder::unitNamed(const std::string& name, int64_t beginNs) {
+  auto [found, added] = units_.try_emplace(name);
+  Unit& ut = found->second;
+  if (added) {
+    ut.u.unit = name;
+    ut.u.firstBeginNs = INT64_MAX;
+  }
+  ut.u.firstBeginNs = std::min(ut.u.firstBeginNs, beginNs);
+  return ut;
+}
+
+void FsdpBuilder::addGather(Unit& ut, FsdpIteration& it, bool backward, bool prefetched,
+                            int64_t bytes, int64_t waitedNs, int64_t spanNs, int64_t wireNs) {
+  FsdpUnitAnalysis& u = ut.u;
+  ++u.gathers;
+  if (backward) {
+    ++u.backwardGathers;
+  } else {
+    ++u.forwardGathers;
+  }
+  u.prefetched += prefetched;
+  u.gatherBytes = std::max(u.gatherBytes, bytes);
+  u.gatherBytesTotal += bytes;
+  u.exposedTotalNs += waitedNs;
+  ut.gather += spanNs;
+  ut.gatherWire += wireNs;
+  ++it.gathers;
+  it.prefetched += prefetched;
+  it.gatherBytes += bytes;
+  it.gatherWireNs += wireNs;
+  it.exposedNs += waitedNs;
+}
+
+void FsdpBuilder::addReduction(Unit& ut, FsdpIteration& it, bool allreduce, int64_t bytes,
+                               int64_t wireNs) {
+  FsdpUnitAnalysis& u = ut.u;
+  if (!allreduce) {
+    ++u.reduceScatters;
+    u.reduceScatterBytes = std::max(u.reduceScatterBytes, bytes);
+    ut.reduceScatter += wireNs;
+  } else {
+    ++u.allreduces;
+    ut.allreduce += wireNs;
+  }
+  ++it.reductions;
+  it.reduceBytes += bytes;
+  it.reduceWireNs += wireNs;
+}
+
+void FsdpBuilder::addIteration(const FsdpIteration& it, bool hasForward, bool hasOptimizer) {
+  if (hasForward) {
+    phases_.forward += it.forwardNs;
+    ++phases_.forwards;
+  }
+  phases_.backward += it.backwardNs;
+  ++phases_.backwards;
+  if (hasOptimizer) {
+    phases_.optimizer += it.optimizerNs;
+    ++phases_.optimizers;
+  }
+  exposed_ += it.exposedNs;
+  ++iterationCount_;
+  if (keepIterations_) iterations_.push_back(it);
 }
 
 void FsdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
@@ -288,13 +450,7 @@ void FsdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
       continue;
     }
     if (track.kind != TrackKind::kFsdpUnit) continue;
-    const std::string name(store.str(track.name).substr(unitPrefix.size()));
-    auto [found, added] = units_.try_emplace(name);
-    Unit& ut = found->second;
-    if (added) {
-      ut.u.unit = name;
-      ut.u.firstBeginNs = INT64_MAX;
-    }
+    Unit& ut = unitNamed(std::string(store.str(track.name).substr(unitPrefix.size())), INT64_MAX);
     FsdpUnitAnalysis& u = ut.u;
     forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
       u.firstBeginNs = std::min(u.firstBeginNs, s.begin);
@@ -303,26 +459,10 @@ void FsdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
       const int64_t wire = difference(a.integer(keys.wireEnd, 0), a.integer(keys.wireStart, 0));
       const int64_t bytes = a.integer(keys.bytes, 0);
       if (s.name == allGather) {
-        const int64_t waited = positive(a.integer(keys.exposed, 0));
-        const bool prefetched = a.integer(keys.prefetched, 0) != 0;
-        ++u.gathers;
-        if (a.string(keys.phase) == backwardValue && backwardValue != 0) {
-          ++u.backwardGathers;
-        } else {
-          ++u.forwardGathers;
-        }
-        u.prefetched += prefetched;
-        u.gatherBytes = std::max(u.gatherBytes, bytes);
-        u.gatherBytesTotal += bytes;
-        u.exposedTotalNs += waited;
-        ut.gather += s.duration();
-        ut.gatherWire += wire;
-        FsdpIteration& it = perStep[a.integer(keys.step, -1)];
-        ++it.gathers;
-        it.prefetched += prefetched;
-        it.gatherBytes += bytes;
-        it.gatherWireNs += wire;
-        it.exposedNs += waited;
+        addGather(ut, perStep[a.integer(keys.step, -1)],
+                  a.string(keys.phase) == backwardValue && backwardValue != 0,
+                  a.integer(keys.prefetched, 0) != 0, bytes, positive(a.integer(keys.exposed, 0)),
+                  s.duration(), wire);
       } else if (s.name == phases.forward) {
         ++u.forwards;
         ut.forward += s.duration();
@@ -332,22 +472,10 @@ void FsdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
       } else if (s.name == reshard) {
         ++u.reshards;
       } else if (s.name == reduceScatter || s.name == allreduce) {
-        if (s.name == reduceScatter) {
-          ++u.reduceScatters;
-          u.reduceScatterBytes = std::max(u.reduceScatterBytes, bytes);
-          ut.reduceScatter += wire;
-        } else {
-          ++u.allreduces;
-          ut.allreduce += wire;
-        }
-        FsdpIteration& it = perStep[a.integer(keys.step, -1)];
-        ++it.reductions;
-        it.reduceBytes += bytes;
-        it.reduceWireNs += wire;
+        addReduction(ut, perStep[a.integer(keys.step, -1)], s.name == allreduce, bytes, wire);
       }
     });
   }
-  PhaseTotals totals;
   for (int64_t step : sortedSteps(steps)) {
     const Phases& p = steps[step];
     auto found = perStep.find(step);
@@ -359,12 +487,47 @@ void FsdpBuilder::addRank(const TraceStore& store, const RankData& rank) {
     it.backwardBeginNs = p.backwardBegin;
     it.backwardNs = p.backward;
     it.optimizerNs = p.optimizer;
-    addPhases(totals, p);
-    exposed_ += it.exposedNs;
-    ++iterationCount_;
-    if (keepIterations_) iterations_.push_back(it);
+    addIteration(it, p.hasForward, p.hasOptimizer);
   }
-  phases_.merge(totals);
+}
+
+void FsdpBuilder::addRecordedRank(const replay::FsdpRecording& rec, size_t rankIndex) {
+  const replay::FsdpRankRecord& rank = rec.ranks.at(rankIndex);
+  for (const replay::FsdpStepRecord& s : rank.steps) {
+    FsdpIteration it;
+    it.rank = rank.rank;
+    it.step = s.step;
+    for (const replay::FsdpStepRecord::Gather& g : s.gathers) {
+      addGather(unitNamed(rec.units[g.unit], g.issueNs), it, g.issueNs >= s.backwardBeginNs,
+                g.prefetched, g.bytes, g.exposedNs, g.readyNs - g.issueNs,
+                difference(g.wireEndNs, g.issueNs));
+    }
+    for (const replay::FsdpStepRecord::Reduction& r : s.reductions) {
+      addReduction(unitNamed(rec.units[r.unit], r.launchNs), it, r.allreduce, r.bytes,
+                   difference(r.wireEndNs, r.launchNs));
+    }
+    for (const auto* spans : {&s.forward, &s.backward}) {
+      for (const replay::FsdpStepRecord::Span& x : *spans) {
+        Unit& ut = unitNamed(rec.units[x.unit], x.beginNs);
+        if (spans == &s.forward) {
+          ++ut.u.forwards;
+          ut.forward += x.endNs - x.beginNs;
+        } else {
+          ++ut.u.backwards;
+          ut.backward += x.endNs - x.beginNs;
+        }
+      }
+    }
+    for (const replay::FsdpStepRecord::Span& x : s.reshards) {
+      ++unitNamed(rec.units[x.unit], x.beginNs).u.reshards;
+    }
+    it.forwardBeginNs = s.forwardBeginNs;
+    it.forwardNs = s.forwardEndNs - s.forwardBeginNs;
+    it.backwardBeginNs = s.backwardBeginNs;
+    it.backwardNs = s.backwardEndNs - s.backwardBeginNs;
+    it.optimizerNs = std::max<int64_t>(0, s.optimizerNs);
+    addIteration(it, s.forwardEndNs > s.forwardBeginNs, s.optimizerNs >= 0);
+  }
 }
 
 void FsdpBuilder::merge(FsdpBuilder&& o) {

@@ -16,6 +16,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/profiler_ddp.h"
+#include "analysis/profiler_fsdp.h"
 #include "analysis/store_reading.h"
 #include "base/text.h"
 #include "trace/format/collective_key.h"
@@ -619,7 +621,11 @@ Summary summarize(const TraceStore& store, const std::string& source) {
   SummaryBuilder builder;
   const int64_t worldSize = static_cast<int64_t>(store.ranks().size());
   for (const RankData& rank : store.ranks()) builder.add(reduceRank(store, rank, worldSize));
-  return builder.finish(source, static_cast<int32_t>(worldSize), store.warnings());
+  Summary s = builder.finish(source, static_cast<int32_t>(worldSize), store.warnings());
+  // Profiler traces of a torch DDP or FSDP2 job: the engine recovered from them.
+  if (s.ddp.iterationCount == 0 && holdsProfiledTorchDdp(store)) s.ddp = analyzeDdp(store);
+  if (s.fsdp.iterationCount == 0 && holdsProfiledTorchFsdp2(store)) s.fsdp = analyzeFsdp(store);
+  return s;
 }
 
 Summary summarize(const trace::TraceSet& trace) {

@@ -28,6 +28,11 @@
 #include "analysis/figures.h"
 #include "trace/model/trace_store.h"
 
+namespace ringx::replay {
+struct DdpRecording;
+struct FsdpRecording;
+}  // namespace ringx::replay
+
 namespace ringx::analysis {
 
 // The analyses read the trace model's store.
@@ -269,10 +274,16 @@ class DdpBuilder {
  public:
   explicit DdpBuilder(bool keepIterations = true) : keepIterations_(keepIterations) {}
   void addRank(const TraceStore& store, const RankData& rank);
+  // A rank of torch DDP recovered from profiler traces (profiler_ddp.h), read as its ringx
+  // trace would be.
+  void addRecordedRank(const replay::DdpRecording& recording, size_t rankIndex);
   void merge(DdpBuilder&& other);
   DdpAnalysis finish();
 
  private:
+  // One rank's iterations (phases set) and bucket samples (by step), whichever source.
+  void addIterations(int32_t rank, std::vector<DdpIteration> iterations, const PhaseTotals& totals,
+                     std::vector<std::pair<int64_t, DdpBucketSample>>& samples);
   struct Bucket {
     DdpBucketAverage avg;
     int32_t lastRank = -1;  // whose last sample avg.bytes and avg.params are
@@ -360,6 +371,9 @@ class FsdpBuilder {
  public:
   explicit FsdpBuilder(bool keepIterations = true) : keepIterations_(keepIterations) {}
   void addRank(const TraceStore& store, const RankData& rank);
+  // A rank of FSDP2 recovered from profiler traces (profiler_fsdp.h), read as its ringx trace
+  // would be.
+  void addRecordedRank(const replay::FsdpRecording& recording, size_t rankIndex);
   void merge(FsdpBuilder&& other);
   FsdpAnalysis finish();
 
@@ -368,6 +382,13 @@ class FsdpBuilder {
     FsdpUnitAnalysis u;
     int64_t gather = 0, gatherWire = 0, forward = 0, backward = 0, reduceScatter = 0, allreduce = 0;
   };
+  // One event of a unit, whichever source it came from.
+  Unit& unitNamed(const std::string& name, int64_t beginNs);
+  void addGather(Unit& ut, FsdpIteration& it, bool backward, bool prefetched, int64_t bytes,
+                 int64_t waitedNs, int64_t spanNs, int64_t wireNs);
+  void addReduction(Unit& ut, FsdpIteration& it, bool allreduce, int64_t bytes, int64_t wireNs);
+  // A finished iteration (its phases set): counted, and kept if asked.
+  void addIteration(const FsdpIteration& it, bool hasForward, bool hasOptimizer);
   bool keepIterations_;
   std::vector<FsdpIteration> iterations_;
   uint64_t iterationCount_ = 0;

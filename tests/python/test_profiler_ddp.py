@@ -92,6 +92,12 @@ def test_gradient_as_bucket_view_is_read_off_the_missing_copies(tmp_path):
                              timeout=120)
     assert summary.returncode == 0, summary.stderr
     assert "none recorded" not in summary.stdout and "allreduce" in summary.stdout, summary.stdout
+    # Its DDP section: the Reducer's buckets, each in every profiled iteration of both ranks.
+    section = summary.stdout.split("DDP engine (", 1)
+    assert len(section) == 2, summary.stdout
+    assert section[1].startswith("8 iterations"), section[1]
+    rows = [line.split() for line in section[1].split("\n\n", 1)[0].splitlines()[4:]]
+    assert [int(r[1]) for r in rows] == reducer_buckets, section[1]
 
 
 def test_without_record_shapes_the_report_says_to_turn_it_on(tmp_path):

@@ -92,6 +92,19 @@ def test_the_units_recovered_are_fsdp2s_and_the_model_is_the_ringx_traces(
     assert "torch FSDP2 recovered from torch.profiler traces" in text.stdout, text.stdout
     assert f"the wire from {backend}'s scopes" in text.stdout, text.stdout
 
+    # The summary's FSDP section: the same units, gathers and prefetches as ringx's trace's.
+    def fsdp_units(path):
+        done = subprocess.run([RINGX_TRACE, "summary", path], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        section = done.stdout.split("FSDP engine (", 1)
+        assert len(section) == 2, done.stdout
+        table = section[1].split("\n\n", 1)[0].splitlines()[4:]  # its unit rows
+        rows = [line.split() for line in table]
+        return section[1].split(" ", 1)[0], [(r[0], r[1], r[3], r[8]) for r in rows]
+    assert fsdp_units(folder) == fsdp_units(traced)
+    assert fsdp_units(folder)[0] == "8"  # four steps of two ranks
+
 
 def test_without_record_shapes_the_report_says_to_turn_it_on(tmp_path):
     folder = str(tmp_path / "prof")

@@ -246,11 +246,12 @@ std::string formatSummary(const Summary& s, const SummaryFormat& format) {
   const FsdpAnalysis& f = s.fsdp;
   if (f.iterationCount > 0) {
     appendEngineHeader(out, "FSDP", f);
-    appendf(out,
-            "  compute waiting for gathers: %s per iteration; memory per rank: shards %s, "
-            "peak held %s\n",
-            formatDuration(f.exposedMeanNs).c_str(), formatBytes(s.fsdpShardedBytes).c_str(),
-            formatBytes(s.fsdpPeakBytes).c_str());
+    appendf(out, "  compute waiting for gathers: %s per iteration; ",
+            formatDuration(f.exposedMeanNs).c_str());
+    // Profiler traces of FSDP2 keep no memory counters.
+    out += s.fsdpPeakBytes > 0 ? strCat("memory per rank: shards ", formatBytes(s.fsdpShardedBytes),
+                                        ", peak held ", formatBytes(s.fsdpPeakBytes), "\n")
+                               : std::string("memory per rank not recorded\n");
     appendf(out, "  %-20s %10s %8s %10s %10s %11s %14s %10s %10s %10s\n", "unit", "gathered",
             "gathers", "wire mean", "waited", "prefetched", "reduce_scatter", "allreduce",
             "forward", "backward");

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advise.h"
 #include "analysis/profiler_ddp.h"
 #include "analysis/profiler_program.h"
+#include "analysis/summary.h"
 #include "analysis/trace_analyses.h"
 #include "analysis/whatif.h"
 #include "base/error.h"
@@ -71,6 +73,35 @@ TEST(ProfiledDdp, BucketsGradientsWireAndCopiesComeFromTheReducersOps) {
   EXPECT_EQ(s.buckets[1].wireEndNs, us(t + 5660));
   EXPECT_EQ(s.buckets[0].copyBackNs, us(100));
   EXPECT_EQ(s.buckets[1].copyBackNs, us(100));
+}
+
+TEST(ProfiledDdp, TheSummaryAndTheAdviceSeeTheBuckets) {
+  const model::TraceStore store = storeOf(profiledDdpJob());
+  const DdpAnalysis d = analyzeDdp(store);
+  EXPECT_EQ(d.iterationCount, 6u);  // three steps of two ranks
+  EXPECT_EQ(d.forwardMeanNs, us(2000));
+  EXPECT_EQ(d.backwardMeanNs, us(4700 - 2200));
+  // Bucket 1's wire ends at t+5660, 960 us past backward's last node: the step's exposed time.
+  EXPECT_EQ(d.exposedMeanNs, us(960));
+  ASSERT_EQ(d.buckets.size(), 2u);
+  for (const DdpBucketAverage& b : d.buckets) {
+    EXPECT_EQ(b.samples, 6u);
+    EXPECT_EQ(b.bytes, kBucket * 4);
+    EXPECT_EQ(b.params, 2);
+    EXPECT_EQ(b.wireMeanNs, us(1000));
+  }
+  EXPECT_EQ(d.buckets[0].launchDelayMeanNs, us(3400 - 3340));  // its last gradient to its launch
+  EXPECT_EQ(d.buckets[1].launchDelayMeanNs, us(4620 - 4600));
+  EXPECT_EQ(d.buckets[0].exposedMeanNs, 0);  // done 240 us before backward's end
+  EXPECT_EQ(d.buckets[1].exposedMeanNs, us(960));
+
+  const Summary s = summarize(store, "job");
+  EXPECT_EQ(s.ddp.iterationCount, 6u);
+  const Advice a = advise(store, s);
+  EXPECT_EQ(a.engine, "ddp");
+  bool exposed = false;
+  for (const Finding& finding : a.findings) exposed |= finding.kind == "exposed-communication";
+  EXPECT_TRUE(exposed);
 }
 
 TEST(ProfiledDdp, TheBackendsScopesAreTheCollectivesMatchedAcrossRanks) {
