@@ -34,8 +34,9 @@ void DdpPanel::draw(const TraceStore& store, ViewState& view) {
   const analysis::DdpAnalysis& a = analysis_;
   if (a.iterations.empty() && a.buckets.empty()) {
     ImGui::TextWrapped(
-        "No ringx.ddp events in this trace (wrap a model in "
-        "ringx.ddp.DistributedDataParallel with tracing on).");
+        "No DDP steps in this trace: trace a ringx.ddp or torch DDP job with "
+        "ringx.trace.start(), or profile a torch DDP job with torch.profiler "
+        "(record_shapes=True).");
     return;
   }
   ImGui::Text(

@@ -17,8 +17,9 @@ void FsdpPanel::draw(const TraceStore& store, ViewState& view) {
   const analysis::FsdpAnalysis& a = analysis_;
   if (a.units.empty()) {
     ImGui::TextWrapped(
-        "No ringx.fsdp events in this trace (wrap a model in "
-        "ringx.fsdp.FullyShardedDataParallel with tracing on).");
+        "No FSDP steps in this trace: trace a ringx.fsdp or torch FSDP2 job with "
+        "ringx.trace.start(), or profile a torch FSDP2 job with torch.profiler "
+        "(record_shapes=True).");
     return;
   }
   ImGui::Text(

@@ -89,6 +89,20 @@ class HeadlessImGui {
   // Whether some filled triangle of the last frame has colour `color` and covers
   // the point (x, y): a headless stand-in for reading a pixel.
   static bool colorAt(ImU32 color, float x, float y) {
+    return anyTriangle(color, [&](float minX, float maxX, float minY, float maxY) {
+      return x >= minX && x <= maxX && y >= minY && y <= maxY;
+    });
+  }
+  // Whether the last frame filled anything in `color`.
+  static bool drew(ImU32 color) {
+    return anyTriangle(color, [](float, float, float, float) { return true; });
+  }
+
+ private:
+  // Whether a triangle of the last frame all in `color` has a bounding box (minX, maxX, minY,
+  // maxY) that `box` accepts.
+  template <class Box>
+  static bool anyTriangle(ImU32 color, const Box& box) {
     const ImDrawData* data = ImGui::GetDrawData();
     for (int l = 0; l < data->CmdListsCount; ++l) {
       const ImDrawList* list = data->CmdLists[l];
@@ -100,11 +114,9 @@ class HeadlessImGui {
           const ImDrawVert& b = vtx[idx[i + 1]];
           const ImDrawVert& c = vtx[idx[i + 2]];
           if (a.col != color || b.col != color || c.col != color) continue;
-          const float minX = std::min({a.pos.x, b.pos.x, c.pos.x});
-          const float maxX = std::max({a.pos.x, b.pos.x, c.pos.x});
-          const float minY = std::min({a.pos.y, b.pos.y, c.pos.y});
-          const float maxY = std::max({a.pos.y, b.pos.y, c.pos.y});
-          if (x >= minX && x <= maxX && y >= minY && y <= maxY) return true;
+          if (box(std::min({a.pos.x, b.pos.x, c.pos.x}), std::max({a.pos.x, b.pos.x, c.pos.x}),
+                  std::min({a.pos.y, b.pos.y, c.pos.y}), std::max({a.pos.y, b.pos.y, c.pos.y})))
+            return true;
         }
       }
     }
