@@ -99,7 +99,7 @@ int64_t difference(int64_t later, int64_t earlier) {
 
 }  // namespace
 
-DdpAnalysis analyzeDdp(const TraceStore& store) {
+DdpAnalysis analyzeDdp(const TraceStore& store, std::string* notRecovered) {
   DdpBuilder builder;
   for (const RankData& rank : store.ranks()) builder.addRank(store, rank);
   DdpAnalysis d = builder.finish();
@@ -110,7 +110,8 @@ DdpAnalysis analyzeDdp(const TraceStore& store) {
       DdpBuilder recorded;
       for (size_t r = 0; r < rec.ranks.size(); ++r) recorded.addRecordedRank(rec, r);
       d = recorded.finish();
-    } catch (const std::runtime_error&) {
+    } catch (const std::runtime_error& e) {
+      if (notRecovered != nullptr) *notRecovered = e.what();
     }
   }
   return d;
@@ -348,19 +349,19 @@ DdpAnalysis DdpBuilder::finish() {
 
 // ---- FSDP -------------------------------------------------------------------------
 
-FsdpAnalysis analyzeFsdp(const TraceStore& store) {
+FsdpAnalysis analyzeFsdp(const TraceStore& store, std::string* notRecovered) {
   FsdpBuilder builder;
   for (const RankData& rank : store.ranks()) builder.addRank(store, rank);
   FsdpAnalysis f = builder.finish();
   if (f.iterationCount == 0 && holdsProfiledTorchFsdp2(store)) {
-    // A job that ran nothing of ringx: FSDP2 as its profiler traces hold it (a trace it
-    // cannot be recovered from says why in the what-if; here it has no FSDP section).
+    // A job that ran nothing of ringx: FSDP2 as its profiler traces hold it.
     try {
       const replay::FsdpRecording rec = profiledTorchFsdp2(store).recording;
       FsdpBuilder recorded;
       for (size_t r = 0; r < rec.ranks.size(); ++r) recorded.addRecordedRank(rec, r);
       f = recorded.finish();
-    } catch (const std::runtime_error&) {
+    } catch (const std::runtime_error& e) {
+      if (notRecovered != nullptr) *notRecovered = e.what();
     }
   }
   return f;

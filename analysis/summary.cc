@@ -622,9 +622,17 @@ Summary summarize(const TraceStore& store, const std::string& source) {
   const int64_t worldSize = static_cast<int64_t>(store.ranks().size());
   for (const RankData& rank : store.ranks()) builder.add(reduceRank(store, rank, worldSize));
   Summary s = builder.finish(source, static_cast<int32_t>(worldSize), store.warnings());
-  // Profiler traces of a torch DDP or FSDP2 job: the engine recovered from them.
-  if (s.ddp.iterationCount == 0 && holdsProfiledTorchDdp(store)) s.ddp = analyzeDdp(store);
-  if (s.fsdp.iterationCount == 0 && holdsProfiledTorchFsdp2(store)) s.fsdp = analyzeFsdp(store);
+  // Profiler traces of a torch DDP or FSDP2 job: the engine recovered from them, or why not.
+  std::string why;
+  if (s.ddp.iterationCount == 0 && holdsProfiledTorchDdp(store)) {
+    s.ddp = analyzeDdp(store, &why);
+    if (!why.empty()) s.warnings.push_back("torch DDP's buckets not recovered: " + why);
+  }
+  why.clear();
+  if (s.fsdp.iterationCount == 0 && holdsProfiledTorchFsdp2(store)) {
+    s.fsdp = analyzeFsdp(store, &why);
+    if (!why.empty()) s.warnings.push_back("FSDP2's units not recovered: " + why);
+  }
   return s;
 }
 

@@ -247,8 +247,10 @@ struct DdpAnalysis {
 // The DDP engine's events (ddp/timing.cc): forward/backward/optimizer/bucket_rebuild
 // on "ddp", one "bucket" span per bucket and iteration on "ddp:bucket<N>", all
 // with a step argument. Iterations are the backward spans; bucket spans of a step
-// without one count in the bucket averages only.
-DdpAnalysis analyzeDdp(const TraceStore& store);
+// without one count in the bucket averages only. Without them, torch DDP as its profiler
+// traces hold it (profiler_ddp.h); where such traces hold DDP but it cannot be recovered,
+// `notRecovered` (if given) gets why.
+DdpAnalysis analyzeDdp(const TraceStore& store, std::string* notRecovered = nullptr);
 
 // An engine's forward, backward and optimizer time summed over iterations, each
 // with its count (a step may lack a forward or an optimizer span), for the means.
@@ -363,8 +365,9 @@ struct FsdpAnalysis {
 
 // The FSDP engine's events (fsdp/timing.cc): forward/backward/optimizer on
 // "fsdp"; all_gather, forward, backward, reshard, reduce_scatter and allreduce on
-// "fsdp:<unit>", all with a step argument. Iterations are the backward spans.
-FsdpAnalysis analyzeFsdp(const TraceStore& store);
+// "fsdp:<unit>", all with a step argument. Iterations are the backward spans. Without them,
+// FSDP2 as its profiler traces hold it (profiler_fsdp.h), `notRecovered` as analyzeDdp's.
+FsdpAnalysis analyzeFsdp(const TraceStore& store, std::string* notRecovered = nullptr);
 
 // analyzeFsdp rank by rank, as DdpBuilder (units are matched by name across stores).
 class FsdpBuilder {

@@ -114,3 +114,9 @@ def test_without_record_shapes_the_report_says_to_turn_it_on(tmp_path):
                           timeout=120)
     assert done.returncode != 0
     assert "record_shapes=True" in done.stderr and "FSDP2" in done.stderr, done.stderr
+    # The summary reads the rest of the job and says why it has no FSDP section.
+    summary = subprocess.run([RINGX_TRACE, "summary", folder], capture_output=True, text=True,
+                             timeout=120)
+    assert summary.returncode == 0, summary.stderr
+    assert "FSDP engine (" not in summary.stdout, summary.stdout
+    assert "FSDP2's units not recovered" in summary.stdout, summary.stdout

@@ -28,7 +28,8 @@ void legend(ImU32 color, const char* text) {
 void DdpPanel::draw(const TraceStore& store, ViewState& view) {
   if (generation_ != store.generation()) {
     generation_ = store.generation();
-    analysis_ = analysis::analyzeDdp(store);
+    notRecovered_.clear();
+    analysis_ = analysis::analyzeDdp(store, &notRecovered_);
     if (chosen_ >= int(analysis_.iterations.size())) chosen_ = -1;
   }
   const analysis::DdpAnalysis& a = analysis_;
@@ -37,6 +38,10 @@ void DdpPanel::draw(const TraceStore& store, ViewState& view) {
         "No DDP steps in this trace: trace a ringx.ddp or torch DDP job with "
         "ringx.trace.start(), or profile a torch DDP job with torch.profiler "
         "(record_shapes=True).");
+    if (!notRecovered_.empty()) {
+      ImGui::TextWrapped("torch DDP's buckets are not recovered from these profiler traces: %s",
+                         notRecovered_.c_str());
+    }
     return;
   }
   ImGui::Text(

@@ -12,7 +12,8 @@ namespace ringx::viewer {
 void FsdpPanel::draw(const TraceStore& store, ViewState& view) {
   if (generation_ != store.generation()) {
     generation_ = store.generation();
-    analysis_ = analysis::analyzeFsdp(store);
+    notRecovered_.clear();
+    analysis_ = analysis::analyzeFsdp(store, &notRecovered_);
   }
   const analysis::FsdpAnalysis& a = analysis_;
   if (a.units.empty()) {
@@ -20,6 +21,10 @@ void FsdpPanel::draw(const TraceStore& store, ViewState& view) {
         "No FSDP steps in this trace: trace a ringx.fsdp or torch FSDP2 job with "
         "ringx.trace.start(), or profile a torch FSDP2 job with torch.profiler "
         "(record_shapes=True).");
+    if (!notRecovered_.empty()) {
+      ImGui::TextWrapped("FSDP2's units are not recovered from these profiler traces: %s",
+                         notRecovered_.c_str());
+    }
     return;
   }
   ImGui::Text(

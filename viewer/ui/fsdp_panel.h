@@ -5,6 +5,8 @@
 // it compute waited for.
 #pragma once
 
+#include <string>
+
 #include "analysis/trace_analyses.h"
 #include "viewer/ui/view_state.h"
 
@@ -14,10 +16,12 @@ class FsdpPanel {
  public:
   void draw(const TraceStore& store, ViewState& view);
   const analysis::FsdpAnalysis& analysis() const { return analysis_; }
+  const std::string& notRecovered() const { return notRecovered_; }
 
  private:
   analysis::FsdpAnalysis analysis_;
   uint64_t generation_ = ~0ull;
+  std::string notRecovered_;  // why profiler traces of the engine gave no steps
 };
 
 }  // namespace ringx::viewer

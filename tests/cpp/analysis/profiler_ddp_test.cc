@@ -195,6 +195,15 @@ TEST(ProfiledDdp, WithoutRecordShapesSaysWhatToTurnOn) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("record_shapes=True"), std::string::npos) << e.what();
   }
+  // The summary has no DDP section and says why.
+  const Summary s = summarize(store, "job");
+  EXPECT_EQ(s.ddp.iterationCount, 0u);
+  bool said = false;
+  for (const std::string& w : s.warnings) {
+    said |= w.find("torch DDP's buckets not recovered") != std::string::npos &&
+            w.find("record_shapes=True") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
 }
 
 }  // namespace profiled_ddp_test

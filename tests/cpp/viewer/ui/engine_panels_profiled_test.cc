@@ -26,6 +26,17 @@ TEST(EnginePanelsProfiled, TorchDdpsBucketsFillTheDdpPanel) {
   EXPECT_TRUE(gui.drew(IM_COL32(229, 57, 53, 255)));
 }
 
+TEST(EnginePanelsProfiled, AProfileWithoutShapesSaysWhatToTurnOn) {
+  const TraceStore store = ringx::testing::storeOf(ringx::testing::profiledDdpJob(false));
+  testing::HeadlessImGui gui;
+  DdpPanel panel;
+  ViewState view;
+  gui.frame([&] { panel.draw(store, view); });
+  EXPECT_EQ(panel.analysis().iterations.size(), 0u);
+  EXPECT_NE(panel.notRecovered().find("record_shapes=True"), std::string::npos)
+      << panel.notRecovered();
+}
+
 TEST(EnginePanelsProfiled, Fsdp2sUnitsFillTheFsdpPanel) {
   const TraceStore store = ringx::testing::storeOf(ringx::testing::profiledFsdpJob());
   testing::HeadlessImGui gui;
