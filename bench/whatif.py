@@ -42,7 +42,11 @@ run profiled by torch.profiler (CPU, record_shapes=True, a folder per run as
 tensorboard_trace_handler writes it) and traced by ringx at once. Each change is predicted from
 the base run's profiler folder alone (the job carried nothing of ringx: analysis/profiler_ddp.h
 recovers DDP's buckets from it) and, beside it, from ringx's trace of the same base run; the
-change's run measures the step (its ringx trace, the same definition).
+change's run measures the step (its ringx trace, the same definition). With --engines fsdp2
+(or both: torch-ddp,fsdp2), FSDP2 on the first FSDP model the same way: its alternatives above,
+each predicted from the base run's profiler folder alone (analysis/profiler_fsdp.h recovers
+its units from FSDP2's scopes) and from ringx's trace of the same run; its own table
+(docs marker whatif-profiler-fsdp2).
 """
 
 import argparse
@@ -392,8 +396,11 @@ def main():
     if args.quick:
         args.rounds, args.steps = 1, 20
     if args.from_profiler:
+        if args.engines == parser.get_default("engines"):
+            args.engines = "torch-ddp,fsdp2"
         if args.docs:
-            docs_table.require("whatif-profiler")
+            markers = {"torch-ddp": "whatif-profiler", "fsdp2": "whatif-profiler-fsdp2"}
+            docs_table.require(*[markers[e] for e in args.engines.split(",") if e in markers])
         return main_from_profiler(args)
     if args.docs:
         docs_table.require("whatif")
@@ -470,17 +477,58 @@ ENGINE_NAMES = {"ddp": "ringx.ddp", "torch-ddp": "torch DDP", "fsdp": "ringx.fsd
                 "fsdp2": "FSDP2"}
 
 
-def profiler_worker(rank, world, init, root, rounds, steps, backend, results):
-    """--from-profiler: torch DDP over `backend`, every configuration of every model per round
-    (alternating the order), profiled by torch.profiler into <run>-profile and traced by ringx
-    into <run>."""
+def profiled_steps(where, rank, steps, model, opt, x, y):
+    """`steps` steps of `model`, profiled by torch.profiler into <where>-profile (the first
+    two not: the first builds DDP's buckets again in readiness order) and traced by ringx into
+    <where>."""
     import ringx
     from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+    dist.barrier()
+    ringx.trace.start(dir=where)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=steps - 2),
+                 on_trace_ready=tensorboard_trace_handler(
+                     where + "-profile", worker_name=f"rank{rank}")) as prof:
+        for _ in range(steps):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            prof.step()
+    ringx.trace.stop()
+
+
+# --from-profiler's FSDP2 model.
+PROFILED_FSDP2_SHAPE = list(FSDP_SHAPES)[0]
+
+
+def profiler_worker(rank, world, init, root, rounds, steps, backend, engines, results):
+    """--from-profiler: torch DDP (and FSDP2) over `backend`, every configuration of every
+    model per round (alternating the order), each run profiled_steps()."""
+    import ringx  # noqa: F401 (the backend)
 
     dist.init_process_group(backend, init_method=init, rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=300))
     generator = torch.Generator().manual_seed(rank)
+    if "fsdp2" in engines:
+        shape = PROFILED_FSDP2_SHAPE
+        dim = FSDP_SHAPES[shape][0]
+        x = torch.randn(FSDP_BATCH, dim, generator=generator)
+        y = torch.randn(FSDP_BATCH, dim, generator=generator)
+        for r in range(-1, rounds):  # round -1: the base, to warm up, not analysed
+            configs = [FSDP2_BASE] + (FSDP2_ALTERNATIVES if r >= 0 else [])
+            if r % 2:
+                configs.reverse()
+            for config in configs:
+                torch.manual_seed(0)
+                model = fsdp2_model(config, shape)
+                opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+                profiled_steps(run_dir(root, backend + "-fsdp2", shape, config[0], r), rank,
+                               steps, model, opt, x, y)
+                del model, opt
     for model_name, (make_model, make_batch) in MODELS.items():
+        if "torch-ddp" not in engines:
+            break
         x, y = make_batch(generator)
         # A run of the base untraced first: the model's first run pays for warming up (the
         # allocator, gloo's buffers), which no configuration of the rounds should.
@@ -500,20 +548,8 @@ def profiler_worker(rank, world, init, root, rounds, steps, backend, results):
                 torch.manual_seed(0)
                 ddp = ddp_wrapper("torch-ddp", make_model(), cap, view)
                 opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-                where = run_dir(root, backend, model_name, label, r)
-                dist.barrier()
-                ringx.trace.start(dir=where)
-                # The first step builds the buckets again in readiness order: not profiled.
-                with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                             schedule=schedule(wait=1, warmup=1, active=steps - 2),
-                             on_trace_ready=tensorboard_trace_handler(
-                                 where + "-profile", worker_name=f"rank{rank}")) as prof:
-                    for _ in range(steps):
-                        opt.zero_grad()
-                        nn.functional.mse_loss(ddp(x), y).backward()
-                        opt.step()
-                        prof.step()
-                ringx.trace.stop()
+                profiled_steps(run_dir(root, backend, model_name, label, r), rank, steps, ddp,
+                               opt, x, y)
                 del ddp, opt
     results[rank] = {}
     dist.destroy_process_group()
@@ -556,13 +592,44 @@ def analyse_profiled(root, rounds, backend):
     return table
 
 
+def analyse_profiled_fsdp2(root, rounds, backend):
+    """analyse_profiled()'s table for FSDP2 on PROFILED_FSDP2_SHAPE."""
+    from ringx.analysis import whatif
+
+    shape, labels = PROFILED_FSDP2_SHAPE, [a[0] for a in FSDP2_ALTERNATIVES]
+    predicted = {source: {label: [] for label in labels} for source in ("profiler", "ringx")}
+    measured = {label: [] for label in labels}
+    base_error = {"profiler": [], "ringx": []}
+    for r in range(rounds):
+        base = run_dir(root, backend + "-fsdp2", shape, FSDP2_BASE[0], r)
+        for source, path in (("profiler", base + "-profile"), ("ringx", base)):
+            result = whatif(path, sharding_strategy=["SHARD_GRAD_OP"], forward_prefetch=True,
+                            merge_units=2, bounds=False,
+                            host_cores=os.cpu_count() if source == "profiler" else None)
+            base_error[source].append(result["baseline_error"])
+            rows = {row["change"]: row for row in result["rows"]}
+            for label in labels:
+                predicted[source][label].append(rows[label]["predicted_step_ns"])
+        for label in labels:
+            measured[label].append(
+                whatif(run_dir(root, backend + "-fsdp2", shape, label, r),
+                       bounds=False)["recorded_step_ns"])
+    return {shape: {
+        "base_error": tuple(statistics.median(base_error[s]) for s in ("profiler", "ringx")),
+        "rows": [(label, statistics.median(predicted["profiler"][label]),
+                  statistics.median(predicted["ringx"][label]), statistics.median(measured[label]),
+                  (min(measured[label]), max(measured[label]))) for label in labels]}}
+
+
 def report_profiled(tables, args):
     errors = {"profiler": [], "ringx": []}
-    for (backend, world), table in tables.items():
+    engine = "torch DDP"
+    for (engine, backend, world), table in tables.items():
+        base_label = BASE[0] if engine == "torch DDP" else FSDP2_BASE[0]
         for model_name, result in table.items():
             profiler_base, ringx_base = result["base_error"]
-            print(f"\ntorch DDP over {backend}, {model_name}, {world} ranks: predicted from the "
-                  f"{BASE[0]} run's torch.profiler folder (its replay's own error "
+            print(f"\n{engine} over {backend}, {model_name}, {world} ranks: predicted from the "
+                  f"{base_label} run's torch.profiler folder (its replay's own error "
                   f"{profiler_base * 100:+.1f}%) and from ringx's trace of the same run "
                   f"({ringx_base * 100:+.1f}%), medians of {args.rounds} rounds")
             print(f"  {'change':30s} {'profiler':>11s} {'ringx trace':>12s} {'measured':>11s} "
@@ -580,21 +647,31 @@ def report_profiled(tables, args):
     for source, name in (("profiler", "from torch.profiler traces"),
                          ("ringx", "from ringx traces of the same runs")):
         if errors[source]:
-            print(f"\ntorch DDP predicted {name}: {summary(errors[source])}")
+            print(f"\n{engine} predicted {name}: {summary(errors[source])}")
 
 
 def main_from_profiler(args):
-    tables = {}
+    engines = [e for e in args.engines.split(",") if e in ("torch-ddp", "fsdp2")]
+    if not engines:
+        raise SystemExit("--from-profiler runs torch's engines: --engines torch-ddp and/or fsdp2")
+    ddp_tables, fsdp2_tables = {}, {}
     with tempfile.TemporaryDirectory(prefix="ringx-whatif-profiler-") as scratch:
         for world in [int(w) for w in args.world_sizes.split(",")]:
             for backend in args.backends.split(","):
                 root = os.path.join(args.reanalyse or args.traces or scratch, f"world{world}")
                 if not args.reanalyse:
                     run_ranks(profiler_worker, world, root, args.rounds, args.steps, backend,
-                              name="whatif --from-profiler")
-                tables[(backend, world)] = analyse_profiled(root, args.rounds, backend)
-    with docs_table.table(args.docs, "whatif-profiler"):
-        report_profiled(tables, args)
+                              engines, name="whatif --from-profiler")
+                if "torch-ddp" in engines:
+                    ddp_tables[("torch DDP", backend, world)] = analyse_profiled(
+                        root, args.rounds, backend)
+                if "fsdp2" in engines:
+                    fsdp2_tables[("FSDP2", backend, world)] = analyse_profiled_fsdp2(
+                        root, args.rounds, backend)
+    for tables, marker in ((ddp_tables, "whatif-profiler"), (fsdp2_tables, "whatif-profiler-fsdp2")):
+        if tables:
+            with docs_table.table(args.docs, marker):
+                report_profiled(tables, args)
     return 0
 
 
