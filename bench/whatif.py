@@ -559,66 +559,49 @@ def analyse_profiled(root, rounds, backend):
     """{model: {"base_error": (profiler's, ringx's), "rows": [(label, from profiler, from ringx
     trace, measured, (low, high))]}}: every change predicted from the base run's profiler folder
     and from its ringx trace, beside the change's measured step, medians over the rounds."""
-    from ringx.analysis import whatif
-
     caps = [cap for label, cap, view in ALTERNATIVES if not view]
-    table = {}
-    for model_name in MODELS:
-        labels = [label for label, _, _ in ALTERNATIVES]
-        predicted = {source: {label: [] for label in labels} for source in ("profiler", "ringx")}
-        measured = {label: [] for label in labels}
-        base_error = {"profiler": [], "ringx": []}
-        for r in range(rounds):
-            base = run_dir(root, backend, model_name, BASE[0], r)
-            for source, path in (("profiler", base + "-profile"), ("ringx", base)):
-                # The profiler does not record the host's cores: the job ran on this one.
-                result = whatif(path, bucket_cap_mb=caps, gradient_as_bucket_view=True,
-                                bounds=False,
-                                host_cores=os.cpu_count() if source == "profiler" else None)
-                base_error[source].append(result["baseline_error"])
-                rows = {row["change"]: row for row in result["rows"]}
-                for label in labels:
-                    predicted[source][label].append(rows[label]["predicted_step_ns"])
-            for label in labels:
-                measured[label].append(
-                    whatif(run_dir(root, backend, model_name, label, r),
-                           bounds=False)["recorded_step_ns"])
-        table[model_name] = {
-            "base_error": tuple(statistics.median(base_error[s]) for s in ("profiler", "ringx")),
-            "rows": [(label, statistics.median(predicted["profiler"][label]),
-                      statistics.median(predicted["ringx"][label]),
-                      statistics.median(measured[label]),
-                      (min(measured[label]), max(measured[label]))) for label in labels]}
-    return table
+    return {model_name: profiled_rows(
+        lambda label, r: run_dir(root, backend, model_name, label, r), BASE[0],
+        [label for label, _, _ in ALTERNATIVES], rounds,
+        dict(bucket_cap_mb=caps, gradient_as_bucket_view=True)) for model_name in MODELS}
 
 
 def analyse_profiled_fsdp2(root, rounds, backend):
     """analyse_profiled()'s table for FSDP2 on PROFILED_FSDP2_SHAPE."""
+    shape = PROFILED_FSDP2_SHAPE
+    return {shape: profiled_rows(
+        lambda label, r: run_dir(root, backend + "-fsdp2", shape, label, r), FSDP2_BASE[0],
+        [a[0] for a in FSDP2_ALTERNATIVES], rounds,
+        dict(sharding_strategy=["SHARD_GRAD_OP"], forward_prefetch=True, merge_units=2))}
+
+
+def profiled_rows(run_of, base_label, labels, rounds, changes):
+    """One model's entry of analyse_profiled()'s table: each change of `labels` (asked of
+    whatif with `changes`) predicted from the base run's profiler folder and from its ringx
+    trace, beside the change's measured step; run_of(label, round) is a run's folder."""
     from ringx.analysis import whatif
 
-    shape, labels = PROFILED_FSDP2_SHAPE, [a[0] for a in FSDP2_ALTERNATIVES]
     predicted = {source: {label: [] for label in labels} for source in ("profiler", "ringx")}
     measured = {label: [] for label in labels}
     base_error = {"profiler": [], "ringx": []}
     for r in range(rounds):
-        base = run_dir(root, backend + "-fsdp2", shape, FSDP2_BASE[0], r)
+        base = run_of(base_label, r)
         for source, path in (("profiler", base + "-profile"), ("ringx", base)):
-            result = whatif(path, sharding_strategy=["SHARD_GRAD_OP"], forward_prefetch=True,
-                            merge_units=2, bounds=False,
-                            host_cores=os.cpu_count() if source == "profiler" else None)
+            # The profiler does not record the host's cores: the job ran on this one.
+            result = whatif(path, bounds=False,
+                            host_cores=os.cpu_count() if source == "profiler" else None,
+                            **changes)
             base_error[source].append(result["baseline_error"])
             rows = {row["change"]: row for row in result["rows"]}
             for label in labels:
                 predicted[source][label].append(rows[label]["predicted_step_ns"])
         for label in labels:
-            measured[label].append(
-                whatif(run_dir(root, backend + "-fsdp2", shape, label, r),
-                       bounds=False)["recorded_step_ns"])
-    return {shape: {
+            measured[label].append(whatif(run_of(label, r), bounds=False)["recorded_step_ns"])
+    return {
         "base_error": tuple(statistics.median(base_error[s]) for s in ("profiler", "ringx")),
         "rows": [(label, statistics.median(predicted["profiler"][label]),
                   statistics.median(predicted["ringx"][label]), statistics.median(measured[label]),
-                  (min(measured[label]), max(measured[label]))) for label in labels]}}
+                  (min(measured[label]), max(measured[label]))) for label in labels]}
 
 
 def report_profiled(tables, args):
