@@ -40,23 +40,34 @@ void addChanges(const std::vector<Row>& rows, std::set<std::string>* seen,
 // A profiler trace's report is kept for its findings.
 void replayChanges(const model::TraceStore& store, Advice* a,
                    std::optional<ProfilerWhatIfReport>* profiler) {
-  a->engine = holdsProfilerTrace(store) ? "profiler" : whatIfEngine(store);
+  a->engine = whatIfEngine(store);
   std::set<std::string> seen;
   try {
     WhatIfQuestions q;
     q.bounds = false;  // not changes a job can make
-    if (a->engine == "profiler") {
-      // No engine's plan is recovered from a profiler trace yet: what is at stake, the wire
-      // twice as fast and the bounds.
+    if (holdsProfilerTrace(store)) {
+      // A GPU job's profiler trace: its program's report, for the findings it proves; its
+      // changes where no engine's plan is recovered (what is at stake, the wire twice as fast
+      // and the bounds).
+      WhatIfQuestions pq;
       ProfilerProgram program = profilerProgramOf(store);
+      std::optional<ProfiledDdp> ddp = profiledGpuDdp(store, &program);
       const replay::LinkFit wire = profilerWire(program);
-      if (wire.ok) q.links = {replay::LinkCost{wire.link.stepNs / 2, wire.link.nsPerByte / 2}};
-      q.bounds = true;
-      *profiler = profilerWhatIf(std::move(program), q);
+      if (wire.ok) pq.links = {replay::LinkCost{wire.link.stepNs / 2, wire.link.nsPerByte / 2}};
+      *profiler = profilerWhatIf(std::move(program), pq, std::move(ddp));
+    }
+    if (a->engine == "profiler") {
       const ProfilerWhatIfReport& r = **profiler;
       a->recordedStepNs = r.source.recordedStepNs;
       a->modelErrorShare = r.baselineErrorShare;
       addChanges(r.rows, &seen, &a->changes);
+      if (r.ddp) {
+        // torch DDP's buckets recovered from a GPU job's trace: the caps' ladder too.
+        WhatIfQuestions caps;
+        caps.bounds = false;
+        caps.bucketCapMb.assign(std::begin(kCapLadderMb), std::end(kCapLadderMb));
+        addChanges(profilerWhatIf(r.source, caps, r.ddp).rows, &seen, &a->changes);
+      }
     } else if (a->engine == "fsdp") {
       FsdpWhatIfReport r = fsdpWhatIf(store, q);
       a->recordedStepNs = r.source.recordedStepNs;

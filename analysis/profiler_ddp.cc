@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "analysis/replay/bucket_plan.h"
 #include "analysis/store_reading.h"
@@ -30,12 +31,60 @@ struct ProfiledOp {
   std::string_view dtype;
 };
 
+// A device op and the runtime call that launched it.
+struct Launched {
+  int64_t launch = 0, begin = 0, end = 0;
+  int64_t correlation = -1;
+};
+
 // One rank's ops that matter, each kind in time order.
 struct ProfiledRankOps {
   int32_t rank = 0;
   std::map<int64_t, std::pair<int64_t, int64_t>> steps;  // N -> window
   std::vector<ProfiledOp> forwards, nodes, grads, allreduces, wires, copies;
   std::string wireBackend;
+  // A GPU rank (profiler_ddp.h): its compute ops (kernels, copies, fills) by launch, with the
+  // latest end of those launched so far; its NCCL allreduce kernels by launch.
+  bool gpu = false;
+  std::vector<Launched> compute, collectives;
+  std::vector<int64_t> doneBy;   // doneBy[i]: the latest end of compute[0..i]
+  std::vector<size_t> doneByOp;  // and which of them ended then
+
+  // Where the device stood at host time t: the end of the compute it had been given (the
+  // stream's work launched before t), which is when what the host does at t can run there.
+  int64_t readyAt(int64_t t) const {
+    if (!gpu) return t;
+    const auto it = std::lower_bound(compute.begin(), compute.end(), t,
+                                     [](const Launched& l, int64_t at) { return l.launch < at; });
+    return it == compute.begin() ? t : doneBy[static_cast<size_t>(it - compute.begin()) - 1];
+  }
+  // The correlation of the op that readyAt(t) is the end of (-1: none).
+  int64_t readyKernel(int64_t t) const {
+    const auto it = std::lower_bound(compute.begin(), compute.end(), t,
+                                     [](const Launched& l, int64_t at) { return l.launch < at; });
+    if (it == compute.begin()) return -1;
+    return compute[doneByOp[static_cast<size_t>(it - compute.begin()) - 1]].correlation;
+  }
+  // When the work the host began at t began on the device: the first compute launched from t.
+  int64_t startedAt(int64_t t) const {
+    if (!gpu) return t;
+    const auto it = std::lower_bound(compute.begin(), compute.end(), t,
+                                     [](const Launched& l, int64_t at) { return l.launch < at; });
+    return it == compute.end() ? readyAt(t) : std::max(it->begin, readyAt(t));
+  }
+  int64_t beginOf(const ProfiledOp& op) const { return startedAt(op.begin); }
+  int64_t endOf(const ProfiledOp& op) const { return readyAt(op.end); }
+  // A gradient's readiness: on a CPU its AccumulateGrad's end (the Reducer's hook runs right
+  // after it); on a GPU the end of what its autograd node launched, the hook's copy into the
+  // bucket included (the hook runs inside the node's evaluate_function).
+  int64_t gradReady(const ProfiledOp& grad) const { return readyAt(gradPoint(grad)); }
+  int64_t gradPoint(const ProfiledOp& grad) const {
+    if (!gpu) return grad.end;
+    auto it = std::upper_bound(nodes.begin(), nodes.end(), grad.begin,
+                               [](int64_t t, const ProfiledOp& n) { return t < n.begin; });
+    if (it != nodes.begin() && std::prev(it)->end >= grad.end) return std::prev(it)->end;
+    return grad.end;
+  }
 };
 
 // A tensor's element count from its profiler "Input Dims" text ("[[256, 256]]": the first
@@ -47,6 +96,9 @@ int64_t elementsOf(std::string_view dims) {
   return n;
 }
 
+// Whether `s` is of category `cat` (the store's index; -1: the store has none).
+bool isCategory(const Span& s, int cat) { return cat >= 0 && s.category == cat; }
+
 ProfiledRankOps readProfiledRank(const model::TraceStore& store, const RankData& data) {
   const StringPool& pool = store.strings();
   const uint32_t dimsKey = pool.find("Input Dims"), typeKey = pool.find("Input type"),
@@ -54,6 +106,27 @@ ProfiledRankOps readProfiledRank(const model::TraceStore& store, const RankData&
   const int collectiveCat = store.findCategory(trace::categoryName(trace::Category::kCollective));
   ProfiledRankOps r;
   r.rank = data.rank;
+  // The device's ops by correlation, tied to their launches below.
+  const uint32_t correlationKey = pool.find("correlation");
+  const int kernelCat = store.findCategory("kernel"), copyCat = store.findCategory("gpu_memcpy"),
+            fillCat = store.findCategory("gpu_memset"),
+            runtimeCat = store.findCategory("cuda_runtime"),
+            driverCat = store.findCategory("cuda_driver");
+  std::unordered_map<int64_t, std::pair<const Span*, bool>> deviceOps;  // -> (op, an allreduce)
+  for (const Track& t : data.tracks) {
+    if (!model::isDeviceTrack(store.str(t.name)) || correlationKey == 0) continue;
+    forAllSpans(t, [&](uint32_t, uint32_t, const Span& s) {
+      const bool collective = isCategory(s, collectiveCat);
+      if (!collective && !isCategory(s, kernelCat) && !isCategory(s, copyCat) &&
+          !isCategory(s, fillCat)) {
+        return;
+      }
+      const ArgRange a(data, s);
+      const int64_t c = a.integer(correlationKey, -1);
+      if (c < 0) return;
+      deviceOps[c] = {&s, collective && store.str(a.string(opKey)) == "allreduce"};
+    });
+  }
   for (const Track& t : data.tracks) {
     if (model::isDeviceTrack(store.str(t.name))) continue;
     forAllSpans(t, [&](uint32_t, uint32_t, const Span& s) {
@@ -62,7 +135,19 @@ ProfiledRankOps readProfiledRank(const model::TraceStore& store, const RankData&
         r.steps.try_emplace(*n, s.begin, s.end);
         return;
       }
-      ProfiledOp op{s.begin, s.end};
+      if (isCategory(s, runtimeCat) || isCategory(s, driverCat)) {
+        const auto op = deviceOps.find(ArgRange(data, s).integer(correlationKey, -1));
+        if (op == deviceOps.end()) return;
+        const Span& d = *op->second.first;
+        const int64_t c = op->first;
+        if (!isCategory(d, collectiveCat)) {
+          r.compute.push_back({s.begin, d.begin, d.end, c});
+        } else if (op->second.second) {
+          r.collectives.push_back({s.begin, d.begin, d.end, c});
+        }
+        return;
+      }
+      ProfiledOp op{s.begin, s.end, -1, 0, {}};
       auto withShape = [&](std::vector<ProfiledOp>& into) {
         const ArgRange a(data, s);
         const uint32_t dims = a.string(dimsKey), type = a.string(typeKey);
@@ -99,6 +184,24 @@ ProfiledRankOps readProfiledRank(const model::TraceStore& store, const RankData&
     std::stable_sort(v->begin(), v->end(),
                      [](const ProfiledOp& a, const ProfiledOp& b) { return a.begin < b.begin; });
   }
+  for (std::vector<Launched>* v : {&r.compute, &r.collectives}) {
+    std::stable_sort(v->begin(), v->end(),
+                     [](const Launched& a, const Launched& b) { return a.launch < b.launch; });
+  }
+  r.gpu = !r.compute.empty();
+  int64_t latest = 0;
+  for (size_t i = 0; i < r.compute.size(); ++i) {
+    const bool later = r.doneBy.empty() || r.compute[i].end >= latest;
+    latest = std::max(latest, r.compute[i].end);
+    r.doneBy.push_back(latest);
+    r.doneByOp.push_back(later ? i : r.doneByOp.back());
+  }
+  if (r.gpu) {
+    // The wire is the allreduce's NCCL kernel, not a host scope of it.
+    r.wires.clear();
+    for (const Launched& l : r.collectives) r.wires.push_back({l.begin, l.end, -1, 0, {}});
+    r.wireBackend = r.collectives.empty() ? "" : "nccl";
+  }
   return r;
 }
 
@@ -109,6 +212,18 @@ std::vector<const ProfiledOp*> beginningIn(const std::vector<ProfiledOp>& v, int
   auto it = std::lower_bound(v.begin(), v.end(), from,
                              [](const ProfiledOp& o, int64_t t) { return o.begin < t; });
   for (; it != v.end() && it->begin <= to; ++it) out.push_back(&*it);
+  return out;
+}
+
+// A GPU rank's wire of each c10d allreduce: the NCCL kernel it launched (null: none).
+std::vector<const ProfiledOp*> kernelsLaunchedBy(const ProfiledRankOps& r) {
+  std::vector<const ProfiledOp*> out;
+  size_t next = 0;
+  for (const ProfiledOp& a : r.allreduces) {
+    while (next < r.collectives.size() && r.collectives[next].launch < a.begin) ++next;
+    const bool inside = next < r.collectives.size() && r.collectives[next].launch <= a.end;
+    out.push_back(inside ? &r.wires[next++] : nullptr);
+  }
   return out;
 }
 
@@ -131,25 +246,32 @@ bool readProfiledStep(const ProfiledRankOps& r, int64_t number,
   replay::DdpStepRecord& s = out->record;
   out->number = number;
   s.step = number;
-  s.forwardBeginNs = forward.begin;
-  s.forwardEndNs = forward.end;
-  s.backwardBeginNs = nodes.front()->begin;
-  for (const ProfiledOp* n : nodes) s.computeEndNs = std::max(s.computeEndNs, n->end);
-  out->grads = beginningIn(r.grads, s.backwardBeginNs, s.computeEndNs);
-  out->allreduces = beginningIn(r.allreduces, s.backwardBeginNs, s.computeEndNs);
+  // The ops are found by their host times; the record holds the device's (the same on a CPU
+  // rank): a GPU rank's forward is its kernels', its backward's compute ends when the kernels
+  // its last node launched do.
+  const int64_t backwardFrom = nodes.front()->begin;
+  int64_t backwardTo = 0;
+  for (const ProfiledOp* n : nodes) backwardTo = std::max(backwardTo, n->end);
+  s.forwardBeginNs = r.beginOf(forward);
+  s.forwardEndNs = r.endOf(forward);
+  s.backwardBeginNs = r.beginOf(*nodes.front());
+  s.computeEndNs = r.readyAt(backwardTo);
+  out->grads = beginningIn(r.grads, backwardFrom, backwardTo);
+  out->allreduces = beginningIn(r.allreduces, backwardFrom, backwardTo);
   for (const ProfiledOp* a : out->allreduces) {
     out->wires.push_back(wireOf[static_cast<size_t>(a - r.allreduces.data())]);
   }
-  out->copies = beginningIn(r.copies, s.computeEndNs, to);
+  out->copies = beginningIn(r.copies, backwardTo, to);
   s.finalizeEndNs = s.computeEndNs;
-  for (const ProfiledOp* c : out->copies) s.finalizeEndNs = std::max(s.finalizeEndNs, c->end);
+  for (const ProfiledOp* c : out->copies) s.finalizeEndNs = std::max(s.finalizeEndNs, r.endOf(*c));
   for (const ProfiledOp* w : out->wires) {
     if (w != nullptr) s.finalizeEndNs = std::max(s.finalizeEndNs, w->end);
   }
   // The optimizer, as the engines record it: from finalize's end to the next forward (the
-  // optimizer's step and the rest of the loop); until the step's end for now, the next step's
-  // forward once it is read.
-  s.optimizerNs = std::max<int64_t>(0, to - s.finalizeEndNs);
+  // optimizer's step and the rest of the loop): the next step's forward once it is read; for
+  // the last step, where the next forward would begin a ProfilerStep's length after this one's
+  // (on a GPU the device runs behind the host, so not at the step's end).
+  s.optimizerNs = std::max<int64_t>(0, s.forwardBeginNs + (to - from) - s.finalizeEndNs);
   return true;
 }
 
@@ -218,7 +340,8 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   std::vector<std::vector<ProfiledStepOps>> steps(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     const std::vector<const ProfiledOp*> wireOf =
-        wiresInIssueOrder(ranks[i].allreduces, ranks[i].wires);
+        ranks[i].gpu ? kernelsLaunchedBy(ranks[i])
+                     : wiresInIssueOrder(ranks[i].allreduces, ranks[i].wires);
     for (int64_t n : numbers) {
       ProfiledStepOps s;
       if (readProfiledStep(ranks[i], n, wireOf, &s)) steps[i].push_back(std::move(s));
@@ -305,9 +428,10 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   if (out.wire.empty()) {
     throw std::runtime_error(
         "these profiler traces have no backend scope of the allreduces (gloo:all_reduce, "
-        "ringx:all_reduce): the wire's times are unknown (a GPU job's NCCL kernels are replayed "
-        "by the profiler program, not as DDP yet)");
+        "ringx:all_reduce) and no NCCL kernel launched by them: the wire's times are unknown "
+        "(profile a GPU job with ProfilerActivity.CUDA)");
   }
+  out.device = ranks.front().gpu;
   bool anyCopy = false;
   for (const std::vector<ProfiledStepOps>& rank : steps) {
     for (const ProfiledStepOps& s : rank) anyCopy = anyCopy || !s.copies.empty();
@@ -317,15 +441,48 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   for (const RankData& r : store.ranks()) world = std::max(world, r.worldSize);
   rec.worldSize = world > 0 ? world : static_cast<int64_t>(ranks.size());
 
+  out.readiness = order;
   // Each rank's steps with the recorded buckets.
   for (size_t i = 0; i < ranks.size(); ++i) {
+    const ProfiledRankOps& ops = ranks[i];
     replay::DdpRankRecord& rr = rec.ranks.emplace_back();
-    rr.rank = ranks[i].rank;
+    rr.rank = ops.rank;
+    ProfiledDdpKernels* kernels = nullptr;
+    if (ops.gpu) {
+      kernels = &out.kernels.emplace_back();
+      kernels->rank = ops.rank;
+    }
     for (ProfiledStepOps& s : steps[i]) {
       if (s.allreduces.size() != out.bucketBytes.size()) continue;  // another plan
+      if (kernels != nullptr && s.grads.size() == paramCount) {
+        kernels->steps.push_back(s.number);
+        std::vector<int64_t>& ready = kernels->ready.emplace_back();
+        for (const ProfiledOp* g : s.grads) ready.push_back(ops.readyKernel(ops.gradPoint(*g)));
+        std::vector<int64_t>& allreduces = kernels->allreduces.emplace_back();
+        for (const ProfiledOp* w : s.wires) {
+          allreduces.push_back(
+              w != nullptr ? ops.collectives[static_cast<size_t>(w - ops.wires.data())].correlation
+                           : -1);
+        }
+        // The copies back in bucket order, a gradient each in its bucket's order.
+        size_t copy = 0, grad = 0;
+        for (size_t b = 0; b < bucketParams.size() && !rec.gradientAsBucketView; ++b) {
+          for (size_t j = 0; j < bucketParams[b] && copy < s.copies.size(); ++j, ++copy) {
+            const ProfiledOp& c = *s.copies[copy];
+            auto it = std::lower_bound(ops.compute.begin(), ops.compute.end(), c.begin,
+                                       [](const Launched& l, int64_t at) { return l.launch < at; });
+            for (; it != ops.compute.end() && it->launch <= c.end; ++it) {
+              kernels->copies.emplace_back(it->correlation, grad + j);
+            }
+          }
+          grad += bucketParams[b];
+        }
+      }
       replay::DdpStepRecord& r = s.record;
       if (s.grads.size() == paramCount) {
-        for (size_t k = 0; k < paramCount; ++k) r.grads.emplace_back(order[k], s.grads[k]->end);
+        for (size_t k = 0; k < paramCount; ++k) {
+          r.grads.emplace_back(order[k], ranks[i].gradReady(*s.grads[k]));
+        }
       }
       size_t copy = 0;
       int64_t previousWireEnd = 0;
@@ -333,7 +490,9 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
         replay::DdpStepRecord::Bucket& bucket = r.buckets.emplace_back();
         bucket.index = static_cast<int64_t>(b);
         bucket.bytes = out.bucketBytes[b];
-        bucket.launchNs = s.allreduces[b]->begin;
+        // On a GPU the allreduce runs after the work launched before it (c10d's NCCL stream
+        // waits on the current one).
+        bucket.launchNs = ranks[i].readyAt(s.allreduces[b]->begin);
         if (const ProfiledOp* w = s.wires[b]) {
           // The group runs its collectives one after the other: a scope that began while the
           // one before it was still running (ringx's, from issue; gloo's second worker) was
@@ -343,7 +502,8 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
           previousWireEnd = std::max(previousWireEnd, w->end);
         }
         if (!rec.gradientAsBucketView && copy + bucketParams[b] <= s.copies.size()) {
-          bucket.copyBackNs = s.copies[copy + bucketParams[b] - 1]->end - s.copies[copy]->begin;
+          bucket.copyBackNs = ranks[i].endOf(*s.copies[copy + bucketParams[b] - 1]) -
+                              ranks[i].beginOf(*s.copies[copy]);
         }
         copy += bucketParams[b];
       }
@@ -352,6 +512,15 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   }
   out.firstStep = first->number;
   return out;
+}
+
+std::string profiledDdpUnrecovered(const model::TraceStore& store) {
+  try {
+    profiledTorchDdp(store);
+    return "";
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
 }
 
 }  // namespace ringx::analysis

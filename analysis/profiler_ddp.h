@@ -24,6 +24,14 @@
 //   - the plan's limits, which the trace does not name: the bucket cap and first bucket that
 //     make the engine's rule (replay/bucket_plan.h) give the recorded buckets: torch's defaults
 //     (25 MB, first 1 MB) where they do, else the roundest cap that does.
+// A GPU job's trace (its kernels tied to their launches by correlation) gives the same recording
+// on the device's clock: each host-side point is where the compute stream stood then, the end
+// of the kernels launched before it (c10d's NCCL stream waits on the current one at the
+// allreduce's launch, so a bucket is launched when its gradients' kernels are done); forward
+// and backward begin when their first kernel did; a gradient is ready when what its autograd
+// node launched is done (the Reducer's copy into the bucket, in the node's hook, included);
+// the wire is the allreduce's NCCL kernel (the last rank's, the shortest, is the wire time); the
+// copies back are their kernels.
 // The parameters are numbered in reverse readiness order (the Reducer's registration order for
 // a model whose backward runs its layers backwards); what the replay needs is the readiness
 // order itself, which the first step gives.
@@ -38,11 +46,26 @@
 
 namespace ringx::analysis {
 
+// Where a GPU rank's program (profiler_program.h) holds DDP's work, by the correlations of its
+// device ops: what profiler_ddp_plan.h rewrites for another bucket plan.
+struct ProfiledDdpKernels {
+  int32_t rank = 0;
+  std::vector<int64_t> steps;  // ProfilerStep#N of each step below
+  // Per step: per gradient in readiness order, the op whose end made it ready (the last of
+  // what its node launched); each recorded bucket's NCCL kernel.
+  std::vector<std::vector<int64_t>> ready, allreduces;
+  // Every copy back's kernel, and the gradient (readiness order) it copies.
+  std::vector<std::pair<int64_t, size_t>> copies;
+};
+
 struct ProfiledDdp {
   replay::DdpRecording recording;
   int64_t firstStep = 0;
-  std::string wire;  // whose scope timed the wire: "gloo", "ringx", ...
+  std::string wire;     // whose scope timed the wire: "gloo", "ringx", "nccl" (its kernels)
+  bool device = false;  // a GPU job: the recording's times are its compute stream's
   std::vector<int64_t> bucketBytes;
+  std::vector<size_t> readiness;  // the parameters (recording.params' indices), ready order
+  std::vector<ProfiledDdpKernels> kernels;  // a GPU job's, per rank
 };
 
 // Whether the store holds profiler traces of a torch DDP job (its forward scope) and no ringx
@@ -52,5 +75,7 @@ bool holdsProfiledTorchDdp(const model::TraceStore& store);
 // Throws std::runtime_error saying what is missing (record_shapes off, no step every rank
 // recorded, buckets whose bytes no run of gradients adds up to, no backend scope of the wire).
 ProfiledDdp profiledTorchDdp(const model::TraceStore& store);
+// Why profiledTorchDdp cannot recover the job (its error), or "" where it can.
+std::string profiledDdpUnrecovered(const model::TraceStore& store);
 
 }  // namespace ringx::analysis

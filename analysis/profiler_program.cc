@@ -54,6 +54,7 @@ struct DeviceOp {
   const Span* span = nullptr;
   uint32_t queue = 0;
   bool collective = false;
+  int64_t correlation = -1;
 };
 
 struct HostEvent {
@@ -123,7 +124,7 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
       forAllSpans(t, [&](uint32_t, uint32_t, const Span& s) {
         if (!isDeviceOp(s.category)) return;
         const int64_t c = ArgRange(data, s).integer(correlationKey, -1);
-        if (c >= 0) rr.byCorrelation[c] = {&s, queue, s.category == collectiveCat};
+        if (c >= 0) rr.byCorrelation[c] = {&s, queue, s.category == collectiveCat, c};
       });
     }
     if (rr.byCorrelation.empty()) continue;
@@ -233,6 +234,7 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankRead& rr = ranks[r];
     replay::RankProgram prog;
+    std::unordered_map<int64_t, size_t>& opOf = out.opOf.emplace_back();
     std::vector<std::vector<int64_t>> durations(steps), overlaps(steps);
     times.ranks.push_back(rr.data->rank);
     times.startNs.push_back(window(rr, 0).first - firstBegin);
@@ -389,7 +391,7 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
         op.type = ProgramOp::Type::kIssue;
         op.collective = collective->second;
         op.kind = out.program.collectives[collective->second].kind;
-        add(op, 0, deps, 0);
+        opOf[d.correlation] = add(op, 0, deps, 0);
         op.type = ProgramOp::Type::kWait;
         op.launchedBy = kNoOp;
         done = add(op, 0, {}, 0);
@@ -404,6 +406,7 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
         op.kind = Kind::kKernel;
         const int64_t overlap = replay::coveredNs(comm, d.span->begin, d.span->end);
         done = add(op, d.span->duration(), waitFor, d.collective ? 0 : overlap);
+        opOf[d.correlation] = done;
         waitFor.clear();
         if (!d.collective) {
           current = d.queue;

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "analysis/replay/program.h"
@@ -62,6 +63,9 @@ struct ProfilerProgram {
   size_t kernels = 0, collectives = 0, streamWaits = 0, hostSyncs = 0, leftOut = 0;
   bool syncRule = false;  // no cudaStreamWaitEvent in the trace: the synchronous rule
   std::vector<std::string> notes;
+  // Per rank (the program's order): each launched device op's correlation to its op (a
+  // collective's issue; its wait is the next op), for the rewrites of profiler_ddp_plan.h.
+  std::vector<std::unordered_map<int64_t, size_t>> opOf;
 };
 
 // Whether the store holds profiler traces and no ringx rank stream: what whatif and advise

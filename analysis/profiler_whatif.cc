@@ -5,8 +5,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "analysis/profiler_ddp.h"
+#include "analysis/profiler_ddp_plan.h"
 #include "analysis/whatif_text.h"
 #include "base/format.h"
+#include "base/json_text.h"
 
 namespace ringx::analysis {
 using namespace whatif_text;
@@ -73,18 +76,46 @@ ProfilerReplay replayProfiler(const ProfilerProgram& p, const replay::LinkFit& w
 
 ProfilerWhatIfReport profilerWhatIf(const model::TraceStore& store,
                                     const WhatIfQuestions& questions) {
-  return profilerWhatIf(profilerProgramOf(store), questions);
+  ProfilerProgram program = profilerProgramOf(store);
+  std::optional<ProfiledDdp> ddp = profiledGpuDdp(store, &program);
+  return profilerWhatIf(std::move(program), questions, std::move(ddp));
 }
 
-ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestions& questions) {
-  if (!questions.bucketCapMb.empty() || !questions.firstBucketMb.empty() ||
-      questions.gradientAsBucketView || !questions.shardingStrategies.empty() ||
-      !questions.backwardPrefetch.empty() || questions.forwardPrefetch ||
-      questions.limitAllGathers || !questions.mergeUnits.empty()) {
+std::optional<ProfiledDdp> profiledGpuDdp(const model::TraceStore& store,
+                                          ProfilerProgram* program) {
+  if (!holdsProfiledTorchDdp(store)) return std::nullopt;
+  try {
+    ProfiledDdp ddp = profiledTorchDdp(store);
+    if (!ddp.kernels.empty()) return ddp;  // else not a GPU job's: no kernels to re-plan
+  } catch (const std::runtime_error& e) {
+    program->notes.push_back(std::string("torch DDP's buckets not recovered: ") + e.what());
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+bool asksDdp(const WhatIfQuestions& q) {
+  return !q.bucketCapMb.empty() || !q.firstBucketMb.empty() || q.gradientAsBucketView;
+}
+
+}  // namespace
+
+ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestions& questions,
+                                    std::optional<ProfiledDdp> ddp) {
+  const bool asksFsdp = !questions.shardingStrategies.empty() ||
+                        !questions.backwardPrefetch.empty() || questions.forwardPrefetch ||
+                        questions.limitAllGathers || !questions.mergeUnits.empty();
+  if (asksFsdp || (asksDdp(questions) && !ddp)) {
+    std::string why;
+    for (const std::string& n : program.notes) why += "; " + n;
     throw std::invalid_argument(
-        "these are profiler traces: the DDP and FSDP questions (bucket caps, sharding, "
-        "prefetch, units) are answered from a ringx trace of the job for now; ask --link, "
-        "--world-size or the bounds");
+        std::string(asksFsdp ? "FSDP's questions (sharding, prefetch, units) are answered from a "
+                               "CPU job's profiler trace or a ringx trace of the job, not yet "
+                               "from a GPU job's"
+                             : "these profiler traces hold no torch DDP whose buckets could be "
+                               "recovered (DistributedDataParallel.forward, record_shapes=True)") +
+        "; ask --link, --world-size or the bounds" + why);
   }
   ProfilerWhatIfReport r;
   r.source = std::move(program);
@@ -106,12 +137,44 @@ ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestio
   r.startErrorMedianNs = replay::medianNs(errors);
   r.startErrorP90Ns = percentile(errors, 90);
   std::vector<ProfilerChange> changes;
-  askSharedQuestions<ProfilerChange>(questions.worldSizes, questions.links, questions.bounds,
-                                     [&](const ProfilerChange& c, bool) { changes.push_back(c); });
-  const std::vector<bool> plan(changes.size(), false);
+  std::vector<bool> plan;
+  auto ask = [&](const ProfilerChange& c, bool isPlan) {
+    changes.push_back(c);
+    plan.push_back(isPlan);
+  };
+  r.ddp = std::move(ddp);
+  if (r.ddp) {
+    // The recorded plan rewritten as the others are: the reference they are scaled by.
+    const std::vector<replay::BucketSpec> recorded = profiledPlan(*r.ddp, r.ddp->recording.limits);
+    r.ddpReferenceNs =
+        replayProfiler(withBucketPlan(r.source, *r.ddp, recorded, r.wire), r.wire, {}).stepNs;
+    askPlanQuestions<ProfilerChange>(questions, r.ddp->recording.limits.bucketBytes,
+                                     r.ddp->recording.gradientAsBucketView, true,
+                                     /*askView=*/false, ask);
+  }
+  askSharedQuestions<ProfilerChange>(questions.worldSizes, questions.links, questions.bounds, ask);
   answerRows(
       changes, plan, r.source.recordedStepNs, r.baseline,
-      [&](const ProfilerChange& c) { return replayProfiler(r.source, r.wire, c); }, &r.rows);
+      [&](const ProfilerChange& c) {
+        if (!c.bucketCapBytes && !c.firstBucketBytes && !c.gradientAsBucketView) {
+          return replayProfiler(r.source, r.wire, c);
+        }
+        if (c.gradientAsBucketView) {
+          throw std::invalid_argument(
+              "gradient_as_bucket_view is not answered from a GPU job's profiler trace yet (its "
+              "copies' kernels would have to be added or removed)");
+        }
+        replay::BucketLimits limits = r.ddp->recording.limits;
+        if (c.bucketCapBytes) limits = replay::limitsForCap(*c.bucketCapBytes);
+        if (c.firstBucketBytes) limits.firstBucketBytes = std::max<int64_t>(1, *c.firstBucketBytes);
+        const std::vector<replay::BucketSpec> buckets = profiledPlan(*r.ddp, limits);
+        ProfilerReplay out =
+            replayProfiler(withBucketPlan(r.source, *r.ddp, buckets, r.wire), r.wire, {});
+        out.referenceNs = r.ddpReferenceNs;
+        out.buckets = buckets.size();
+        return out;
+      },
+      &r.rows);
   return r;
 }
 
@@ -137,6 +200,16 @@ std::string formatProfilerWhatIf(const ProfilerWhatIfReport& r, const std::strin
            : std::string("not fitted (no collective says its size)")) +
       contentionText(p.times.contention, p.times.contention > 0, "kernel", "a collective", false) +
       "\n";
+  for (const std::string& n : p.notes) out += "note: " + n + "\n";
+  if (r.ddp) {
+    const replay::DdpRecording& d = r.ddp->recording;
+    out += "torch DDP recovered from the trace: " + std::to_string(r.ddp->bucketBytes.size()) +
+           " buckets of " + std::to_string(d.params.size()) + " gradients (bucket_cap_mb=" +
+           shortNumber(static_cast<double>(d.limits.bucketBytes) / (1024.0 * 1024.0)) +
+           " inferred); its plans re-planned in the program, each new allreduce timed by the "
+           "wire, against the recorded plan so rewritten (" +
+           formatDuration(r.ddpReferenceNs) + ")\n";
+  }
   out += "recorded step " + formatDuration(p.recordedStepNs) + ", replayed " +
          formatDuration(r.baseline.stepNs) + " (" + percent(r.baselineErrorShare) +
          "); collectives started " + formatDuration(r.startErrorMedianNs) +
@@ -151,7 +224,13 @@ std::string formatProfilerWhatIf(const ProfilerWhatIfReport& r, const std::strin
                               scaledPrediction(recorded, replayed, r.baseline.stepHighNs)),
                  20) +
          padLeft(formatDuration(r.baseline.exposedCommNs), 14) + "\n";
-  for (const ProfilerWhatIfRow& row : r.rows) out += tableRow(row, w);
+  for (ProfilerWhatIfRow row : r.rows) {
+    if (row.replay.buckets > 0) {
+      row.change.label += " (" + std::to_string(row.replay.buckets) +
+                          (row.replay.buckets == 1 ? " bucket)" : " buckets)");
+    }
+    out += tableRow(row, w);
+  }
   // Where the slowest rank's step went along its critical path, by kind.
   std::vector<std::pair<std::string, int64_t>> kinds;
   int64_t covered = 0;
@@ -188,8 +267,23 @@ void profilerReplayJson(std::string& out, const ProfilerReplay& r) {
          ",\"step_low_ns\":" + std::to_string(r.stepLowNs) +
          ",\"step_high_ns\":" + std::to_string(r.stepHighNs) +
          ",\"exposed_comm_ns\":" + std::to_string(r.exposedCommNs) +
-         ",\"slowest_rank\":" + std::to_string(r.slowestRank) + ",\"critical_path\":";
+         ",\"slowest_rank\":" + std::to_string(r.slowestRank) +
+         (r.buckets > 0 ? ",\"buckets\":" + std::to_string(r.buckets) : std::string()) +
+         ",\"critical_path\":";
   appendPathJson(out, r.criticalPath);
+}
+
+}  // namespace
+
+namespace {
+
+std::string notesJson(const std::vector<std::string>& notes) {
+  std::string out = "[";
+  for (size_t i = 0; i < notes.size(); ++i) {
+    if (i > 0) out += ",";
+    appendJsonString(out, notes[i]);
+  }
+  return out + "]";
 }
 
 }  // namespace
@@ -207,13 +301,19 @@ std::string profilerWhatIfJson(const ProfilerWhatIfReport& r) {
       ",\"kernels\":" + std::to_string(p.kernels) +
       ",\"collectives\":" + std::to_string(p.collectives) +
       ",\"stream_waits\":" + std::to_string(p.streamWaits) +
-      ",\"host_syncs\":" + std::to_string(p.hostSyncs) + ",\"wire\":" +
+      ",\"host_syncs\":" + std::to_string(p.hostSyncs) + ",\"notes\":" + notesJson(p.notes) +
+      ",\"wire\":" +
       (r.wire.ok ? "{\"step_ns\":" + shortNumber(r.wire.link.stepNs) +
                        ",\"ns_per_byte\":" + shortNumber(r.wire.link.nsPerByte) +
                        ",\"samples\":" + std::to_string(r.wire.samples) +
                        ",\"median_error\":" + shortNumber(r.wire.medianErrorShare) + "}"
                  : std::string("null")) +
-      contentionJson(p.times.contention, p.times.contention > 0) + ",\"baseline\":{";
+      contentionJson(p.times.contention, p.times.contention > 0) + ",\"ddp\":" +
+      (r.ddp ? "{\"buckets\":" + std::to_string(r.ddp->bucketBytes.size()) +
+                   ",\"bucket_cap_bytes\":" + std::to_string(r.ddp->recording.limits.bucketBytes) +
+                   ",\"reference_step_ns\":" + std::to_string(r.ddpReferenceNs) + "}"
+             : std::string("null")) +
+      ",\"baseline\":{";
   profilerReplayJson(out, r.baseline);
   out += "},";
   appendRowsJson(out, r.rows, -1, profilerReplayJson);

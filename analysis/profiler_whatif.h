@@ -4,7 +4,9 @@
 // collective's time scaled by the alpha-beta model's ratio of the new wire to the one fitted
 // from the trace's own collectives), another world size (the same model's ratio for the
 // collective's algorithm on that many ranks), and the bounds (communication free, the device's
-// compute free). `ringx-trace whatif` on profiler files prints this report.
+// compute free); for a torch DDP job whose buckets the trace gives (profiler_ddp.h), its bucket
+// caps and first bucket, re-planned in the program (profiler_ddp_plan.h). `ringx-trace whatif`
+// on profiler files prints this report.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/profiler_ddp.h"
 #include "analysis/profiler_program.h"
 #include "analysis/replay/cost_model.h"
 #include "analysis/whatif.h"
@@ -25,10 +28,14 @@ struct ProfilerChange {
   std::optional<replay::LinkCost> link;
   bool commFree = false;
   bool computeFree = false;  // the device's kernels, copies and fills take no time
+  // torch DDP's plan, where the trace gives its buckets (profiler_ddp_plan.h).
+  std::optional<int64_t> bucketCapBytes, firstBucketBytes;
+  std::optional<bool> gradientAsBucketView;  // not answered from a profiler program
 };
 
 struct ProfilerReplay : replay::ProgramRun {
   int64_t referenceNs = 0;  // 0: the baseline is the reference
+  size_t buckets = 0;       // a DDP plan's buckets; 0: not a plan change
 };
 
 struct ProfilerWhatIfRow {
@@ -43,6 +50,10 @@ struct ProfilerWhatIfRow {
 
 struct ProfilerWhatIfReport {
   ProfilerProgram source;
+  // torch DDP recovered from the trace (profiler_ddp.h), whose bucket questions the rows
+  // answer; and its recorded plan rewritten with the fitted wire (the plans' reference).
+  std::optional<ProfiledDdp> ddp;
+  int64_t ddpReferenceNs = 0;
   ProfilerReplay baseline;
   double baselineErrorShare = 0;  // baseline / recorded - 1
   replay::LinkFit wire;           // fitted from the collectives with known bytes
@@ -55,11 +66,16 @@ struct ProfilerWhatIfReport {
 };
 
 // Throws std::runtime_error for a trace that gives no program (profilerProgramOf's) and
-// std::invalid_argument for questions only an engine's trace can answer (bucket caps, FSDP's).
+// std::invalid_argument for questions the trace cannot answer (bucket caps where torch DDP's
+// buckets are not recovered, FSDP's).
 ProfilerWhatIfReport profilerWhatIf(const model::TraceStore& store,
                                     const WhatIfQuestions& questions = {});
-// The same of a program already built (profilerProgramOf).
-ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestions& questions);
+// The same of a program already built (profilerProgramOf), with the job's DDP if recovered.
+ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestions& questions,
+                                    std::optional<ProfiledDdp> ddp = std::nullopt);
+// torch DDP recovered from a GPU job's profiler trace, whose buckets the rows re-plan; none
+// where it did not run, or ran but is not recovered (the reason then in `program`'s notes).
+std::optional<ProfiledDdp> profiledGpuDdp(const model::TraceStore& store, ProfilerProgram* program);
 // The program run with one change (the report's rows; tests and advise ask their own).
 ProfilerReplay replayProfiler(const ProfilerProgram& program, const replay::LinkFit& wire,
                               const ProfilerChange& change);

@@ -171,8 +171,9 @@ DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores) {
     ProfiledDdp profiled = profiledTorchDdp(store);
     // The hosts by the names the files give (Kineto's host_name), as a ringx trace's; their
     // cores, which the profiler does not record, as the caller says.
+    // A GPU job's compute is its device's: no host cores shared.
     profiled.recording.host = hostCoresOf(store);
-    profiled.recording.host.cores = hostCores;
+    profiled.recording.host.cores = profiled.device ? 0 : hostCores;
     DdpModelSource src;
     static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(profiled.recording);
     src.planStep = profiled.firstStep;
@@ -233,20 +234,7 @@ DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores) {
   return src;
 }
 
-namespace {
-
-// A cap asked of the job. torch's DDP, given bucket_cap_mb, makes its first bucket that size
-// too (torch/nn/parallel/distributed.py, _BucketConfig: 1 MB only for the default cap), where
-// ringx.ddp keeps it at most 1 MB (bucket_plan.h's limitsForCap).
-replay::DdpWhatIf capChange(double capMb, bool torchRule) {
-  replay::DdpWhatIf c;
-  c.label = "bucket_cap_mb=" + shortNumber(capMb);
-  c.bucketCapBytes = static_cast<int64_t>(capMb * 1024 * 1024);
-  if (torchRule) c.firstBucketBytes = c.bucketCapBytes;
-  return c;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
   WhatIfReport report;
@@ -261,31 +249,8 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
     changes.push_back(std::move(c));
     planChange.push_back(plan);
   };
-  std::vector<double> caps = q.bucketCapMb;
-  std::optional<bool> view = q.gradientAsBucketView;
-  if (q.defaults()) {
-    const double recordedMb = static_cast<double>(m.limits.bucketBytes) / (1024.0 * 1024.0);
-    for (double f : {0.25, 0.5, 2.0, 4.0}) caps.push_back(std::round(recordedMb * f * 1000) / 1000);
-    caps.push_back(25);
-    view = !m.gradientAsBucketView;
-  }
-  std::sort(caps.begin(), caps.end());
-  caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
-  for (double cap : caps) {
-    if (cap > 0) ask(capChange(cap, !report.source.profiledWire.empty()), true);
-  }
-  for (double first : q.firstBucketMb) {
-    replay::DdpWhatIf c;
-    c.label = "first_bucket_mb=" + shortNumber(first);
-    c.firstBucketBytes = static_cast<int64_t>(first * 1024 * 1024);
-    ask(c, true);
-  }
-  if (view) {
-    replay::DdpWhatIf c;
-    c.label = std::string("gradient_as_bucket_view=") + (*view ? "True" : "False");
-    c.gradientAsBucketView = *view;
-    ask(c, true);
-  }
+  askPlanQuestions<replay::DdpWhatIf>(q, m.limits.bucketBytes, m.gradientAsBucketView,
+                                      !report.source.profiledWire.empty(), true, ask);
   askSharedQuestions<replay::DdpWhatIf>(q.worldSizes, q.links, q.bounds, ask);
   report.bestPlanRow = answerRows(
       changes, planChange, report.source.recordedStepNs, report.baseline,
@@ -302,7 +267,10 @@ std::string formatWhatIf(const WhatIfReport& r, const std::string& source) {
     out +=
         "torch DDP recovered from torch.profiler traces: buckets from the Reducer's allreduces, "
         "the wire from " +
-        r.source.profiledWire + "'s scopes, the plan's limits inferred\n";
+        (r.source.profiledWire == "nccl"
+             ? std::string("the NCCL kernels, times on the GPU's compute stream")
+             : r.source.profiledWire + "'s scopes") +
+        ", the plan's limits inferred\n";
   }
   out += "DDP, " + std::to_string(m.ranks.size()) + " ranks, " + std::to_string(m.params.size()) +
          " parameters; recorded plan: bucket_cap_mb=" +

@@ -106,7 +106,9 @@ std::string whatIfJson(const WhatIfReport& report);
 // gathers, compute, frees, reductions) and the "fsdp_config" instants, over the steps since
 // the options last changed.
 
-// Which engine a trace's job trained with: "ddp", "fsdp", or "" for neither.
+// Which engine a trace's job trained with: "ddp", "fsdp", or "" for neither; "profiler" for a
+// GPU job's profiler trace (profiler_program.h's holdsProfilerTrace): its program is replayed,
+// whatever the engine (profiler_whatif.h).
 std::string whatIfEngine(const model::TraceStore& store);
 
 struct FsdpModelSource : replay::FsdpFit {

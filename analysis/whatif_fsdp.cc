@@ -6,6 +6,7 @@
 
 #include "analysis/profiler_ddp.h"
 #include "analysis/profiler_fsdp.h"
+#include "analysis/profiler_program.h"
 #include "analysis/store_reading.h"
 #include "analysis/whatif.h"
 #include "analysis/whatif_text.h"
@@ -121,6 +122,9 @@ FsdpRankReading readFsdpRank(const model::TraceStore& store, const RankData& ran
 }  // namespace
 
 std::string whatIfEngine(const model::TraceStore& store) {
+  // A GPU job's profiler trace: its program (profiler_whatif.h answers torch DDP's bucket
+  // questions there, where its buckets are recovered).
+  if (holdsProfilerTrace(store)) return "profiler";
   // A job that ran both engines: the one whose plan or schedule the trace records (what its
   // model needs); both or neither: DDP.
   bool ddp = false, fsdp = false, ddpPlan = false, fsdpConfig = false;

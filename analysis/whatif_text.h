@@ -2,6 +2,8 @@
 // columns: one way for both engines' tables and JSON. Internal to analysis/.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -123,6 +125,46 @@ void askSharedQuestions(const std::vector<int64_t>& worldSizes,
     compute.label = "compute free";
     compute.computeFree = true;
     ask(compute, false);
+  }
+}
+
+// The DDP plan questions asked (or, by default, caps around the recorded one and torch's 25, and
+// the view toggled where `askView`), each as ask(change, true). torch's DDP, given
+// bucket_cap_mb, makes its first bucket that size too (torch/nn/parallel/distributed.py,
+// _BucketConfig: 1 MB only for the default cap), where ringx.ddp keeps it at most 1 MB
+// (bucket_plan.h's limitsForCap): `torchRule`.
+template <typename Change, typename Questions, typename Ask>
+void askPlanQuestions(const Questions& q, int64_t recordedCapBytes, bool recordedView,
+                      bool torchRule, bool askView, Ask ask) {
+  std::vector<double> caps = q.bucketCapMb;
+  auto view = q.gradientAsBucketView;
+  if (q.defaults()) {
+    const double recordedMb = static_cast<double>(recordedCapBytes) / (1024.0 * 1024.0);
+    for (double f : {0.25, 0.5, 2.0, 4.0}) caps.push_back(std::round(recordedMb * f * 1000) / 1000);
+    caps.push_back(25);
+    if (askView) view = !recordedView;
+  }
+  std::sort(caps.begin(), caps.end());
+  caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+  for (double cap : caps) {
+    if (cap <= 0) continue;
+    Change c;
+    c.label = "bucket_cap_mb=" + shortNumber(cap);
+    c.bucketCapBytes = static_cast<int64_t>(cap * 1024 * 1024);
+    if (torchRule) c.firstBucketBytes = c.bucketCapBytes;
+    ask(c, true);
+  }
+  for (double first : q.firstBucketMb) {
+    Change c;
+    c.label = "first_bucket_mb=" + shortNumber(first);
+    c.firstBucketBytes = static_cast<int64_t>(first * 1024 * 1024);
+    ask(c, true);
+  }
+  if (view) {
+    Change c;
+    c.label = std::string("gradient_as_bucket_view=") + (*view ? "True" : "False");
+    c.gradientAsBucketView = *view;
+    ask(c, true);
   }
 }
 

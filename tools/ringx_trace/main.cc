@@ -212,13 +212,13 @@ int runWhatIf(const std::vector<std::string>& inputs,
   model::TraceStore store;
   loadRun(store, inputs);
   const std::string input = inputsName(inputs);
-  if (analysis::holdsProfilerTrace(store)) {
+  const std::string engine = analysis::whatIfEngine(store);
+  if (engine == "profiler") {
     const analysis::ProfilerWhatIfReport report = analysis::profilerWhatIf(store, questions);
     std::cout << (json ? analysis::profilerWhatIfJson(report)
                        : analysis::formatProfilerWhatIf(report, input));
     return 0;
   }
-  const std::string engine = analysis::whatIfEngine(store);
   const bool asksDdp = !questions.bucketCapMb.empty() || !questions.firstBucketMb.empty() ||
                        questions.gradientAsBucketView;
   const bool asksFsdp = !questions.shardingStrategies.empty() ||

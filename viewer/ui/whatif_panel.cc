@@ -192,10 +192,10 @@ WhatIfView adaptWhatIf(const analysis::ProfilerWhatIfReport& report) {
 
 WhatIfView whatIfViewOf(const TraceStore& store) {
   try {
-    WhatIfView v =
-        analysis::holdsProfilerTrace(store)       ? adaptWhatIf(analysis::profilerWhatIf(store))
-        : analysis::whatIfEngine(store) == "fsdp" ? adaptWhatIf(analysis::fsdpWhatIf(store))
-                                                  : adaptWhatIf(analysis::whatIf(store));
+    const std::string engine = analysis::whatIfEngine(store);
+    WhatIfView v = engine == "profiler" ? adaptWhatIf(analysis::profilerWhatIf(store))
+                   : engine == "fsdp"   ? adaptWhatIf(analysis::fsdpWhatIf(store))
+                                        : adaptWhatIf(analysis::whatIf(store));
     v.findings = analysis::advise(store, analysis::summarize(store, "")).findings;
     return v;
   } catch (const std::exception& e) {
@@ -246,7 +246,8 @@ std::vector<RecordedStep> profilerStepsOf(const TraceStore& store, int32_t rank,
 
 std::vector<RecordedStep> recordedStepsOf(const TraceStore& store, int32_t rank,
                                           int64_t firstStep) {
-  if (analysis::holdsProfilerTrace(store)) return profilerStepsOf(store, rank, firstStep);
+  const std::string engine = analysis::whatIfEngine(store);
+  if (engine == "profiler") return profilerStepsOf(store, rank, firstStep);
   std::map<int64_t, int64_t> begins;  // step -> forward begin
   auto add = [&](const auto& it) {
     if (it.rank == rank && it.forwardBeginNs > 0 && it.step >= firstStep)
@@ -259,7 +260,7 @@ std::vector<RecordedStep> recordedStepsOf(const TraceStore& store, int32_t rank,
         if (r.rank == rank && s.step >= firstStep) begins[s.step] = s.forwardBeginNs;
       }
     }
-  } else if (analysis::whatIfEngine(store) == "fsdp") {
+  } else if (engine == "fsdp") {
     for (const analysis::FsdpIteration& it : analysis::analyzeFsdp(store).iterations) add(it);
   } else {
     for (const analysis::DdpIteration& it : analysis::analyzeDdp(store).iterations) add(it);

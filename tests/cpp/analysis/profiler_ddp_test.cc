@@ -13,6 +13,7 @@
 #include "analysis/advise.h"
 #include "analysis/profiler_ddp.h"
 #include "analysis/profiler_program.h"
+#include "analysis/profiler_whatif.h"
 #include "analysis/summary.h"
 #include "analysis/trace_analyses.h"
 #include "analysis/whatif.h"
@@ -26,10 +27,12 @@ namespace ringx::analysis {
 namespace profiled_ddp_test {
 
 using testing::CpuRank;
+using testing::GpuRank;
 using testing::kBias;
 using testing::kBucket;
 using testing::kWeight;
 using testing::profiledDdpJob;
+using testing::profiledGpuDdpJob;
 using testing::storeOf;
 
 int64_t us(int64_t n) { return n * 1000; }
@@ -204,6 +207,129 @@ TEST(ProfiledDdp, WithoutRecordShapesSaysWhatToTurnOn) {
             w.find("record_shapes=True") != std::string::npos;
   }
   EXPECT_TRUE(said);
+}
+
+// ---- a GPU job: the same step on the device (profiled_ddp_trace.h's GpuRank) ----
+
+TEST(ProfiledGpuDdp, TheRecordingIsTheComputeStreamsAndTheNcclKernels) {
+  const model::TraceStore store = storeOf(profiledGpuDdpJob());
+  ASSERT_TRUE(holdsProfilerTrace(store));
+  EXPECT_EQ(whatIfEngine(store), "profiler");  // the program, with DDP's buckets in it
+  const ProfiledDdp p = profiledTorchDdp(store);
+  EXPECT_TRUE(p.device);
+  EXPECT_EQ(p.wire, "nccl");
+  EXPECT_EQ(p.bucketBytes, (std::vector<int64_t>{kBucket * 4, kBucket * 4}));
+  EXPECT_EQ(p.recording.limits.bucketBytes, 256 * 1024);
+  EXPECT_FALSE(p.recording.gradientAsBucketView);
+  ASSERT_EQ(p.recording.ranks.size(), 2u);
+  ASSERT_EQ(p.recording.ranks[1].steps.size(), 3u);
+  const replay::DdpStepRecord& s = p.recording.ranks[1].steps[1];  // step 2 of rank 1
+  const int64_t d = 1'000'000 + 9000 + 5 + 400;                    // its device's step begin
+  EXPECT_EQ(s.forwardBeginNs, us(d + 200));  // forward's first kernel, not its host scope
+  EXPECT_EQ(s.forwardEndNs, us(d + 2200));
+  EXPECT_EQ(s.backwardBeginNs, us(d + 2200));
+  EXPECT_EQ(s.computeEndNs, us(d + 4600));
+  ASSERT_EQ(s.grads.size(), 4u);
+  // Each gradient when its node's kernels, the Reducer's copy into the bucket included, ended.
+  EXPECT_EQ(s.grads[0], (std::pair<size_t, int64_t>{3, us(d + 2340)}));
+  EXPECT_EQ(s.grads[1], (std::pair<size_t, int64_t>{2, us(d + 3340)}));
+  EXPECT_EQ(s.grads[3], (std::pair<size_t, int64_t>{0, us(d + 4600)}));
+  ASSERT_EQ(s.buckets.size(), 2u);
+  // A bucket is launched where the compute stream stood at its c10d call.
+  EXPECT_EQ(s.buckets[0].launchNs, us(d + 3340));
+  EXPECT_EQ(s.buckets[1].launchNs, us(d + 4600));
+  EXPECT_EQ(s.buckets[0].wireNs, us(1000));  // rank 1 arrived last: its kernel is the wire
+  EXPECT_EQ(s.buckets[1].wireEndNs, us(d + 5600));
+  EXPECT_EQ(s.buckets[0].copyBackNs, us(100));
+  EXPECT_EQ(s.buckets[1].copyBackNs, us(100));
+  EXPECT_EQ(s.finalizeEndNs, us(d + 5700));
+  EXPECT_EQ(s.optimizerNs, us(9000 + 200 - 5700));  // to the next step's first kernel
+  // Rank 0 arrived first: its kernels waited 5 us for rank 1's.
+  EXPECT_EQ(p.recording.ranks[0].steps[1].buckets[0].wireNs, us(1005));
+}
+
+TEST(ProfiledGpuDdp, TheBucketCapsAreReplannedInTheProgramWhereTheHostSetsTheStep) {
+  // The host's loop takes 9 ms a step; the device's work ends at d+6700: a bucket plan that
+  // moves the allreduces out from under backward lengthens the device's work, not the step.
+  const model::TraceStore store = storeOf(profiledGpuDdpJob());
+  WhatIfQuestions q;
+  q.bucketCapMb = {25};
+  const ProfilerWhatIfReport r = profilerWhatIf(store, q);
+  ASSERT_TRUE(r.ddp.has_value());
+  EXPECT_EQ(r.source.recordedStepNs, us(9000));
+  EXPECT_LT(std::abs(r.baselineErrorShare), 0.01) << r.baselineErrorShare;
+  // The recorded plan rewritten with the fitted wire replays the recorded step.
+  EXPECT_NEAR(static_cast<double>(r.ddpReferenceNs), static_cast<double>(r.baseline.stepNs),
+              static_cast<double>(us(20)));
+  ASSERT_GE(r.rows.size(), 1u);
+  const ProfilerWhatIfRow& cap = r.rows[0];
+  ASSERT_TRUE(cap.error.empty()) << cap.error;
+  EXPECT_EQ(cap.replay.buckets, 1u);
+  EXPECT_EQ(cap.predictedStepNs, r.source.recordedStepNs);
+  // The one bucket's allreduce (2 ms) runs after the last gradient, on the device.
+  const std::string text = formatProfilerWhatIf(r, "job");
+  EXPECT_NE(text.find("torch DDP recovered from the trace: 2 buckets of 4 gradients"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("bucket_cap_mb=25 (1 bucket)"), std::string::npos) << text;
+  EXPECT_NE(profilerWhatIfJson(r).find("\"buckets\":1"), std::string::npos);
+
+  // advise: the caps among the changes, the program's findings beside them.
+  const Advice a = advise(store, summarize(store, "job"));
+  EXPECT_EQ(a.engine, "profiler");
+  EXPECT_TRUE(a.whatIfError.empty()) << a.whatIfError;
+  bool caps = false;
+  for (const AdvisedChange& c : a.changes) caps |= c.label.find("bucket_cap_mb") == 0;
+  EXPECT_TRUE(caps);
+  // The summary's DDP section, on the device's times.
+  const DdpAnalysis ddp = analyzeDdp(store);
+  EXPECT_EQ(ddp.iterationCount, 6u);
+  EXPECT_EQ(ddp.forwardMeanNs, us(2000));
+}
+
+TEST(ProfiledGpuDdp, WhereTheDeviceSetsTheStepOneBucketAfterBackwardLengthensIt) {
+  // Each step's host waits for the device: one bucket's 2 ms allreduce after the last gradient
+  // (d+4600 -> 6600, its copies to 6800) puts the optimizer's kernels 1.1 ms later than the
+  // recorded plan's (bucket 1 ended at 5600, its copies at 5700).
+  const model::TraceStore store = storeOf(profiledGpuDdpJob(true, /*sync=*/true));
+  WhatIfQuestions q;
+  q.bucketCapMb = {25, 0.125};
+  q.bounds = false;
+  const ProfilerWhatIfReport r = profilerWhatIf(store, q);
+  ASSERT_TRUE(r.ddp.has_value());
+  EXPECT_EQ(r.source.recordedStepNs, us(7110));
+  EXPECT_LT(std::abs(r.baselineErrorShare), 0.01) << r.baselineErrorShare;
+  EXPECT_NEAR(static_cast<double>(r.ddpReferenceNs), static_cast<double>(r.baseline.stepNs),
+              static_cast<double>(us(20)));
+  ASSERT_EQ(r.rows.size(), 2u);
+  const ProfilerWhatIfRow& small = r.rows[0];  // 0.125: the recorded two buckets again
+  const ProfilerWhatIfRow& one = r.rows[1];
+  ASSERT_TRUE(one.error.empty()) << one.error;
+  EXPECT_EQ(one.replay.buckets, 1u);
+  EXPECT_NEAR(static_cast<double>(one.predictedStepNs), static_cast<double>(us(7110 + 1100)),
+              static_cast<double>(us(60)))
+      << formatProfilerWhatIf(r, "job");
+  EXPECT_EQ(small.replay.buckets, 2u);
+  EXPECT_NEAR(static_cast<double>(small.predictedStepNs), static_cast<double>(us(7110)),
+              static_cast<double>(us(20)));
+}
+
+TEST(ProfiledGpuDdp, WithoutShapesTheProgramReplaysAndSaysWhyNoBuckets) {
+  const model::TraceStore store = storeOf(profiledGpuDdpJob(/*shapes=*/false));
+  EXPECT_EQ(whatIfEngine(store), "profiler");
+  const ProfilerWhatIfReport r = profilerWhatIf(store, {});
+  const std::string text = formatProfilerWhatIf(r, "job");
+  EXPECT_NE(text.find("note: torch DDP's buckets not recovered"), std::string::npos) << text;
+  EXPECT_NE(text.find("record_shapes=True"), std::string::npos) << text;
+  EXPECT_NE(profilerWhatIfJson(r).find("\"notes\":[\"torch DDP"), std::string::npos);
+  WhatIfQuestions q;
+  q.bucketCapMb = {25};
+  try {
+    profilerWhatIf(store, q);
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("record_shapes=True"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace profiled_ddp_test
