@@ -89,9 +89,11 @@ def whatif(trace_dir, bucket_cap_mb=None, first_bucket_mb=None, gradient_as_buck
     units as one; a number or a list); with nothing asked, every other choice of each. Both:
     world_size (a number or a list), link ("GBPS[:US_PER_STEP]" strings) and the bounds.
     `trace_dir` may also be a job's torch.profiler traces: their folder, or a list of every
-    rank's .json / .json.gz files (engine "profiler": world_size, link and the bounds; a torch
-    DDP job's, engine "ddp" with its buckets recovered, and host_cores: each host's cores, which
-    the profiler does not record).
+    rank's .json / .json.gz files (a GPU job's, engine "profiler": world_size, link and the
+    bounds, and where torch DDP's buckets are recovered, "ddp" in the result, bucket_cap_mb and
+    first_bucket_mb re-planned in the replayed program; a CPU job's torch DDP or FSDP2, engine
+    "ddp" or "fsdp" with the plan recovered, and host_cores: each host's cores, which the
+    profiler does not record).
     Raises RuntimeError with ringx-trace's message when the trace cannot answer."""
     command = [_ringx_trace(), "whatif", *_paths(trace_dir), "--json"]
     for flag, values in (("--bucket-cap-mb", bucket_cap_mb), ("--first-bucket-mb", first_bucket_mb),
