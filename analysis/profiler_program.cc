@@ -285,11 +285,18 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
     int64_t deviceEnd = 0;  // of the ops launched in the steps
     stepBegin();
     // Work launched before the first step and still running when it began: each stream's
-    // backlog, as an op at its head.
+    // backlog, as an op at its head. That is every op the trace holds no later launch of: one
+    // launched before the first step, or before the profiler began (a device running behind the
+    // host, or a collective of the step before), which the stream runs ahead of anything the
+    // steps launch.
     std::vector<int64_t> backlog(rr.queues + 1, from);
+    std::unordered_map<int64_t, bool> launchedInSteps;
     for (const HostEvent& e : rr.host) {
-      if (e.call == Call::kLaunch && e.begin < from && e.op->span->end > from) {
-        backlog[e.op->queue] = std::max(backlog[e.op->queue], e.op->span->end);
+      if (e.call == Call::kLaunch && e.begin >= from) launchedInSteps[e.op->correlation] = true;
+    }
+    for (const auto& [c, op] : rr.byCorrelation) {
+      if (launchedInSteps.count(c) == 0 && op.span->end > from) {
+        backlog[op.queue] = std::max(backlog[op.queue], op.span->end);
       }
     }
     for (uint32_t q = 1; q <= rr.queues; ++q) {

@@ -12,7 +12,9 @@
 //     cudaMemcpy), which wait for the device: for the whole device, or for the stream whose
 //     last launched op ended last before the call returned; the call keeps what it spent after
 //     that op's end as host work;
-//   - each stream's kernels, copies and fills in launch order; an NCCL kernel is a collective:
+//   - each stream's kernels, copies and fills in launch order, behind its backlog: the ops it
+//     holds no launch of in the steps (launched earlier, or before the profiler began), which
+//     keep it busy until the last of them ends; an NCCL kernel is a collective:
 //     it arrives when its stream reaches it and its waits are met, and ends when its last
 //     member has arrived plus its wire time (the last arriver's own recorded duration);
 //   - the waits between streams, which these traces do not record (no cuda_sync events: Kineto
