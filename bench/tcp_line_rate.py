@@ -5,7 +5,7 @@ the same link, so that a regression of ringx's TCP path shows.
     sudo PYTHONPATH=build/python .venv/bin/python bench/tcp_line_rate.py [--runs 3]
         [--sizes 1M 4M 16M 64M 256M] [--quick] [--docs]
 
-The two hosts are network namespaces joined by one veth pair (tests/python/netns_hosts.py, as
+The two hosts are network namespaces, each linked to one switch (tests/python/netns_hosts.py, as
 in bench/faults.py), with their own hostnames, so ringx sees two hosts and talks TCP between
 them (checked: each run's ringx ranks report "tcp" to each other, ringx.transports()). On
 that link, whole runs alternate, the order flipping every run (--runs of each):

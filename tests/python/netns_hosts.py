@@ -1,10 +1,18 @@
-"""Separate "hosts" on one machine for tests: network namespaces joined by a veth pair, each
+"""Separate "hosts" on one machine for tests, benchmarks and the demo: network namespaces, each
+joined by its own link (a veth pair) to a switch (a bridge in a namespace of its own), each
 process started in its host's namespace with its own UTS hostname, so ringx sees different
 hosts and talks TCP between them over addresses that exist only inside the namespaces.
 
     with Hosts(["a", "b"]) as hosts:          # 10.77.0.1 (a), 10.77.0.2 (b)
         p = hosts.start("a", [python, "worker.py", ...], env)
         hosts.cut()                           # link down: a partition, no RST on either side
+    with Hosts(["a", "b", "c"], rate_mbit=200) as hosts:   # every link 200 Mbit/s each way
+
+A link of a set speed is shaped by a token bucket (tc's tbf) on both of its ends, the host's
+and the switch's, so that what a host sends and what it receives each go at the rate (measured
+here: 200 Mbit/s carried 195 in iperf3). A delay needs netem, which some kernels lack (this
+machine's does): asked for there, Hosts refuses saying so. `why_unshaped()` says why links
+cannot be shaped (no tc, no tbf), for a skip.
 
 `run_job` runs a whole fault job on two such hosts (netns_worker.py is each rank): the fault
 tests (test_partitions.py) and the gloo-beside-ringx fault benchmark (bench/faults.py) share it.
@@ -17,6 +25,7 @@ Creating namespaces needs root (CAP_NET_ADMIN); `why_unavailable()` says why not
 """
 
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -65,30 +74,98 @@ def _ip(*args):
     subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
 
 
-class Hosts:
-    """Two hosts (the veth pair joins exactly two namespaces)."""
+def _tc(*args):
+    done = subprocess.run(["tc", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"tc {' '.join(args)}: {done.stderr.strip()}")
 
-    def __init__(self, names):
-        assert len(names) == 2, "a veth pair joins two hosts"
+
+def _shape(ns, dev, rate_mbit, delay_ms):
+    """The egress of `dev` (in namespace `ns`) at `rate_mbit`, after `delay_ms` if any."""
+    # A bucket of at least one tick's worth of bytes at the rate (the kernel refills it per
+    # tick), and no less than 64 KiB (TCP's bursts).
+    burst = max(64 << 10, int(rate_mbit * 1e6 / 8 / 250))
+    tbf = ["rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", "50ms"]
+    if delay_ms:
+        _tc("-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay",
+            f"{delay_ms}ms")
+        _tc("-n", ns, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "tbf", *tbf)
+    else:
+        _tc("-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", *tbf)
+
+
+def why_unshaped():
+    """Why links cannot be shaped here (None: they can): needs the namespaces and tc's tbf."""
+    reason = why_unavailable()
+    if reason is not None:
+        return reason
+    if shutil.which("tc") is None:
+        return "needs tc (iproute2) to shape the hosts' links"
+    try:
+        with _probe() as (ns, dev):
+            _shape(ns, dev, 100, 0)
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        return f"cannot shape a link with tc's tbf here ({e})"
+    return None
+
+
+@contextlib.contextmanager
+def _probe():
+    """A namespace with a veth pair in it, for trying a qdisc: (namespace, device)."""
+    ns = f"rx-probe-{uuid.uuid4().hex[:6]}"
+    try:
+        _ip("netns", "add", ns)
+        _ip("-n", ns, "link", "add", "probe0", "type", "veth", "peer", "name", "probe1")
+        yield ns, "probe0"
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+# TCP's payload share of what a shaped link carries (tbf counts each frame whole): 1448 bytes of
+# a 1514-byte Ethernet frame at the veth's MTU of 1500 (IP and TCP headers, TCP's timestamps).
+TCP_PAYLOAD_SHARE = 1448 / 1514
+
+
+class Hosts:
+    """Hosts `names` (up to 250), each linked to one switch; `rate_mbit`: every link's rate each
+    way (None: unshaped); `delay_ms`: added each way on each link (needs netem)."""
+
+    def __init__(self, names, rate_mbit=None, delay_ms=0):
+        assert 1 <= len(names) <= 250, "one subnet: up to 250 hosts"
         tag = uuid.uuid4().hex[:6]
         self.names = list(names)
+        self.rate_mbit = rate_mbit
+        self.delay_ms = delay_ms
         self.netns = {name: f"rx-{tag}-{name}" for name in names}
-        self.device = {name: f"rx{tag}{i}" for i, name in enumerate(names)}
+        self.switch = f"rx-{tag}-switch"
+        self.device = {name: f"rx{tag}{i}" for i, name in enumerate(names)}  # in its host
+        self.port = {name: f"rx{tag}p{i}" for i, name in enumerate(names)}    # on the switch
         self.address = {name: f"{SUBNET}.{i + 1}" for i, name in enumerate(names)}
         self.procs = []
 
     def __enter__(self):
-        a, b = self.names
-        for name in self.names:
-            _ip("netns", "add", self.netns[name])
+        if self.delay_ms and not _has_netem():
+            raise RuntimeError(
+                f"a delay of {self.delay_ms} ms needs tc's netem, which this kernel lacks "
+                "(\"Specified qdisc kind is unknown\"): ask for a rate alone")
         try:
-            _ip("link", "add", self.device[a], "type", "veth", "peer", "name", self.device[b])
+            _ip("netns", "add", self.switch)
+            _ip("-n", self.switch, "link", "add", "switch", "type", "bridge")
+            _ip("-n", self.switch, "link", "set", "switch", "up")
             for name in self.names:
-                ns, dev = self.netns[name], self.device[name]
+                ns, dev, port = self.netns[name], self.device[name], self.port[name]
+                _ip("netns", "add", ns)
+                _ip("link", "add", dev, "type", "veth", "peer", "name", port)
                 _ip("link", "set", dev, "netns", ns)
+                _ip("link", "set", port, "netns", self.switch)
+                _ip("-n", self.switch, "link", "set", port, "master", "switch")
+                _ip("-n", self.switch, "link", "set", port, "up")
                 _ip("-n", ns, "addr", "add", f"{self.address[name]}/24", "dev", dev)
                 _ip("-n", ns, "link", "set", dev, "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
+                if self.rate_mbit:
+                    _shape(ns, dev, self.rate_mbit, self.delay_ms)
+                    _shape(self.switch, port, self.rate_mbit, self.delay_ms)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -99,7 +176,7 @@ class Hosts:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        for ns in self.netns.values():
+        for ns in [*self.netns.values(), self.switch]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
     def start(self, name, argv, env):
@@ -130,10 +207,19 @@ class Hosts:
         return forked
 
     def cut(self, name=None):
-        """Takes the link down (on host `name`'s side; the first host's by default): packets
+        """Takes host `name`'s link down (the first host's by default), on its side: packets
         stop, no RST reaches either side."""
         name = name or self.names[0]
         _ip("-n", self.netns[name], "link", "set", self.device[name], "down")
+
+
+def _has_netem():
+    try:
+        with _probe() as (ns, dev):
+            _tc("-n", ns, "qdisc", "add", "dev", dev, "root", "netem", "delay", "1ms")
+        return True
+    except (RuntimeError, subprocess.CalledProcessError):
+        return False
 
 
 _CLONE_NEWNET, _CLONE_NEWUTS = 0x40000000, 0x04000000

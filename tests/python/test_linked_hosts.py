@@ -1,0 +1,73 @@
+"""Hosts joined by links of a set speed (netns_hosts.Hosts(..., rate_mbit=R)): what iperf3
+carries between two of them, each way, is the rate within 5% (TCP's payload share of it: tbf
+counts whole frames), hosts beyond two reach each other through the switch, and a delay is
+refused where the kernel has no netem. The harness the linked-hosts what-if check and the demo
+run on."""
+
+import json
+import shutil
+import time
+
+import pytest
+
+import netns_hosts
+
+REASON = netns_hosts.why_unshaped() or (
+    None if shutil.which("iperf3") else "needs iperf3 (scripts/setup.sh installs it)")
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+
+def iperf(hosts, client, server, seconds, reverse=False):
+    """Mbit/s of TCP payload the server received from the client (with `reverse`, the client
+    from the server), one stream for `seconds`."""
+    address = hosts.address[server]
+    srv = hosts.start(server, ["iperf3", "-s", "-1", "-B", address], None)
+    cli = None
+    try:
+        for _ in range(50):  # until the server listens
+            cli = hosts.start(client, ["iperf3", "-c", address, "-t", str(seconds), "-J",
+                                       *(["-R"] if reverse else [])], None)
+            out, err = cli.communicate(timeout=seconds + 30)
+            if cli.returncode == 0:
+                break
+            time.sleep(0.1)
+        assert cli.returncode == 0, err or out
+        return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def test_a_shaped_link_carries_its_rate_each_way():
+    rate = 200
+    expected = rate * netns_hosts.TCP_PAYLOAD_SHARE
+    with netns_hosts.Hosts(["a", "b"], rate_mbit=rate) as hosts:
+        there = iperf(hosts, "a", "b", 2)
+        back = iperf(hosts, "a", "b", 2, reverse=True)
+    for measured in (there, back):
+        assert abs(measured / expected - 1) <= 0.05, (there, back, expected)
+
+
+def test_the_link_not_the_machine_sets_the_rate():
+    # A quarter of the rate carries a quarter: the shaping, not the cores, is the bottleneck.
+    with netns_hosts.Hosts(["a", "b"], rate_mbit=50) as hosts:
+        measured = iperf(hosts, "b", "a", 2)
+    assert abs(measured / (50 * netns_hosts.TCP_PAYLOAD_SHARE) - 1) <= 0.05, measured
+
+
+def test_three_hosts_reach_each_other_through_the_switch():
+    with netns_hosts.Hosts(["a", "b", "c"], rate_mbit=100) as hosts:
+        for client, server in (("c", "a"), ("b", "c")):
+            measured = iperf(hosts, client, server, 1)
+            assert 0.5 * 100 < measured <= 100, (client, server, measured)
+
+
+def test_a_delay_needs_netem():
+    hosts = netns_hosts.Hosts(["a", "b"], rate_mbit=100, delay_ms=5)
+    if netns_hosts._has_netem():
+        with hosts:
+            pass  # made; its delay is the kernel's to keep
+        return
+    with pytest.raises(RuntimeError, match="netem"):
+        with hosts:
+            pass
