@@ -30,6 +30,7 @@ struct GradSample {
 
 struct Plan {
   int64_t step = -1, cap = 0, first = 0, view = 0, world = 0;
+  uint32_t engine = 0;  // "ringx.ddp", "torch.ddp"; 0: before schema 7 (ringx.ddp)
 };
 
 // What one rank recorded: its steps as the replay's fit takes them, and its gradients again
@@ -49,7 +50,8 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
                  grad = pool.find("grad"), plan = pool.find("bucket_plan");
   const uint32_t computeEnd = pool.find(targ::kComputeEndNs), param = pool.find(targ::kParam),
                  paramGroup = pool.find(targ::kParamGroup), cap = pool.find(targ::kBucketCapBytes),
-                 first = pool.find(targ::kFirstBucketBytes), view = pool.find(targ::kBucketView);
+                 first = pool.find(targ::kFirstBucketBytes), view = pool.find(targ::kBucketView),
+                 engine = pool.find(targ::kEngine);
   RankRecord r;
   r.rank = rank.rank;
   for (const Track& track : rank.tracks) {
@@ -76,8 +78,12 @@ RankRecord readRank(const model::TraceStore& store, const RankData& rank) {
         const ArgRange a(rank, i.firstArg, i.argCount);
         const int64_t step = a.integer(keys.step, 0);
         if (step < r.plan.step) continue;
-        r.plan = {step, a.integer(cap, 0), a.integer(first, 0), a.integer(view, 0),
-                  a.integer(keys.groupSize, 0)};
+        r.plan = {step,
+                  a.integer(cap, 0),
+                  a.integer(first, 0),
+                  a.integer(view, 0),
+                  a.integer(keys.groupSize, 0),
+                  a.string(engine)};
       }
     } else if (track.kind == TrackKind::kDdpBucket) {
       forAllSpans(track, [&](uint32_t, uint32_t, const Span& s) {
@@ -178,6 +184,7 @@ DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores) {
     static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(profiled.recording);
     src.planStep = profiled.firstStep;
     src.profiledWire = profiled.wire;
+    src.torchDdp = true;
     return src;
   }
   if (records.empty()) {
@@ -231,6 +238,7 @@ DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores) {
   DdpModelSource src;
   static_cast<replay::DdpFit&>(src) = replay::fitDdpModel(rec);
   src.planStep = plan.step;
+  src.torchDdp = store.str(plan.engine) == "torch.ddp";
   return src;
 }
 
@@ -250,7 +258,7 @@ WhatIfReport whatIf(const model::TraceStore& store, const WhatIfQuestions& q) {
     planChange.push_back(plan);
   };
   askPlanQuestions<replay::DdpWhatIf>(q, m.limits.bucketBytes, m.gradientAsBucketView,
-                                      !report.source.profiledWire.empty(), true, ask);
+                                      report.source.torchDdp, true, ask);
   askSharedQuestions<replay::DdpWhatIf>(q.worldSizes, q.links, q.bounds, ask);
   report.bestPlanRow = answerRows(
       changes, planChange, report.source.recordedStepNs, report.baseline,

@@ -29,6 +29,9 @@ struct DdpModelSource : replay::DdpFit {
   // Non-empty: torch DDP recovered from torch.profiler traces (profiler_ddp.h), the wire timed
   // by this backend's scopes ("gloo", "ringx"), the plan's limits inferred from its buckets.
   std::string profiledWire;
+  // torch's DDP ran (watched by ringx, or recovered from profiler traces): a cap asked of it
+  // makes its first bucket that size too (whatif_text.h's askPlanQuestions).
+  bool torchDdp = false;
 };
 // hostCores: the hosts' cores where the trace does not record them (profiler traces).
 DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores = 0);
@@ -116,6 +119,9 @@ struct FsdpModelSource : replay::FsdpFit {
   // Non-empty: torch FSDP2 recovered from torch.profiler traces (profiler_fsdp.h), the wire
   // timed by this backend's scopes.
   std::string profiledWire;
+  // torch's DDP ran (watched by ringx, or recovered from profiler traces): a cap asked of it
+  // makes its first bucket that size too (whatif_text.h's askPlanQuestions).
+  bool torchDdp = false;
 };
 // Throws std::runtime_error saying what is missing (no ringx.fsdp iterations, no fsdp_config:
 // a trace recorded before schema 6). hostCores as ddpModelOf's.

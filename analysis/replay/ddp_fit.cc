@@ -203,10 +203,42 @@ void fitSteps(const DdpRecording& rec, DdpModel* m) {
 
 }  // namespace
 
-DdpFit fitDdpModel(const DdpRecording& rec) {
-  if (rec.params.empty() || rec.ranks.empty()) {
+namespace {
+
+std::vector<int64_t> bucketBytesOf(const DdpStepRecord& s) {
+  std::vector<int64_t> out;
+  for (const DdpStepRecord::Bucket* b : launched(s)) out.push_back(b->bytes);
+  return out;
+}
+
+// The steps that ran the last recorded step's buckets: an earlier plan's (torch DDP's first
+// iteration, before it rebuilds its buckets in readiness order, under the same limits) would
+// time the wire and the collectives of another plan as this one's.
+DdpRecording underLastPlan(const DdpRecording& rec) {
+  const DdpStepRecord* last = nullptr;
+  for (const DdpStepRecord& s : rec.ranks.front().steps) {
+    if (!s.buckets.empty() && (last == nullptr || s.step > last->step)) last = &s;
+  }
+  if (last == nullptr) return rec;
+  const std::vector<int64_t> plan = bucketBytesOf(*last);
+  DdpRecording out = rec;
+  for (DdpRankRecord& r : out.ranks) {
+    r.steps.erase(std::remove_if(r.steps.begin(), r.steps.end(),
+                                 [&](const DdpStepRecord& s) {
+                                   return !s.buckets.empty() && bucketBytesOf(s) != plan;
+                                 }),
+                  r.steps.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+DdpFit fitDdpModel(const DdpRecording& input) {
+  if (input.params.empty() || input.ranks.empty()) {
     throw std::runtime_error("no parameters or no ranks were recorded: nothing to model");
   }
+  const DdpRecording rec = underLastPlan(input);
   DdpFit fit;
   DdpModel& m = fit.model;
   m.params = rec.params;

@@ -419,6 +419,27 @@ TEST(ReplayDdp, TheRecordedStepsReplayedInTurnGiveTheRecordedStepWhereMediansDoN
   EXPECT_LT(replayDdp(medians).stepNs, fit.recordedStepNs - 200);
 }
 
+// torch DDP's first iteration runs buckets of its own (before it rebuilds them in readiness
+// order) under the same limits: step 0 as one 2000-byte bucket whose allreduce took 3 us.
+// The fit keeps the steps of the last step's plan: its two buckets' times, not a scale taken
+// from the first step's one (which had made every allreduce 20 times shorter, an unchanged
+// replay half the recorded step on hosts joined by a 1 Gbit/s link).
+TEST(ReplayDdp, StepsOfAnEarlierPlanAreLeftOutOfTheFit) {
+  DdpRecording rec = lateInTurn();
+  for (DdpRankRecord& r : rec.ranks) {
+    DdpStepRecord& first = r.steps.front();
+    const int64_t end = first.buckets.back().wireEndNs;
+    first.buckets = {{0, 2000, 3000, -1, first.backwardBeginNs + 200, end}};
+  }
+  const DdpFit fit = fitDdpModel(rec);
+  EXPECT_EQ(fit.model.recordedBucketBytes, (std::vector<int64_t>{1000, 1000}));
+  ASSERT_EQ(fit.model.recordedAllreduceNs.size(), 6u);
+  for (const std::vector<int64_t>& step : fit.model.recordedAllreduceNs) {
+    EXPECT_EQ(step, (std::vector<int64_t>{150, 150}));
+  }
+  EXPECT_EQ(replayDdp(fit.model).stepNs, fit.recordedStepNs);
+}
+
 // Every bucket launched as backward ends (one bucket of torch's 25 MB, say): no backward ran
 // beside part of an allreduce, so the recording cannot fit the contention; the cores price it.
 TEST(ReplayDdp, ContentionTheRecordingCannotShowComesFromTheCores) {

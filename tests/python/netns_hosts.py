@@ -206,6 +206,47 @@ class Hosts:
         self.procs.append(forked)
         return forked
 
+    def iperf(self, client, server, seconds, reverse=False):
+        """Mbit/s of TCP payload `server` received from `client` (with `reverse`, `client` from
+        `server`) over one iperf3 stream for `seconds`: what the link carries (TCP_PAYLOAD_SHARE
+        of its rate where it is shaped)."""
+        address = self.address[server]
+        srv = self.start(server, ["iperf3", "-s", "-1", "-B", address], None)
+        try:
+            for _ in range(50):  # until the server listens
+                cli = self.start(client, ["iperf3", "-c", address, "-t", str(seconds), "-J",
+                                          *(["-R"] if reverse else [])], None)
+                out, err = cli.communicate(timeout=seconds + 30)
+                if cli.returncode == 0:
+                    break
+                time.sleep(0.1)
+            if cli.returncode != 0:
+                raise RuntimeError(f"iperf3 from {client} to {server}: {err or out}")
+            return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+        finally:
+            srv.kill()
+            srv.wait()
+
+    def run(self, script, ranks, argv_of, env, timeout):
+        """Runs the Python `script` as every rank of a job, rank r on host ranks[r] (forked, as
+        `fork`) with argv_of(r); returns each rank's last JSON line of output, raising with the
+        rank's output where one fails or outlives `timeout` seconds."""
+        procs = [self.fork(host, script, argv_of(r), env) for r, host in enumerate(ranks)]
+        reports, deadline = [], time.monotonic() + timeout
+        for r, p in enumerate(procs):
+            try:
+                out, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                out, err = p.communicate()
+                raise RuntimeError(f"rank {r} outlived {timeout} s:\n{out}\n{err}")
+            lines = [line for line in out.splitlines() if line.startswith("{")]
+            if p.returncode != 0 or not lines:
+                raise RuntimeError(f"rank {r} exited {p.returncode}:\n{out}\n{err}")
+            reports.append(json.loads(lines[-1]))
+        return reports
+
     def cut(self, name=None):
         """Takes host `name`'s link down (the first host's by default), on its side: packets
         stop, no RST reaches either side."""

@@ -4,9 +4,7 @@ counts whole frames), hosts beyond two reach each other through the switch, and 
 refused where the kernel has no netem. The harness the linked-hosts what-if check and the demo
 run on."""
 
-import json
 import shutil
-import time
 
 import pytest
 
@@ -18,24 +16,7 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 def iperf(hosts, client, server, seconds, reverse=False):
-    """Mbit/s of TCP payload the server received from the client (with `reverse`, the client
-    from the server), one stream for `seconds`."""
-    address = hosts.address[server]
-    srv = hosts.start(server, ["iperf3", "-s", "-1", "-B", address], None)
-    cli = None
-    try:
-        for _ in range(50):  # until the server listens
-            cli = hosts.start(client, ["iperf3", "-c", address, "-t", str(seconds), "-J",
-                                       *(["-R"] if reverse else [])], None)
-            out, err = cli.communicate(timeout=seconds + 30)
-            if cli.returncode == 0:
-                break
-            time.sleep(0.1)
-        assert cli.returncode == 0, err or out
-        return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
-    finally:
-        srv.kill()
-        srv.wait()
+    return hosts.iperf(client, server, seconds, reverse)
 
 
 def test_a_shaped_link_carries_its_rate_each_way():

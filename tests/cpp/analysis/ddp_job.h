@@ -26,19 +26,20 @@ struct DdpJobOptions {
   bool engineTimes = false;
   int64_t lateLaunch = 0;
   int64_t rank1Late = 0;
+  // The engine the plan names ("torch.ddp": torch's DDP, watched); empty: none (ringx.ddp's,
+  // before schema 7).
+  std::string engine;
 };
 
 inline void writeDdpJob(const TempDir& dir, const DdpJobOptions& o = {}) {
   for (int rank = 0; rank < 2; ++rank) {
     RankStream s(rank, 2);
     if (o.plan) {
-      s.instant(Category::kDdp, "ddp", "bucket_plan", 5000,
-                {{arg::kStep, 1},
-                 {arg::kBucketCapBytes, 1000},
-                 {arg::kFirstBucketBytes, 1000},
-                 {arg::kBucketView, 0},
-                 {arg::kGroupSize, 2},
-                 {"buckets", 4}});
+      std::vector<TestArg> args = {
+          {arg::kStep, 1},       {arg::kBucketCapBytes, 1000}, {arg::kFirstBucketBytes, 1000},
+          {arg::kBucketView, 0}, {arg::kGroupSize, 2},         {"buckets", 4}};
+      if (!o.engine.empty()) args.emplace_back(arg::kEngine, o.engine);
+      s.instant(Category::kDdp, "ddp", "bucket_plan", 5000, args);
     }
     for (int64_t step = 0; step < 7; ++step) {
       const int64_t S = 10000 + step * 810;

@@ -77,6 +77,37 @@ TEST(WhatIf, ReplaysTheRecordedStepAndAnswersWithTheWorkedOutNumbers) {
   EXPECT_NE(json.find("\"best_plan\":\"gradient_as_bucket_view=True\""), std::string::npos);
 }
 
+// A cap asked of torch's DDP makes its first bucket that size too (torch's _BucketConfig: 1 MB
+// only for the default cap), where ringx.ddp keeps the first at most 1 MB (limitsForCap): a
+// ringx trace of torch's DDP names its engine on the plan, and the change asked follows it.
+// (Read as ringx.ddp's, a 100 MB cap on a 16 MB model had been predicted as two buckets where
+// torch ran one, on hosts joined by a 1 Gbit/s link.)
+TEST(WhatIf, ACapAskedOfTorchsDdpMakesItsFirstBucketThatSize) {
+  for (const char* engine : {"torch.ddp", ""}) {
+    SCOPED_TRACE(engine);
+    fx::TempDir dir;
+    fx::DdpJobOptions o;
+    o.engine = engine;
+    fx::writeDdpJob(dir, o);
+    model::TraceStore store;
+    model::loadTraces(store, {dir.path()});
+    WhatIfQuestions q;
+    q.bucketCapMb = {100};
+    q.bounds = false;
+    const WhatIfReport report = whatIf(store, q);
+    const bool torch = std::string(engine) == "torch.ddp";
+    EXPECT_EQ(report.source.torchDdp, torch);
+    ASSERT_EQ(report.rows.size(), 1u);
+    const replay::DdpWhatIf& c = report.rows[0].change;
+    EXPECT_EQ(c.bucketCapBytes, int64_t{100} << 20);
+    if (torch) {
+      EXPECT_EQ(c.firstBucketBytes, int64_t{100} << 20);
+    } else {
+      EXPECT_FALSE(c.firstBucketBytes.has_value());  // limitsForCap's 1 MB
+    }
+  }
+}
+
 TEST(WhatIf, ATraceWithoutWhatTheModelNeedsSaysWhat) {
   for (int variant = 0; variant < 2; ++variant) {
     fx::TempDir dir;

@@ -1,0 +1,172 @@
+"""What-if checked where its answers matter: DDP jobs across hosts joined by links of a set speed
+(network namespaces, tc-shaped: tests/python/netns_hosts.py), one rank a host, where a bucket
+plan moves the step by more than the machine's noise. Each change is predicted from the base
+run's ringx trace (`ringx-trace whatif`), then run for real, alternating rounds.
+
+    .venv/bin/python bench/whatif_linked.py [--hosts 2] [--rate-mbit 1000] [--rounds 3]
+                                            [--engines torch-ddp,ddp] [--quick]
+
+First the link: iperf3 between the first two hosts, beside the TCP payload share of the rate.
+The model (4 x Linear(1024), batch 128, one compute thread a rank) has 16 MB of gradients: at
+1 Gbit/s a rank's ring allreduce of them takes about as long as its backward, so how many
+buckets overlap backward decides the step. The base plan is bucket_cap_mb=4 (a bucket a layer);
+the changes are bucket caps (one bucket, two). Printed: per engine the predicted and measured
+steps (medians of the rounds), the error, the measured rounds' spread.
+
+--quick (make test runs it through tests/python/test_bench.py): 2 hosts, torch DDP, one change
+(one bucket), one round: the rate and whether the prediction moves the way the run does.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+
+WIDTH, LAYERS, BATCH = 1024, 4, 128
+BASE_CAP = 4
+CAPS = [100, 8]
+ENGINES = {"torch-ddp": "torch DDP", "ddp": "ringx.ddp"}
+
+
+def run_dir(root, engine, cap, r):
+    return os.path.join(root, engine, f"cap{cap:g}", f"round{r}")
+
+
+def rank_main(argv):
+    """One rank (in its host): every engine's configurations, each traced into its run_dir."""
+    parser = argparse.ArgumentParser()
+    for flag in ("--rank", "--world", "--rounds", "--steps"):
+        parser.add_argument(flag, type=int, required=True)
+    parser.add_argument("--init", required=True)
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--engines", required=True)
+    parser.add_argument("--caps", required=True)
+    args = parser.parse_args(argv)
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    import ringx
+    from ringx.ddp import DistributedDataParallel as RingxDDP
+
+    torch.set_num_threads(1)
+    dist.init_process_group("ringx", init_method=args.init, rank=args.rank,
+                            world_size=args.world, timeout=datetime.timedelta(seconds=120))
+    generator = torch.Generator().manual_seed(args.rank)
+    x = torch.randn(BATCH, WIDTH, generator=generator)
+    y = torch.randn(BATCH, WIDTH, generator=generator)
+    caps = [BASE_CAP] + [float(c) for c in args.caps.split(",")]
+
+    def run(engine, cap, where):
+        torch.manual_seed(0)
+        model = nn.Sequential(*[nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)])
+        ddp = (nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap)
+               if engine == "torch-ddp" else RingxDDP(model, bucket_cap_mb=cap))
+        opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
+        dist.barrier()
+        if where:
+            ringx.trace.start(dir=where)
+        for _ in range(args.steps):
+            opt.zero_grad()
+            nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+        if where:
+            ringx.trace.stop()
+
+    for engine in args.engines.split(","):
+        run(engine, BASE_CAP, None)  # warms the allocator and the ring, not analysed
+        for r in range(args.rounds):
+            for cap in caps if r % 2 == 0 else list(reversed(caps)):
+                run(engine, cap, run_dir(args.root, engine, cap, r))
+    dist.destroy_process_group()
+    print(json.dumps({"rank": args.rank}))
+
+
+def analyse(root, engine, rounds, caps):
+    """(base error, {label: (predicted, measured, (low, high))}) from the traces of `engine`."""
+    from ringx.analysis import whatif
+
+    labels = [f"bucket_cap_mb={c:g}" for c in caps]
+    predicted = {label: [] for label in labels}
+    measured = {c: [] for c in caps}
+    base_error = []
+    for r in range(rounds):
+        result = whatif(run_dir(root, engine, BASE_CAP, r), bounds=False, bucket_cap_mb=caps)
+        base_error.append(result["baseline_error"])
+        rows = {row["change"]: row for row in result["rows"]}
+        for label in labels:
+            predicted[label].append(rows[label]["predicted_step_ns"])
+        for cap in caps:
+            measured[cap].append(whatif(run_dir(root, engine, cap, r),
+                                        bounds=False)["recorded_step_ns"])
+    base = [whatif(run_dir(root, engine, BASE_CAP, r), bounds=False)["recorded_step_ns"]
+            for r in range(rounds)]
+    return statistics.median(base_error), statistics.median(base), {
+        label: (statistics.median(predicted[label]), statistics.median(measured[cap]),
+                (min(measured[cap]), max(measured[cap])))
+        for label, cap in zip(labels, caps)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=2)
+    parser.add_argument("--rate-mbit", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--engines", default="torch-ddp,ddp")
+    parser.add_argument("--quick", action="store_true", help="2 hosts, torch DDP, one change")
+    parser.add_argument("--traces", help="keep the traces here (default: deleted)")
+    args = parser.parse_args()
+    import netns_hosts
+
+    if netns_hosts.bench_skipped("whatif_linked", False, netns_hosts.why_unshaped):
+        return 0
+    engines, caps, rounds, steps = args.engines.split(","), CAPS, args.rounds, args.steps
+    if args.quick:
+        engines, caps, rounds, steps = ["torch-ddp"], CAPS[:1], 1, 8
+    names = [chr(ord("a") + i) for i in range(args.hosts)]
+    print(f"{args.hosts} hosts, one rank each, every link shaped to {args.rate_mbit} Mbit/s; "
+          f"{LAYERS} x Linear({WIDTH}), batch {BATCH}, over ringx; base bucket_cap_mb={BASE_CAP}")
+    with tempfile.TemporaryDirectory(prefix="ringx-whatif-linked-") as scratch:
+        root = args.traces or scratch
+        with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit) as hosts:
+            carried = hosts.iperf(names[0], names[1], 2)
+            expected = args.rate_mbit * netns_hosts.TCP_PAYLOAD_SHARE
+            print(f"link: iperf3 carried {carried:.1f} Mbit/s of TCP payload, the rate's share "
+                  f"{expected:.1f} ({(carried / expected - 1) * 100:+.1f}%)")
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            init = f"tcp://{hosts.address[names[0]]}:29500"
+            hosts.run(os.path.abspath(__file__), names, lambda r: [
+                "--rank", str(r), "--world", str(len(names)), "--init", init, "--root", root,
+                "--rounds", str(rounds), "--steps", str(steps), "--engines", ",".join(engines),
+                "--caps", ",".join(f"{c:g}" for c in caps)], env, timeout=1800)
+        errors = []
+        for engine in engines:
+            base_error, base, rows = analyse(root, engine, rounds, caps)
+            print(f"\n{ENGINES[engine]}: base bucket_cap_mb={BASE_CAP} {base / 1e6:.1f} ms measured "
+                  f"(the unchanged replay {base_error * 100:+.1f}%), medians of {rounds} rounds")
+            print(f"  {'change':22s} {'predicted':>10s} {'measured':>10s} {'error':>8s} "
+                  f"{'rounds':>16s} {'predicted move':>15s} {'measured move':>14s}")
+            for label, (p, m, (low, high)) in rows.items():
+                errors.append(abs(p / m - 1))
+                print(f"  {label:22s} {p / 1e6:7.1f} ms {m / 1e6:7.1f} ms {(p / m - 1) * 100:+7.1f}% "
+                      f"{low / 1e6:6.1f}-{high / 1e6:6.1f} ms {(p / base - 1) * 100:+14.1f}% "
+                      f"{(m / base - 1) * 100:+13.1f}%")
+        print(f"\nmedian |error| {statistics.median(errors) * 100:.1f}%, "
+              f"worst {max(errors) * 100:.1f}% over {len(errors)} cases")
+    return 0
+
+
+if __name__ == "__main__":
+    if "--rank" in sys.argv:
+        rank_main(sys.argv[1:])
+    else:
+        sys.exit(main())
