@@ -26,6 +26,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+sys.path.insert(0, HERE)
+import docs_table  # noqa: E402  (bench/ is not a package)
 
 WIDTH, LAYERS, BATCH = 1024, 4, 128
 BASE_CAP = 4
@@ -62,7 +64,7 @@ def rank_main(argv):
     generator = torch.Generator().manual_seed(args.rank)
     x = torch.randn(BATCH, WIDTH, generator=generator)
     y = torch.randn(BATCH, WIDTH, generator=generator)
-    caps = [BASE_CAP] + [float(c) for c in args.caps.split(",")]
+    caps = [BASE_CAP] + [float(c) for c in args.caps.split(",") if c]
 
     def run(engine, cap, where):
         torch.manual_seed(0)
@@ -114,28 +116,57 @@ def analyse(root, engine, rounds, caps):
         for label, cap in zip(labels, caps)}
 
 
+def analyse_links(root, engine, rounds, rate, factors):
+    """{label: (predicted, measured, (low, high))}: the base plan's step at each rate * factor,
+    predicted from the base runs at `rate` (`--link`: the wire fitted from them, its bandwidth
+    times the factor, its per-step cost kept) and measured at that rate."""
+    from ringx.analysis import whatif
+
+    out = {}
+    for f in factors:
+        predicted, measured = [], []
+        for r in range(rounds):
+            base = run_dir(root, engine, BASE_CAP, r)
+            wire = whatif(base, bounds=False)["wire"]
+            link = f"{f / wire['ns_per_byte']:.6g}:{wire['step_ns'] / 1e3:.6g}"
+            rows = whatif(base, bounds=False, bucket_cap_mb=[BASE_CAP], link=[link])["rows"]
+            predicted.append(next(row for row in rows if row["change"].startswith("link"))[
+                "predicted_step_ns"])
+            measured.append(whatif(run_dir(os.path.join(root, f"rate{rate * f:g}"), engine,
+                                           BASE_CAP, r), bounds=False)["recorded_step_ns"])
+        out[f"link {rate * f:g} Mbit/s"] = (statistics.median(predicted),
+                                            statistics.median(measured),
+                                            (min(measured), max(measured)))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, default=2)
-    parser.add_argument("--rate-mbit", type=int, default=1000)
+    parser.add_argument("--rate-mbit", type=float, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--engines", default="torch-ddp,ddp")
+    parser.add_argument("--link-factors", default="0.25,0.5,2",
+                        help="the base plan also run at the rate times each (empty: none)")
     parser.add_argument("--quick", action="store_true", help="2 hosts, torch DDP, one change")
     parser.add_argument("--traces", help="keep the traces here (default: deleted)")
+    parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
     import netns_hosts
 
-    if netns_hosts.bench_skipped("whatif_linked", False, netns_hosts.why_unshaped):
+    if netns_hosts.bench_skipped("whatif_linked", args.docs, netns_hosts.why_unshaped):
         return 0
     engines, caps, rounds, steps = args.engines.split(","), CAPS, args.rounds, args.steps
+    factors = [float(f) for f in args.link_factors.split(",") if f]
     if args.quick:
-        engines, caps, rounds, steps = ["torch-ddp"], CAPS[:1], 1, 8
+        engines, caps, rounds, steps, factors = ["torch-ddp"], CAPS[:1], 1, 8, []
     names = [chr(ord("a") + i) for i in range(args.hosts)]
-    print(f"{args.hosts} hosts, one rank each, every link shaped to {args.rate_mbit} Mbit/s; "
-          f"{LAYERS} x Linear({WIDTH}), batch {BATCH}, over ringx; base bucket_cap_mb={BASE_CAP}")
-    with tempfile.TemporaryDirectory(prefix="ringx-whatif-linked-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="ringx-whatif-linked-") as scratch, \
+            docs_table.table(args.docs and not args.quick, "whatif-linked"):
+        print(f"{args.hosts} hosts, one rank each, every link shaped to {args.rate_mbit:g} Mbit/s; "
+              f"{LAYERS} x Linear({WIDTH}), batch {BATCH}, over ringx; base bucket_cap_mb={BASE_CAP}")
         root = args.traces or scratch
         with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit) as hosts:
             carried = hosts.iperf(names[0], names[1], 2)
@@ -144,13 +175,22 @@ def main():
                   f"{expected:.1f} ({(carried / expected - 1) * 100:+.1f}%)")
             env = dict(os.environ, OMP_NUM_THREADS="1")
             init = f"tcp://{hosts.address[names[0]]}:29500"
-            hosts.run(os.path.abspath(__file__), names, lambda r: [
-                "--rank", str(r), "--world", str(len(names)), "--init", init, "--root", root,
-                "--rounds", str(rounds), "--steps", str(steps), "--engines", ",".join(engines),
-                "--caps", ",".join(f"{c:g}" for c in caps)], env, timeout=1800)
+            def job(where, asked):
+                hosts.run(os.path.abspath(__file__), names, lambda r: [
+                    "--rank", str(r), "--world", str(len(names)), "--init", init, "--root",
+                    where, "--rounds", str(rounds), "--steps", str(steps), "--engines",
+                    ",".join(engines), "--caps", ",".join(f"{c:g}" for c in asked)], env,
+                    timeout=1800)
+
+            job(root, caps)
+        for f in factors:  # the base plan at other rates, each on its own links
+            with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f) as hosts:
+                init = f"tcp://{hosts.address[names[0]]}:29500"
+                job(os.path.join(root, f"rate{args.rate_mbit * f:g}"), [])
         errors = []
         for engine in engines:
             base_error, base, rows = analyse(root, engine, rounds, caps)
+            rows.update(analyse_links(root, engine, rounds, args.rate_mbit, factors))
             print(f"\n{ENGINES[engine]}: base bucket_cap_mb={BASE_CAP} {base / 1e6:.1f} ms measured "
                   f"(the unchanged replay {base_error * 100:+.1f}%), medians of {rounds} rounds")
             print(f"  {'change':22s} {'predicted':>10s} {'measured':>10s} {'error':>8s} "

@@ -85,7 +85,7 @@ def _shape(ns, dev, rate_mbit, delay_ms):
     # A bucket of at least one tick's worth of bytes at the rate (the kernel refills it per
     # tick), and no less than 64 KiB (TCP's bursts).
     burst = max(64 << 10, int(rate_mbit * 1e6 / 8 / 250))
-    tbf = ["rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", "50ms"]
+    tbf = ["rate", f"{rate_mbit:g}mbit", "burst", str(burst), "latency", "50ms"]
     if delay_ms:
         _tc("-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay",
             f"{delay_ms}ms")
@@ -211,18 +211,21 @@ class Hosts:
         `server`) over one iperf3 stream for `seconds`: what the link carries (TCP_PAYLOAD_SHARE
         of its rate where it is shaped)."""
         address = self.address[server]
-        srv = self.start(server, ["iperf3", "-s", "-1", "-B", address], None)
+        srv = self.start(server, ["iperf3", "-s", "-B", address], None)
         try:
-            for _ in range(50):  # until the server listens
+            for _ in range(50):  # until the server listens and a test runs
                 cli = self.start(client, ["iperf3", "-c", address, "-t", str(seconds), "-J",
                                           *(["-R"] if reverse else [])], None)
                 out, err = cli.communicate(timeout=seconds + 30)
-                if cli.returncode == 0:
-                    break
+                try:
+                    result = json.loads(out)
+                except ValueError:
+                    result = {}
+                received = result.get("end", {}).get("sum_received")
+                if cli.returncode == 0 and received:
+                    return received["bits_per_second"] / 1e6
                 time.sleep(0.1)
-            if cli.returncode != 0:
-                raise RuntimeError(f"iperf3 from {client} to {server}: {err or out}")
-            return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+            raise RuntimeError(f"iperf3 from {client} to {server}: {err or out}")
         finally:
             srv.kill()
             srv.wait()
