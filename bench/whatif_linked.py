@@ -32,7 +32,10 @@ import docs_table  # noqa: E402  (bench/ is not a package)
 WIDTH, LAYERS, BATCH = 1024, 4, 128
 BASE_CAP = 4
 CAPS = [100, 8]
-ENGINES = {"torch-ddp": "torch DDP", "ddp": "ringx.ddp"}
+ENGINES = {"torch-ddp": "torch DDP", "ddp": "ringx.ddp", "fsdp": "ringx.fsdp", "fsdp2": "FSDP2"}
+# The FSDP engines run bench/whatif.py's first FSDP model and its configurations (its runs and
+# analysis, on these hosts).
+FSDP_SHAPE = "8 blocks of d=256"
 
 
 def run_dir(root, engine, cap, r):
@@ -82,7 +85,12 @@ def rank_main(argv):
         if where:
             ringx.trace.stop()
 
+    import whatif as one_host  # bench/whatif.py
+
     for engine in args.engines.split(","):
+        if engine in ("fsdp", "fsdp2"):
+            one_host.fsdp_runs(args.root, args.rounds, args.steps, generator, engine, FSDP_SHAPE)
+            continue
         run(engine, BASE_CAP, None)  # warms the allocator and the ring, not analysed
         for r in range(args.rounds):
             for cap in caps if r % 2 == 0 else list(reversed(caps)):
@@ -140,6 +148,22 @@ def analyse_links(root, engine, rounds, rate, factors):
     return out
 
 
+def report_fsdp(root, engine, rounds):
+    """Prints an FSDP engine's table (bench/whatif.py's analysis of its runs); its |errors|."""
+    import whatif as one_host
+
+    result = one_host.analyse_fsdp(root, rounds, engine, FSDP_SHAPE)
+    print(f"\n{ENGINES[engine]} on {FSDP_SHAPE}: the unchanged replay "
+          f"{result['base_error'] * 100:+.1f}%, medians of {rounds} rounds")
+    print(f"  {'change':34s} {'predicted':>10s} {'measured':>10s} {'error':>8s} {'rounds':>16s}")
+    errors = []
+    for label, p, m, (low, high), _ in result["rows"]:
+        errors.append(abs(p / m - 1))
+        print(f"  {label:34s} {p / 1e6:7.1f} ms {m / 1e6:7.1f} ms {(p / m - 1) * 100:+7.1f}% "
+              f"{low / 1e6:6.1f}-{high / 1e6:6.1f} ms")
+    return errors
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,7 +171,7 @@ def main():
     parser.add_argument("--rate-mbit", type=float, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=12)
-    parser.add_argument("--engines", default="torch-ddp,ddp")
+    parser.add_argument("--engines", default="torch-ddp,ddp,fsdp,fsdp2")
     parser.add_argument("--link-factors", default="0.25,0.5,2",
                         help="the base plan also run at the rate times each (empty: none)")
     parser.add_argument("--quick", action="store_true", help="2 hosts, torch DDP, one change")
@@ -175,20 +199,25 @@ def main():
                   f"{expected:.1f} ({(carried / expected - 1) * 100:+.1f}%)")
             env = dict(os.environ, OMP_NUM_THREADS="1")
             init = f"tcp://{hosts.address[names[0]]}:29500"
-            def job(where, asked):
+            def job(where, asked, which):
                 hosts.run(os.path.abspath(__file__), names, lambda r: [
                     "--rank", str(r), "--world", str(len(names)), "--init", init, "--root",
                     where, "--rounds", str(rounds), "--steps", str(steps), "--engines",
-                    ",".join(engines), "--caps", ",".join(f"{c:g}" for c in asked)], env,
+                    ",".join(which), "--caps", ",".join(f"{c:g}" for c in asked)], env,
                     timeout=1800)
 
-            job(root, caps)
-        for f in factors:  # the base plan at other rates, each on its own links
+            job(root, caps, engines)
+        # The DDP engines' base plan at other rates, each on its own links.
+        ddp_engines = [e for e in engines if e in ("torch-ddp", "ddp")]
+        for f in factors if ddp_engines else []:
             with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f) as hosts:
                 init = f"tcp://{hosts.address[names[0]]}:29500"
-                job(os.path.join(root, f"rate{args.rate_mbit * f:g}"), [])
+                job(os.path.join(root, f"rate{args.rate_mbit * f:g}"), [], ddp_engines)
         errors = []
         for engine in engines:
+            if engine in ("fsdp", "fsdp2"):
+                errors += report_fsdp(root, engine, rounds)
+                continue
             base_error, base, rows = analyse(root, engine, rounds, caps)
             rows.update(analyse_links(root, engine, rounds, args.rate_mbit, factors))
             print(f"\n{ENGINES[engine]}: base bucket_cap_mb={BASE_CAP} {base / 1e6:.1f} ms measured "

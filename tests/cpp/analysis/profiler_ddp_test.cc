@@ -248,19 +248,29 @@ TEST(ProfiledGpuDdp, TheRecordingIsTheComputeStreamsAndTheNcclKernels) {
   EXPECT_EQ(p.recording.ranks[0].steps[1].buckets[0].wireNs, us(1005));
 }
 
+// The caps asked of a GPU profile, the report checked for what every such replay must give:
+// the recorded step (`recordedUs`) replayed, and the recorded plan rewritten with the fitted
+// wire replaying it too (the reference the plans are scaled by).
+ProfilerWhatIfReport replanned(const model::TraceStore& store, std::vector<double> caps,
+                               int64_t recordedUs) {
+  WhatIfQuestions q;
+  q.bucketCapMb = std::move(caps);
+  q.bounds = false;
+  ProfilerWhatIfReport r = profilerWhatIf(store, q);
+  EXPECT_TRUE(r.ddp.has_value());
+  EXPECT_EQ(r.source.recordedStepNs, us(recordedUs));
+  EXPECT_LT(std::abs(r.baselineErrorShare), 0.01) << r.baselineErrorShare;
+  EXPECT_NEAR(static_cast<double>(r.ddpReferenceNs), static_cast<double>(r.baseline.stepNs),
+              static_cast<double>(us(20)));
+  return r;
+}
+
 TEST(ProfiledGpuDdp, TheBucketCapsAreReplannedInTheProgramWhereTheHostSetsTheStep) {
   // The host's loop takes 9 ms a step; the device's work ends at d+6700: a bucket plan that
   // moves the allreduces out from under backward lengthens the device's work, not the step.
   const model::TraceStore store = storeOf(profiledGpuDdpJob());
-  WhatIfQuestions q;
-  q.bucketCapMb = {25};
-  const ProfilerWhatIfReport r = profilerWhatIf(store, q);
+  const ProfilerWhatIfReport r = replanned(store, {25}, 9000);
   ASSERT_TRUE(r.ddp.has_value());
-  EXPECT_EQ(r.source.recordedStepNs, us(9000));
-  EXPECT_LT(std::abs(r.baselineErrorShare), 0.01) << r.baselineErrorShare;
-  // The recorded plan rewritten with the fitted wire replays the recorded step.
-  EXPECT_NEAR(static_cast<double>(r.ddpReferenceNs), static_cast<double>(r.baseline.stepNs),
-              static_cast<double>(us(20)));
   ASSERT_GE(r.rows.size(), 1u);
   const ProfilerWhatIfRow& cap = r.rows[0];
   ASSERT_TRUE(cap.error.empty()) << cap.error;
@@ -292,15 +302,7 @@ TEST(ProfiledGpuDdp, WhereTheDeviceSetsTheStepOneBucketAfterBackwardLengthensIt)
   // (d+4600 -> 6600, its copies to 6800) puts the optimizer's kernels 1.1 ms later than the
   // recorded plan's (bucket 1 ended at 5600, its copies at 5700).
   const model::TraceStore store = storeOf(profiledGpuDdpJob(true, /*sync=*/true));
-  WhatIfQuestions q;
-  q.bucketCapMb = {25, 0.125};
-  q.bounds = false;
-  const ProfilerWhatIfReport r = profilerWhatIf(store, q);
-  ASSERT_TRUE(r.ddp.has_value());
-  EXPECT_EQ(r.source.recordedStepNs, us(7110));
-  EXPECT_LT(std::abs(r.baselineErrorShare), 0.01) << r.baselineErrorShare;
-  EXPECT_NEAR(static_cast<double>(r.ddpReferenceNs), static_cast<double>(r.baseline.stepNs),
-              static_cast<double>(us(20)));
+  const ProfilerWhatIfReport r = replanned(store, {25, 0.125}, 7110);
   ASSERT_EQ(r.rows.size(), 2u);
   const ProfilerWhatIfRow& small = r.rows[0];  // 0.125: the recorded two buckets again
   const ProfilerWhatIfRow& one = r.rows[1];
