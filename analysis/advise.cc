@@ -54,6 +54,8 @@ void replayChanges(const model::TraceStore& store, Advice* a,
       std::optional<ProfiledDdp> ddp = profiledGpuDdp(store, &program);
       const replay::LinkFit wire = profilerWire(program);
       if (wire.ok) pq.links = {replay::LinkCost{wire.link.stepNs / 2, wire.link.nsPerByte / 2}};
+      // torch DDP's buckets recovered from a GPU job's trace: the caps' ladder too.
+      if (ddp) pq.bucketCapMb.assign(std::begin(kCapLadderMb), std::end(kCapLadderMb));
       *profiler = profilerWhatIf(std::move(program), pq, std::move(ddp));
     }
     if (a->engine == "profiler") {
@@ -61,13 +63,6 @@ void replayChanges(const model::TraceStore& store, Advice* a,
       a->recordedStepNs = r.source.recordedStepNs;
       a->modelErrorShare = r.baselineErrorShare;
       addChanges(r.rows, &seen, &a->changes);
-      if (r.ddp) {
-        // torch DDP's buckets recovered from a GPU job's trace: the caps' ladder too.
-        WhatIfQuestions caps;
-        caps.bounds = false;
-        caps.bucketCapMb.assign(std::begin(kCapLadderMb), std::end(kCapLadderMb));
-        addChanges(profilerWhatIf(r.source, caps, r.ddp).rows, &seen, &a->changes);
-      }
     } else if (a->engine == "fsdp") {
       FsdpWhatIfReport r = fsdpWhatIf(store, q);
       a->recordedStepNs = r.source.recordedStepNs;

@@ -50,27 +50,31 @@ struct ProfiledRankOps {
   std::vector<int64_t> doneBy;   // doneBy[i]: the latest end of compute[0..i]
   std::vector<size_t> doneByOp;  // and which of them ended then
 
+  // How many of the compute ops were launched before host time t (the first of the others is
+  // compute[launchedBefore(t)]).
+  size_t launchedBefore(int64_t t) const {
+    return static_cast<size_t>(
+        std::lower_bound(compute.begin(), compute.end(), t,
+                         [](const Launched& l, int64_t at) { return l.launch < at; }) -
+        compute.begin());
+  }
   // Where the device stood at host time t: the end of the compute it had been given (the
   // stream's work launched before t), which is when what the host does at t can run there.
   int64_t readyAt(int64_t t) const {
     if (!gpu) return t;
-    const auto it = std::lower_bound(compute.begin(), compute.end(), t,
-                                     [](const Launched& l, int64_t at) { return l.launch < at; });
-    return it == compute.begin() ? t : doneBy[static_cast<size_t>(it - compute.begin()) - 1];
+    const size_t n = launchedBefore(t);
+    return n == 0 ? t : doneBy[n - 1];
   }
   // The correlation of the op that readyAt(t) is the end of (-1: none).
   int64_t readyKernel(int64_t t) const {
-    const auto it = std::lower_bound(compute.begin(), compute.end(), t,
-                                     [](const Launched& l, int64_t at) { return l.launch < at; });
-    if (it == compute.begin()) return -1;
-    return compute[doneByOp[static_cast<size_t>(it - compute.begin()) - 1]].correlation;
+    const size_t n = launchedBefore(t);
+    return n == 0 ? -1 : compute[doneByOp[n - 1]].correlation;
   }
   // When the work the host began at t began on the device: the first compute launched from t.
   int64_t startedAt(int64_t t) const {
     if (!gpu) return t;
-    const auto it = std::lower_bound(compute.begin(), compute.end(), t,
-                                     [](const Launched& l, int64_t at) { return l.launch < at; });
-    return it == compute.end() ? readyAt(t) : std::max(it->begin, readyAt(t));
+    const size_t n = launchedBefore(t);
+    return n == compute.size() ? readyAt(t) : std::max(compute[n].begin, readyAt(t));
   }
   int64_t beginOf(const ProfiledOp& op) const { return startedAt(op.begin); }
   int64_t endOf(const ProfiledOp& op) const { return readyAt(op.end); }
@@ -469,10 +473,9 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
         for (size_t b = 0; b < bucketParams.size() && !rec.gradientAsBucketView; ++b) {
           for (size_t j = 0; j < bucketParams[b] && copy < s.copies.size(); ++j, ++copy) {
             const ProfiledOp& c = *s.copies[copy];
-            auto it = std::lower_bound(ops.compute.begin(), ops.compute.end(), c.begin,
-                                       [](const Launched& l, int64_t at) { return l.launch < at; });
-            for (; it != ops.compute.end() && it->launch <= c.end; ++it) {
-              kernels->copies.emplace_back(it->correlation, grad + j);
+            for (size_t k = ops.launchedBefore(c.begin);
+                 k < ops.compute.size() && ops.compute[k].launch <= c.end; ++k) {
+              kernels->copies.emplace_back(ops.compute[k].correlation, grad + j);
             }
           }
           grad += bucketParams[b];
@@ -512,15 +515,6 @@ ProfiledDdp profiledTorchDdp(const model::TraceStore& store) {
   }
   out.firstStep = first->number;
   return out;
-}
-
-std::string profiledDdpUnrecovered(const model::TraceStore& store) {
-  try {
-    profiledTorchDdp(store);
-    return "";
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
 }
 
 }  // namespace ringx::analysis

@@ -75,7 +75,5 @@ bool holdsProfiledTorchDdp(const model::TraceStore& store);
 // Throws std::runtime_error saying what is missing (record_shapes off, no step every rank
 // recorded, buckets whose bytes no run of gradients adds up to, no backend scope of the wire).
 ProfiledDdp profiledTorchDdp(const model::TraceStore& store);
-// Why profiledTorchDdp cannot recover the job (its error), or "" where it can.
-std::string profiledDdpUnrecovered(const model::TraceStore& store);
 
 }  // namespace ringx::analysis

@@ -164,10 +164,9 @@ ProfilerWhatIfReport profilerWhatIf(ProfilerProgram program, const WhatIfQuestio
               "gradient_as_bucket_view is not answered from a GPU job's profiler trace yet (its "
               "copies' kernels would have to be added or removed)");
         }
-        replay::BucketLimits limits = r.ddp->recording.limits;
-        if (c.bucketCapBytes) limits = replay::limitsForCap(*c.bucketCapBytes);
-        if (c.firstBucketBytes) limits.firstBucketBytes = std::max<int64_t>(1, *c.firstBucketBytes);
-        const std::vector<replay::BucketSpec> buckets = profiledPlan(*r.ddp, limits);
+        const std::vector<replay::BucketSpec> buckets = profiledPlan(
+            *r.ddp,
+            replay::changedLimits(r.ddp->recording.limits, c.bucketCapBytes, c.firstBucketBytes));
         ProfilerReplay out =
             replayProfiler(withBucketPlan(r.source, *r.ddp, buckets, r.wire), r.wire, {});
         out.referenceNs = r.ddpReferenceNs;
@@ -272,10 +271,6 @@ void profilerReplayJson(std::string& out, const ProfilerReplay& r) {
          ",\"critical_path\":";
   appendPathJson(out, r.criticalPath);
 }
-
-}  // namespace
-
-namespace {
 
 std::string notesJson(const std::vector<std::string>& notes) {
   std::string out = "[";

@@ -106,18 +106,17 @@ def analyse(root, engine, rounds, caps):
     labels = [f"bucket_cap_mb={c:g}" for c in caps]
     predicted = {label: [] for label in labels}
     measured = {c: [] for c in caps}
-    base_error = []
+    base_error, base = [], []
     for r in range(rounds):
         result = whatif(run_dir(root, engine, BASE_CAP, r), bounds=False, bucket_cap_mb=caps)
         base_error.append(result["baseline_error"])
+        base.append(result["recorded_step_ns"])
         rows = {row["change"]: row for row in result["rows"]}
         for label in labels:
             predicted[label].append(rows[label]["predicted_step_ns"])
         for cap in caps:
             measured[cap].append(whatif(run_dir(root, engine, cap, r),
                                         bounds=False)["recorded_step_ns"])
-    base = [whatif(run_dir(root, engine, BASE_CAP, r), bounds=False)["recorded_step_ns"]
-            for r in range(rounds)]
     return statistics.median(base_error), statistics.median(base), {
         label: (statistics.median(predicted[label]), statistics.median(measured[cap]),
                 (min(measured[cap]), max(measured[cap])))

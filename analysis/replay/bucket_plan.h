@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,15 @@ struct BucketLimits {
 inline BucketLimits limitsForCap(int64_t capBytes) {
   capBytes = capBytes < 1 ? 1 : capBytes;
   return {capBytes < (int64_t{1} << 20) ? capBytes : int64_t{1} << 20, capBytes};
+}
+
+// The limits a what-if change asks of a recorded plan: a cap by the rule above, then a first
+// bucket of its own where one is given (at least a byte).
+inline BucketLimits changedLimits(const BucketLimits& recorded, std::optional<int64_t> capBytes,
+                                  std::optional<int64_t> firstBucketBytes) {
+  BucketLimits out = capBytes ? limitsForCap(*capBytes) : recorded;
+  if (firstBucketBytes) out.firstBucketBytes = *firstBucketBytes < 1 ? 1 : *firstBucketBytes;
+  return out;
 }
 
 // One bucket: the parameter indices it holds, in the order they are laid out in

@@ -22,9 +22,7 @@ struct Choice {
 
 Choice choose(const DdpModel& m, const DdpWhatIf& c) {
   Choice x;
-  x.limits = m.limits;
-  if (c.bucketCapBytes) x.limits = limitsForCap(*c.bucketCapBytes);  // the engine's rule
-  if (c.firstBucketBytes) x.limits.firstBucketBytes = std::max<int64_t>(1, *c.firstBucketBytes);
+  x.limits = changedLimits(m.limits, c.bucketCapBytes, c.firstBucketBytes);
   x.view = c.gradientAsBucketView.value_or(m.gradientAsBucketView);
   x.worldSize = c.worldSize.value_or(m.worldSize);
   x.link = c.link.value_or(m.link);

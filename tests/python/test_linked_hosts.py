@@ -15,16 +15,12 @@ REASON = netns_hosts.why_unshaped() or (
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
-def iperf(hosts, client, server, seconds, reverse=False):
-    return hosts.iperf(client, server, seconds, reverse)
-
-
 def test_a_shaped_link_carries_its_rate_each_way():
     rate = 200
     expected = rate * netns_hosts.TCP_PAYLOAD_SHARE
     with netns_hosts.Hosts(["a", "b"], rate_mbit=rate) as hosts:
-        there = iperf(hosts, "a", "b", 2)
-        back = iperf(hosts, "a", "b", 2, reverse=True)
+        there = hosts.iperf("a", "b", 2)
+        back = hosts.iperf("a", "b", 2, reverse=True)
     for measured in (there, back):
         assert abs(measured / expected - 1) <= 0.05, (there, back, expected)
 
@@ -32,14 +28,14 @@ def test_a_shaped_link_carries_its_rate_each_way():
 def test_the_link_not_the_machine_sets_the_rate():
     # A quarter of the rate carries a quarter: the shaping, not the cores, is the bottleneck.
     with netns_hosts.Hosts(["a", "b"], rate_mbit=50) as hosts:
-        measured = iperf(hosts, "b", "a", 2)
+        measured = hosts.iperf("b", "a", 2)
     assert abs(measured / (50 * netns_hosts.TCP_PAYLOAD_SHARE) - 1) <= 0.05, measured
 
 
 def test_three_hosts_reach_each_other_through_the_switch():
     with netns_hosts.Hosts(["a", "b", "c"], rate_mbit=100) as hosts:
         for client, server in (("c", "a"), ("b", "c")):
-            measured = iperf(hosts, client, server, 1)
+            measured = hosts.iperf(client, server, 1)
             assert 0.5 * 100 < measured <= 100, (client, server, measured)
 
 

@@ -20,7 +20,10 @@ namespace targ = trace::arg;
 using trace::Category;
 
 void writeJob(const fx::TempDir& dir, bool withGrads = true, bool withPlan = true) {
-  fx::writeDdpJob(dir, {withGrads, withPlan});
+  fx::DdpJobOptions o;
+  o.grads = withGrads;
+  o.plan = withPlan;
+  fx::writeDdpJob(dir, o);
 }
 
 TEST(WhatIf, TheModelReadBackIsTheOneThatMadeTheTrace) {
