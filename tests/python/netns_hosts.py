@@ -10,7 +10,8 @@ hosts and talks TCP between them over addresses that exist only inside the names
 
 A link of a set speed is shaped by a token bucket (tc's tbf) on both of its ends, the host's
 and the switch's, so that what a host sends and what it receives each go at the rate (measured
-here: 200 Mbit/s carried 195 in iperf3). A delay needs netem, which some kernels lack (this
+here: 200 Mbit/s carried 195 in iperf3), and their TCP is loss-based (reno, not this machine's
+BBR: LOSS_BASED_CC says why). A delay needs netem, which some kernels lack (this
 machine's does): asked for there, Hosts refuses saying so. `why_unshaped()` says why links
 cannot be shaped (no tc, no tbf), for a skip.
 
@@ -94,6 +95,23 @@ def _shape(ns, dev, rate_mbit, delay_ms):
         _tc("-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", *tbf)
 
 
+# The TCP congestion control of the hosts with shaped links. This machine's default is BBR, whose
+# probing for bandwidth after an idle moment made a lone 17 MB allreduce on a 1 Gbit/s link 14%
+# slower than the link (median of 30; four 4 MB ones back to back went at the link's rate), a
+# behaviour of BBR against a token bucket that a DDP step's what-if cannot know; a loss-based
+# one (CUBIC, most Linux hosts' default, or reno) keeps the link's rate. A namespace may choose
+# only from net.ipv4.tcp_allowed_congestion_control, which here is "reno bbr": reno.
+LOSS_BASED_CC = "reno"
+
+
+def _congestion_control(ns, name):
+    done = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                           f"net.ipv4.tcp_congestion_control={name}"], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"TCP congestion control {name} in {ns}: {done.stderr.strip()}")
+
+
 def why_unshaped():
     """Why links cannot be shaped here (None: they can): needs the namespaces and tc's tbf."""
     reason = why_unavailable()
@@ -164,6 +182,7 @@ class Hosts:
                 _ip("-n", ns, "link", "set", dev, "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
                 if self.rate_mbit:
+                    _congestion_control(ns, LOSS_BASED_CC)
                     _shape(ns, dev, self.rate_mbit, self.delay_ms)
                     _shape(self.switch, port, self.rate_mbit, self.delay_ms)
         except BaseException:
