@@ -230,6 +230,7 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
   // ---- each rank's program ----
   replay::ProgramTimes& times = out.times;
   out.recordedStepsNs.assign(steps, 0);
+  std::vector<std::vector<int64_t>> rankPeriods;  // [rank][step]
   replay::ContentionSamples samples;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankRead& rr = ranks[r];
@@ -438,12 +439,14 @@ ProfilerProgram profilerProgramOf(const model::TraceStore& store) {
     out.program.perRank.push_back(std::move(prog));
     // The recorded periods: a step's begin to the next's; the last, to its end or its device
     // work's, whichever is later.
+    std::vector<int64_t>& periods = rankPeriods.emplace_back();
     for (size_t k = 0; k < steps; ++k) {
       const int64_t begin = window(rr, k).first;
       const int64_t end = k + 1 < steps ? window(rr, k + 1).first : std::max(to, deviceEnd);
-      out.recordedStepsNs[k] = std::max(out.recordedStepsNs[k], end - begin);
+      periods.push_back(end - begin);
     }
   }
+  out.recordedStepsNs = replay::stepTimesNs(rankPeriods);
   out.syncRule = !ranks.front().anyStreamWait;
   out.program.steps = steps;
   std::vector<int64_t> counted(out.recordedStepsNs.begin() + (steps > 1 ? 1 : 0),

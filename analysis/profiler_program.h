@@ -50,7 +50,7 @@ namespace ringx::analysis {
 struct ProfilerProgram {
   replay::Program program;
   replay::ProgramTimes times;
-  std::vector<int64_t> recordedStepsNs;  // per step: the slowest rank's period
+  std::vector<int64_t> recordedStepsNs;  // per step: replay::stepTimesNs of the ranks' periods
   int64_t recordedStepNs = 0;            // their median over the steps after the first
   std::vector<int64_t> stepNumbers;      // ProfilerStep#N's N; empty: the trace was one step
   // Per collective (the program's): its op ("allreduce", ...), bytes as nccl-tests counts

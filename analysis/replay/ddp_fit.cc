@@ -265,7 +265,7 @@ DdpFit fitDdpModel(const DdpRecording& input) {
       compute.push_back(s.computeEndNs - s.backwardBeginNs);
       if (s.optimizerNs >= 0) opt.push_back(s.optimizerNs);
       if (i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1) {
-        recorded.add(s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
+        recorded.add(r.rank, s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
       }
       bool any = false;
       for (const auto& [param, ns] : s.grads) {

@@ -24,7 +24,7 @@
 //   - contention (program.h), where the shares are not used: per rank and stretch of backward
 //     between two launches, across steps, the extra compute per ns of overlap with the rank's
 //     collectives in flight (from when the ring started each);
-//   - the recorded step: per step the slowest rank's forward begin to its next, median.
+//   - the recorded step: step.h's RecordedSteps (the ranks' forward-to-forward periods).
 #pragma once
 
 #include <cstdint>

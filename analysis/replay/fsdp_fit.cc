@@ -366,7 +366,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     for (size_t i = 0; i < r.steps.size(); ++i) {
       const FsdpStepRecord& s = r.steps[i];
       if (i + 1 < r.steps.size() && r.steps[i + 1].step == s.step + 1) {
-        recorded.add(s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
+        recorded.add(r.rank, s.step, s.forwardBeginNs, r.steps[i + 1].forwardBeginNs);
       }
       // Its collectives in flight on this rank: from when the ring started each (every rank
       // had issued it: before, the communication thread waits for a late peer asleep,

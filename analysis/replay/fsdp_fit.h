@@ -26,7 +26,7 @@
 //     rank's wire end, so the time the group's thread took to start it (on a machine whose
 //     cores the compute keeps busy, part of every collective) and a ring's uneven finish are
 //     in it; per kind, the ring cost fitted (cost_model.h) to these;
-//   - the recorded step: per step the slowest rank's forward begin to its next, median.
+//   - the recorded step: step.h's RecordedSteps (the ranks' forward-to-forward periods).
 #pragma once
 
 #include <cstdint>

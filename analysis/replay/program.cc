@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 
@@ -572,28 +573,29 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
   }
   for (size_t r = 0; r < nr; ++r) run.stepBegin[r].push_back(run.t[r]);  // a next step's begin
 
-  // The step time: per step the slowest rank's period; the median over the steps after the
-  // first.
-  auto period = [&](size_t r, size_t k) { return run.stepBegin[r][k + 1] - run.stepBegin[r][k]; };
-  auto slowestPeriod = [&](size_t k) {
-    int64_t slowest = 0;
-    for (size_t r = 0; r < nr; ++r) slowest = std::max(slowest, period(r, k));
-    return slowest;
-  };
+  // The step time: per step stepTimesNs of the ranks' periods (step.h); the median over the
+  // steps after the first.
+  std::vector<std::vector<int64_t>> rankPeriods(nr);
+  for (size_t r = 0; r < nr; ++r) {
+    for (size_t k = 0; k < steps; ++k) {
+      rankPeriods[r].push_back(run.stepBegin[r][k + 1] - run.stepBegin[r][k]);
+    }
+  }
+  const std::vector<int64_t> stepTimes = stepTimesNs(rankPeriods);
+  auto period = [&](size_t r, size_t k) { return rankPeriods[r][k]; };
   ProgramRun out;
-  std::vector<int64_t> periods;
-  for (size_t k = steps > 1 ? 1 : 0; k < steps; ++k) periods.push_back(slowestPeriod(k));
+  std::vector<int64_t> periods(stepTimes.begin() + (steps > 1 ? 1 : 0), stepTimes.end());
   out.stepNs = medianNs(periods);
   std::sort(periods.begin(), periods.end());
   out.stepLowNs = analysis::percentile(periods, 25);
   out.stepHighNs = analysis::percentile(periods, 75);
-  // The typical step (the one at the median) and its slowest rank: the longest period; of
-  // equal ones the last to start, then the one that waited least (the others waited for it).
+  // The typical step (the first of those nearest the median) and its slowest rank: the longest
+  // period; of equal ones the last to start, then the one that waited least (the others waited
+  // for it).
   out.typical = steps > 1 ? 1 : 0;
   for (size_t k = out.typical; k < steps; ++k) {
-    if (slowestPeriod(k) == out.stepNs) {
+    if (std::llabs(stepTimes[k] - out.stepNs) < std::llabs(stepTimes[out.typical] - out.stepNs)) {
       out.typical = k;
-      break;
     }
   }
   const size_t typical = out.typical;

@@ -151,7 +151,8 @@ struct ProgramTimes {
 struct ProgramRun {
   int64_t stepNs = 0;
   // The spread of the replayed steps (each recorded step replayed with its own durations):
-  // the 25th and 75th percentiles of the slowest rank's periods, as stepNs is their median.
+  // the 25th and 75th percentiles of the steps' times (step.h's stepTimesNs), as stepNs is
+  // their median.
   int64_t stepLowNs = 0, stepHighNs = 0;
   size_t typical = 0;  // the replayed step at the median
   int32_t slowestRank = 0;

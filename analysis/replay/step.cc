@@ -39,16 +39,41 @@ int64_t medianNs(const std::vector<int64_t>& v) {
   return static_cast<int64_t>(std::llround(analysis::median(d)));
 }
 
-void RecordedSteps::add(int64_t step, int64_t forwardBeginNs, int64_t nextForwardBeginNs) {
+std::vector<int64_t> stepTimesNs(const std::vector<std::vector<int64_t>>& periods) {
+  size_t steps = 0;
+  for (const std::vector<int64_t>& rank : periods) steps = std::max(steps, rank.size());
+  std::vector<int64_t> out(steps, 0);
+  for (const std::vector<int64_t>& rank : periods) {
+    for (size_t k = 0; k < rank.size(); ++k) {
+      if (rank[k] < 0) continue;
+      const bool pair = rank.size() >= kPairedStepsFrom && k + 1 < rank.size() && rank[k + 1] >= 0;
+      out[k] = std::max(out[k], pair ? (rank[k] + rank[k + 1] + 1) / 2 : rank[k]);
+    }
+  }
+  return out;
+}
+
+void RecordedSteps::add(int32_t rank, int64_t step, int64_t forwardBeginNs,
+                        int64_t nextForwardBeginNs) {
   if (forwardBeginNs <= 0 || nextForwardBeginNs <= forwardBeginNs) return;
-  int64_t& slowest = slowest_[step];
-  slowest = std::max(slowest, nextForwardBeginNs - forwardBeginNs);
+  periods_[step][rank] = nextForwardBeginNs - forwardBeginNs;
 }
 
 int64_t RecordedSteps::medianNs() const {
-  std::vector<int64_t> periods;
-  for (const auto& [step, ns] : slowest_) periods.push_back(ns);
-  return replay::medianNs(periods);
+  // periods[rank][step] over the steps any rank recorded, in order.
+  std::map<int32_t, std::vector<int64_t>> byRank;
+  for (const auto& [step, ranks] : periods_) {
+    for (const auto& [rank, ns] : ranks) byRank[rank];
+  }
+  for (const auto& [step, ranks] : periods_) {
+    for (auto& [rank, row] : byRank) {
+      const auto it = ranks.find(rank);
+      row.push_back(it == ranks.end() ? -1 : it->second);
+    }
+  }
+  std::vector<std::vector<int64_t>> periods;
+  for (auto& [rank, row] : byRank) periods.push_back(std::move(row));
+  return replay::medianNs(stepTimesNs(periods));
 }
 
 }  // namespace ringx::replay

@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "analysis/replay/cost_model.h"
 #include "analysis/replay/ddp_fit.h"
 #include "analysis/replay/ddp_replay.h"
 #include "analysis/replay/program.h"
+#include "analysis/replay/step.h"
 
 namespace ringx::replay {
 namespace {
@@ -362,8 +364,8 @@ TEST(ReplayCost, ContentionIsTheFitAsFarAsTheRecordingPinsItDown) {
 }
 
 // A DDP recording made by the replay's own rules (2 ranks, 2 buckets, a 150 ns ring), with
-// the ranks late in turn: rank 0's forward takes 400 ns in steps 1 and 3, rank 1's in steps 2
-// and 4, 100 otherwise. Every recorded step waits for one late rank; the medians (100 each)
+// the ranks late in turn: rank 0's forward takes 400 ns in steps 1, 3 and 5, rank 1's in steps
+// 2 and 4, 100 otherwise. Every recorded step waits for one late rank; the medians (100 each)
 // hide it.
 DdpRecording lateInTurn() {
   DdpRecording rec;
@@ -377,7 +379,7 @@ DdpRecording lateInTurn() {
     std::vector<DdpStepRecord> s(2);
     int64_t launch[2][2], ringEnd[2], previous = 0;
     for (int r = 0; r < 2; ++r) {
-      const bool late = k > 0 && k < 5 && (k % 2 == 1) == (r == 0);
+      const bool late = k > 0 && k < 6 && (k % 2 == 1) == (r == 0);
       s[r].step = k;
       s[r].forwardBeginNs = begin[r];
       s[r].forwardEndNs = begin[r] + (late ? 400 : 100);
@@ -402,6 +404,33 @@ DdpRecording lateInTurn() {
     }
   }
   return rec;
+}
+
+// Two ranks taking turns being late, as at a ring of two where the last to arrive finishes
+// first: each alternates a 190 ms period and a 225 ms one, in opposite phase. The job runs a
+// step every 207.5 ms; the slowest rank's single periods would say 225 every step.
+TEST(ReplaySteps, RanksTakingTurnsBeingLateCountTheJobsRateNotEveryLongHalf) {
+  RecordedSteps recorded;
+  int64_t begin[2] = {1'000'000'000, 1'015'000'000};
+  for (int64_t step = 0; step < 8; ++step) {
+    for (int32_t rank = 0; rank < 2; ++rank) {
+      const int64_t period = (step + rank) % 2 == 0 ? 190'000'000 : 225'000'000;
+      recorded.add(rank, step, begin[rank], begin[rank] + period);
+      begin[rank] += period;
+    }
+  }
+  EXPECT_EQ(recorded.medianNs(), 207'500'000);
+  // A rank the others wait for: every rank's periods alike, the pairs change nothing.
+  EXPECT_EQ(stepTimesNs({{200, 200, 300, 200, 200}, {200, 200, 300, 200, 200}}),
+            (std::vector<int64_t>{200, 250, 250, 200, 200}));
+}
+
+// A profiler trace's one to three steps are no steady state: each step is its slowest rank's.
+TEST(ReplaySteps, AShortTraceKeepsEachStepsSlowestRank) {
+  EXPECT_EQ(stepTimesNs({{10}, {12}}), (std::vector<int64_t>{12}));
+  EXPECT_EQ(stepTimesNs({{10, 30, 20}, {12, 28, -1}}), (std::vector<int64_t>{12, 30, 20}));
+  // From kPairedStepsFrom steps, a step the rank did not record the next of keeps its own.
+  EXPECT_EQ(stepTimesNs({{10, 30, 20, -1, 40}}), (std::vector<int64_t>{20, 25, 20, 0, 40}));
 }
 
 TEST(ReplayDdp, TheRecordedStepsReplayedInTurnGiveTheRecordedStepWhereMediansDoNot) {
