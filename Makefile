@@ -1,8 +1,9 @@
 # ringx — the two commands:
 #   make demo   install what is missing, build, run traced 2-rank training jobs (ringx.ddp,
 #               ringx.fsdp) on backend="ringx", and the DDP job again over TCP; print their
-#               summaries, the DDP step's what-if table and the diff of the two DDP runs,
-#               and take ringx-viewer screenshots of them (docs/images/)
+#               summaries, the what-if table of a DDP step across two hosts joined by a
+#               1 Gbit/s link (and its largest change run for real), the diff of the two DDP
+#               runs, and take ringx-viewer screenshots of them (docs/images/)
 #   make test   install, build, run every test suite; non-zero exit on any failure
 # and `make` alone builds (programs in build/bin/, the Python package in build/python/ringx).
 

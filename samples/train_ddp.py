@@ -38,9 +38,11 @@ import ringx
 import spawn_ranks
 
 
-def make_model():
-    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                         nn.Linear(256, 1))
+def make_model(width=256, layers=1):
+    """64 inputs, `layers` hidden Linear(width, width) layers, one output (the default: 83k
+    parameters, 0.3 MB of gradients)."""
+    hidden = [m for _ in range(layers) for m in (nn.Linear(width, width), nn.ReLU())]
+    return nn.Sequential(nn.Linear(64, width), nn.ReLU(), *hidden, nn.Linear(width, 1))
 
 
 def batch(rank, step, size=64):
@@ -66,7 +68,7 @@ def train(args):
     dist.init_process_group("ringx")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
     rank = dist.get_rank()
     torch.manual_seed(rank)  # deliberately different weights on every rank...
-    model = make_model()
+    model = make_model(args.width, args.layers)
     if args.engine == "ringx":
         # The constructor checks every rank built the same model and broadcasts rank 0's
         # weights; small buckets (the default 0.1 MB) so that several overlap with backward.
@@ -81,7 +83,7 @@ def train(args):
     with profiler(args, rank) as prof:
         for step in range(args.steps):
             ringx.trace.mark_step(step)  # no-ops unless tracing is on
-            x, y = batch(rank, step)
+            x, y = batch(rank, step, args.batch)
             with ringx.trace.span("forward", track="compute"):
                 loss = nn.functional.mse_loss(ddp(x), y)
             opt.zero_grad()
@@ -112,6 +114,9 @@ def main():
     parser.add_argument("--bucket-cap-mb", type=float, default=0.1,
                         help="gradient bucket size (torch's DDP defaults to 25: one bucket for "
                              "this model, so no allreduce overlaps backward)")
+    parser.add_argument("--width", type=int, default=256, help="the hidden layers' width")
+    parser.add_argument("--layers", type=int, default=1, help="how many hidden Linear(width, width)")
+    parser.add_argument("--batch", type=int, default=64, help="samples a rank a step")
     parser.add_argument("--profile", action="store_true",
                         help="with --trace: also record two steps with torch.profiler into "
                              "DIR/rank<N>.pt.trace.json")

@@ -2,8 +2,10 @@
 # `make demo`, after the build: four traced 2-rank training jobs on backend="ringx" and what
 # ringx-trace and ringx-viewer make of them, each under a "==== N/6" heading so that the
 # summaries, the what-if tables and the screenshots' paths are easy to find in the output.
-#   1. ringx.ddp (samples/train_ddp.py, with torch.profiler for two steps): its summary and
-#      the what-if table of its step;
+#   1. ringx.ddp (samples/train_ddp.py, with torch.profiler for two steps): its summary; then
+#      the what-if table of torch DDP's step on two network-namespace hosts joined by a 1 Gbit/s
+#      link (scripts/demo_linked.py), the change that moves it most run for real under it (where
+#      the hosts cannot be made, the one-host job's table);
 #   2. the same job over TCP only (RINGX_TRANSPORT=tcp): the diff of the two runs;
 #   3. ringx.fsdp (samples/train_fsdp.py): its summary and what-if table;
 #   4. torch's own FSDP2 on the same model (samples/train_fsdp2.py), which ringx watches while
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 PYTHON=$(scripts/find_python.sh)
 TRACE=$BUILD_DIR/demo-trace
-rm -rf "$TRACE" "$TRACE-tcp" "$TRACE-fsdp" "$TRACE-fsdp2"
+rm -rf "$TRACE" "$TRACE"-linked* "$TRACE-tcp" "$TRACE-fsdp" "$TRACE-fsdp2"
 
 heading() { printf '\n==== %s\n\n' "$*"; }
 # A sample on 2 ranks; Kineto's "USDT:"/"STAGE:" lines (profiler_start, Completed Stage: ...)
@@ -33,8 +35,15 @@ heading "1/6  ringx.ddp: samples/train_ddp.py on 2 ranks, traced into $TRACE"
 sample samples/train_ddp.py --trace "$TRACE" --profile
 heading "1/6  summary: ringx-trace summary $TRACE"
 trace summary "$TRACE"
-heading "1/6  what if: ringx-trace whatif $TRACE (the step replayed with one thing changed)"
-trace whatif "$TRACE"
+heading "1/6  what if, across two hosts joined by a 1 Gbit/s link (the step replayed with one thing changed, then that change run for real)"
+# scripts/demo_linked.py exits 3, having said why, where the hosts cannot be made here.
+linked=0
+PYTHONPATH=$BUILD_DIR/python "$PYTHON" scripts/demo_linked.py "$BUILD_DIR" "$TRACE-linked" || linked=$?
+if [ "$linked" = 3 ]; then
+  trace whatif "$TRACE"
+elif [ "$linked" != 0 ]; then
+  exit "$linked"
+fi
 
 heading "2/6  the same job over TCP only (RINGX_TRANSPORT=tcp), traced into $TRACE-tcp"
 RINGX_TRANSPORT=tcp sample samples/train_ddp.py --trace "$TRACE-tcp" --profile
