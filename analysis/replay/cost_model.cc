@@ -148,10 +148,29 @@ LinkFit fitLinkCost(const std::vector<CostSample>& all) {
 LinkFit calibratedLink(const std::vector<CostSample>& calibration, std::string_view op) {
   std::vector<CostSample> mine;
   for (const CostSample& c : calibration) {
-    if (c.op == op && c.durationNs > 0) mine.push_back(c);
+    if (c.op == op && c.durationNs > 0 && c.ranks >= 2 && c.bytes >= 0) mine.push_back(c);
   }
-  LinkFit fit = fitLinkCost(mine);
-  fit.ok = fit.ok && fit.separated;
+  LinkFit fit;
+  fit.samples = mine.size();
+  if (mine.empty()) return fit;
+  auto byBytes = [](const CostSample& a, const CostSample& b) { return a.bytes < b.bytes; };
+  const CostSample& small = *std::min_element(mine.begin(), mine.end(), byBytes);
+  const CostSample& large = *std::max_element(mine.begin(), mine.end(), byBytes);
+  const RingShape s = ringShape(op, small.bytes, small.ranks),
+                  l = ringShape(op, large.bytes, large.ranks);
+  if (l.bytesSent <= s.bytesSent || s.steps <= 0) return fit;
+  fit.link.nsPerByte = std::max(
+      0.0, static_cast<double>(large.durationNs - small.durationNs) / (l.bytesSent - s.bytesSent));
+  fit.link.stepNs =
+      std::max(0.0, (static_cast<double>(small.durationNs) - fit.link.nsPerByte * s.bytesSent) /
+                        static_cast<double>(s.steps));
+  fit.ok = fit.separated = true;
+  std::vector<double> errors;
+  for (const CostSample& c : mine) {
+    const double t = static_cast<double>(c.durationNs);
+    errors.push_back(std::fabs(collectiveNs(fit.link, c.op, c.bytes, c.ranks) - t) / t);
+  }
+  fit.medianErrorShare = analysis::median(errors);
   return fit;
 }
 

@@ -83,10 +83,15 @@ double hostShareRatio(const HostCores& host, int64_t recordedWorld, int64_t worl
 // enough for every thread.
 double coresContention(const HostCores& host, int64_t worldSize);
 
-// The fit of one op's samples from a calibration (ringx.trace.calibrate: the op timed alone at
-// a ladder of sizes): many sizes, so both constants are fitted where a trace's few bucket or
-// unit sizes leave the per-collective cost to noise. `ok` only when the ladder has two sizes
-// or more of `op`.
+// The cost of one op from a calibration (ringx.trace.calibrate: the op timed alone at a ladder
+// of sizes), both constants measured where a trace's few bucket or unit sizes leave the
+// per-collective cost to noise: the per-step cost from the ladder's smallest size (where the
+// latency is most of it), the per-byte cost from the step from its smallest to its largest
+// (where the bytes are), as alpha-beta models are measured. Not a least-squares fit of the
+// whole ladder in relative error: its middle sizes, which a token bucket's burst or a
+// protocol's switch sends faster than either end, had pulled the per-byte cost to a fifth of
+// the link's on hosts joined by 1 Gbit/s (an all-gather of 256 KB in 78 us: the bucket's
+// 500 KB went at the veth's speed). `ok` only when the ladder has two sizes or more of `op`.
 LinkFit calibratedLink(const std::vector<CostSample>& calibration, std::string_view op);
 
 }  // namespace ringx::replay

@@ -51,6 +51,32 @@ TEST(ReplayCost, OneShapeAloneGoesOnTheBytes) {
   EXPECT_FALSE(fitLinkCost({{"allreduce", 1000, 2, 0}}).ok);  // no duration
 }
 
+// The calibration ladder of a job between two hosts joined by a 1 Gbit/s link (recorded by
+// ringx.trace.calibrate): the two middle sizes went faster than either end's cost says (the
+// token bucket's 500 KB burst at the veth's speed). The per-step cost comes from the smallest
+// size, the per-byte cost from the smallest to the largest: the link's 8.19 ns a byte, where a
+// least-squares fit of the ladder in relative error had made it 1.66.
+TEST(ReplayCost, ACalibrationsCostComesFromItsEndsNotItsBurstyMiddle) {
+  const std::vector<CostSample> ladder = {{"allreduce", 4096, 2, 78627},
+                                          {"allreduce", 32768, 2, 43395},
+                                          {"allreduce", 262144, 2, 1760748},
+                                          {"allreduce", 2097152, 2, 17054883},
+                                          {"allreduce", 16777216, 2, 137411335},
+                                          {"all_gather", 4096, 2, 34391}};
+  const LinkFit fit = calibratedLink(ladder, "allreduce");
+  ASSERT_TRUE(fit.ok);
+  EXPECT_EQ(fit.samples, 5u);
+  const double perByte = (137411335.0 - 78627.0) / (16777216.0 - 4096.0);
+  EXPECT_NEAR(fit.link.nsPerByte, perByte, 1e-9);
+  EXPECT_NEAR(fit.link.stepNs, (78627.0 - perByte * 4096) / 2, 1e-6);
+  EXPECT_NEAR(static_cast<double>(collectiveNs(fit.link, "allreduce", 2097152, 2)), 17054883.0,
+              0.01 * 17054883.0);
+  EXPECT_LT(fitLinkCost(std::vector<CostSample>(ladder.begin(), ladder.end() - 1)).link.nsPerByte,
+            2);
+  // One size of the op is no ladder.
+  EXPECT_FALSE(calibratedLink(ladder, "all_gather").ok);
+}
+
 // Two identical ranks, four parameters of 1000 bytes whose gradients are ready 100, 200, 300
 // and 400 ns into backward, last registered first; forward 100, loss 10, backward compute
 // 450, optimizer 50; every parameter its own bucket; an allreduce of 1000 bytes takes 100 ns
