@@ -210,15 +210,21 @@ def fsdp2_model(config, shape):
     return model
 
 
-def fsdp_runs(root, rounds, steps, generator, engine, shape):
-    """Every configuration of `engine` (fsdp: ringx.fsdp, fsdp2: torch's) on the model `shape`
-    for `steps` steps per round, alternating the order, each traced into
+def fsdp_alternatives(engine, labels=None):
+    """`engine`'s alternative configurations (fsdp: ringx.fsdp, fsdp2: torch's), those of
+    `labels` where given."""
+    every = FSDP_ALTERNATIVES if engine == "fsdp" else FSDP2_ALTERNATIVES
+    return [a for a in every if labels is None or a[0] in labels]
+
+
+def fsdp_runs(root, rounds, steps, generator, engine, shape, labels=None):
+    """The base and every alternative configuration of `engine` (those of `labels` where given)
+    on the model `shape` for `steps` steps per round, alternating the order, each traced into
     root/<engine>/<shape>/<label>/round<r>."""
     import ringx
 
-    base, alternatives, build = ((FSDP_BASE, FSDP_ALTERNATIVES, ringx_fsdp_model)
-                                 if engine == "fsdp" else
-                                 (FSDP2_BASE, FSDP2_ALTERNATIVES, fsdp2_model))
+    base, build = (FSDP_BASE, ringx_fsdp_model) if engine == "fsdp" else (FSDP2_BASE, fsdp2_model)
+    alternatives = fsdp_alternatives(engine, labels)
     dim = FSDP_SHAPES[shape][0]
     x = torch.randn(FSDP_BATCH, dim, generator=generator)
     y = torch.randn(FSDP_BATCH, dim, generator=generator)
@@ -241,26 +247,27 @@ def fsdp_runs(root, rounds, steps, generator, engine, shape):
             del model, opt
 
 
-def analyse_fsdp(root, rounds, engine, shape):
-    """{"base_error", "rows": [(label, predicted_ns, measured_ns)]} from the FSDP (or FSDP2)
-    traces of the model `shape`."""
+def analyse_fsdp(root, rounds, engine, shape, labels=None):
+    """{"base_error", "base_ns", "rows": [(label, predicted_ns, measured_ns)]} from the FSDP (or
+    FSDP2) traces of the model `shape` (the alternatives of `labels` where given)."""
     from ringx.analysis import whatif
 
-    labels = [a[0] for a in (FSDP_ALTERNATIVES if engine == "fsdp" else FSDP2_ALTERNATIVES)]
+    labels = [a[0] for a in fsdp_alternatives(engine, labels)]
     predicted = {label: [] for label in labels}
     measured = {label: [] for label in labels}
-    base_error = []
+    base_error, base_ns = [], []
     for r in range(rounds):
         base = whatif(base_dir(root, engine, shape, r),
                       sharding_strategy=["SHARD_GRAD_OP", "NO_SHARD"],
                       backward_prefetch=["BACKWARD_POST", "NONE"], forward_prefetch=True,
                       limit_all_gathers=False, merge_units=2, bounds=False)
         base_error.append(base["baseline_error"])
+        base_ns.append(base["recorded_step_ns"])
         rows = {row["change"]: row for row in base["rows"]}
         for label in labels:
             predicted[label].append(rows[label]["predicted_step_ns"])
             measured[label].append(measured_step(root, engine, shape, label, r))
-    return {"base_error": statistics.median(base_error),
+    return {"base_error": statistics.median(base_error), "base_ns": statistics.median(base_ns),
             "rows": [row(label, predicted[label], measured[label]) for label in labels]}
 
 

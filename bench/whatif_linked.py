@@ -4,17 +4,22 @@ plan moves the step by more than the machine's noise. Each change is predicted f
 run's ringx trace (`ringx-trace whatif`), then run for real, alternating rounds.
 
     .venv/bin/python bench/whatif_linked.py [--hosts 2] [--rate-mbit 1000] [--rounds 3]
-                                            [--engines torch-ddp,ddp] [--quick]
+                                            [--engines torch-ddp,ddp,fsdp,fsdp2]
+                                            [--link-factors 0.25,0.5,2] [--host-counts 3,4]
+                                            [--quick]
 
 First the link: iperf3 between the first two hosts, beside the TCP payload share of the rate.
 The model (4 x Linear(1024), batch 128, one compute thread a rank) has 16 MB of gradients: at
 1 Gbit/s a rank's ring allreduce of them takes about as long as its backward, so how many
 buckets overlap backward decides the step. The base plan is bucket_cap_mb=4 (a bucket a layer);
-the changes are bucket caps (one bucket, two). Printed: per engine the predicted and measured
-steps (medians of the rounds), the error, the measured rounds' spread.
+the changes are bucket caps (one bucket, two); the DDP engines' base also at other rates (the
+link rows), and every engine's base on 3 and 4 hosts (the host rows: predicted from the 2-host
+runs with --world-size; these hosts share this machine's two cores, which the traces' boot ids
+tell the what-if). Printed: per engine the predicted and measured steps (medians of the
+rounds), the error, the measured rounds' spread.
 
---quick (make test runs it through tests/python/test_bench.py): 2 hosts, torch DDP, one change
-(one bucket), one round: the rate and whether the prediction moves the way the run does.
+--quick (make test runs it through tests/python/test_bench.py): 2 hosts, one round, one change
+per engine (QUICK): the rate, and whether each prediction moves the way its run does.
 """
 
 import argparse
@@ -36,6 +41,12 @@ ENGINES = {"torch-ddp": "torch DDP", "ddp": "ringx.ddp", "fsdp": "ringx.fsdp", "
 # The FSDP engines run bench/whatif.py's first FSDP model and its configurations (its runs and
 # analysis, on these hosts).
 FSDP_SHAPE = "8 blocks of d=256"
+# --quick's one change per engine, each a move several times the rounds' spread at 1 Gbit/s: the
+# DDP engines' one bucket (torch DDP) and the link at half the rate (ringx.ddp, whose buckets
+# barely move its step here), ringx.fsdp's and FSDP2's configurations by their labels.
+QUICK = {"torch-ddp": "bucket_cap_mb=100", "ddp": "link 500 Mbit/s",
+         "fsdp": "sharding_strategy=SHARD_GRAD_OP", "fsdp2": "reshard_after_forward=False"}
+QUICK_CAPS, QUICK_LINK_FACTORS = [100], [0.5]
 
 
 def run_dir(root, engine, cap, r):
@@ -51,6 +62,8 @@ def rank_main(argv):
     parser.add_argument("--root", required=True)
     parser.add_argument("--engines", required=True)
     parser.add_argument("--caps", required=True)
+    parser.add_argument("--fsdp-changes", default="",
+                        help="the FSDP configurations run, by label, ';' between (default: all)")
     args = parser.parse_args(argv)
     import datetime
 
@@ -89,7 +102,8 @@ def rank_main(argv):
 
     for engine in args.engines.split(","):
         if engine in ("fsdp", "fsdp2"):
-            one_host.fsdp_runs(args.root, args.rounds, args.steps, generator, engine, FSDP_SHAPE)
+            one_host.fsdp_runs(args.root, args.rounds, args.steps, generator, engine, FSDP_SHAPE,
+                               fsdp_labels(args.fsdp_changes))
             continue
         run(engine, BASE_CAP, None)  # warms the allocator and the ring, not analysed
         for r in range(args.rounds):
@@ -147,19 +161,60 @@ def analyse_links(root, engine, rounds, rate, factors):
     return out
 
 
-def report_fsdp(root, engine, rounds):
-    """Prints an FSDP engine's table (bench/whatif.py's analysis of its runs); its |errors|."""
+BASE_ONLY = "-"  # --fsdp-changes: the base configuration alone
+
+
+def fsdp_labels(text):
+    """The FSDP configurations a rank runs, from --fsdp-changes (None: all; [] the base alone)."""
+    if text == BASE_ONLY:
+        return []
+    return [label for label in text.split(";") if label] or None
+
+
+def analyse_hosts(root, engine, rounds, counts):
+    """{label: (predicted, measured, (low, high))}: the base configuration's step on each count
+    of hosts, predicted from the 2-host base runs (`--world-size`) and measured on that many."""
+    import whatif as one_host
+    from ringx.analysis import whatif
+
+    def base(where, r):
+        return (one_host.base_dir(where, engine, FSDP_SHAPE, r) if engine in ("fsdp", "fsdp2")
+                else run_dir(where, engine, BASE_CAP, r))
+
+    out = {}
+    for n in counts:
+        predicted, measured = [], []
+        for r in range(rounds):
+            rows = whatif(base(root, r), bounds=False, world_size=[n],
+                          **({} if engine in ("fsdp", "fsdp2") else {"bucket_cap_mb": [BASE_CAP]}))
+            predicted.append(next(row for row in rows["rows"]
+                                  if row["change"] == f"world_size={n}")["predicted_step_ns"])
+            measured.append(whatif(base(os.path.join(root, f"hosts{n}"), r),
+                                   bounds=False)["recorded_step_ns"])
+        out[f"{n} hosts"] = (statistics.median(predicted), statistics.median(measured),
+                             (min(measured), max(measured)))
+    return out
+
+
+def report_fsdp(root, engine, rounds, labels, counts):
+    """Prints an FSDP engine's table (bench/whatif.py's analysis of its runs, and the host
+    counts'); its |errors|."""
     import whatif as one_host
 
-    result = one_host.analyse_fsdp(root, rounds, engine, FSDP_SHAPE)
-    print(f"\n{ENGINES[engine]} on {FSDP_SHAPE}: the unchanged replay "
-          f"{result['base_error'] * 100:+.1f}%, medians of {rounds} rounds")
-    print(f"  {'change':34s} {'predicted':>10s} {'measured':>10s} {'error':>8s} {'rounds':>16s}")
+    result = one_host.analyse_fsdp(root, rounds, engine, FSDP_SHAPE, labels)
+    result["rows"] += [(label, p, m, spread, False) for label, (p, m, spread) in
+                       analyse_hosts(root, engine, rounds, counts).items()]
+    base = result["base_ns"]
+    print(f"\n{ENGINES[engine]} on {FSDP_SHAPE}: base {base / 1e6:.1f} ms measured (the unchanged "
+          f"replay {result['base_error'] * 100:+.1f}%), medians of {rounds} rounds")
+    print(f"  {'change':34s} {'predicted':>10s} {'measured':>10s} {'error':>8s} {'rounds':>16s} "
+          f"{'predicted move':>15s} {'measured move':>14s}")
     errors = []
     for label, p, m, (low, high), _ in result["rows"]:
         errors.append(abs(p / m - 1))
         print(f"  {label:34s} {p / 1e6:7.1f} ms {m / 1e6:7.1f} ms {(p / m - 1) * 100:+7.1f}% "
-              f"{low / 1e6:6.1f}-{high / 1e6:6.1f} ms")
+              f"{low / 1e6:6.1f}-{high / 1e6:6.1f} ms {(p / base - 1) * 100:+14.1f}% "
+              f"{(m / base - 1) * 100:+13.1f}%")
     return errors
 
 
@@ -173,7 +228,9 @@ def main():
     parser.add_argument("--engines", default="torch-ddp,ddp,fsdp,fsdp2")
     parser.add_argument("--link-factors", default="0.25,0.5,2",
                         help="the base plan also run at the rate times each (empty: none)")
-    parser.add_argument("--quick", action="store_true", help="2 hosts, torch DDP, one change")
+    parser.add_argument("--host-counts", default="3,4",
+                        help="the base also run on each of these counts of hosts (empty: none)")
+    parser.add_argument("--quick", action="store_true", help="2 hosts, one change per engine")
     parser.add_argument("--traces", help="keep the traces here (default: deleted)")
     parser.add_argument("--docs", action="store_true", help=docs_table.FLAG_HELP)
     args = parser.parse_args()
@@ -183,8 +240,11 @@ def main():
         return 0
     engines, caps, rounds, steps = args.engines.split(","), CAPS, args.rounds, args.steps
     factors = [float(f) for f in args.link_factors.split(",") if f]
+    counts = [int(n) for n in args.host_counts.split(",") if n]
+    fsdp_changes = ""
     if args.quick:
-        engines, caps, rounds, steps, factors = ["torch-ddp"], CAPS[:1], 1, 8, []
+        caps, rounds, steps, factors, counts = QUICK_CAPS, 1, 8, QUICK_LINK_FACTORS, []
+        fsdp_changes = ";".join(QUICK[e] for e in ("fsdp", "fsdp2") if e in engines)
     names = [chr(ord("a") + i) for i in range(args.hosts)]
     with tempfile.TemporaryDirectory(prefix="ringx-whatif-linked-") as scratch, \
             docs_table.table(args.docs and not args.quick, "whatif-linked"):
@@ -198,12 +258,12 @@ def main():
                   f"{expected:.1f} ({(carried / expected - 1) * 100:+.1f}%)")
             env = dict(os.environ, OMP_NUM_THREADS="1")
             init = f"tcp://{hosts.address[names[0]]}:29500"
-            def job(where, asked, which):
-                hosts.run(os.path.abspath(__file__), names, lambda r: [
-                    "--rank", str(r), "--world", str(len(names)), "--init", init, "--root",
+            def job(where, asked, which, on=names, configurations=None):
+                hosts.run(os.path.abspath(__file__), on, lambda r: [
+                    "--rank", str(r), "--world", str(len(on)), "--init", init, "--root",
                     where, "--rounds", str(rounds), "--steps", str(steps), "--engines",
-                    ",".join(which), "--caps", ",".join(f"{c:g}" for c in asked)], env,
-                    timeout=1800)
+                    ",".join(which), "--caps", ",".join(f"{c:g}" for c in asked),
+                    "--fsdp-changes", configurations or fsdp_changes], env, timeout=1800)
 
             job(root, caps, engines)
         # The DDP engines' base plan at other rates, each on its own links.
@@ -212,13 +272,21 @@ def main():
             with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f) as hosts:
                 init = f"tcp://{hosts.address[names[0]]}:29500"
                 job(os.path.join(root, f"rate{args.rate_mbit * f:g}"), [], ddp_engines)
+        # Every engine's base on more hosts (these share this machine's cores, as the traces'
+        # boot ids tell the what-if).
+        for n in counts:
+            more = [chr(ord("a") + i) for i in range(n)]
+            with netns_hosts.Hosts(more, rate_mbit=args.rate_mbit) as hosts:
+                init = f"tcp://{hosts.address[more[0]]}:29500"
+                job(os.path.join(root, f"hosts{n}"), [], engines, more, BASE_ONLY)
         errors = []
         for engine in engines:
             if engine in ("fsdp", "fsdp2"):
-                errors += report_fsdp(root, engine, rounds)
+                errors += report_fsdp(root, engine, rounds, fsdp_labels(fsdp_changes), counts)
                 continue
             base_error, base, rows = analyse(root, engine, rounds, caps)
             rows.update(analyse_links(root, engine, rounds, args.rate_mbit, factors))
+            rows.update(analyse_hosts(root, engine, rounds, counts))
             print(f"\n{ENGINES[engine]}: base bucket_cap_mb={BASE_CAP} {base / 1e6:.1f} ms measured "
                   f"(the unchanged replay {base_error * 100:+.1f}%), medians of {rounds} rounds")
             print(f"  {'change':22s} {'predicted':>10s} {'measured':>10s} {'error':>8s} "
