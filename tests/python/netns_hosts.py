@@ -225,10 +225,21 @@ class Hosts:
         self.procs.append(forked)
         return forked
 
-    def iperf(self, client, server, seconds, reverse=False):
+    def iperf(self, client, server, seconds, reverse=False, enough=None, tries=3):
         """Mbit/s of TCP payload `server` received from `client` (with `reverse`, `client` from
         `server`) over one iperf3 stream for `seconds`: what the link carries (TCP_PAYLOAD_SHARE
-        of its rate where it is shaped)."""
+        of its rate where it is shaped). With `enough` (Mbit/s), the most of up to `tries` runs,
+        the first that carries `enough` ending it: a run that the machine's other work starves of
+        a core carries less than the link (161 of 191 Mbit/s once, with make test's three pytest
+        streams beside it), and the link's rate is the most it carries."""
+        best = 0.0
+        for _ in range(tries if enough is not None else 1):
+            best = max(best, self._iperf_once(client, server, seconds, reverse))
+            if enough is None or best >= enough:
+                break
+        return best
+
+    def _iperf_once(self, client, server, seconds, reverse):
         address = self.address[server]
         srv = self.start(server, ["iperf3", "-s", "-B", address], None)
         try:
