@@ -81,6 +81,16 @@ bool solve(const std::vector<CostSample>& samples, LinkCost* out) {
   return true;
 }
 
+// The median |priced - recorded| / recorded of `samples` under `link`.
+double medianErrorShare(const LinkCost& link, const std::vector<CostSample>& samples) {
+  std::vector<double> errors;
+  for (const CostSample& c : samples) {
+    const double t = static_cast<double>(c.durationNs);
+    errors.push_back(std::fabs(collectiveNs(link, c.op, c.bytes, c.ranks) - t) / t);
+  }
+  return analysis::median(errors);
+}
+
 // One constant alone (the other 0), least squares in relative error.
 double onlyConstant(const std::vector<CostSample>& samples, bool steps) {
   double num = 0, den = 0;
@@ -136,12 +146,7 @@ LinkFit fitLinkCost(const std::vector<CostSample>& all) {
   } else {
     fit.link = {0, onlyConstant(samples, false)};
   }
-  std::vector<double> errors;
-  for (const CostSample& c : samples) {
-    const double t = static_cast<double>(c.durationNs);
-    errors.push_back(std::fabs(collectiveNs(fit.link, c.op, c.bytes, c.ranks) - t) / t);
-  }
-  fit.medianErrorShare = analysis::median(errors);
+  fit.medianErrorShare = medianErrorShare(fit.link, samples);
   return fit;
 }
 
@@ -165,12 +170,7 @@ LinkFit calibratedLink(const std::vector<CostSample>& calibration, std::string_v
       std::max(0.0, (static_cast<double>(small.durationNs) - fit.link.nsPerByte * s.bytesSent) /
                         static_cast<double>(s.steps));
   fit.ok = fit.separated = true;
-  std::vector<double> errors;
-  for (const CostSample& c : mine) {
-    const double t = static_cast<double>(c.durationNs);
-    errors.push_back(std::fabs(collectiveNs(fit.link, c.op, c.bytes, c.ranks) - t) / t);
-  }
-  fit.medianErrorShare = analysis::median(errors);
+  fit.medianErrorShare = medianErrorShare(fit.link, mine);
   return fit;
 }
 
