@@ -14,8 +14,8 @@ The model (4 x Linear(1024), batch 128, one compute thread a rank) has 16 MB of 
 buckets overlap backward decides the step. The base plan is bucket_cap_mb=4 (a bucket a layer);
 the changes are bucket caps (one bucket, two); the DDP engines' base also at other rates (the
 link rows), and every engine's base on 3 and 4 hosts (the host rows: predicted from the 2-host
-runs with --world-size; these hosts share this machine's two cores, which the traces' boot ids
-tell the what-if). Printed: per engine the predicted and measured steps (medians of the
+runs with --world-size; these hosts share this machine's two cores, where the what-if gives
+each new host cores of its own: a named miss). Printed: per engine the predicted and measured steps (medians of the
 rounds), the error, the measured rounds' spread.
 
 --quick (make test runs it through tests/python/test_bench.py): 2 hosts, one round, one change
@@ -272,8 +272,8 @@ def main():
             with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f) as hosts:
                 init = f"tcp://{hosts.address[names[0]]}:29500"
                 job(os.path.join(root, f"rate{args.rate_mbit * f:g}"), [], ddp_engines)
-        # Every engine's base on more hosts (these share this machine's cores, as the traces'
-        # boot ids tell the what-if).
+        # Every engine's base on more hosts (these share this machine's cores; the what-if
+        # takes each new host to bring its own).
         for n in counts:
             more = [chr(ord("a") + i) for i in range(n)]
             with netns_hosts.Hosts(more, rate_mbit=args.rate_mbit) as hosts:
