@@ -501,6 +501,24 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     const Span& sp = spans[key];
     if (sp.ranks == rec.ranks.size() && sp.end > sp.start) ns = sp.end - sp.start;
   }
+  // Across hosts, gathers on their own group share the links with the reduce-scatters (a
+  // network, program.h): each collective's time is its time alone, the recording's sharing
+  // taken out, and the replay adds back its own schedule's.
+  m.sharedLink = m.host.hosts > 1;
+  if (m.sharedLink) {
+    std::vector<LaneSpan> ran;
+    std::vector<int64_t*> of;
+    for (auto& [key, ns] : shortest) {
+      const Span& sp = spans[key];
+      if (sp.ranks != rec.ranks.size() || sp.end <= sp.start) continue;
+      ran.push_back({std::get<0>(key) == 0 ? size_t{1} : size_t{0}, sp.start, sp.end});
+      of.push_back(&ns);
+    }
+    const std::vector<double> shared = linkSharedNs(ran);
+    for (size_t i = 0; i < of.size(); ++i) {
+      *of[i] = std::max<int64_t>(1, *of[i] - std::llround(shared[i]));
+    }
+  }
   std::tie(m.contention, m.contentionFitted) = modelContention(contention, m.host, m.worldSize);
   for (size_t i = 0; i < m.ranks.size(); ++i) {  // the typical step's overlaps: medians
     for (int direction = 0; direction < 2; ++direction) {

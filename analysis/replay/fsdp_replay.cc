@@ -540,6 +540,7 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   // in, it left "communication free" slower than the baseline on traces whose replay overlaps
   // less than the recording.
   ProgramTimes times;
+  times.sharedLink = m.sharedLink && rt.gatherLane;
   times.contention = change.computeFree ? 0 : m.contention;
   times.computeScale = share;
   // The host's cores shared by this schedule (core_shares.h), where the steps recorded how

@@ -141,6 +141,9 @@ struct FsdpModel {
   // The share of the recorded collectives' time their ring threads lost to sharing the host's
   // cores (core_shares.h): what every collective's time holds of it, recorded or modelled.
   double ringLossShare = 0;
+  // The ranks' hosts are joined by a network, whose links a gathers' lane shares with the
+  // others (program.h's shared link): every collective's time here is its time alone.
+  bool sharedLink = false;
   FsdpRuntime runtime;
   int64_t worldSize = 1;
   HostCores host;  // what another world size on these hosts shares (cost_model.h)

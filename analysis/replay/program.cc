@@ -129,10 +129,53 @@ std::pair<double, bool> modelContention(const ContentionSamples& samples, const 
           true};
 }
 
+std::vector<double> linkSharedNs(const std::vector<LaneSpan>& spans) {
+  // A sweep over the spans' ends: between two consecutive ends, the lanes in flight are fixed.
+  std::vector<int64_t> at;
+  for (const LaneSpan& s : spans) {
+    if (s.end > s.begin) {
+      at.push_back(s.begin);
+      at.push_back(s.end);
+    }
+  }
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  std::vector<size_t> order(spans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return spans[a].begin < spans[b].begin; });
+  std::vector<double> lost(spans.size(), 0);
+  std::vector<size_t> active;  // spans in flight over the current stretch
+  std::vector<size_t> lanes;
+  size_t next = 0;
+  for (size_t k = 0; k + 1 < at.size(); ++k) {
+    const int64_t b = at[k], e = at[k + 1];
+    active.erase(std::remove_if(active.begin(), active.end(),
+                                [&](size_t i) { return spans[i].end <= b; }),
+                 active.end());
+    for (; next < order.size() && spans[order[next]].begin <= b; ++next) {
+      const LaneSpan& s = spans[order[next]];
+      if (s.end > b) active.push_back(order[next]);
+    }
+    lanes.clear();
+    for (size_t i : active) lanes.push_back(spans[i].lane);
+    std::sort(lanes.begin(), lanes.end());
+    const size_t inFlight =
+        static_cast<size_t>(std::unique(lanes.begin(), lanes.end()) - lanes.begin());
+    if (inFlight < 2) continue;
+    const double share = static_cast<double>(e - b) * static_cast<double>(inFlight - 1) /
+                         static_cast<double>(inFlight);
+    for (size_t i : active) lost[i] += share;
+  }
+  return lost;
+}
+
 namespace {
 
 // At most this many passes of the cores' shares over the last run's schedule.
 constexpr int kSharePasses = 12;
+// At most this many passes of the link's shares alone.
+constexpr int kLinkPasses = 20;
 
 struct TimelineEntry {
   Kind kind;
@@ -491,6 +534,21 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
   for (size_t c = 0; c < nc; ++c) ring[c] = p.collectives[c].ns;
   const auto queues = queuesOf(p, nr);
   Run run = simulate(p, eff, ring, lanes, queues, nr, times);
+  // A shared link: what each collective loses to the other lanes' beside it in a run's
+  // schedule (program.h), added to its time alone.
+  std::vector<int64_t> linkLost(nc, 0);
+  auto shareLink = [&](const Run& x) {
+    if (!times.sharedLink) return;
+    std::vector<LaneSpan> spans(nc);
+    for (size_t c = 0; c < nc; ++c) spans[c] = {p.collectives[c].lane, x.startAt[c], x.endAt[c]};
+    const std::vector<double> lost = linkSharedNs(spans);
+    for (size_t c = 0; c < nc; ++c) linkLost[c] = std::llround(lost[c]);
+  };
+  auto lastClock = [&](const Run& x) {
+    int64_t t = 0;
+    for (size_t r = 0; r < nr; ++r) t = std::max(t, x.t[r]);
+    return t;
+  };
   if (sharing) {
     // Each compute's work: its duration less what it lost to the recording's sharing.
     std::vector<std::vector<double>> work(nr);
@@ -512,8 +570,8 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
     // it, until the schedule settles: the last rank's clock moves by under 0.1% (two threads
     // that slow each other converge on their common share over several passes).
     for (int pass = 0; pass < kSharePasses; ++pass) {
-      int64_t before = 0;
-      for (size_t r = 0; r < nr; ++r) before = std::max(before, run.t[r]);
+      const int64_t before = lastClock(run);
+      shareLink(run);
       std::vector<CoreShares::Intervals> compute(nr);
       for (size_t r = 0; r < nr; ++r) {
         for (const TimelineEntry& e : run.timeline[r]) {
@@ -532,12 +590,27 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
       }
       for (size_t c = 0; c < nc; ++c) {
         const double w = static_cast<double>(p.collectives[c].ns) - p.collectives[c].lostNs;
-        ring[c] = shares.durationNs(CoreShares::kRing, run.startAt[c], std::max(0.0, w));
+        ring[c] = shares.durationNs(CoreShares::kRing, run.startAt[c], std::max(0.0, w)) +
+                  linkLost[c];
       }
       run = simulate(p, eff, ring, lanes, queues, nr, times);
-      int64_t after = 0;
-      for (size_t r = 0; r < nr; ++r) after = std::max(after, run.t[r]);
+      const int64_t after = lastClock(run);
       if (std::abs(after - before) * 1000 <= after) break;
+    }
+  } else if (times.sharedLink) {
+    // The link's shares alone, pass by pass as the cores', until every collective's time
+    // settles within 0.1% of itself (two that start together converge on their common pace,
+    // each pass halving what is left: 10 passes).
+    for (int pass = 0; pass < kLinkPasses; ++pass) {
+      shareLink(run);
+      bool settled = true;
+      for (size_t c = 0; c < nc; ++c) {
+        const int64_t next = p.collectives[c].ns + linkLost[c];
+        settled = settled && std::llabs(next - ring[c]) * 1000 <= next;
+        ring[c] = next;
+      }
+      if (settled) break;
+      run = simulate(p, eff, ring, lanes, queues, nr, times);
     }
   }
   for (int pass = 0; kappa > 0 && pass < 2; ++pass) {

@@ -29,6 +29,14 @@
 // the recording pins it down; where the recording has no compute beside part of a collective,
 // from the cores alone.
 //
+// A shared link (ProgramTimes::sharedLink: the job's hosts joined by a network): collectives on
+// different lanes that run at once share the hosts' links, each of k in flight going at 1/k of
+// its pace alone (two TCP flows on one link split it; on 1 Gbit/s hosts a ringx.fsdp gather
+// beside a reduce-scatter took the second from 4.2 to 6.8 ns a byte). A collective's `ns` is
+// then its time alone on the link (the engine takes the recording's sharing out of it,
+// linkSharedNs); the program adds what its own schedule's overlaps cost, over the previous run's
+// schedule until the step settles, as for the cores.
+//
 // Streams (a GPU job's profiler trace, profiler_program.h): an op runs on a queue, the rank's
 // host thread (0) or one of its device streams (1, 2, ...), each running its ops one at a time
 // in program order. A stream's op begins no earlier than the host op that launched it began
@@ -146,6 +154,8 @@ struct ProgramTimes {
   // and each rank's latency from a launch's begin to the earliest its kernel can start.
   std::vector<int64_t> startNs;
   std::vector<int64_t> launchNs;
+  // The collectives' lanes share one link (see above): each collective's ns is its time alone.
+  bool sharedLink = false;
 };
 
 struct ProgramRun {
@@ -195,6 +205,16 @@ constexpr double kCoresContentionSpread = 0.25;
 // inverse variances; the cores' alone when nothing could be fitted.
 std::pair<double, bool> modelContention(const ContentionSamples& samples, const HostCores& host,
                                         int64_t worldSize);
+
+// A collective as a link carried it: its lane and when it ran there.
+struct LaneSpan {
+  size_t lane = 0;
+  int64_t begin = 0, end = 0;
+};
+// The shared link's rule (see above), for recordings and replays alike: per span, the ns of it
+// lost to the other lanes' collectives in flight beside it: over each stretch where k lanes run
+// one, (k - 1) / k of the stretch (it went at 1/k of its pace). Spans of one lane never share.
+std::vector<double> linkSharedNs(const std::vector<LaneSpan>& spans);
 
 // Intervals as (begin, end): sorted and merged into disjoint ones; the time of [begin, end)
 // they cover.

@@ -206,6 +206,77 @@ TEST(ReplayFsdp, ContentionStretchesOverlappedCompute) {
   EXPECT_EQ(replayFsdp(m, comm).stepNs, 1915);
 }
 
+// Across hosts the gathers' group shares the links with the reduce-scatters (program.h's shared
+// link). Units root, A, B; BACKWARD_POST: A's backward gather is issued with B's reduce-scatter
+// at B's post-backward, both on the wire 1500-1600 (each step's t on), where alone each takes
+// 50. The fit times each alone: 100 less the 50 its half of the link cost it. On one host
+// (shared memory, no link) they keep their 100.
+FsdpRecording besideAReduceScatter(int64_t hosts) {
+  FsdpRecording rec;
+  rec.units = {"(root)", "A", "B"};
+  rec.worldSize = 2;
+  rec.runtime.gatherLane = true;
+  rec.runtime.backwardPrefetch = FsdpBackwardPrefetch::kBackwardPost;
+  rec.host.hosts = hosts;
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    FsdpRankRecord rr;
+    rr.rank = rank;
+    for (int64_t step = 0; step < 3; ++step) {
+      const int64_t t = 1000 + step * 10000;
+      FsdpStepRecord s;
+      s.step = step;
+      s.forwardBeginNs = t;
+      s.forward = {{0, t + 50, t + 900}, {1, t + 110, t + 400}, {2, t + 450, t + 800}};
+      // (unit, bytes, issue, ready, exposed, wire end)
+      s.gathers = {{0, 1000, t, t + 50, 50, t + 40},
+                   {1, 2000, t + 60, t + 110, 50, t + 100},
+                   {2, 2000, t + 400, t + 450, 50, t + 440}};
+      s.forwardEndNs = t + 900;
+      s.backwardBeginNs = t + 1000;
+      s.backward = {{0, t + 1000, t + 3000}, {2, t + 1050, t + 1500}, {1, t + 1610, t + 2500}};
+      s.gathers.push_back({2, 2000, t + 1000, t + 1050, 50, t + 1040});
+      s.gathers.push_back({1, 2000, t + 1500, t + 1610, 110, t + 1600, true});  // prefetched
+      s.reductions = {{2, false, 2000, t + 1500, t + 1600, t + 1600},
+                      {1, false, 2000, t + 2500, t + 2600, t + 2600},
+                      {0, false, 1000, t + 3000, t + 3050, t + 3050}};
+      s.backwardEndNs = t + 3100;
+      s.optimizerNs = 6900;
+      rr.steps.push_back(s);
+    }
+    rec.ranks.push_back(rr);
+  }
+  return rec;
+}
+
+int64_t recordedNs(const FsdpModel& m, PathSegment::Kind kind, size_t unit, size_t occurrence) {
+  for (const FsdpModel::RecordedCollective& c : m.recordedCollectives) {
+    if (c.kind == kind && c.unit == unit && c.sample == 1 && c.occurrence == occurrence) {
+      return c.ns;
+    }
+  }
+  return -1;
+}
+
+TEST(FitFsdp, AcrossHostsACollectiveBesideAnotherLanesIsTimedAlone) {
+  using K = PathSegment::Kind;
+  const FsdpFit linked = fitFsdpModel(besideAReduceScatter(2));
+  EXPECT_TRUE(linked.model.sharedLink);
+  EXPECT_EQ(recordedNs(linked.model, K::kReduceScatter, 2, 0), 50);
+  EXPECT_EQ(recordedNs(linked.model, K::kAllGather, 1, 1), 50);
+  EXPECT_EQ(recordedNs(linked.model, K::kReduceScatter, 1, 0), 100);  // alone as recorded
+  const FsdpFit oneHost = fitFsdpModel(besideAReduceScatter(1));
+  EXPECT_FALSE(oneHost.model.sharedLink);
+  EXPECT_EQ(recordedNs(oneHost.model, K::kReduceScatter, 2, 0), 100);
+  EXPECT_EQ(recordedNs(oneHost.model, K::kAllGather, 1, 1), 100);
+  // The replay of the recorded schedule shares the link again: the two take their 100 each, as
+  // the one host's replay of them (within the passes' 0.1% of the run), 50 more than alone.
+  const int64_t shared = replayFsdp(linked.model).stepNs, kept = replayFsdp(oneHost.model).stepNs;
+  EXPECT_NEAR(static_cast<double>(shared), static_cast<double>(kept), 10);
+  FsdpModel alone = linked.model;
+  alone.sharedLink = false;
+  EXPECT_NEAR(static_cast<double>(replayFsdp(alone).stepNs), static_cast<double>(kept - 50), 10);
+}
+
 // The fit: one rank's step recorded with known waits and frees; the compute between hooks
 // comes back without them.
 TEST(FitFsdp, GapsLeaveOutWaitsAndFrees) {

@@ -312,6 +312,46 @@ TEST(ReplayProgram, CollectivesWaitForTheLastIssuerAndTheirLane) {
 
 // Contention: compute beside a collective in flight on its rank is slower by the constant per
 // ns of overlap; the recorded overlap's share is taken out first.
+// The shared link's rule (program.h): over a stretch where k lanes run a collective, each
+// loses (k - 1) / k of it.
+TEST(ReplayProgram, ASharedLinkSplitsBetweenTheLanesInFlight) {
+  using K = PathSegment::Kind;
+  // Lanes 0 and 1 overlap over 50-100: each ran at half its pace there, 25 lost.
+  EXPECT_EQ(linkSharedNs({{0, 0, 100}, {1, 50, 150}}), (std::vector<double>{25, 25}));
+  // One lane's collectives never share (the lane runs one at a time; ends may touch).
+  EXPECT_EQ(linkSharedNs({{0, 0, 100}, {0, 90, 150}}), (std::vector<double>{0, 0}));
+  // Three lanes over 0-90: two thirds of it each; a fourth span beside lane 2's, on lane 2,
+  // counts lane 2 once.
+  EXPECT_EQ(linkSharedNs({{0, 0, 90}, {1, 0, 90}, {2, 0, 90}}),
+            (std::vector<double>{60, 60, 60}));
+  EXPECT_EQ(linkSharedNs({{0, 0, 60}, {2, 0, 60}, {2, 0, 60}}),
+            (std::vector<double>{30, 30, 30}));
+
+  // A rank computes 1000 then issues a gather (lane 1, 100000 alone) and a reduce-scatter
+  // (lane 0, 50000 alone) at once and waits for both. Shared, they go at half pace until the
+  // reduce-scatter ends at 100000, the gather alone after: 1000 + 150000 a step, not the
+  // 1000 + 100000 of separate links (the passes settle within 0.1% of the run).
+  Program p;
+  for (int step = 0; step < 3; ++step) {
+    p.beginStep();
+    p.compute(K::kForward, 0);
+    const size_t g = p.issue(K::kAllGather, 100, 1, 0);
+    const size_t r = p.issue(K::kReduceScatter, 100, 0, 0);
+    p.wait(g);
+    p.wait(r);
+  }
+  for (size_t c = 0; c < p.collectives.size(); ++c) p.collectives[c].ns = c % 2 ? 50000 : 100000;
+  ProgramTimes t;
+  t.ranks = {0};
+  t.durations = {{{1000}, {1000}, {1000}}};
+  EXPECT_EQ(runProgram(p, t).stepNs, 101000);
+  t.sharedLink = true;
+  const ProgramRun run = runProgram(p, t);
+  EXPECT_NEAR(static_cast<double>(run.stepNs), 151000, 151000 * 0.002);
+  EXPECT_NEAR(static_cast<double>(run.endNs[4] - run.startNs[4]), 150000, 150000 * 0.002);
+  EXPECT_NEAR(static_cast<double>(run.endNs[5] - run.startNs[5]), 100000, 100000 * 0.002);
+}
+
 TEST(ReplayProgram, ContentionStretchesComputeBesideACollective) {
   using K = PathSegment::Kind;
   Program p;
