@@ -4,6 +4,7 @@ plan moves the step by more than the machine's noise. Each change is predicted f
 run's ringx trace (`ringx-trace whatif`), then run for real, alternating rounds.
 
     .venv/bin/python bench/whatif_linked.py [--hosts 2] [--rate-mbit 1000] [--rounds 3]
+                                            [--cpus-per-host 0.4] [--batch 128]
                                             [--engines torch-ddp,ddp,fsdp,fsdp2]
                                             [--link-factors 0.25,0.5,2] [--host-counts 3,4]
                                             [--quick]
@@ -14,9 +15,12 @@ The model (4 x Linear(1024), batch 128, one compute thread a rank) has 16 MB of 
 buckets overlap backward decides the step. The base plan is bucket_cap_mb=4 (a bucket a layer);
 the changes are bucket caps (one bucket, two); the DDP engines' base also at other rates (the
 link rows), and every engine's base on 3 and 4 hosts (the host rows: predicted from the 2-host
-runs with --world-size; these hosts share this machine's two cores, where the what-if gives
-each new host cores of its own: a named miss). Printed: per engine the predicted and measured steps (medians of the
-rounds), the error, the measured rounds' spread.
+runs with --world-size). Each host has a CPU of its own, --cpus-per-host of a core (a CFS
+quota, netns_hosts.Hosts' `cpus`), the same on 2, 3 and 4 hosts, as separate machines: without
+it 4 hosts' ranks shared this machine's 2 cores, computed slower than 2 hosts' did, and the
+what-if, which gives each new host cores of its own, missed by 10-20%. Where no cgroup can
+give a host its share, the hosts share the machine (a line says so). Printed: per engine the
+predicted and measured steps (medians of the rounds), the error, the measured rounds' spread.
 
 --quick (make test runs it through tests/python/test_bench.py): 2 hosts, one round, one change
 per engine (QUICK): the rate, and whether each prediction moves the way its run does.
@@ -35,6 +39,9 @@ sys.path.insert(0, HERE)
 import docs_table  # noqa: E402  (bench/ is not a package)
 
 WIDTH, LAYERS, BATCH = 1024, 4, 128
+# Each host's CPU: 4 hosts of 0.4 of a core take 1.6 of this machine's 2, leaving the rest to
+# the links' kernel work and the bench.
+CPUS_PER_HOST = 0.4
 BASE_CAP = 4
 CAPS = [100, 8]
 ENGINES = {"torch-ddp": "torch DDP", "ddp": "ringx.ddp", "fsdp": "ringx.fsdp", "fsdp2": "FSDP2"}
@@ -56,7 +63,7 @@ def run_dir(root, engine, cap, r):
 def rank_main(argv):
     """One rank (in its host): every engine's configurations, each traced into its run_dir."""
     parser = argparse.ArgumentParser()
-    for flag in ("--rank", "--world", "--rounds", "--steps"):
+    for flag in ("--rank", "--world", "--rounds", "--steps", "--batch"):
         parser.add_argument(flag, type=int, required=True)
     parser.add_argument("--init", required=True)
     parser.add_argument("--root", required=True)
@@ -78,8 +85,8 @@ def rank_main(argv):
     dist.init_process_group("ringx", init_method=args.init, rank=args.rank,
                             world_size=args.world, timeout=datetime.timedelta(seconds=120))
     generator = torch.Generator().manual_seed(args.rank)
-    x = torch.randn(BATCH, WIDTH, generator=generator)
-    y = torch.randn(BATCH, WIDTH, generator=generator)
+    x = torch.randn(args.batch, WIDTH, generator=generator)
+    y = torch.randn(args.batch, WIDTH, generator=generator)
     caps = [BASE_CAP] + [float(c) for c in args.caps.split(",") if c]
 
     def run(engine, cap, where):
@@ -224,6 +231,9 @@ def main():
     parser.add_argument("--hosts", type=int, default=2)
     parser.add_argument("--rate-mbit", type=float, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cpus-per-host", type=float, default=CPUS_PER_HOST,
+                        help="each host's CPU, a share of one core (0: the machine's, shared)")
+    parser.add_argument("--batch", type=int, default=BATCH)
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--engines", default="torch-ddp,ddp,fsdp,fsdp2")
     parser.add_argument("--link-factors", default="0.25,0.5,2",
@@ -249,9 +259,17 @@ def main():
     with tempfile.TemporaryDirectory(prefix="ringx-whatif-linked-") as scratch, \
             docs_table.table(args.docs and not args.quick, "whatif-linked"):
         print(f"{args.hosts} hosts, one rank each, every link shaped to {args.rate_mbit:g} Mbit/s; "
-              f"{LAYERS} x Linear({WIDTH}), batch {BATCH}, over ringx; base bucket_cap_mb={BASE_CAP}")
+              f"{LAYERS} x Linear({WIDTH}), batch {args.batch}, over ringx; base "
+              f"bucket_cap_mb={BASE_CAP}")
+        cpus = args.cpus_per_host or None
+        why = netns_hosts.why_no_cpu_share() if cpus else None
+        if why is not None:
+            print(f"hosts share this machine's cores: {why}")
+            cpus = None
+        elif cpus:
+            print(f"each host {cpus:g} of a core of its own (a CFS quota)")
         root = args.traces or scratch
-        with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit) as hosts:
+        with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit, cpus=cpus) as hosts:
             expected = args.rate_mbit * netns_hosts.TCP_PAYLOAD_SHARE
             carried = hosts.iperf(names[0], names[1], 2, enough=0.95 * expected)
             print(f"link: iperf3 carried {carried:.1f} Mbit/s of TCP payload, the rate's share "
@@ -260,7 +278,8 @@ def main():
             init = f"tcp://{hosts.address[names[0]]}:29500"
             def job(where, asked, which, on=names, configurations=None):
                 hosts.run(os.path.abspath(__file__), on, lambda r: [
-                    "--rank", str(r), "--world", str(len(on)), "--init", init, "--root",
+                    "--rank", str(r), "--world", str(len(on)), "--batch", str(args.batch),
+                    "--init", init, "--root",
                     where, "--rounds", str(rounds), "--steps", str(steps), "--engines",
                     ",".join(which), "--caps", ",".join(f"{c:g}" for c in asked),
                     "--fsdp-changes", configurations or fsdp_changes], env, timeout=1800)
@@ -269,14 +288,13 @@ def main():
         # The DDP engines' base plan at other rates, each on its own links.
         ddp_engines = [e for e in engines if e in ("torch-ddp", "ddp")]
         for f in factors if ddp_engines else []:
-            with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f) as hosts:
+            with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f, cpus=cpus) as hosts:
                 init = f"tcp://{hosts.address[names[0]]}:29500"
                 job(os.path.join(root, f"rate{args.rate_mbit * f:g}"), [], ddp_engines)
-        # Every engine's base on more hosts (these share this machine's cores; the what-if
-        # takes each new host to bring its own).
+        # Every engine's base on more hosts, each with its CPU share as on 2.
         for n in counts:
             more = [chr(ord("a") + i) for i in range(n)]
-            with netns_hosts.Hosts(more, rate_mbit=args.rate_mbit) as hosts:
+            with netns_hosts.Hosts(more, rate_mbit=args.rate_mbit, cpus=cpus) as hosts:
                 init = f"tcp://{hosts.address[more[0]]}:29500"
                 job(os.path.join(root, f"hosts{n}"), [], engines, more, BASE_ONLY)
         errors = []

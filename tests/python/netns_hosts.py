@@ -7,6 +7,7 @@ hosts and talks TCP between them over addresses that exist only inside the names
         p = hosts.start("a", [python, "worker.py", ...], env)
         hosts.cut()                           # link down: a partition, no RST on either side
     with Hosts(["a", "b", "c"], rate_mbit=200) as hosts:   # every link 200 Mbit/s each way
+    with Hosts(["a", "b"], rate_mbit=200, cpus=0.45) as hosts:  # and 0.45 of a core each
 
 A link of a set speed is shaped by a token bucket (tc's tbf) on both of its ends, the host's
 and the switch's, so that what a host sends and what it receives each go at the rate (measured
@@ -14,6 +15,12 @@ here: 200 Mbit/s carried 195 in iperf3), and their TCP is loss-based (reno, not 
 BBR: LOSS_BASED_CC says why). A delay needs netem, which some kernels lack (this
 machine's does): asked for there, Hosts refuses saying so. `why_unshaped()` says why links
 cannot be shaped (no tc, no tbf), for a skip.
+
+A host may be given a CPU of its own (`cpus`, a share of one core): its processes are a
+cgroup whose CFS quota is that share, so 2, 3 or 4 hosts on this 2-core machine each compute at
+the same speed whatever the others do, as separate machines would (without it, 4 hosts' ranks
+share 2 cores, and a job on more hosts computes slower than one on 2). `why_no_cpu_share()`
+says why a host cannot have one here.
 
 `run_job` runs a whole fault job on two such hosts (netns_worker.py is each rank): the fault
 tests (test_partitions.py) and the gloo-beside-ringx fault benchmark (bench/faults.py) share it.
@@ -144,11 +151,91 @@ def _probe():
 TCP_PAYLOAD_SHARE = 1448 / 1514
 
 
+# A host's CPU share is enforced per CFS period: a short one, so that a rank out of quota waits
+# for at most a few ms (the default 100 ms period would stall a step for tens of ms at a time).
+CPU_PERIOD_US = 10_000
+
+
+def _cpu_cgroup_root():
+    """Where cgroups with a CPU quota are made: cgroup v2's root where its cpu controller is
+    enabled there, else v1's cpu hierarchy; (path, version), or None."""
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        try:
+            with open(os.path.join(root, "cgroup.subtree_control")) as f:
+                if "cpu" in f.read().split():
+                    return root, 2
+        except OSError:
+            pass
+    if os.path.exists("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"):
+        return "/sys/fs/cgroup/cpu", 1
+    return None
+
+
+def why_no_cpu_share():
+    """Why a host cannot be given a CPU share here (None: it can): needs a writable cgroup
+    hierarchy with the cpu controller (v2's cpu.max or v1's CFS quota)."""
+    reason = why_unavailable()
+    if reason is not None:
+        return reason
+    found = _cpu_cgroup_root()
+    if found is None:
+        return "no cgroup hierarchy with the cpu controller (/sys/fs/cgroup) to give a host a CPU share"
+    try:
+        group = _CpuShare(f"rx-probe-{uuid.uuid4().hex[:6]}", 0.5)
+        group.close()
+    except OSError as e:
+        return f"cannot make a cgroup with a CPU quota in {found[0]} ({e})"
+    return None
+
+
+class _CpuShare:
+    """A cgroup whose processes together get `cpus` of a core (CFS quota per CPU_PERIOD_US)."""
+
+    def __init__(self, name, cpus):
+        found = _cpu_cgroup_root()
+        if found is None:
+            raise OSError("no cgroup hierarchy with the cpu controller")
+        root, version = found
+        self.path = os.path.join(root, name)
+        os.mkdir(self.path)
+        quota = max(1000, int(cpus * CPU_PERIOD_US))
+        try:
+            if version == 2:
+                self._write("cpu.max", f"{quota} {CPU_PERIOD_US}")
+            else:
+                self._write("cpu.cfs_period_us", str(CPU_PERIOD_US))
+                self._write("cpu.cfs_quota_us", str(quota))
+        except OSError:
+            self.close()
+            raise
+
+    def _write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(value)
+
+    def procs(self):
+        """The file a process writes its pid to, to join (with every thread it starts later)."""
+        return os.path.join(self.path, "cgroup.procs")
+
+    def close(self):
+        # Every process of the group has exited (Hosts kills and reaps them first); a cgroup
+        # goes only once empty, and its last processes may take a moment to leave it.
+        for _ in range(100):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.02)
+
+
 class Hosts:
     """Hosts `names` (up to 250), each linked to one switch; `rate_mbit`: every link's rate each
-    way (None: unshaped); `delay_ms`: added each way on each link (needs netem)."""
+    way (None: unshaped); `delay_ms`: added each way on each link (needs netem); `cpus`: each
+    host's CPU, a share of one core that its processes together get (None: the machine's)."""
 
-    def __init__(self, names, rate_mbit=None, delay_ms=0):
+    def __init__(self, names, rate_mbit=None, delay_ms=0, cpus=None):
         assert 1 <= len(names) <= 250, "one subnet: up to 250 hosts"
         tag = uuid.uuid4().hex[:6]
         self.names = list(names)
@@ -159,6 +246,8 @@ class Hosts:
         self.device = {name: f"rx{tag}{i}" for i, name in enumerate(names)}  # in its host
         self.port = {name: f"rx{tag}p{i}" for i, name in enumerate(names)}    # on the switch
         self.address = {name: f"{SUBNET}.{i + 1}" for i, name in enumerate(names)}
+        self.cpus = cpus
+        self.cpu_share = {}  # name -> _CpuShare, with `cpus`
         self.procs = []
 
     def __enter__(self):
@@ -185,6 +274,8 @@ class Hosts:
                     _congestion_control(ns, LOSS_BASED_CC)
                     _shape(ns, dev, self.rate_mbit, self.delay_ms)
                     _shape(self.switch, port, self.rate_mbit, self.delay_ms)
+                if self.cpus:
+                    self.cpu_share[name] = _CpuShare(ns, self.cpus)
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -197,11 +288,23 @@ class Hosts:
                 p.wait()
         for ns in [*self.netns.values(), self.switch]:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        for share in self.cpu_share.values():
+            share.close()
+
+    def _cgroup_procs(self, name):
+        share = self.cpu_share.get(name)
+        return share.procs() if share else None
 
     def start(self, name, argv, env):
-        """Starts argv on host `name`: in its namespace, with hostname `host-<name>`."""
+        """Starts argv on host `name`: in its namespace, with hostname `host-<name>` (and in its
+        CPU share, where it has one)."""
         wrapped = ["ip", "netns", "exec", self.netns[name], "unshare", "--uts", "sh", "-c",
                    f'hostname host-{name} && exec "$@"', "sh", *argv]
+        procs = self._cgroup_procs(name)
+        if procs:
+            # Joined before `ip netns exec`, which mounts the namespace's own /sys (no cgroups
+            # there); what it starts inherits the group.
+            wrapped = ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *wrapped]
         p = subprocess.Popen(wrapped, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         self.procs.append(p)
@@ -215,7 +318,8 @@ class Hosts:
         err_r, err_w = os.pipe()
         p = rank_context().Process(target=_forked_main,
                         args=(self.netns[name], f"host-{name}", script, list(argv), dict(env),
-                              _InheritedFd(out_w), _InheritedFd(err_w)))
+                              _InheritedFd(out_w), _InheritedFd(err_w),
+                              self._cgroup_procs(name)))
         try:
             p.start()
         finally:
@@ -314,9 +418,13 @@ def _inherited(dup):
     return _InheritedFd(dup.detach())
 
 
-def _forked_main(netns, hostname, script, argv, env, stdout, stderr):
+def _forked_main(netns, hostname, script, argv, env, stdout, stderr, cgroup_procs):
     """A process of Hosts.fork: its output to the pipes, into the host (what `ip netns exec`
-    and `unshare --uts` do for Hosts.start), then the script as __main__."""
+    and `unshare --uts` do for Hosts.start, and its CPU share's cgroup where it has one), then
+    the script as __main__."""
+    if cgroup_procs:
+        with open(cgroup_procs, "w") as f:
+            f.write(str(os.getpid()))
     os.dup2(stdout.fd, 1)
     os.dup2(stderr.fd, 2)
     os.close(stdout.fd)

@@ -57,3 +57,29 @@ def test_a_delay_needs_netem():
     with pytest.raises(RuntimeError, match="netem"):
         with hosts:
             pass
+
+
+BUSY = """
+import os, sys, time
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    pass
+t = os.times()
+print(t.user + t.system)
+"""
+
+
+@pytest.mark.skipif(netns_hosts.why_no_cpu_share() is not None,
+                    reason=netns_hosts.why_no_cpu_share() or "")
+def test_a_hosts_cpu_share_is_the_most_its_processes_get():
+    # Three hosts of 0.3 of a core, each spinning 1.5 s on this 2-core machine: unshared, each
+    # would get 2/3 of a core; each gets its share (a CFS quota), however idle the machine is.
+    import sys
+    seconds, share = 1.5, 0.3
+    with netns_hosts.Hosts(["a", "b", "c"], cpus=share) as hosts:
+        procs = [hosts.start(h, [sys.executable, "-c", BUSY, str(seconds)], None)
+                 for h in ("a", "b", "c")]
+        used = [float(p.communicate(timeout=60)[0]) for p in procs]
+    for cpu in used:
+        # A period's quota of slack (the last period's, and the start's before the loop).
+        assert 0.02 < cpu <= share * seconds + 2 * share * netns_hosts.CPU_PERIOD_US / 1e6 + 0.05, used
