@@ -32,6 +32,57 @@ def test_the_link_not_the_machine_sets_the_rate():
     assert abs(measured / (50 * netns_hosts.TCP_PAYLOAD_SHARE) - 1) <= 0.05, measured
 
 
+RECEIVE = """
+import socket, sys, time
+warm, size = int(sys.argv[2]), int(sys.argv[3])
+server = socket.create_server((sys.argv[1], 29600))
+print("READY", flush=True)
+conn, _ = server.accept()
+got, first = 0, None
+while got < warm + size:
+    chunk = conn.recv(1 << 20)
+    if not chunk:
+        break
+    got += len(chunk)
+    if first is None and got > warm:
+        first = time.monotonic()
+print(time.monotonic() - first)
+"""
+
+SEND = """
+import socket, sys, time
+warm, size = int(sys.argv[2]), int(sys.argv[3])
+for _ in range(100):
+    try:
+        conn = socket.create_connection((sys.argv[1], 29600))
+        break
+    except OSError:
+        time.sleep(0.05)
+conn.sendall(bytes(warm))
+time.sleep(0.1)  # idle: a token bucket fills, TCP keeps its window (under its RTO)
+conn.sendall(bytes(size))
+conn.close()
+"""
+
+
+def test_a_shaped_link_lets_no_burst_through_after_an_idle_moment():
+    # 4 MiB sent on a warm connection after 0.1 s idle take the link's time: a token bucket of
+    # a kernel tick's bytes (500 KB at 1 Gbit/s) had let an eighth of them through at once
+    # (netns_hosts.BUCKET_BYTES). A busy machine only makes it slower.
+    import sys
+    rate, size = 1000, 4 << 20
+    with netns_hosts.Hosts(["a", "b"], rate_mbit=rate) as hosts:
+        receiver = hosts.start("b", [sys.executable, "-c", RECEIVE, hosts.address["b"],
+                                     str(1 << 20), str(size)], None)
+        assert receiver.stdout.readline().strip() == "READY"
+        sender = hosts.start("a", [sys.executable, "-c", SEND, hosts.address["b"],
+                                   str(1 << 20), str(size)], None)
+        out, err = receiver.communicate(timeout=60)
+        sender.communicate(timeout=60)
+    link_s = size * 8 / (rate * 1e6 * netns_hosts.TCP_PAYLOAD_SHARE)
+    assert float(out) >= 0.95 * link_s, (out, err, link_s)
+
+
 def test_a_shaped_hosts_tcp_keeps_to_the_link_loss_based():
     # Not the machine's BBR, whose probing after an idle moment slowed a lone allreduce by 14%
     # (netns_hosts.LOSS_BASED_CC).
