@@ -14,13 +14,15 @@ The model (4 x Linear(1024), batch 128, one compute thread a rank) has 16 MB of 
 1 Gbit/s a rank's ring allreduce of them takes about as long as its backward, so how many
 buckets overlap backward decides the step. The base plan is bucket_cap_mb=4 (a bucket a layer);
 the changes are bucket caps (one bucket, two); the DDP engines' base also at other rates (the
-link rows), and every engine's base on 3 and 4 hosts (the host rows: predicted from the 2-host
-runs with --world-size). Each host has a CPU of its own, --cpus-per-host of a core (a CFS
-quota, netns_hosts.Hosts' `cpus`), the same on 2, 3 and 4 hosts, as separate machines: without
-it 4 hosts' ranks shared this machine's 2 cores, computed slower than 2 hosts' did, and the
-what-if, which gives each new host cores of its own, missed by 10-20%. Where no cgroup can
-give a host its share, the hosts share the machine (a line says so). Printed: per engine the
-predicted and measured steps (medians of the rounds), the error, the measured rounds' spread.
+link rows), and every engine's base on 3 and 4 hosts (the host rows: predicted with
+--world-size from a 2-host run of their own). In the host rows each host has a CPU of its own,
+--cpus-per-host of a core (a CFS quota, netns_hosts.Hosts' `cpus`), the same on 2, 3 and 4
+hosts, as separate machines: without it 4 hosts' ranks shared this machine's 2 cores, computed
+slower than 2 hosts' did, and the what-if, which gives each new host cores of its own, missed
+by 10-20%. The other rows keep the machine's cores (2 ranks, 2 cores): 0.4 of a core cannot
+drive 2 Gbit/s of TCP beside its compute. Where no cgroup can give a host its share, the host
+rows share the machine (a line says so). Printed: per engine the predicted and measured steps
+(medians of the rounds), the error, the measured rounds' spread.
 
 --quick (make test runs it through tests/python/test_bench.py): 2 hosts, one round, one change
 per engine (QUICK): the rate, and whether each prediction moves the way its run does.
@@ -178,9 +180,10 @@ def fsdp_labels(text):
     return [label for label in text.split(";") if label] or None
 
 
-def analyse_hosts(root, engine, rounds, counts):
+def analyse_hosts(root, engine, rounds, hosts, counts):
     """{label: (predicted, measured, (low, high))}: the base configuration's step on each count
-    of hosts, predicted from the 2-host base runs (`--world-size`) and measured on that many."""
+    of hosts, predicted from the base runs on `hosts` hosts of the same CPU share (`--world-size`)
+    and measured on that many."""
     import whatif as one_host
     from ringx.analysis import whatif
 
@@ -192,7 +195,8 @@ def analyse_hosts(root, engine, rounds, counts):
     for n in counts:
         predicted, measured = [], []
         for r in range(rounds):
-            rows = whatif(base(root, r), bounds=False, world_size=[n],
+            rows = whatif(base(os.path.join(root, f"hosts{hosts}"), r), bounds=False,
+                          world_size=[n],
                           **({} if engine in ("fsdp", "fsdp2") else {"bucket_cap_mb": [BASE_CAP]}))
             predicted.append(next(row for row in rows["rows"]
                                   if row["change"] == f"world_size={n}")["predicted_step_ns"])
@@ -203,14 +207,14 @@ def analyse_hosts(root, engine, rounds, counts):
     return out
 
 
-def report_fsdp(root, engine, rounds, labels, counts):
+def report_fsdp(root, engine, rounds, labels, hosts, counts):
     """Prints an FSDP engine's table (bench/whatif.py's analysis of its runs, and the host
     counts'); its |errors|."""
     import whatif as one_host
 
     result = one_host.analyse_fsdp(root, rounds, engine, FSDP_SHAPE, labels)
     result["rows"] += [(label, p, m, spread, False) for label, (p, m, spread) in
-                       analyse_hosts(root, engine, rounds, counts).items()]
+                       analyse_hosts(root, engine, rounds, hosts, counts).items()]
     base = result["base_ns"]
     print(f"\n{ENGINES[engine]} on {FSDP_SHAPE}: base {base / 1e6:.1f} ms measured (the unchanged "
           f"replay {result['base_error'] * 100:+.1f}%), medians of {rounds} rounds")
@@ -262,14 +266,15 @@ def main():
               f"{LAYERS} x Linear({WIDTH}), batch {args.batch}, over ringx; base "
               f"bucket_cap_mb={BASE_CAP}")
         cpus = args.cpus_per_host or None
-        why = netns_hosts.why_no_cpu_share() if cpus else None
+        why = netns_hosts.why_no_cpu_share() if cpus and counts else None
         if why is not None:
-            print(f"hosts share this machine's cores: {why}")
+            print(f"the host rows' hosts share this machine's cores: {why}")
             cpus = None
-        elif cpus:
-            print(f"each host {cpus:g} of a core of its own (a CFS quota)")
+        elif cpus and counts:
+            print(f"host rows: each host {cpus:g} of a core of its own (a CFS quota), on 2 "
+                  f"hosts and on {', '.join(map(str, counts))}")
         root = args.traces or scratch
-        with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit, cpus=cpus) as hosts:
+        with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit) as hosts:
             expected = args.rate_mbit * netns_hosts.TCP_PAYLOAD_SHARE
             carried = hosts.iperf(names[0], names[1], 2, enough=0.95 * expected)
             print(f"link: iperf3 carried {carried:.1f} Mbit/s of TCP payload, the rate's share "
@@ -288,11 +293,11 @@ def main():
         # The DDP engines' base plan at other rates, each on its own links.
         ddp_engines = [e for e in engines if e in ("torch-ddp", "ddp")]
         for f in factors if ddp_engines else []:
-            with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f, cpus=cpus) as hosts:
+            with netns_hosts.Hosts(names, rate_mbit=args.rate_mbit * f) as hosts:
                 init = f"tcp://{hosts.address[names[0]]}:29500"
                 job(os.path.join(root, f"rate{args.rate_mbit * f:g}"), [], ddp_engines)
-        # Every engine's base on more hosts, each with its CPU share as on 2.
-        for n in counts:
+        # Every engine's base on 2 hosts and on more, each host with its CPU share.
+        for n in [args.hosts] + counts if counts else []:
             more = [chr(ord("a") + i) for i in range(n)]
             with netns_hosts.Hosts(more, rate_mbit=args.rate_mbit, cpus=cpus) as hosts:
                 init = f"tcp://{hosts.address[more[0]]}:29500"
@@ -300,11 +305,12 @@ def main():
         errors = []
         for engine in engines:
             if engine in ("fsdp", "fsdp2"):
-                errors += report_fsdp(root, engine, rounds, fsdp_labels(fsdp_changes), counts)
+                errors += report_fsdp(root, engine, rounds, fsdp_labels(fsdp_changes), args.hosts,
+                                      counts)
                 continue
             base_error, base, rows = analyse(root, engine, rounds, caps)
             rows.update(analyse_links(root, engine, rounds, args.rate_mbit, factors))
-            rows.update(analyse_hosts(root, engine, rounds, counts))
+            rows.update(analyse_hosts(root, engine, rounds, args.hosts, counts))
             print(f"\n{ENGINES[engine]}: base bucket_cap_mb={BASE_CAP} {base / 1e6:.1f} ms measured "
                   f"(the unchanged replay {base_error * 100:+.1f}%), medians of {rounds} rounds")
             print(f"  {'change':22s} {'predicted':>10s} {'measured':>10s} {'error':>8s} "
