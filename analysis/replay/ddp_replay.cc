@@ -168,13 +168,17 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
     times.computeScale = 1;
     times.lost.resize(nr);
   }
-  for (size_t r = 0; r < nr; ++r) {
-    times.ranks.push_back(m.ranks[r].rank);
+  // Another, larger world: its every rank (program.h's replayedRanks).
+  const size_t ranks = recordedSteps && x.worldSize > m.worldSize ? replayedRanks(nr, x.worldSize) : nr;
+  for (size_t r = 0; r < ranks; ++r) {
+    times.ranks.push_back(r < nr ? m.ranks[r].rank : static_cast<int32_t>(r));
     times.durations.emplace_back();
     times.overlaps.emplace_back();
     for (size_t step = 0; step < steps; ++step) {
-      const DdpRankProfile& p =
-          recordedSteps && r < m.samples[step].size() ? m.samples[step][r] : m.ranks[r];
+      const RecordedSource from = recordedSourceOf(r, step, nr, steps);
+      const DdpRankProfile& p = recordedSteps && from.rank < m.samples[from.step].size()
+                                    ? m.samples[from.step][from.rank]
+                                    : m.ranks[from.rank];
       const Offsets o = offsetsFor(m, p, change.computeFree);
       std::vector<int64_t> d(optimizer + 1, 0), over(optimizer + 1, 0);
       const auto flights = mergeIntervals(p.flightNs);

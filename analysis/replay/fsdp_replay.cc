@@ -553,13 +553,17 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
     times.computeScale = 1;
     times.lost.resize(nr);
   }
-  for (size_t r = 0; r < nr; ++r) {
-    times.ranks.push_back(m.ranks[r].rank);
+  // Another, larger world: its every rank (program.h's replayedRanks).
+  const size_t ranks = recordedSteps && world > m.worldSize ? replayedRanks(nr, world) : nr;
+  for (size_t r = 0; r < ranks; ++r) {
+    times.ranks.push_back(r < nr ? m.ranks[r].rank : static_cast<int32_t>(r));
     times.durations.emplace_back();
     times.overlaps.emplace_back();
     for (size_t k = 0; k < steps; ++k) {
-      const FsdpRankProfile& p =
-          recordedSteps && r < m.samples[k].size() ? m.samples[k][r] : m.ranks[r];
+      const RecordedSource from = recordedSourceOf(r, k, nr, steps);
+      const FsdpRankProfile& p = recordedSteps && from.rank < m.samples[from.step].size()
+                                     ? m.samples[from.step][from.rank]
+                                     : m.ranks[from.rank];
       times.durations[r].push_back(schedule.durations(p));
       int64_t& optimizer = times.durations[r].back()[schedule.optimizerSlot()];
       optimizer = std::llround(static_cast<double>(optimizer) * optimizerScale);

@@ -129,6 +129,19 @@ std::pair<double, bool> modelContention(const ContentionSamples& samples, const 
           true};
 }
 
+size_t replayedRanks(size_t recorded, int64_t worldSize) {
+  const size_t world = worldSize > 0 ? static_cast<size_t>(worldSize) : 0;
+  return std::max(recorded, std::min(world, std::max(recorded, kMostReplayedRanks)));
+}
+
+RecordedSource recordedSourceOf(size_t rank, size_t step, size_t recorded, size_t steps) {
+  if (recorded == 0) return {0, step};
+  const size_t turn = rank / recorded;
+  // The first step is every rank's start (program.h): it stays the first.
+  const size_t s = step == 0 || steps < 2 ? step : 1 + (step - 1 + turn) % (steps - 1);
+  return {rank % recorded, s};
+}
+
 std::vector<double> linkSharedNs(const std::vector<LaneSpan>& spans) {
   // A sweep over the spans' ends: between two consecutive ends, the lanes in flight are fixed.
   std::vector<int64_t> at;

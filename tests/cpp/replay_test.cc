@@ -352,6 +352,24 @@ TEST(ReplayProgram, ASharedLinkSplitsBetweenTheLanesInFlight) {
   EXPECT_NEAR(static_cast<double>(run.endNs[5] - run.startNs[5]), 100000, 100000 * 0.002);
 }
 
+// A larger world replays its every rank: the added ones take the recorded ranks' steps after the
+// first turned by one per round of the recorded, so that no two ranks jitter alike.
+TEST(ReplayProgram, ALargerWorldsAddedRanksTakeTheRecordedStepsTurned) {
+  EXPECT_EQ(replayedRanks(2, 4), 4u);
+  EXPECT_EQ(replayedRanks(2, 1), 2u);  // fewer: the recorded ones
+  EXPECT_EQ(replayedRanks(2, 4096), kMostReplayedRanks);
+  EXPECT_EQ(replayedRanks(128, 4096), 128u);
+  // Two recorded ranks, 4 steps: rank 3 is recorded rank 1 turned by one (steps 1..3 cycle).
+  const RecordedSource own = recordedSourceOf(1, 2, 2, 4), turned = recordedSourceOf(3, 2, 2, 4);
+  EXPECT_EQ(own.rank, 1u);
+  EXPECT_EQ(own.step, 2u);
+  EXPECT_EQ(turned.rank, 1u);
+  EXPECT_EQ(turned.step, 3u);
+  EXPECT_EQ(recordedSourceOf(3, 3, 2, 4).step, 1u);  // wraps past the last
+  EXPECT_EQ(recordedSourceOf(5, 0, 2, 4).step, 0u);  // the first step stays every rank's first
+  EXPECT_EQ(recordedSourceOf(5, 1, 2, 4).step, 3u);  // turned by two
+}
+
 TEST(ReplayProgram, ContentionStretchesComputeBesideACollective) {
   using K = PathSegment::Kind;
   Program p;
