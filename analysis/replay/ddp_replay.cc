@@ -169,7 +169,8 @@ DdpReplay replayDdp(const DdpModel& m, const DdpWhatIf& change) {
     times.lost.resize(nr);
   }
   // Another, larger world: its every rank (program.h's replayedRanks).
-  const size_t ranks = recordedSteps && x.worldSize > m.worldSize ? replayedRanks(nr, x.worldSize) : nr;
+  const size_t ranks =
+      recordedSteps && x.worldSize > m.worldSize ? replayedRanks(nr, x.worldSize) : nr;
   for (size_t r = 0; r < ranks; ++r) {
     times.ranks.push_back(r < nr ? m.ranks[r].rank : static_cast<int32_t>(r));
     times.durations.emplace_back();

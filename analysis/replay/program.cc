@@ -163,9 +163,9 @@ std::vector<double> linkSharedNs(const std::vector<LaneSpan>& spans) {
   size_t next = 0;
   for (size_t k = 0; k + 1 < at.size(); ++k) {
     const int64_t b = at[k], e = at[k + 1];
-    active.erase(std::remove_if(active.begin(), active.end(),
-                                [&](size_t i) { return spans[i].end <= b; }),
-                 active.end());
+    active.erase(
+        std::remove_if(active.begin(), active.end(), [&](size_t i) { return spans[i].end <= b; }),
+        active.end());
     for (; next < order.size() && spans[order[next]].begin <= b; ++next) {
       const LaneSpan& s = spans[order[next]];
       if (s.end > b) active.push_back(order[next]);
@@ -603,8 +603,8 @@ ProgramRun runProgram(const Program& p, const ProgramTimes& times) {
       }
       for (size_t c = 0; c < nc; ++c) {
         const double w = static_cast<double>(p.collectives[c].ns) - p.collectives[c].lostNs;
-        ring[c] = shares.durationNs(CoreShares::kRing, run.startAt[c], std::max(0.0, w)) +
-                  linkLost[c];
+        ring[c] =
+            shares.durationNs(CoreShares::kRing, run.startAt[c], std::max(0.0, w)) + linkLost[c];
       }
       run = simulate(p, eff, ring, lanes, queues, nr, times);
       const int64_t after = lastClock(run);

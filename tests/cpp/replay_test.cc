@@ -57,12 +57,10 @@ TEST(ReplayCost, OneShapeAloneGoesOnTheBytes) {
 // size, the per-byte cost from the smallest to the largest: the link's 8.19 ns a byte, where a
 // least-squares fit of the ladder in relative error had made it 1.66.
 TEST(ReplayCost, ACalibrationsCostComesFromItsEndsNotItsBurstyMiddle) {
-  const std::vector<CostSample> ladder = {{"allreduce", 4096, 2, 78627},
-                                          {"allreduce", 32768, 2, 43395},
-                                          {"allreduce", 262144, 2, 1760748},
-                                          {"allreduce", 2097152, 2, 17054883},
-                                          {"allreduce", 16777216, 2, 137411335},
-                                          {"all_gather", 4096, 2, 34391}};
+  const std::vector<CostSample> ladder = {
+      {"allreduce", 4096, 2, 78627},         {"allreduce", 32768, 2, 43395},
+      {"allreduce", 262144, 2, 1760748},     {"allreduce", 2097152, 2, 17054883},
+      {"allreduce", 16777216, 2, 137411335}, {"all_gather", 4096, 2, 34391}};
   const LinkFit fit = calibratedLink(ladder, "allreduce");
   ASSERT_TRUE(fit.ok);
   EXPECT_EQ(fit.samples, 5u);
@@ -322,10 +320,8 @@ TEST(ReplayProgram, ASharedLinkSplitsBetweenTheLanesInFlight) {
   EXPECT_EQ(linkSharedNs({{0, 0, 100}, {0, 90, 150}}), (std::vector<double>{0, 0}));
   // Three lanes over 0-90: two thirds of it each; a fourth span beside lane 2's, on lane 2,
   // counts lane 2 once.
-  EXPECT_EQ(linkSharedNs({{0, 0, 90}, {1, 0, 90}, {2, 0, 90}}),
-            (std::vector<double>{60, 60, 60}));
-  EXPECT_EQ(linkSharedNs({{0, 0, 60}, {2, 0, 60}, {2, 0, 60}}),
-            (std::vector<double>{30, 30, 30}));
+  EXPECT_EQ(linkSharedNs({{0, 0, 90}, {1, 0, 90}, {2, 0, 90}}), (std::vector<double>{60, 60, 60}));
+  EXPECT_EQ(linkSharedNs({{0, 0, 60}, {2, 0, 60}, {2, 0, 60}}), (std::vector<double>{30, 30, 30}));
 
   // A rank computes 1000 then issues a gather (lane 1, 100000 alone) and a reduce-scatter
   // (lane 0, 50000 alone) at once and waits for both. Shared, they go at half pace until the
