@@ -105,8 +105,11 @@ gpu-bundle:
 gpu-check:
 	@scripts/gpu_check.sh $(REPORT)
 
+# .clang-format's style, by clang-format or Debian's clang-format-14 (make setup installs it).
+CLANG_FORMAT ?= $(shell command -v clang-format || command -v clang-format-14)
 format:
-	@clang-format -i $$(git ls-files '*.cc' '*.h')
+	@test -n "$(CLANG_FORMAT)" || { echo "make format: no clang-format (make setup installs clang-format-14)" >&2; exit 1; }
+	@$(CLANG_FORMAT) -i $$(git ls-files '*.cc' '*.h')
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -18,8 +18,8 @@ PACKAGES=(
   # screenshots a virtual display with Mesa's llvmpipe OpenGL.
   libimgui-dev libglfw3-dev libstb-dev libgl-dev libsimdjson-dev zlib1g-dev
   xvfb xauth libgl1-mesa-dri
-  # scripts/sanitizers.sh: clang and its runtimes for the ASan/UBSan + libFuzzer build
-  clang-14 libclang-rt-14-dev
+  # scripts/sanitizers.sh: clang and its runtimes for the ASan/UBSan + libFuzzer build; make format
+  clang-14 libclang-rt-14-dev clang-format-14
   # bench/vs_libraries.py: OpenMPI, an anchor for the collectives, through Debian's python3;
   # libfabric for oneCCL's OFI transport (scripts/oneccl_setup.sh fetches oneCCL itself)
   openmpi-bin python3-mpi4py python3-numpy libfabric1
