@@ -221,6 +221,10 @@ struct Issued {
   int64_t bytes = 0;
   bool prefetched = false;
 };
+// The lane a collective of `kind` (0: a gather) ran on: gathers on a group of their own where
+// the engine gives them one.
+size_t laneOf(int kind, bool gatherLane) { return kind == 0 && gatherLane ? 1 : 0; }
+
 std::vector<Issued> issuedOf(const FsdpStepRecord& s, bool gatherLane) {
   std::vector<Issued> out;
   for (const FsdpStepRecord::Gather& g : s.gathers) {
@@ -231,11 +235,11 @@ std::vector<Issued> issuedOf(const FsdpStepRecord& s, bool gatherLane) {
   }
   std::sort(out.begin(), out.end(),
             [](const Issued& a, const Issued& b) { return a.issue < b.issue; });
-  std::map<int, int64_t> laneFree;             // lane -> the previous collective's wire end
+  std::map<size_t, int64_t> laneFree;          // lane -> the previous collective's wire end
   std::map<std::pair<int, size_t>, int> seen;  // (kind, unit) -> occurrences so far
   for (Issued& c : out) {
     c.occurrence = seen[{c.kind, c.unit}]++;
-    const int lane = c.kind == 0 && gatherLane ? 1 : 0;
+    const size_t lane = laneOf(c.kind, gatherLane);
     c.start = std::max(c.issue, laneFree[lane]);
     laneFree[lane] = std::max(laneFree[lane], c.wireEnd);
   }
@@ -511,7 +515,7 @@ FsdpFit fitFsdpModel(const FsdpRecording& rec) {
     for (auto& [key, ns] : shortest) {
       const Span& sp = spans[key];
       if (sp.ranks != rec.ranks.size() || sp.end <= sp.start) continue;
-      ran.push_back({std::get<0>(key) == 0 ? size_t{1} : size_t{0}, sp.start, sp.end});
+      ran.push_back({laneOf(std::get<0>(key), rec.runtime.gatherLane), sp.start, sp.end});
       of.push_back(&ns);
     }
     const std::vector<double> shared = linkSharedNs(ran);
