@@ -74,6 +74,13 @@ struct ArgRange {
     if (a->kind == ArgKind::kDouble) return static_cast<int64_t>(a->doubleValue);
     return fallback;
   }
+  double number(uint32_t key, double fallback) const {
+    const ArgValue* a = find(key);
+    if (!a) return fallback;
+    if (a->kind == ArgKind::kDouble) return a->doubleValue;
+    if (a->kind == ArgKind::kInt) return static_cast<double>(a->intValue);
+    return fallback;
+  }
   uint32_t string(uint32_t key) const {
     const ArgValue* a = find(key);
     return a && a->kind == ArgKind::kString ? a->stringId : 0;

@@ -147,7 +147,7 @@ std::vector<replay::CostSample> calibrationOf(const model::TraceStore& store) {
 replay::HostCores hostCoresOf(const model::TraceStore& store) {
   const StringPool& pool = store.strings();
   const uint32_t name = pool.find("host"), cores = pool.find("cores"),
-                 threads = pool.find("compute_threads");
+                 quota = pool.find("cpu_quota"), threads = pool.find("compute_threads");
   replay::HostCores out;
   std::vector<std::string> hosts;
   for (const RankData& rank : store.ranks()) {
@@ -156,8 +156,11 @@ replay::HostCores hostCoresOf(const model::TraceStore& store) {
       for (const Instant& i : track.instants) {
         if (name == 0 || cores == 0 || i.name != name) continue;
         const ArgRange a(rank, i.firstArg, i.argCount);
-        // The fewest cores any rank may use, the most threads any computes with.
-        const int64_t c = a.integer(cores, 0);
+        // The fewest cores any rank may use (its CPU quota's where that allows fewer: the
+        // host's threads split the quota), the most threads any computes with.
+        double c = static_cast<double>(a.integer(cores, 0));
+        const double q = quota != 0 ? a.number(quota, 0) : 0;
+        if (q > 0) c = c > 0 ? std::min(c, q) : q;
         if (c > 0) out.cores = out.cores > 0 ? std::min(out.cores, c) : c;
         out.threadsPerRank = std::max(out.threadsPerRank, a.integer(threads, 1));
       }
@@ -167,7 +170,7 @@ replay::HostCores hostCoresOf(const model::TraceStore& store) {
   return out;
 }
 
-DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores) {
+DdpModelSource ddpModelOf(const model::TraceStore& store, double hostCores) {
   std::vector<RankRecord> records;
   for (const RankData& rank : store.ranks()) {
     RankRecord r = readRank(store, rank);

@@ -34,7 +34,7 @@ struct DdpModelSource : replay::DdpFit {
   bool torchDdp = false;
 };
 // hostCores: the hosts' cores where the trace does not record them (profiler traces).
-DdpModelSource ddpModelOf(const model::TraceStore& store, int64_t hostCores = 0);
+DdpModelSource ddpModelOf(const model::TraceStore& store, double hostCores = 0);
 
 // The calibration a job recorded (ringx.trace.calibrate: "calibration" instants with op,
 // bytes, ns and group_size), the lowest rank's that has one; empty when none ran.
@@ -55,7 +55,7 @@ struct WhatIfQuestions {
   bool bounds = true;  // communication and compute infinitely fast
   // The hosts' cores, for profiler traces, which do not record them (a ringx trace does): how
   // the ranks on one host share them (cost_model.h's HostCores); 0: unknown.
-  int64_t hostCores = 0;
+  double hostCores = 0;
   // FSDP (PyTorch's names): sharding strategies, backward prefetch modes, forward prefetch and
   // the rate limiter on or off, and unit boundaries (every k consecutive units merged).
   std::vector<std::string> shardingStrategies;
@@ -125,7 +125,7 @@ struct FsdpModelSource : replay::FsdpFit {
 };
 // Throws std::runtime_error saying what is missing (no ringx.fsdp iterations, no fsdp_config:
 // a trace recorded before schema 6). hostCores as ddpModelOf's.
-FsdpModelSource fsdpModelOf(const model::TraceStore& store, int64_t hostCores = 0);
+FsdpModelSource fsdpModelOf(const model::TraceStore& store, double hostCores = 0);
 
 struct FsdpWhatIfRow {
   replay::FsdpWhatIf change;

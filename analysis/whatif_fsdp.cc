@@ -148,7 +148,7 @@ std::string whatIfEngine(const model::TraceStore& store) {
   return !fsdp && holdsProfiledTorchDdp(store) ? "ddp" : "";
 }
 
-FsdpModelSource fsdpModelOf(const model::TraceStore& store, int64_t hostCores) {
+FsdpModelSource fsdpModelOf(const model::TraceStore& store, double hostCores) {
   std::vector<std::string> units;
   std::vector<FsdpRankReading> records;
   for (const RankData& rank : store.ranks()) {

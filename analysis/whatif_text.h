@@ -59,14 +59,14 @@ inline std::string contentionJson(double contention, bool fitted) {
 // as JSON ("host_cores":{...}, null when not recorded).
 inline std::string hostCoresText(const replay::HostCores& h) {
   if (h.cores <= 0) return "; cores: not recorded (world_size keeps each rank's compute)";
-  return "; cores: " + std::to_string(h.cores) + " per host, " + std::to_string(h.threadsPerRank) +
+  return "; cores: " + shortNumber(h.cores) + " per host, " + std::to_string(h.threadsPerRank) +
          " compute thread" + (h.threadsPerRank == 1 ? "" : "s") + " per rank, " +
          std::to_string(h.hosts) + " host" + (h.hosts == 1 ? "" : "s") +
          " (each compute at the share its schedule leaves it; world_size shares them out)";
 }
 inline std::string hostCoresJson(const replay::HostCores& h) {
   if (h.cores <= 0) return ",\"host_cores\":null";
-  return ",\"host_cores\":{\"cores\":" + std::to_string(h.cores) +
+  return ",\"host_cores\":{\"cores\":" + shortNumber(h.cores) +
          ",\"threads_per_rank\":" + std::to_string(h.threadsPerRank) +
          ",\"hosts\":" + std::to_string(h.hosts) + "}";
 }

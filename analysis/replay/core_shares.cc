@@ -63,15 +63,14 @@ double CoreShares::share(size_t rank, size_t i) const {
                                                           (rank < ranks_ && own_[i][rank]) + 1) +
                                                ranks * static_cast<double>(running_[i])) /
                                               hosts;
-  return std::min(1.0, static_cast<double>(host_.cores) / runnable);
+  return std::min(1.0, host_.cores / runnable);
 }
 
 double CoreShares::shareAlone(size_t rank) const {
   const double threads = rank == kRing
                              ? static_cast<double>(ranks_)
                              : static_cast<double>(std::max<int64_t>(1, host_.threadsPerRank));
-  return std::min(1.0, static_cast<double>(host_.cores) *
-                           static_cast<double>(std::max<int64_t>(1, host_.hosts)) /
+  return std::min(1.0, host_.cores * static_cast<double>(std::max<int64_t>(1, host_.hosts)) /
                            (copies_ * threads));
 }
 

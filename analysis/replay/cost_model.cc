@@ -32,16 +32,25 @@ namespace {
 double coreShare(const HostCores& host, int64_t world, int64_t threadsPerRank) {
   const int64_t hosts = std::max<int64_t>(1, host.hosts);
   const int64_t perHost = (world + hosts - 1) / hosts;
-  return std::min(1.0, static_cast<double>(host.cores) /
-                           static_cast<double>(perHost * std::max<int64_t>(1, threadsPerRank)));
+  return std::min(1.0,
+                  host.cores / static_cast<double>(perHost * std::max<int64_t>(1, threadsPerRank)));
 }
 
 }  // namespace
 
+HostCores hostsAt(const HostCores& host, int64_t recordedWorld, int64_t worldSize) {
+  HostCores out = host;
+  if (host.hosts <= 1 || recordedWorld <= 0 || worldSize <= 0) return out;
+  // Ranks per host as recorded (rounded up, as coreShare counts them), hosts enough for all.
+  const int64_t perHost = (recordedWorld + host.hosts - 1) / host.hosts;
+  out.hosts = (worldSize + perHost - 1) / perHost;
+  return out;
+}
+
 double hostShareRatio(const HostCores& host, int64_t recordedWorld, int64_t worldSize) {
   if (host.cores <= 0 || recordedWorld <= 0 || worldSize <= 0) return 1;
   return coreShare(host, recordedWorld, host.threadsPerRank) /
-         coreShare(host, worldSize, host.threadsPerRank);
+         coreShare(hostsAt(host, recordedWorld, worldSize), worldSize, host.threadsPerRank);
 }
 
 double coresContention(const HostCores& host, int64_t worldSize) {

@@ -64,14 +64,21 @@ LinkFit fitLinkCost(const std::vector<CostSample>& samples);
 // the "host" instant, ringx.trace.start). A first cut of the host as a shared resource:
 // data-parallel ranks compute and communicate in lockstep, so each rank's threads get
 // cores / (ranks on the host x threads per rank) of a core when that is below one, and a world
-// of another size on the same hosts changes that share for compute and collectives alike.
+// of another size changes that share for compute and collectives alike where it puts more or
+// fewer ranks on a host (hostsAt).
 struct HostCores {
-  int64_t cores = 0;           // per host; 0: not recorded (nothing is scaled)
+  double cores = 0;            // per host, a CPU quota's fraction included; 0: not recorded
+                               // (nothing is scaled)
   int64_t threadsPerRank = 1;  // torch's compute threads per rank
   int64_t hosts = 1;
 };
-// How many times slower a rank's work runs at `worldSize` than at `recordedWorld` on the same
-// hosts; 1 when the cores are unknown.
+// The hosts a world of `worldSize` runs on, from a recording of `recordedWorld` ranks on
+// `host.hosts` of them: a job on one host stays there (its ranks share it); a job across hosts
+// grows or shrinks by hosts like the recorded ones, each with as many ranks (a cluster grows
+// by machines, not by crowding them).
+HostCores hostsAt(const HostCores& host, int64_t recordedWorld, int64_t worldSize);
+// How many times slower a rank's work runs at `worldSize` (on hostsAt's hosts) than at
+// `recordedWorld`; 1 when the cores are unknown.
 double hostShareRatio(const HostCores& host, int64_t recordedWorld, int64_t worldSize);
 // Compute's slowdown beside a collective in flight on its rank, from the cores alone: the
 // contention constant (program.h) where the recording cannot fit it (no compute ran beside part

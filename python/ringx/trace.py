@@ -96,11 +96,83 @@ def _start(dir, listen, token, group, rss_interval_ms, clock_sync_interval_ms):
 
 def _record_host():
     """The cores this rank may run on and torch's compute threads, as a "host" instant: what
-    `ringx-trace whatif --world-size` shares out among more or fewer ranks on the same hosts."""
+    `ringx-trace whatif --world-size` shares out among more or fewer ranks on the same hosts.
+    Where a cgroup's CPU quota allows less than those cores (a container's --cpus, a pod's CPU
+    limit), the quota too, in cores (cpu_quota): the share the host's threads split."""
     import torch
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    quota = cpu_quota()
+    extra = {"cpu_quota": quota} if quota is not None and quota < (cores or 0) else {}
     instant("host", track="host", category="user", cores=int(cores or 0),
-            compute_threads=int(torch.get_num_threads()))
+            compute_threads=int(torch.get_num_threads()), **extra)
+
+
+def _cgroup_mounts(mountinfo):
+    """[(mount root, mount point, version)] of the cgroup hierarchies holding the cpu controller
+    in /proc/self/mountinfo's text."""
+    out = []
+    for line in mountinfo.splitlines():
+        head, sep, tail = line.partition(" - ")
+        fields, rest = head.split(), tail.split()
+        if not sep or len(fields) < 5 or len(rest) < 3:
+            continue
+        if rest[0] == "cgroup2":
+            out.append((fields[3], fields[4], 2))
+        elif rest[0] == "cgroup" and "cpu" in rest[2].split(","):
+            out.append((fields[3], fields[4], 1))
+    return out
+
+
+def cpu_quota(proc_cgroup="/proc/self/cgroup", mountinfo="/proc/self/mountinfo"):
+    """The cores' worth of CPU time this process's cgroups allow (CFS quota / period, the
+    smallest on the way up to the hierarchy's root: cgroup v2's cpu.max, v1's
+    cpu.cfs_quota_us), or None where none is set or none can be read."""
+    try:
+        with open(proc_cgroup) as f:
+            groups = f.read().splitlines()
+        with open(mountinfo) as f:
+            mounts = _cgroup_mounts(f.read())
+    except OSError:
+        return None
+    best = None
+    for line in groups:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        version = 2 if parts[0] == "0" and not parts[1] else 1
+        if version == 1 and "cpu" not in parts[1].split(","):
+            continue
+        for root, point, v in mounts:
+            if v != version or not (parts[2] + "/").startswith(root.rstrip("/") + "/"):
+                continue
+            path = os.path.join(point, parts[2][len(root.rstrip("/")):].lstrip("/"))
+            while True:
+                limit = _quota_at(path, version)
+                if limit is not None:
+                    best = limit if best is None else min(best, limit)
+                if os.path.normpath(path) == os.path.normpath(point):
+                    break
+                path = os.path.dirname(path)
+            break
+    return best
+
+
+def _quota_at(path, version):
+    """The quota in cores set on the cgroup at `path`, or None (unlimited or unreadable)."""
+    try:
+        if version == 2:
+            with open(os.path.join(path, "cpu.max")) as f:
+                quota, period = (f.read().split() + ["100000"])[:2]
+        else:
+            with open(os.path.join(path, "cpu.cfs_quota_us")) as f:
+                quota = f.read().strip()
+            with open(os.path.join(path, "cpu.cfs_period_us")) as f:
+                period = f.read().strip()
+        if quota == "max" or int(quota) <= 0 or int(period) <= 0:
+            return None
+        return int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
 
 
 # The calibration's ladder: 4 KiB to 16 MiB, a factor of 8 apart.

@@ -50,6 +50,20 @@ TEST(CoreShares, ThreeRanksOnTwoCoresAndTheRingsThreads) {
   EXPECT_DOUBLE_EQ(doubled.lostNs(0, 0, 3000), 2000);
 }
 
+// Two hosts of 0.4 of a core each (a CFS quota), a rank each: alone, its compute thread gets the
+// 0.4 and loses 0.6 of each ns; beside the ring (its communication thread runnable too), 0.2.
+TEST(CoreShares, AHostsQuotaIsSplitByItsRanksThreads) {
+  const HostCores quota{0.4, 1, 2};
+  const CoreShares shares(quota, 1, {{{0, 5000}}, {{0, 5000}}}, {{2000, 4000}});
+  EXPECT_DOUBLE_EQ(shares.lostNs(0, 0, 2000), 1200);
+  EXPECT_DOUBLE_EQ(shares.lostNs(0, 2000, 4000), 1600);
+  // 1000 ns of work from 0: 800 done by 2000, then 200 at 0.2 of a core.
+  EXPECT_EQ(shares.durationNs(1, 0, 1000), 3000);
+  // The ring's threads beside the compute: 0.2 each; alone after 5000: the quota, 0.4.
+  EXPECT_DOUBLE_EQ(shares.lostNs(CoreShares::kRing, 2000, 4000), 1600);
+  EXPECT_DOUBLE_EQ(shares.lostNs(CoreShares::kRing, 6000, 7000), 600);
+}
+
 // One step per rank: compute, then an allreduce of 2000 ns of its ring threads' work (timed
 // alone on enough cores) waited on at once.
 Program computeThenAllreduce(size_t steps) {

@@ -163,13 +163,19 @@ TEST(ReplayDdp, BoundsWorldSizeAndWire) {
 // of a core when that is below one.
 TEST(ReplayCost, HostSharesFollowTheRanksPerCore) {
   const HostCores twoCores{2, 1, 1};
-  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 2, 4), 2.0);     // 1 core each -> half a core
-  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 2, 3), 1.5);     // three ranks on two cores
-  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 4, 2), 0.5);     // and back
-  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 1, 2), 1.0);     // still a core each
-  EXPECT_DOUBLE_EQ(hostShareRatio({1, 1, 1}, 2, 3), 1.5);    // two ranks on one core, then three
-  EXPECT_DOUBLE_EQ(hostShareRatio({2, 2, 1}, 1, 2), 2.0);    // two compute threads per rank
-  EXPECT_DOUBLE_EQ(hostShareRatio({2, 1, 2}, 4, 8), 2.0);    // two hosts: 2 ranks each, then 4
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 2, 4), 2.0);   // 1 core each -> half a core
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 2, 3), 1.5);   // three ranks on two cores
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 4, 2), 0.5);   // and back
+  EXPECT_DOUBLE_EQ(hostShareRatio(twoCores, 1, 2), 1.0);   // still a core each
+  EXPECT_DOUBLE_EQ(hostShareRatio({1, 1, 1}, 2, 3), 1.5);  // two ranks on one core, then three
+  EXPECT_DOUBLE_EQ(hostShareRatio({2, 2, 1}, 1, 2), 2.0);  // two compute threads per rank
+  // Across hosts a world grows by hosts of as many ranks each: two hosts of 2 ranks, then
+  // four; two of one rank on 0.4 of a core (a CPU quota), then three hosts.
+  EXPECT_DOUBLE_EQ(hostShareRatio({2, 1, 2}, 4, 8), 1.0);
+  EXPECT_DOUBLE_EQ(hostShareRatio({0.4, 1, 2}, 2, 3), 1.0);
+  EXPECT_EQ(hostsAt({0.4, 1, 2}, 2, 3).hosts, 3);
+  EXPECT_EQ(hostsAt({2, 1, 2}, 4, 5).hosts, 3);              // the third host part full
+  EXPECT_DOUBLE_EQ(hostShareRatio({0.4, 1, 1}, 1, 2), 2.0);  // one host's quota, then shared
   EXPECT_DOUBLE_EQ(hostShareRatio({16, 1, 1}, 2, 4), 1.0);   // cores to spare
   EXPECT_DOUBLE_EQ(hostShareRatio(HostCores{}, 2, 4), 1.0);  // not recorded: nothing scaled
 }

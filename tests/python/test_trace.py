@@ -234,3 +234,37 @@ def test_diff_of_two_recorded_runs_ranks_the_slower_collective_first(tmp_path):
         at = int(stats[f"{run}_at_ns"])
         begin, end = (int(t) for t in stats[f"{run}_view_ns"].split(":"))
         assert begin + (end - begin) // 3 - 1 <= at <= begin + (end - begin) // 2, (run, stats)
+
+
+def test_a_cgroups_cpu_quota_is_read_as_the_cores_it_allows(tmp_path):
+    # ringx.trace records a host's CPU quota (what `ringx-trace whatif` shares among its
+    # threads): the smallest quota / period on the way up from the process's cgroup, in cgroup
+    # v2's cpu.max or v1's cfs files, under the hierarchy's mount (a container's is its own).
+    import ringx
+
+    def write(path, text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    v2 = tmp_path / "v2"
+    write(v2 / "job" / "cpu.max", "150000 100000\n")
+    write(v2 / "job" / "rank" / "cpu.max", "max 100000\n")
+    write(tmp_path / "cg2", "0::/job/rank\n")
+    write(tmp_path / "mi2", f"30 25 0:26 / {v2} rw,nosuid - cgroup2 cgroup2 rw\n")
+    assert ringx.trace.cpu_quota(tmp_path / "cg2", tmp_path / "mi2") == 1.5
+    write(v2 / "job" / "rank" / "cpu.max", "40000 100000\n")
+    assert ringx.trace.cpu_quota(tmp_path / "cg2", tmp_path / "mi2") == 0.4
+
+    # v1 in a container: the mount's root is the container's own cgroup, /pod.
+    v1 = tmp_path / "v1"
+    write(v1 / "cpu.cfs_quota_us", "25000\n")
+    write(v1 / "cpu.cfs_period_us", "10000\n")
+    write(v1 / "rx" / "cpu.cfs_quota_us", "-1\n")
+    write(v1 / "rx" / "cpu.cfs_period_us", "100000\n")
+    write(tmp_path / "cg1", "4:memory:/pod\n2:cpuacct:/pod/rx\n1:cpu:/pod/rx\n")
+    write(tmp_path / "mi1", f"31 25 0:27 /pod {v1} rw - cgroup cgroup rw,cpu\n")
+    assert ringx.trace.cpu_quota(tmp_path / "cg1", tmp_path / "mi1") == 2.5
+    write(tmp_path / "cg0", "1:cpu:/\n")
+    write(tmp_path / "mi0", f"31 25 0:27 / {v1 / 'rx'} rw - cgroup cgroup rw,cpu\n")
+    assert ringx.trace.cpu_quota(tmp_path / "cg0", tmp_path / "mi0") is None
+    assert ringx.trace.cpu_quota(tmp_path / "missing", tmp_path / "mi0") is None

@@ -430,8 +430,9 @@ int main(int argc, char** argv) {
   whatIfCommand
       ->add_option("--host-cores", whatIfQuestions.hostCores,
                    "profiler traces of a CPU job: the cores of each host, which the profiler "
-                   "does not record (how the ranks on a host share them)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+                   "does not record (how the ranks on a host share them; a CPU quota's "
+                   "fraction of a core counts: 0.5)")
+      ->check(CLI::Range(0.01, 1048576.0));
   whatIfCommand->add_flag("--no-bounds", whatIfNoBounds,
                           "leave out the communication-free and compute-free rows");
   whatIfCommand->add_flag("--json", whatIfJsonOut, "the report as JSON (ringx.analysis.whatif)");

@@ -130,5 +130,32 @@ TEST(WhatIf, ATraceWithoutWhatTheModelNeedsSaysWhat) {
   EXPECT_THROW(ddpModelOf(empty), std::runtime_error);
 }
 
+TEST(WhatIf, AHostsCpuQuotaIsTheCoresItsThreadsShare) {
+  // What ringx.trace records of a host: the cores its affinity allows, and, in a cgroup with
+  // a CFS quota (a container's --cpus), the quota in cores, which its threads split.
+  const auto hostOf = [](double rank0Quota, double rank1Quota) {
+    fx::TempDir dir;
+    const double quotas[2] = {rank0Quota, rank1Quota};
+    for (int rank = 0; rank < 2; ++rank) {
+      fx::RankStream s(rank, 2);
+      std::vector<fx::TestArg> args = {{"cores", 2}, {"compute_threads", rank + 1}};
+      if (quotas[rank] > 0) args.emplace_back("cpu_quota", quotas[rank]);
+      s.instant(Category::kUser, "host", "host", 100, args);
+      s.writeTo(dir.file("rank-" + std::to_string(rank) + ".ringx"));
+    }
+    model::TraceStore store;
+    model::loadTraces(store, {dir.path()});
+    return hostCoresOf(store);
+  };
+  const replay::HostCores unlimited = hostOf(0, 0);
+  EXPECT_EQ(unlimited.cores, 2);
+  EXPECT_EQ(unlimited.threadsPerRank, 2);
+  // The fewest any rank may use: rank 1's 0.4 of a core.
+  EXPECT_DOUBLE_EQ(hostOf(0, 0.4).cores, 0.4);
+  EXPECT_DOUBLE_EQ(hostOf(1.5, 0.75).cores, 0.75);
+  // A quota above the affinity's cores changes nothing.
+  EXPECT_EQ(hostOf(3, 0).cores, 2);
+}
+
 }  // namespace
 }  // namespace ringx::analysis
