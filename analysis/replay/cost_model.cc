@@ -29,9 +29,14 @@ namespace {
 
 // The share of a core each of a host's runnable threads gets: `threadsPerRank` of them on each of
 // the host's ranks of `world` (the ranks spread evenly over the hosts), capped at one.
-double coreShare(const HostCores& host, int64_t world, int64_t threadsPerRank) {
+// The ranks of `world` on the busiest of `host.hosts` (the ranks spread evenly).
+int64_t ranksPerHost(const HostCores& host, int64_t world) {
   const int64_t hosts = std::max<int64_t>(1, host.hosts);
-  const int64_t perHost = (world + hosts - 1) / hosts;
+  return (world + hosts - 1) / hosts;
+}
+
+double coreShare(const HostCores& host, int64_t world, int64_t threadsPerRank) {
+  const int64_t perHost = ranksPerHost(host, world);
   return std::min(1.0,
                   host.cores / static_cast<double>(perHost * std::max<int64_t>(1, threadsPerRank)));
 }
@@ -41,8 +46,8 @@ double coreShare(const HostCores& host, int64_t world, int64_t threadsPerRank) {
 HostCores hostsAt(const HostCores& host, int64_t recordedWorld, int64_t worldSize) {
   HostCores out = host;
   if (host.hosts <= 1 || recordedWorld <= 0 || worldSize <= 0) return out;
-  // Ranks per host as recorded (rounded up, as coreShare counts them), hosts enough for all.
-  const int64_t perHost = (recordedWorld + host.hosts - 1) / host.hosts;
+  // Ranks per host as recorded, hosts enough for all.
+  const int64_t perHost = ranksPerHost(host, recordedWorld);
   out.hosts = (worldSize + perHost - 1) / perHost;
   return out;
 }

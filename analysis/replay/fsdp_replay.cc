@@ -483,15 +483,7 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   // ringx.fsdp gives gathers their own group for the sharded strategies only.
   if (rt.sharding == FsdpSharding::kNoShard) rt.gatherLane = false;
   const int64_t world = change.worldSize.value_or(m.worldSize);
-  // The steps: the recorded ones, each rank with its own compute of that step, so that the
-  // ranks' step-to-step jitter meets at the collectives as it did; else the typical step.
-  const size_t nr = m.ranks.size();
-  const bool recordedSteps = m.samples.size() >= 2;
-  // The host's cores shared by this schedule (core_shares.h), where the steps recorded how
-  // they were shared; another world size scales by the fair shares on the hosts it runs on
-  // (cost_model.h's hostsAt).
-  const bool canShare = recordedSteps && !change.computeFree && m.host.cores > 0;
-  const bool sharing = canShare && change.sharedCores && world == m.worldSize;
+  // Another world size shares the cores of the hosts it runs on out differently (cost_model.h).
   const double share = hostShareRatio(m.host, m.worldSize, world);
   // The optimizer steps over the parameters a rank holds: its shard (1 / world of them) under
   // the sharded strategies, all of them under NO_SHARD. Its work scales with that (at 3 ranks
@@ -501,6 +493,10 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   };
   const double optimizerScale = held(rt.sharding, world) / held(m.runtime.sharding, m.worldSize);
 
+  // The steps: the recorded ones, each rank with its own compute of that step, so that the
+  // ranks' step-to-step jitter meets at the collectives as it did; else the typical step.
+  const size_t nr = m.ranks.size();
+  const bool recordedSteps = m.samples.size() >= 2;
   const size_t steps = recordedSteps ? m.samples.size() : kTypicalSteps;
   Schedule schedule(m, rt, steps);
   Program& program = schedule.program;
@@ -547,14 +543,18 @@ FsdpReplay replayFsdp(const FsdpModel& recorded, const FsdpWhatIf& change) {
   times.sharedLink = m.sharedLink && rt.gatherLane;
   times.contention = change.computeFree ? 0 : m.contention;
   times.computeScale = share;
-  // Another, larger world: its every rank (program.h's replayedRanks).
-  const size_t ranks = recordedSteps && world > m.worldSize ? replayedRanks(nr, world) : nr;
+  // The host's cores shared by this schedule (core_shares.h), where the steps recorded how
+  // they were shared.
+  const bool canShare = recordedSteps && !change.computeFree && m.host.cores > 0;
+  const bool sharing = canShare && change.sharedCores && world == m.worldSize;
   if (sharing) {
     times.host = m.host;
     times.world = world;
     times.computeScale = 1;
-    times.lost.resize(ranks);
+    times.lost.resize(nr);
   }
+  // Another, larger world: its every rank (program.h's replayedRanks).
+  const size_t ranks = recordedSteps && world > m.worldSize ? replayedRanks(nr, world) : nr;
   for (size_t r = 0; r < ranks; ++r) {
     times.ranks.push_back(r < nr ? m.ranks[r].rank : static_cast<int32_t>(r));
     times.durations.emplace_back();
